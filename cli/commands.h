@@ -1,0 +1,28 @@
+// Registration of the `mplan` subcommands. Each cmd_*.cpp adds one (or a few related) subcommands to
+// the CLI11 app and sets `run` to the function executed when it is chosen.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace mplan::cli {
+
+// Exit codes of every subcommand.
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+
+// A user-input error: printed to stderr as "mplan: <message>", exit 2.
+struct InputError {
+  std::string message;
+};
+
+using Runner = std::function<int()>;
+
+void add_info_commands(CLI::App& app, Runner& run);     // version, models, clusters
+void add_inspect_command(CLI::App& app, Runner& run);   // inspect
+
+// --format table|json validator shared by subcommands.
+CLI::Validator format_choice(std::initializer_list<const char*> choices);
+
+}  // namespace mplan::cli

@@ -1,0 +1,18 @@
+# Build options (all prefixed MPLAN_) and the common warning/sanitizer flags.
+set(MPLAN_BUILD_GUI "AUTO" CACHE STRING "Build the Qt6 GUI: ON, OFF or AUTO (on when Qt6 Widgets+Charts are found)")
+set(MPLAN_ENABLE_CUDA "AUTO" CACHE STRING "Build the CUDA backend: ON, OFF or AUTO (on when the CUDA toolkit is found)")
+set(MPLAN_ENABLE_MPI "AUTO" CACHE STRING "Build the MPI communicator: ON, OFF or AUTO (on when MPI is found)")
+option(MPLAN_BUILD_TESTS "Build the GoogleTest suites" ON)
+option(MPLAN_BUILD_BENCH "Build the Google Benchmark targets" ON)
+option(MPLAN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(MPLAN_WERROR "Treat warnings as errors" OFF)
+
+add_library(mplan_warnings INTERFACE)
+target_compile_options(mplan_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${MPLAN_WERROR}>>:-Werror>)
+
+if(MPLAN_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

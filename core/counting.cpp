@@ -1,0 +1,162 @@
+// Parameter and model-FLOP counting (Megatron-LM conventions).
+#include "core/counting.h"
+
+namespace mplan {
+
+namespace {
+
+double norm_params(const ModelSpec& m, double width) { return m.norm == NormKind::layernorm ? 2 * width : width; }
+
+double attention_params(const ModelSpec& m) {
+  double h = double(m.hidden_size);
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    double heads = m.num_attention_heads;
+    double q = 0;
+    if (a.q_lora_rank > 0)
+      q = h * a.q_lora_rank + a.q_lora_rank /*q norm*/ + double(a.q_lora_rank) * heads * (a.qk_head_dim + a.qk_rope_head_dim);
+    else
+      q = h * heads * (a.qk_head_dim + a.qk_rope_head_dim);
+    double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank /*kv norm*/ +
+                double(a.kv_lora_rank) * heads * (a.qk_head_dim + a.v_head_dim);
+    double o = heads * a.v_head_dim * h;
+    return q + kv + o + (m.add_bias_linear ? h : 0);
+  }
+  double qw = double(m.num_attention_heads) * m.kv_channels;
+  double kvw = double(m.num_query_groups) * m.kv_channels;
+  double p = h * (qw + 2 * kvw) + qw * h;
+  if (m.add_qkv_bias || m.add_bias_linear) p += qw + 2 * kvw;
+  if (m.add_bias_linear) p += h;
+  if (m.qk_layernorm) p += 2 * norm_params(m, m.kv_channels);
+  return p;
+}
+
+// One MLP of width f (dense, one expert, or shared expert).
+double mlp_params(const ModelSpec& m, double f) {
+  double h = double(m.hidden_size);
+  double mats = m.gated_mlp() ? 3 : 2;
+  double p = mats * h * f;
+  if (m.add_bias_linear) p += (m.gated_mlp() ? 2 * f : f) + h;
+  return p;
+}
+
+}  // namespace
+
+LayerParams layer_params(const ModelSpec& m, bool moe_layer) {
+  LayerParams lp;
+  double h = double(m.hidden_size);
+  lp.attention = attention_params(m);
+  lp.norms = 2 * norm_params(m, h);
+  if (moe_layer && m.moe) {
+    const MoeSpec& e = *m.moe;
+    lp.router = h * e.num_experts + (m.add_bias_linear ? e.num_experts : 0);
+    double one = mlp_params(m, double(e.moe_ffn_hidden_size));
+    lp.experts = one * e.num_experts;
+    lp.experts_active = one * e.top_k;
+    if (e.shared_expert_ffn_hidden_size > 0) lp.shared_experts = mlp_params(m, double(e.shared_expert_ffn_hidden_size));
+  } else {
+    lp.mlp = mlp_params(m, double(m.ffn_hidden_size));
+  }
+  return lp;
+}
+
+ParamCounts count_params(const ModelSpec& m) {
+  ParamCounts c;
+  double h = double(m.hidden_size), V = double(m.vocab_size);
+  c.embedding = V * h + (m.position_embedding == PositionEmbedding::learned ? double(m.max_position_embeddings) * h : 0);
+  c.output = m.tied_embeddings ? 0 : V * h;
+  c.final_norm = norm_params(m, h);
+  c.dense_layer = layer_params(m, false);
+  c.dense_layer_total = c.dense_layer.total();
+  if (m.moe) {
+    c.moe_layer = layer_params(m, true);
+    c.moe_layer_total = c.moe_layer.total();
+  }
+  for (int i = 0; i < m.num_layers; ++i) {
+    const LayerParams& lp = m.is_moe_layer(i) ? c.moe_layer : c.dense_layer;
+    c.layers_total += lp.total();
+    c.layers_active += lp.active();
+  }
+  c.total = c.embedding + c.output + c.final_norm + c.layers_total;
+  c.active = c.embedding + c.output + c.final_norm + c.layers_active;
+  c.active_excl_embedding = c.active - c.embedding + (m.tied_embeddings ? double(m.vocab_size) * h : 0);
+  if (m.mtp_num_layers > 0) {
+    // DeepSeek-V3 MTP module: two norms, a 2h->h projection, one transformer layer (MoE like the
+    // last layer) and a final norm; embedding and head are shared with the main model.
+    bool moe_last = m.is_moe_layer(m.num_layers - 1);
+    double one = 2 * norm_params(m, h) + 2 * h * h + (moe_last ? c.moe_layer_total : c.dense_layer_total) + norm_params(m, h);
+    c.mtp = one * m.mtp_num_layers;
+  }
+  return c;
+}
+
+std::vector<StageParams> params_per_stage(const ModelSpec& m, const ParallelConfig& p) {
+  ParamCounts c = count_params(m);
+  auto n = layers_per_stage_chunk(m, p);
+  std::vector<StageParams> out(p.pp);
+  for (int s = 0; s < p.pp; ++s) {
+    for (int ch = 0; ch < p.vpp; ++ch) {
+      int first = first_layer_of(m, p, s, ch);
+      for (int i = first; i < first + n[s][ch]; ++i) {
+        LayerParams lp = layer_params(m, m.is_moe_layer(i));
+        out[s].dense += lp.total() - lp.experts;
+        out[s].expert += lp.experts;
+      }
+    }
+  }
+  out[0].dense += c.embedding;
+  double head = m.tied_embeddings ? (p.pp > 1 ? double(m.vocab_size) * m.hidden_size : 0) : c.output;
+  out[p.pp - 1].dense += head + c.final_norm;
+  if (m.mtp_num_layers > 0) {
+    LayerParams lp = layer_params(m, m.is_moe_layer(m.num_layers - 1));
+    out[p.pp - 1].dense += c.mtp - lp.experts * m.mtp_num_layers;
+    out[p.pp - 1].expert += lp.experts * m.mtp_num_layers;
+  }
+  return out;
+}
+
+double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t seq, AttentionFlops conv) {
+  // Mirrors Megatron-LM megatron/training/training.py num_floating_point_operations (transformer path).
+  const double B = double(global_batch), s = double(seq), h = double(m.hidden_size);
+  const double fb = 3, fma = 2;  // forward+dgrad+wgrad; multiply-add
+  const double ffn_exp = m.gated_mlp() ? 3 : 2;
+  const double causal = conv == AttentionFlops::causal ? 0.5 : 1.0;
+  int num_moe = m.num_moe_layers();
+  int num_dense = m.num_layers - num_moe;
+  int mtp = m.mtp_num_layers;
+  if (mtp > 0) {
+    bool last_moe = m.is_moe_layer(m.num_layers - 1);
+    (last_moe ? num_moe : num_dense) += mtp;
+  }
+  int num_layers = m.num_layers + mtp;
+  double attn;
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    double heads = m.num_attention_heads;
+    double q_term = a.q_lora_rank > 0 ? a.q_lora_rank * (h + heads * (a.qk_head_dim + a.qk_rope_head_dim) + 1)
+                                      : h * heads * (a.qk_head_dim + a.qk_rope_head_dim);
+    attn = fb * fma *
+           (q_term + a.kv_lora_rank * (h + heads * (a.qk_head_dim + a.v_head_dim) + 1) + h * a.qk_rope_head_dim +
+            heads * a.v_head_dim * h + s * (heads * (a.qk_head_dim + a.qk_rope_head_dim)) * causal +
+            s * heads * a.v_head_dim * causal);
+  } else {
+    double qp = double(m.kv_channels) * m.num_attention_heads;
+    double kp = double(m.kv_channels) * m.num_query_groups;
+    attn = fb * fma * (h * (qp + 2 * kp) + qp * s * causal * 2 + qp * h);
+  }
+  double moe_ffn = m.moe ? double(m.moe->moe_ffn_hidden_size) : 0;
+  double topk = m.moe ? double(m.moe->top_k) : 0;
+  double shared = m.moe ? double(m.moe->shared_expert_ffn_hidden_size) : 0;
+  double mlp = fb * fma * h *
+               (double(m.ffn_hidden_size) * ffn_exp * num_dense + moe_ffn * topk * ffn_exp * num_moe +
+                shared * ffn_exp * num_moe);
+  double mtp_proj = fb * fma * mtp * (3 * h + 2 * h * h);
+  double logits = fb * fma * h * double(m.vocab_size) * (mtp + 1);
+  return B * s * (mlp + attn * num_layers + mtp_proj + logits);
+}
+
+double model_flops_per_token(const ModelSpec& m, int64_t seq, AttentionFlops conv) {
+  return model_flops_per_step(m, 1, seq, conv) / double(seq);
+}
+
+}  // namespace mplan

@@ -1,0 +1,199 @@
+// Hugging Face config.json -> ModelSpec for llama, mistral, mixtral, qwen2/3(+moe), deepseek_v3 (and
+// kimi_k2), gpt2, gpt_neox and gpt_oss. Unknown fields are ignored (HF configs carry many unrelated
+// keys); required ones are named when missing.
+#include "core/hf_import.h"
+
+#include <algorithm>
+
+#include "core/json_fields.h"
+#include "core/suggest.h"
+
+namespace mplan {
+
+using nlohmann::json;
+
+const std::vector<std::string>& hf_supported_model_types() {
+  static const std::vector<std::string> types = {"llama",     "mistral",     "mixtral", "qwen2", "qwen3",
+                                                 "qwen2_moe", "qwen3_moe",   "deepseek_v3", "kimi_k2",
+                                                 "gpt2",      "gpt_neox",    "gpt_oss"};
+  return types;
+}
+
+bool looks_like_hf_config(const json& j) {
+  return j.is_object() && (j.contains("model_type") || j.contains("architectures"));
+}
+
+namespace {
+
+Activation activation_from_hf(const std::string& act, bool gated) {
+  if (gated) return Activation::swiglu;
+  if (act == "relu2" || act == "squared_relu") return Activation::squared_relu;
+  return Activation::gelu;
+}
+
+// RoPE settings: rope_theta / rope_scaling (transformers 4) or rope_parameters (transformers 5).
+// mplan's cost model does not depend on them, but malformed values are still reported.
+void check_rope(JsonFields& f) {
+  f.opt_number("rope_theta");
+  if (f.has("rope_scaling")) f.object("rope_scaling");
+  if (f.has("rope_parameters")) f.object("rope_parameters");
+}
+
+// Llama-family dense/MoE fields shared by llama, mistral, mixtral, qwen2/3(+moe).
+void read_llama_like(JsonFields& f, ModelSpec& m) {
+  m.num_layers = static_cast<int>(f.integer("num_hidden_layers"));
+  m.hidden_size = f.integer("hidden_size");
+  m.ffn_hidden_size = f.integer("intermediate_size");
+  m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
+  m.num_query_groups = static_cast<int>(f.integer_or("num_key_value_heads", m.num_attention_heads));
+  int default_hd = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
+  m.kv_channels = static_cast<int>(f.integer_or("head_dim", default_hd));
+  m.vocab_size = f.integer("vocab_size");
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
+  m.activation = activation_from_hf(f.opt_string("hidden_act").value_or("silu"), true);
+  m.norm = NormKind::rmsnorm;
+  m.position_embedding = PositionEmbedding::rope;
+  m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
+  m.add_qkv_bias = f.boolean_or("attention_bias", false);
+  m.add_bias_linear = f.boolean_or("mlp_bias", false) && m.add_qkv_bias;
+  check_rope(f);
+}
+
+// Qwen MoE: num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers, shared expert.
+void read_qwen_moe(JsonFields& f, ModelSpec& m) {
+  MoeSpec e;
+  e.num_experts = static_cast<int>(f.integer("num_experts"));
+  e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
+  e.moe_ffn_hidden_size = f.integer("moe_intermediate_size");
+  e.shared_expert_ffn_hidden_size = f.integer_or("shared_expert_intermediate_size", 0, 0);
+  int step = static_cast<int>(f.integer_or("decoder_sparse_step", 1));
+  e.moe_layer_freq = step;
+  m.moe = e;
+}
+
+}  // namespace
+
+Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name) {
+  std::vector<std::string> problems;
+  JsonFields f(j, "config.json", problems);
+  if (!problems.empty()) return Error(problems);
+  if (!f.has("model_type")) {
+    return Error("config.json: field 'model_type' is missing; supported model types: " + join(hf_supported_model_types()));
+  }
+  std::string type = f.string("model_type");
+  ModelSpec m;
+  m.name = name;
+  const auto& types = hf_supported_model_types();
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
+    return Error("config.json: model_type '" + type + "' is not supported" + did_you_mean(type, types) +
+                 "; supported: " + join(types));
+  }
+
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
+    read_llama_like(f, m);
+    if (type == "qwen2") m.add_qkv_bias = true;
+    if (type == "qwen3") m.qk_layernorm = true;
+  } else if (type == "mixtral") {
+    read_llama_like(f, m);
+    MoeSpec e;
+    e.num_experts = static_cast<int>(f.integer("num_local_experts"));
+    e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
+    e.moe_ffn_hidden_size = m.ffn_hidden_size;
+    m.moe = e;
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    read_llama_like(f, m);
+    if (type == "qwen2_moe") m.add_qkv_bias = true;
+    if (type == "qwen3_moe") m.qk_layernorm = true;
+    read_qwen_moe(f, m);
+    if (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty()) {
+      // mplan describes dense layers as a leading block; accept only that shape.
+      const json& mo = j["mlp_only_layers"];
+      bool leading = true;
+      for (size_t i = 0; i < mo.size(); ++i) leading = leading && mo[i].is_number_integer() && mo[i].get<int>() == int(i);
+      if (leading) {
+        m.moe->first_k_dense_layers = static_cast<int>(mo.size());
+      } else {
+        problems.push_back("config.json.mlp_only_layers: only a leading block of dense layers [0, 1, ..., k-1] is supported");
+      }
+    }
+  } else if (type == "deepseek_v3" || type == "kimi_k2") {
+    m.num_layers = static_cast<int>(f.integer("num_hidden_layers"));
+    m.hidden_size = f.integer("hidden_size");
+    m.ffn_hidden_size = f.integer("intermediate_size");
+    m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
+    m.num_query_groups = static_cast<int>(f.integer_or("num_key_value_heads", m.num_attention_heads));
+    m.vocab_size = f.integer("vocab_size");
+    m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
+    m.activation = Activation::swiglu;
+    m.norm = NormKind::rmsnorm;
+    m.position_embedding = PositionEmbedding::rope;
+    m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
+    check_rope(f);
+    MlaSpec a;
+    a.q_lora_rank = static_cast<int>(f.integer_or("q_lora_rank", 0, 0));
+    a.kv_lora_rank = static_cast<int>(f.integer("kv_lora_rank"));
+    a.qk_head_dim = static_cast<int>(f.integer("qk_nope_head_dim"));
+    a.qk_rope_head_dim = static_cast<int>(f.integer("qk_rope_head_dim"));
+    a.v_head_dim = static_cast<int>(f.integer("v_head_dim"));
+    m.mla = a;
+    m.kv_channels = a.qk_head_dim + a.qk_rope_head_dim;
+    m.num_query_groups = m.num_attention_heads;
+    MoeSpec e;
+    e.num_experts = static_cast<int>(f.integer("n_routed_experts"));
+    e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
+    e.moe_ffn_hidden_size = f.integer("moe_intermediate_size");
+    e.shared_expert_ffn_hidden_size = f.integer_or("n_shared_experts", 0, 0) * e.moe_ffn_hidden_size;
+    e.first_k_dense_layers = static_cast<int>(f.integer_or("first_k_dense_replace", 0, 0));
+    e.moe_layer_freq = static_cast<int>(f.integer_or("moe_layer_freq", 1));
+    m.moe = e;
+    m.mtp_num_layers = static_cast<int>(f.integer_or("num_nextn_predict_layers", 0, 0));
+  } else if (type == "gpt2") {
+    m.num_layers = static_cast<int>(f.integer("n_layer"));
+    m.hidden_size = f.integer("n_embd");
+    m.num_attention_heads = static_cast<int>(f.integer("n_head"));
+    m.num_query_groups = m.num_attention_heads;
+    m.ffn_hidden_size = f.integer_or("n_inner", 4 * m.hidden_size);
+    m.kv_channels = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
+    m.vocab_size = f.integer("vocab_size");
+    m.max_position_embeddings = f.integer("n_positions");
+    m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
+    m.activation = Activation::gelu;
+    m.norm = NormKind::layernorm;
+    m.position_embedding = PositionEmbedding::learned;
+    m.add_bias_linear = m.add_qkv_bias = true;
+  } else if (type == "gpt_neox") {
+    m.num_layers = static_cast<int>(f.integer("num_hidden_layers"));
+    m.hidden_size = f.integer("hidden_size");
+    m.ffn_hidden_size = f.integer("intermediate_size");
+    m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
+    m.num_query_groups = m.num_attention_heads;
+    m.kv_channels = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
+    m.vocab_size = f.integer("vocab_size");
+    m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
+    m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
+    m.activation = Activation::gelu;
+    m.norm = NormKind::layernorm;
+    m.position_embedding = PositionEmbedding::rope;
+    m.add_bias_linear = m.add_qkv_bias = f.boolean_or("attention_bias", true);
+    check_rope(f);
+  } else if (type == "gpt_oss") {
+    read_llama_like(f, m);
+    m.add_qkv_bias = m.add_bias_linear = f.boolean_or("attention_bias", true);
+    MoeSpec e;
+    e.num_experts = static_cast<int>(f.has("num_local_experts") ? f.integer("num_local_experts") : f.integer("num_experts"));
+    e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
+    e.moe_ffn_hidden_size = m.ffn_hidden_size;
+    m.moe = e;
+  }
+  // generic expert-count spellings for configs that mix conventions
+  if (m.moe && m.moe->num_experts == 0) {
+    for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts"})
+      if (f.has(k)) m.moe->num_experts = static_cast<int>(f.integer(k));
+  }
+  if (!problems.empty()) return Error(problems);
+  auto v = validate_model(m);
+  if (!v.empty()) return Error(v);
+  return m;
+}
+
+}  // namespace mplan

@@ -1,0 +1,183 @@
+// ModelSpec JSON reading/writing and validation.
+#include "core/model_spec.h"
+
+#include "core/json_fields.h"
+
+namespace mplan {
+
+using nlohmann::json;
+
+bool ModelSpec::is_moe_layer(int layer) const {
+  if (!moe) return false;
+  if (layer < moe->first_k_dense_layers) return false;
+  return layer % moe->moe_layer_freq == 0;
+}
+
+int ModelSpec::num_moe_layers() const {
+  int n = 0;
+  for (int i = 0; i < num_layers; ++i) n += is_moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+int64_t ModelSpec::q_proj_width() const {
+  if (mla) return int64_t(num_attention_heads) * (mla->qk_head_dim + mla->qk_rope_head_dim);
+  return int64_t(num_attention_heads) * kv_channels;
+}
+int64_t ModelSpec::kv_proj_width() const {
+  if (mla) return int64_t(num_attention_heads) * (mla->qk_head_dim + mla->qk_rope_head_dim);
+  return int64_t(num_query_groups) * kv_channels;
+}
+int64_t ModelSpec::v_proj_width() const {
+  if (mla) return int64_t(num_attention_heads) * mla->v_head_dim;
+  return int64_t(num_query_groups) * kv_channels;
+}
+
+std::string to_string(Activation a) {
+  switch (a) {
+    case Activation::gelu: return "gelu";
+    case Activation::swiglu: return "swiglu";
+    case Activation::squared_relu: return "squared_relu";
+  }
+  return "?";
+}
+std::string to_string(NormKind n) { return n == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
+std::string to_string(PositionEmbedding p) { return p == PositionEmbedding::rope ? "rope" : "learned"; }
+
+static const std::vector<std::string> kModelFields = {
+    "name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
+    "kv_channels", "vocab_size", "activation", "norm", "tied_embeddings", "position_embedding",
+    "max_position_embeddings", "add_bias_linear", "add_qkv_bias", "qk_layernorm", "moe", "mla",
+    "mtp_num_layers", "source", "notes"};
+
+Expected<ModelSpec> model_from_json(const json& j) {
+  std::vector<std::string> problems;
+  JsonFields f(j, "model", problems);
+  if (!problems.empty()) return Error(problems);
+  f.reject_unknown(kModelFields);
+  ModelSpec m;
+  m.name = f.opt_string("name").value_or("custom");
+  m.num_layers = static_cast<int>(f.integer("num_layers"));
+  m.hidden_size = f.integer("hidden_size");
+  m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
+  m.vocab_size = f.integer("vocab_size");
+  m.ffn_hidden_size = f.integer_or("ffn_hidden_size", 4 * m.hidden_size);
+  m.num_query_groups = static_cast<int>(f.integer_or("num_query_groups", m.num_attention_heads));
+  int default_kv = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
+  m.kv_channels = static_cast<int>(f.integer_or("kv_channels", default_kv));
+  std::string act = f.choice("activation", {"gelu", "swiglu", "squared_relu"});
+  m.activation = act == "swiglu" ? Activation::swiglu : act == "squared_relu" ? Activation::squared_relu : Activation::gelu;
+  m.norm = f.choice("norm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
+  m.tied_embeddings = f.boolean("tied_embeddings");
+  m.position_embedding =
+      f.choice("position_embedding", {"rope", "learned"}) == "learned" ? PositionEmbedding::learned : PositionEmbedding::rope;
+  m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
+  m.add_bias_linear = f.boolean_or("add_bias_linear", false);
+  m.add_qkv_bias = f.boolean_or("add_qkv_bias", m.add_bias_linear);
+  m.qk_layernorm = f.boolean_or("qk_layernorm", false);
+  m.mtp_num_layers = static_cast<int>(f.integer_or("mtp_num_layers", 0, 0));
+  if (const json* mj = f.object("moe")) {
+    JsonFields g(*mj, "model.moe", problems);
+    g.reject_unknown({"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
+                      "first_k_dense_layers", "moe_layer_freq"});
+    MoeSpec moe;
+    moe.num_experts = static_cast<int>(g.integer("num_experts"));
+    moe.top_k = static_cast<int>(g.integer("top_k"));
+    moe.moe_ffn_hidden_size = g.integer_or("moe_ffn_hidden_size", m.ffn_hidden_size);
+    moe.shared_expert_ffn_hidden_size = g.integer_or("shared_expert_ffn_hidden_size", 0, 0);
+    moe.first_k_dense_layers = static_cast<int>(g.integer_or("first_k_dense_layers", 0, 0));
+    moe.moe_layer_freq = static_cast<int>(g.integer_or("moe_layer_freq", 1));
+    m.moe = moe;
+  }
+  if (const json* lj = f.object("mla")) {
+    JsonFields g(*lj, "model.mla", problems);
+    g.reject_unknown({"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"});
+    MlaSpec mla;
+    mla.q_lora_rank = static_cast<int>(g.integer_or("q_lora_rank", 0, 0));
+    mla.kv_lora_rank = static_cast<int>(g.integer("kv_lora_rank"));
+    mla.qk_head_dim = static_cast<int>(g.integer("qk_head_dim"));
+    mla.qk_rope_head_dim = static_cast<int>(g.integer("qk_rope_head_dim", 0));
+    mla.v_head_dim = static_cast<int>(g.integer("v_head_dim"));
+    m.mla = mla;
+  }
+  if (!problems.empty()) return Error(problems);
+  auto v = validate_model(m);
+  if (!v.empty()) return Error(v);
+  return m;
+}
+
+json model_to_json(const ModelSpec& m) {
+  json j = {{"name", m.name},
+            {"num_layers", m.num_layers},
+            {"hidden_size", m.hidden_size},
+            {"ffn_hidden_size", m.ffn_hidden_size},
+            {"num_attention_heads", m.num_attention_heads},
+            {"num_query_groups", m.num_query_groups},
+            {"kv_channels", m.kv_channels},
+            {"vocab_size", m.vocab_size},
+            {"activation", to_string(m.activation)},
+            {"norm", to_string(m.norm)},
+            {"tied_embeddings", m.tied_embeddings},
+            {"position_embedding", to_string(m.position_embedding)},
+            {"add_bias_linear", m.add_bias_linear},
+            {"add_qkv_bias", m.add_qkv_bias},
+            {"qk_layernorm", m.qk_layernorm}};
+  if (m.max_position_embeddings > 0) j["max_position_embeddings"] = m.max_position_embeddings;
+  if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.moe) {
+    j["moe"] = {{"num_experts", m.moe->num_experts},
+                {"top_k", m.moe->top_k},
+                {"moe_ffn_hidden_size", m.moe->moe_ffn_hidden_size},
+                {"shared_expert_ffn_hidden_size", m.moe->shared_expert_ffn_hidden_size},
+                {"first_k_dense_layers", m.moe->first_k_dense_layers},
+                {"moe_layer_freq", m.moe->moe_layer_freq}};
+  }
+  if (m.mla) {
+    j["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
+                {"kv_lora_rank", m.mla->kv_lora_rank},
+                {"qk_head_dim", m.mla->qk_head_dim},
+                {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
+                {"v_head_dim", m.mla->v_head_dim}};
+  }
+  return j;
+}
+
+std::vector<std::string> validate_model(const ModelSpec& m) {
+  std::vector<std::string> p;
+  auto pos = [&](const char* name, int64_t v) {
+    if (v <= 0) p.push_back(std::string("model.") + name + ": must be a positive integer, got " + std::to_string(v));
+  };
+  pos("num_layers", m.num_layers);
+  pos("hidden_size", m.hidden_size);
+  pos("ffn_hidden_size", m.ffn_hidden_size);
+  pos("num_attention_heads", m.num_attention_heads);
+  pos("num_query_groups", m.num_query_groups);
+  pos("kv_channels", m.kv_channels);
+  pos("vocab_size", m.vocab_size);
+  if (!p.empty()) return p;
+  if (!m.mla && m.num_attention_heads % m.num_query_groups != 0)
+    p.push_back("model.num_query_groups: " + std::to_string(m.num_query_groups) + " does not divide num_attention_heads=" +
+                std::to_string(m.num_attention_heads) + "; use a divisor of the head count");
+  if (m.position_embedding == PositionEmbedding::learned && m.max_position_embeddings <= 0)
+    p.push_back("model.max_position_embeddings: required (> 0) with position_embedding=learned");
+  if (m.mtp_num_layers < 0) p.push_back("model.mtp_num_layers: must be >= 0");
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    if (e.num_experts < 1) p.push_back("model.moe.num_experts: must be >= 1");
+    if (e.top_k < 1 || e.top_k > e.num_experts)
+      p.push_back("model.moe.top_k: " + std::to_string(e.top_k) + " must be between 1 and num_experts=" +
+                  std::to_string(e.num_experts));
+    if (e.moe_ffn_hidden_size <= 0) p.push_back("model.moe.moe_ffn_hidden_size: must be > 0");
+    if (e.moe_layer_freq < 1) p.push_back("model.moe.moe_layer_freq: must be >= 1");
+    if (e.first_k_dense_layers < 0 || e.first_k_dense_layers >= m.num_layers)
+      p.push_back("model.moe.first_k_dense_layers: " + std::to_string(e.first_k_dense_layers) +
+                  " must be in [0, num_layers)");
+  }
+  if (m.mla) {
+    if (m.mla->kv_lora_rank <= 0) p.push_back("model.mla.kv_lora_rank: must be > 0");
+    if (m.mla->qk_head_dim <= 0) p.push_back("model.mla.qk_head_dim: must be > 0");
+    if (m.mla->v_head_dim <= 0) p.push_back("model.mla.v_head_dim: must be > 0");
+  }
+  return p;
+}
+
+}  // namespace mplan

@@ -1,0 +1,77 @@
+// ModelSpec: a decoder-only transformer (dense or MoE, optional MLA and MTP), with Megatron's names.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mplan {
+
+enum class Activation { gelu, swiglu, squared_relu };
+enum class NormKind { layernorm, rmsnorm };
+enum class PositionEmbedding { rope, learned };
+
+struct MoeSpec {
+  int num_experts = 0;
+  int top_k = 1;
+  int64_t moe_ffn_hidden_size = 0;            // routed expert FFN width
+  int64_t shared_expert_ffn_hidden_size = 0;  // 0 = no shared expert
+  int first_k_dense_layers = 0;               // leading layers with a dense MLP (DeepSeek)
+  int moe_layer_freq = 1;                     // layer i >= first_k is MoE when i % freq == 0
+};
+
+struct MlaSpec {
+  int q_lora_rank = 0;  // 0 = no query compression
+  int kv_lora_rank = 0;
+  int qk_head_dim = 0;  // non-rope part of the q/k head
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  int num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t ffn_hidden_size = 0;  // default 4*hidden
+  int num_attention_heads = 0;
+  int num_query_groups = 0;  // default = heads (MHA)
+  int kv_channels = 0;       // head dim; default hidden/heads
+  int64_t vocab_size = 0;
+  Activation activation = Activation::gelu;
+  NormKind norm = NormKind::layernorm;
+  bool tied_embeddings = true;
+  PositionEmbedding position_embedding = PositionEmbedding::rope;
+  int64_t max_position_embeddings = 0;  // learned positions only
+  bool add_bias_linear = false;         // biases on every linear layer (GPT-2, GPT-3, NeoX)
+  bool add_qkv_bias = false;            // biases on the QKV projection only (Qwen2)
+  bool qk_layernorm = false;            // per-head norms of q and k (Qwen3)
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+  int mtp_num_layers = 0;
+
+  bool is_moe() const { return moe.has_value(); }
+  bool is_moe_layer(int layer) const;
+  int num_moe_layers() const;
+  int head_dim() const { return kv_channels; }
+  // Widths of the attention projections per token (q, k, v, output input), MLA-aware.
+  int64_t q_proj_width() const;
+  int64_t kv_proj_width() const;  // k width (= v width for GQA)
+  int64_t v_proj_width() const;
+  bool gated_mlp() const { return activation == Activation::swiglu; }
+};
+
+std::string to_string(Activation a);
+std::string to_string(NormKind n);
+std::string to_string(PositionEmbedding p);
+
+// Parses an mplan model JSON (Megatron field names). Missing optional fields take Megatron's
+// defaults (num_query_groups = heads, kv_channels = hidden/heads, ffn_hidden_size = 4*hidden).
+Expected<ModelSpec> model_from_json(const nlohmann::json& j);
+nlohmann::json model_to_json(const ModelSpec& m);
+// Every rule the spec breaks, as messages.
+std::vector<std::string> validate_model(const ModelSpec& m);
+
+}  // namespace mplan

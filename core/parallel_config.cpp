@@ -1,0 +1,266 @@
+// ParallelConfig JSON, layout validation rules and the layer split over pipeline stages and chunks.
+#include "core/parallel_config.h"
+
+#include "core/json_fields.h"
+
+namespace mplan {
+
+using nlohmann::json;
+
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+std::string to_string(Schedule s) {
+  switch (s) {
+    case Schedule::gpipe: return "gpipe";
+    case Schedule::one_f_one_b: return "1f1b";
+    case Schedule::interleaved: return "interleaved";
+    case Schedule::zero_bubble: return "zb";
+  }
+  return "?";
+}
+std::string to_string(CpCommType c) {
+  switch (c) {
+    case CpCommType::p2p: return "p2p";
+    case CpCommType::a2a: return "a2a";
+    case CpCommType::allgather: return "allgather";
+  }
+  return "?";
+}
+std::optional<Recompute> parse_recompute(const std::string& s) {
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+std::optional<Schedule> parse_schedule(const std::string& s) {
+  for (Schedule r : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+std::optional<CpCommType> parse_cp_comm_type(const std::string& s) {
+  for (CpCommType r : {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+
+Expected<ParallelConfig> parallel_from_json(const json& j) {
+  std::vector<std::string> problems;
+  JsonFields f(j, "parallel", problems);
+  if (!problems.empty()) return Error(problems);
+  f.reject_unknown({"world_size", "tp", "sp", "pp", "vpp", "dp", "cp", "cp_comm_type", "ep", "etp", "zero",
+                    "micro_batch_size", "recompute", "recompute_num_layers", "overlap_grad_reduce",
+                    "overlap_param_gather", "tp_comm_overlap", "schedule", "num_layers_in_first_pipeline_stage",
+                    "num_layers_in_last_pipeline_stage"});
+  ParallelConfig p;
+  p.world_size = static_cast<int>(f.integer("world_size"));
+  p.tp = static_cast<int>(f.integer_or("tp", 1));
+  p.sp = f.boolean_or("sp", p.tp > 1);
+  p.pp = static_cast<int>(f.integer_or("pp", 1));
+  p.vpp = static_cast<int>(f.integer_or("vpp", 1));
+  p.cp = static_cast<int>(f.integer_or("cp", 1));
+  p.cp_comm_type = *parse_cp_comm_type(f.choice_or("cp_comm_type", {"p2p", "a2a", "allgather"}, "p2p"));
+  p.ep = static_cast<int>(f.integer_or("ep", 1));
+  p.etp = static_cast<int>(f.integer_or("etp", 1));
+  p.zero = static_cast<int>(f.integer_or("zero", 1, 0));
+  if (p.zero > 3) f.problem("zero", "must be 0, 1, 2 or 3, got " + std::to_string(p.zero));
+  p.micro_batch_size = static_cast<int>(f.integer_or("micro_batch_size", 1));
+  p.recompute = *parse_recompute(f.choice_or("recompute", {"none", "selective", "full"}, "none"));
+  p.recompute_num_layers = static_cast<int>(f.integer_or("recompute_num_layers", 0, 0));
+  p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
+  p.overlap_param_gather = f.boolean_or("overlap_param_gather", true);
+  p.tp_comm_overlap = f.boolean_or("tp_comm_overlap", false);
+  p.schedule = *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
+  p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0));
+  p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0));
+  if (auto dp = f.opt_integer("dp")) {
+    int derived = p.dp();
+    if (*dp != derived)
+      f.problem("dp", std::to_string(*dp) + " disagrees with world_size/(tp*pp*cp) = " + std::to_string(derived) +
+                          "; dp is derived, drop the field or fix world_size");
+  }
+  if (!problems.empty()) return Error(problems);
+  return p;
+}
+
+json parallel_to_json(const ParallelConfig& p) {
+  json j = {{"world_size", p.world_size},
+            {"tp", p.tp},
+            {"sp", p.sp},
+            {"pp", p.pp},
+            {"vpp", p.vpp},
+            {"dp", p.dp()},
+            {"cp", p.cp},
+            {"cp_comm_type", to_string(p.cp_comm_type)},
+            {"ep", p.ep},
+            {"etp", p.etp},
+            {"zero", p.zero},
+            {"micro_batch_size", p.micro_batch_size},
+            {"recompute", to_string(p.recompute)},
+            {"recompute_num_layers", p.recompute_num_layers},
+            {"overlap_grad_reduce", p.overlap_grad_reduce},
+            {"overlap_param_gather", p.overlap_param_gather},
+            {"tp_comm_overlap", p.tp_comm_overlap},
+            {"schedule", to_string(p.schedule)}};
+  if (p.num_layers_in_first_pipeline_stage) j["num_layers_in_first_pipeline_stage"] = p.num_layers_in_first_pipeline_stage;
+  if (p.num_layers_in_last_pipeline_stage) j["num_layers_in_last_pipeline_stage"] = p.num_layers_in_last_pipeline_stage;
+  return j;
+}
+
+namespace {
+std::string s(int64_t v) { return std::to_string(v); }
+
+// Layers per pipeline stage (before chunking), or a problem message.
+std::vector<int> stage_layers(const ModelSpec& m, const ParallelConfig& p, std::vector<std::string>* problems) {
+  int L = m.num_layers, first = p.num_layers_in_first_pipeline_stage, last = p.num_layers_in_last_pipeline_stage;
+  std::vector<int> out(p.pp, 0);
+  if (p.pp == 1) {
+    if ((first || last) && problems) problems->push_back("num_layers_in_first/last_pipeline_stage need pp > 1");
+    out[0] = L;
+    return out;
+  }
+  int middle_stages = p.pp - (first ? 1 : 0) - (last ? 1 : 0);
+  int rest = L - first - last;
+  if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && (rest <= 0 || rest % middle_stages != 0))) {
+    if (problems)
+      problems->push_back("layers do not split into pp stages: num_layers=" + s(L) + " with first stage " + s(first) +
+                          ", last stage " + s(last) + " leaves " + s(rest) + " layers for " + s(middle_stages) +
+                          " stages; choose pp (and first/last stage sizes) so the rest divides evenly");
+    return {};
+  }
+  int each = middle_stages > 0 ? rest / middle_stages : 0;
+  for (int i = 0; i < p.pp; ++i) out[i] = each;
+  if (first) out[0] = first;
+  if (last) out[p.pp - 1] = last;
+  return out;
+}
+}  // namespace
+
+std::vector<std::vector<int>> layers_per_stage_chunk(const ModelSpec& m, const ParallelConfig& p) {
+  std::vector<int> st = stage_layers(m, p, nullptr);
+  std::vector<std::vector<int>> out(p.pp, std::vector<int>(p.vpp, 0));
+  for (int i = 0; i < p.pp && i < int(st.size()); ++i)
+    for (int c = 0; c < p.vpp; ++c) out[i][c] = st[i] / p.vpp;
+  return out;
+}
+
+int first_layer_of(const ModelSpec& m, const ParallelConfig& p, int stage, int chunk) {
+  auto n = layers_per_stage_chunk(m, p);
+  int idx = 0;
+  for (int c = 0; c < chunk; ++c)
+    for (int s2 = 0; s2 < p.pp; ++s2) idx += n[s2][c];
+  for (int s2 = 0; s2 < stage; ++s2) idx += n[s2][chunk];
+  return idx;
+}
+
+std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t,
+                                         const ParallelConfig& p) {
+  std::vector<std::string> e;
+  auto positive = [&](const char* name, int v) {
+    if (v < 1) e.push_back(std::string(name) + "=" + s(v) + " must be >= 1");
+  };
+  positive("world_size", p.world_size);
+  positive("tp", p.tp);
+  positive("pp", p.pp);
+  positive("vpp", p.vpp);
+  positive("cp", p.cp);
+  positive("ep", p.ep);
+  positive("etp", p.etp);
+  positive("micro_batch_size", p.micro_batch_size);
+  if (t.global_batch_size < 1) e.push_back("global_batch_size=" + s(t.global_batch_size) + " must be >= 1");
+  if (t.seq_length < 1) e.push_back("seq_length=" + s(t.seq_length) + " must be >= 1");
+  if (!e.empty()) return e;
+
+  if (p.world_size > c.max_gpus())
+    e.push_back("cluster too small: " + s(p.world_size) + " GPUs requested but cluster '" + c.name + "' has " +
+                s(c.num_nodes) + " nodes x " + s(c.gpus_per_node) + " = " + s(c.max_gpus()) + " GPUs");
+  int mp = p.tp * p.pp * p.cp;
+  if (p.world_size % mp != 0) {
+    e.push_back("tp*pp*cp=" + s(p.tp) + "*" + s(p.pp) + "*" + s(p.cp) + "=" + s(mp) + " does not divide the " +
+                s(p.world_size) + " GPUs; dp = GPUs/(tp*pp*cp) must be a whole number");
+    return e;
+  }
+  int dp = p.dp();
+  if (!m.mla && m.num_attention_heads % p.tp != 0)
+    e.push_back("tp=" + s(p.tp) + " does not divide num_attention_heads=" + s(m.num_attention_heads));
+  if (m.mla && m.num_attention_heads % p.tp != 0)
+    e.push_back("tp=" + s(p.tp) + " does not divide num_attention_heads=" + s(m.num_attention_heads));
+  if (!m.mla && m.num_query_groups % p.tp != 0)
+    e.push_back("tp=" + s(p.tp) + " does not divide num_query_groups=" + s(m.num_query_groups));
+  if (m.ffn_hidden_size % p.tp != 0)
+    e.push_back("tp=" + s(p.tp) + " does not divide ffn_hidden_size=" + s(m.ffn_hidden_size));
+  if (p.sp && p.tp == 1) e.push_back("sequence parallel needs tp > 1 (sp=true with tp=1); turn sp off");
+  if (p.sp && t.seq_length % (int64_t(p.tp) * p.cp) != 0)
+    e.push_back("seq_length=" + s(t.seq_length) + " is not divisible by tp*cp=" + s(p.tp * p.cp) +
+                " as sequence parallel requires");
+  if (p.tp_comm_overlap && !p.sp) e.push_back("tp_comm_overlap needs sequence parallel (sp=true)");
+  if (p.cp > 1 && t.seq_length % (2 * int64_t(p.cp)) != 0)
+    e.push_back("seq_length=" + s(t.seq_length) + " is not divisible by 2*cp=" + s(2 * p.cp) +
+                " (load-balanced context parallel splits the sequence into 2*cp chunks)");
+  // expert parallelism
+  if (!m.moe) {
+    if (p.ep > 1) e.push_back("ep=" + s(p.ep) + " needs a mixture-of-experts model; '" + m.name + "' is dense");
+    if (p.etp > 1) e.push_back("etp=" + s(p.etp) + " needs a mixture-of-experts model; '" + m.name + "' is dense");
+  } else {
+    if (m.moe->num_experts % p.ep != 0)
+      e.push_back("ep=" + s(p.ep) + " does not divide num_experts=" + s(m.moe->num_experts));
+    if ((int64_t(p.tp) * p.cp * dp) % (int64_t(p.ep) * p.etp) != 0)
+      e.push_back("ep*etp=" + s(p.ep * p.etp) + " does not divide tp*cp*dp=" + s(p.tp * p.cp * dp) +
+                  " (the expert layout etp-ep-edp must tile the same GPUs as tp-cp-dp)");
+    if (p.tp > 1 && !p.sp)
+      e.push_back("a mixture-of-experts model with tp=" + s(p.tp) + " needs sequence parallel (sp=true), as Megatron-LM requires");
+    if (m.moe->moe_ffn_hidden_size % p.etp != 0)
+      e.push_back("etp=" + s(p.etp) + " does not divide moe_ffn_hidden_size=" + s(m.moe->moe_ffn_hidden_size));
+  }
+  // pipeline
+  std::vector<std::string> split;
+  std::vector<int> st = stage_layers(m, p, &split);
+  e.insert(e.end(), split.begin(), split.end());
+  if (!st.empty()) {
+    for (int i = 0; i < p.pp; ++i) {
+      if (st[i] % p.vpp != 0) {
+        e.push_back("layers do not split into pp*vpp chunks: stage " + s(i) + " has " + s(st[i]) +
+                    " layers, not divisible by vpp=" + s(p.vpp));
+        break;
+      }
+      if (st[i] < p.vpp) {
+        e.push_back("stage " + s(i) + " has " + s(st[i]) + " layers, fewer than vpp=" + s(p.vpp));
+        break;
+      }
+    }
+  }
+  if (p.vpp > 1 && p.pp == 1) e.push_back("vpp=" + s(p.vpp) + " needs pp > 1");
+  if (p.vpp > 1 && p.schedule != Schedule::interleaved)
+    e.push_back("vpp=" + s(p.vpp) + " needs the interleaved schedule, not " + to_string(p.schedule));
+  if (p.vpp == 1 && p.schedule == Schedule::interleaved)
+    e.push_back("the interleaved schedule needs vpp > 1");
+  // batch
+  int64_t per_step = int64_t(p.micro_batch_size) * dp;
+  if (t.global_batch_size % per_step != 0)
+    e.push_back("gbs=" + s(t.global_batch_size) + " is not a multiple of mbs*dp=" + s(p.micro_batch_size) + "*" +
+                s(dp) + "=" + s(per_step));
+  else if (p.schedule == Schedule::interleaved && (t.global_batch_size / per_step) % p.pp != 0)
+    e.push_back("the interleaved schedule needs the number of micro-batches (" + s(t.global_batch_size / per_step) +
+                ") to be a multiple of pp=" + s(p.pp));
+  // memory/optimizer
+  if (p.zero < 0 || p.zero > 3) e.push_back("zero=" + s(p.zero) + " must be 0, 1, 2 or 3");
+  if (p.recompute != Recompute::full && p.recompute_num_layers > 0)
+    e.push_back("recompute_num_layers needs recompute=full");
+  if (!st.empty() && p.recompute_num_layers > 0) {
+    int min_chunk = INT32_MAX;
+    for (int v : st) min_chunk = std::min(min_chunk, v / p.vpp);
+    if (p.recompute_num_layers > min_chunk)
+      e.push_back("recompute_num_layers=" + s(p.recompute_num_layers) + " exceeds the " + s(min_chunk) +
+                  " layers of the smallest pipeline chunk");
+  }
+  if (!c.gpu.peak(t.precision))
+    e.push_back("precision " + std::string(to_string(t.precision)) + " is not supported by " + c.gpu.name +
+                " (cluster.gpu.peak_tflops has no entry for it)");
+  return e;
+}
+
+}  // namespace mplan

@@ -1,0 +1,71 @@
+// ParallelConfig: the layout of one training job (TP/SP, PP/VPP, DP+ZeRO, CP, EP/ETP, micro-batch,
+// recomputation, overlap, schedule) and the rules a layout must obey for a model, batch and cluster.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/cluster_spec.h"
+#include "core/model_spec.h"
+#include "core/status.h"
+#include "core/training_spec.h"
+
+namespace mplan {
+
+enum class Recompute { none, selective, full };
+enum class Schedule { gpipe, one_f_one_b, interleaved, zero_bubble };
+enum class CpCommType { p2p, a2a, allgather };
+
+std::string to_string(Recompute r);
+std::string to_string(Schedule s);
+std::string to_string(CpCommType c);
+std::optional<Recompute> parse_recompute(const std::string& s);
+std::optional<Schedule> parse_schedule(const std::string& s);  // gpipe|1f1b|interleaved|zb
+std::optional<CpCommType> parse_cp_comm_type(const std::string& s);
+
+struct ParallelConfig {
+  int world_size = 1;  // GPUs of the job
+  int tp = 1;
+  bool sp = false;
+  int pp = 1;
+  int vpp = 1;  // model chunks per pipeline rank (1 = no interleaving)
+  int cp = 1;
+  CpCommType cp_comm_type = CpCommType::p2p;
+  int ep = 1;
+  int etp = 1;
+  int zero = 1;  // 0 = DDP, 1 = distributed optimizer, 2 = + gradients sharded, 3 = FSDP
+  int micro_batch_size = 1;
+  Recompute recompute = Recompute::none;
+  int recompute_num_layers = 0;  // full recompute: layers per stage chunk recomputed (0 = all)
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool tp_comm_overlap = false;
+  Schedule schedule = Schedule::one_f_one_b;
+  int num_layers_in_first_pipeline_stage = 0;  // 0 = even split
+  int num_layers_in_last_pipeline_stage = 0;
+
+  int dp() const { return tp * pp * cp > 0 ? world_size / (tp * pp * cp) : 0; }
+  // Expert data parallel size: tp*cp*dp = etp*ep*edp.
+  int edp() const { return etp * ep > 0 ? (tp * cp * dp()) / (etp * ep) : 0; }
+  int64_t num_microbatches(int64_t global_batch) const {
+    int64_t d = int64_t(micro_batch_size) * dp();
+    return d > 0 ? global_batch / d : 0;
+  }
+};
+
+Expected<ParallelConfig> parallel_from_json(const nlohmann::json& j);
+nlohmann::json parallel_to_json(const ParallelConfig& p);
+
+// Every rule the layout breaks for this model, batch and cluster, each naming the rule
+// ("tp=16 does not divide num_query_groups=8"). Empty = valid.
+std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t,
+                                         const ParallelConfig& p);
+
+// Transformer layers per (pipeline stage, virtual chunk), honouring uneven first/last stages.
+// result[stage][chunk] = number of layers. Assumes a valid layout.
+std::vector<std::vector<int>> layers_per_stage_chunk(const ModelSpec& m, const ParallelConfig& p);
+// First global layer index of (stage, chunk) in model order (chunk-major interleaving as in Megatron).
+int first_layer_of(const ModelSpec& m, const ParallelConfig& p, int stage, int chunk);
+
+}  // namespace mplan

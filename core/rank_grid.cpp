@@ -1,0 +1,162 @@
+// RankGrid: group enumeration in Megatron's rank order and group placement on NVLink domains.
+#include "core/rank_grid.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <map>
+
+namespace mplan {
+
+std::string to_string(Dim d) {
+  switch (d) {
+    case Dim::tp: return "tp";
+    case Dim::cp: return "cp";
+    case Dim::dp: return "dp";
+    case Dim::pp: return "pp";
+    case Dim::etp: return "etp";
+    case Dim::ep: return "ep";
+    case Dim::edp: return "edp";
+  }
+  return "?";
+}
+
+RankGrid::RankGrid(int tp, int cp, int dp, int pp, int etp, int ep)
+    : tp_(tp), cp_(cp), dp_(dp), pp_(pp), etp_(etp), ep_(ep), edp_((tp * cp * dp) / (etp * ep)) {
+  assert(tp >= 1 && cp >= 1 && dp >= 1 && pp >= 1 && etp >= 1 && ep >= 1);
+  assert((tp * cp * dp) % (etp * ep) == 0);
+}
+
+int RankGrid::size(Dim d) const {
+  switch (d) {
+    case Dim::tp: return tp_;
+    case Dim::cp: return cp_;
+    case Dim::dp: return dp_;
+    case Dim::pp: return pp_;
+    case Dim::etp: return etp_;
+    case Dim::ep: return ep_;
+    case Dim::edp: return edp_;
+  }
+  return 1;
+}
+
+RankCoord RankGrid::coord(int rank) const {
+  RankCoord c;
+  int r = rank;
+  c.tp = r % tp_;
+  r /= tp_;
+  c.cp = r % cp_;
+  r /= cp_;
+  c.dp = r % dp_;
+  r /= dp_;
+  c.pp = r;
+  int inner = rank % (tp_ * cp_ * dp_);
+  c.etp = inner % etp_;
+  inner /= etp_;
+  c.ep = inner % ep_;
+  inner /= ep_;
+  c.edp = inner;
+  return c;
+}
+
+int RankGrid::rank_of_dense(int tp, int cp, int dp, int pp) const { return tp + tp_ * (cp + cp_ * (dp + dp_ * pp)); }
+int RankGrid::rank_of_expert(int etp, int ep, int edp, int pp) const {
+  return etp + etp_ * (ep + ep_ * (edp + edp_ * pp));
+}
+
+std::vector<std::vector<int>> RankGrid::groups(Dim d) const { return groups(std::vector<Dim>{d}); }
+
+std::vector<std::vector<int>> RankGrid::groups(const std::vector<Dim>& dims) const {
+  bool expert = false, dense = false;
+  for (Dim d : dims) {
+    if (d == Dim::etp || d == Dim::ep || d == Dim::edp) expert = true;
+    if (d == Dim::tp || d == Dim::cp || d == Dim::dp) dense = true;
+  }
+  assert(!(expert && dense));
+  // the ordered dimensions of the chosen view, fastest first
+  std::vector<Dim> order = expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp}
+                                  : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};
+  std::vector<int> sizes, strides;
+  int stride = 1;
+  for (Dim d : order) {
+    sizes.push_back(size(d));
+    strides.push_back(stride);
+    stride *= size(d);
+  }
+  std::vector<int> in_idx, out_idx;  // positions in `order`
+  for (size_t i = 0; i < order.size(); ++i) {
+    bool in = std::find(dims.begin(), dims.end(), order[i]) != dims.end();
+    (in ? in_idx : out_idx).push_back(int(i));
+  }
+  auto count = [&](const std::vector<int>& idx) {
+    int n = 1;
+    for (int i : idx) n *= sizes[i];
+    return n;
+  };
+  std::vector<std::vector<int>> out;
+  int n_out = count(out_idx), n_in = count(in_idx);
+  for (int o = 0; o < n_out; ++o) {
+    int base = 0, rem = o;
+    for (int i : out_idx) {
+      base += (rem % sizes[i]) * strides[i];
+      rem /= sizes[i];
+    }
+    std::vector<int> g;
+    g.reserve(n_in);
+    for (int k = 0; k < n_in; ++k) {
+      int r = base, rem2 = k;
+      for (int i : in_idx) {
+        r += (rem2 % sizes[i]) * strides[i];
+        rem2 /= sizes[i];
+      }
+      g.push_back(r);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<int> RankGrid::group_of(int rank, Dim d) const {
+  bool expert = d == Dim::etp || d == Dim::ep || d == Dim::edp;
+  std::vector<Dim> order = expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp}
+                                  : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};
+  int stride = 1;
+  for (Dim o : order) {
+    if (o == d) break;
+    stride *= size(o);
+  }
+  int n = size(d);
+  int idx = (rank / stride) % n;
+  int base = rank - idx * stride;
+  std::vector<int> g(n);
+  for (int k = 0; k < n; ++k) g[k] = base + k * stride;
+  return g;
+}
+
+GroupPlacement RankGrid::placement(const std::vector<int>& group, int domain_size) {
+  std::map<int, int> per;
+  for (int r : group) per[r / std::max(1, domain_size)]++;
+  GroupPlacement p;
+  p.size = int(group.size());
+  p.domains = int(per.size());
+  p.max_per_domain = 0;
+  for (auto& [d, n] : per) p.max_per_domain = std::max(p.max_per_domain, n);
+  for (auto& [d, n] : per) p.uniform = p.uniform && n == p.max_per_domain;
+  return p;
+}
+
+GroupPlacement RankGrid::placement(Dim d, int domain_size) const {
+  // Groups along one dimension differ only by an offset; a sample of base ranks spread over the
+  // grid is checked and the worst placement (most domains spanned) is reported.
+  GroupPlacement worst;
+  int n = world_size();
+  int samples = std::min(n, 16);
+  for (int i = 0; i < samples; ++i) {
+    int rank = int((int64_t(n) * i) / samples);
+    GroupPlacement p = placement(group_of(rank, d), domain_size);
+    if (i == 0 || p.domains > worst.domains || (p.domains == worst.domains && !p.uniform)) worst = p;
+  }
+  return worst;
+}
+
+}  // namespace mplan

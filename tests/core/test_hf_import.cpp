@@ -1,0 +1,79 @@
+// Hugging Face config.json import: parameter counts of the imported models against published figures.
+#include <gtest/gtest.h>
+
+#include "core/counting.h"
+#include "core/hf_import.h"
+#include "core/presets.h"
+
+using namespace mplan;
+
+namespace {
+ModelSpec load(const std::string& file) {
+  auto m = resolve_model(std::string(MPLAN_SOURCE_DIR) + "/tests/data/hf/" + file);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
+  return m.ok() ? m.value() : ModelSpec{};
+}
+void within(double got, double want, double rel) { EXPECT_NEAR(got / want, 1.0, rel) << got << " vs " << want; }
+}  // namespace
+
+TEST(HfImport, DenseModels) {
+  within(count_params(load("llama3-8b.json")).total, 8.03e9, 0.005);
+  within(count_params(load("mistral-7b.json")).total, 7.24e9, 0.005);
+  within(count_params(load("qwen2-7b.json")).total, 7.62e9, 0.005);
+  within(count_params(load("qwen3-8b.json")).total, 8.19e9, 0.005);
+  EXPECT_EQ(count_params(load("gpt2.json")).total, 124439808.0);
+  EXPECT_EQ(count_params(load("gpt-neox-20b.json")).total, 20554567680.0);  // NeoX paper
+}
+
+TEST(HfImport, RopeSpellings) {
+  ModelSpec a = load("llama3.1-8b-rope-scaling.json");
+  ModelSpec b = load("llama3.1-8b-transformers5.json");
+  EXPECT_EQ(count_params(a).total, count_params(b).total);
+  EXPECT_EQ(a.position_embedding, PositionEmbedding::rope);
+}
+
+TEST(HfImport, MoeModels) {
+  auto mix = count_params(load("mixtral-8x7b.json"));
+  within(mix.total, 46.70e9, 0.005);
+  within(mix.active, 12.88e9, 0.005);
+  auto q = count_params(load("qwen3-30b-a3b.json"));
+  within(q.total, 30.5e9, 0.005);
+  within(q.active, 3.3e9, 0.02);  // "3.3B activated": published to two significant figures
+  auto q15 = count_params(load("qwen1.5-moe-a2.7b.json"));
+  within(q15.total, 14.3e9, 0.005);
+  within(q15.active, 2.7e9, 0.02);
+  auto oss = count_params(load("gpt-oss-120b.json"));
+  within(oss.total, 116.83e9, 0.005);
+  within(oss.active_excl_embedding, 5.13e9, 0.005);
+}
+
+TEST(HfImport, DeepSeekAndKimi) {
+  ModelSpec ds = load("deepseek-v3.json");
+  ASSERT_TRUE(ds.mla.has_value());
+  EXPECT_EQ(ds.mtp_num_layers, 1);
+  auto c = count_params(ds);
+  within(c.total, 671e9, 0.005);
+  EXPECT_NEAR(c.active_excl_embedding, 37e9, 0.5e9);
+  ModelSpec kimi = load("kimi-k2.json");
+  EXPECT_EQ(kimi.moe->num_experts, 384);
+  within(count_params(kimi).total, 1.03e12, 0.01);
+}
+
+TEST(HfImport, ImportMatchesPreset) {
+  EXPECT_EQ(model_to_json(load("deepseek-v3.json"))["mla"], model_to_json(*model_preset("deepseek-v3"))["mla"]);
+  EXPECT_EQ(count_params(load("mixtral-8x7b.json")).total, count_params(*model_preset("mixtral-8x7b")).total);
+}
+
+TEST(HfImport, UnknownModelTypeSuggests) {
+  nlohmann::json j = {{"model_type", "lama"}, {"hidden_size", 8}};
+  auto r = hf_model_from_config(j, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("did you mean 'llama'"), std::string::npos) << r.error().message();
+}
+
+TEST(HfImport, MissingFieldNamed) {
+  nlohmann::json j = {{"model_type", "llama"}, {"hidden_size", 4096}, {"num_attention_heads", 32}};
+  auto r = hf_model_from_config(j, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("num_hidden_layers: missing"), std::string::npos) << r.error().message();
+}

@@ -1,0 +1,88 @@
+// Op vocabulary: per-rank GEMM FLOPs of a layer add up to the model FLOPs, split over TP/CP/EP.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/counting.h"
+#include "core/ops.h"
+#include "core/presets.h"
+
+using namespace mplan;
+
+namespace {
+// forward FLOPs of gemm + attention ops of all layers and the head, per rank and micro-batch
+double forward_matmul_flops(const ModelSpec& m, const OpContext& c) {
+  double f = 0;
+  auto add = [&](const std::vector<Op>& ops) {
+    for (auto& o : ops)
+      if ((o.kind == OpKind::gemm && o.name != "router") || o.kind == OpKind::attention) f += o.fwd_flops;
+  };
+  for (int i = 0; i < m.num_layers; ++i) add(layer_ops(m, i, c));
+  add(head_ops(m, c));
+  return f;
+}
+}  // namespace
+
+TEST(Ops, NamesAreInTheVocabulary) {
+  OpContext c;
+  c.tp = 2;
+  c.sp = true;
+  c.cp = 2;
+  c.ep = 4;
+  c.etp = 2;
+  c.seq = 1024;
+  for (const char* n : {"deepseek-v3", "llama3-8b", "mixtral-8x7b"}) {
+    ModelSpec m = *model_preset(n);
+    auto all = layer_ops(m, m.num_layers - 1, c);
+    auto e = embedding_ops(m, c), h = head_ops(m, c);
+    all.insert(all.end(), e.begin(), e.end());
+    all.insert(all.end(), h.begin(), h.end());
+    for (auto& o : all) {
+      auto& v = op_vocabulary();
+      EXPECT_NE(std::find(v.begin(), v.end(), o.name), v.end()) << o.name;
+    }
+  }
+}
+
+TEST(Ops, ForwardFlopsTimesThreeEqualModelFlopsPerRank) {
+  for (const char* n : {"llama3-70b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt3-175b", "deepseek-v3"}) {
+    ModelSpec m = *model_preset(n);
+    m.mtp_num_layers = 0;
+    for (int tp : {1, 4})
+      for (int cp : {1, 2}) {
+        OpContext c;
+        c.tp = tp;
+        c.sp = tp > 1;
+        c.cp = cp;
+        c.ep = m.moe ? 2 : 1;
+        c.micro_batch = 2;
+        c.seq = 4096;
+        double per_rank = forward_matmul_flops(m, c) * 3;
+        double model = model_flops_per_step(m, 2, 4096, AttentionFlops::causal) / (tp * cp);
+        // Megatron's formula adds the MLA norm "+1" terms; everything else must match exactly
+        EXPECT_NEAR(per_rank / model, 1.0, m.mla ? 1e-3 : 1e-9) << n << " tp" << tp << " cp" << cp;
+      }
+  }
+}
+
+TEST(Ops, SavedActivationsMatchKorthikantiWithoutDropout) {
+  // GPT-style layer (MHA, GELU, f=4h), SP on: saved bytes = s*b*h*(32/t) + softmax stats;
+  // Korthikanti's 34 includes two 1-byte dropout masks (s*b*h each).
+  ModelSpec m = *model_preset("gpt3-175b");
+  OpContext c;
+  c.tp = 8;
+  c.sp = true;
+  c.micro_batch = 1;
+  c.seq = 2048;
+  double saved = 0;
+  for (auto& o : layer_ops(m, 0, c)) saved += o.saved_bytes;
+  double sbh = 2048.0 * m.hidden_size;
+  double stats = 4.0 * 1 * (96 / 8) * 2048;
+  EXPECT_NEAR(saved, sbh * 32 / 8 + stats, 1.0);
+}
+
+TEST(Ops, BusBandwidthFactors) {
+  EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::all_reduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::all_gather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::send_recv, 2), 1.0);
+}

@@ -1,0 +1,121 @@
+// Layout rules: each is named in its message; valid layouts pass.
+#include <gtest/gtest.h>
+
+#include "core/parallel_config.h"
+#include "core/presets.h"
+
+using namespace mplan;
+
+namespace {
+struct Fixture {
+  ModelSpec m = *model_preset("llama3-70b");
+  ClusterSpec c = *cluster_preset("dgx-h100");
+  TrainingSpec t{1024, 8192, Precision::bf16};
+  ParallelConfig p;
+  Fixture() {
+    p.world_size = 512;
+    p.tp = 8;
+    p.sp = true;
+    p.pp = 4;
+  }
+  std::string errors() const {
+    std::string all;
+    for (auto& e : validate_layout(m, c, t, p)) all += e + "\n";
+    return all;
+  }
+};
+}  // namespace
+
+TEST(ParallelConfig, ValidLayout) {
+  Fixture f;
+  EXPECT_EQ(f.errors(), "");
+  EXPECT_EQ(f.p.dp(), 16);
+  EXPECT_EQ(f.p.num_microbatches(f.t.global_batch_size), 64);
+}
+
+TEST(ParallelConfig, TpMustDivideQueryGroups) {
+  Fixture f;
+  f.p.tp = 16;
+  f.p.world_size = 1024;
+  EXPECT_NE(f.errors().find("tp=16 does not divide num_query_groups=8"), std::string::npos) << f.errors();
+}
+
+TEST(ParallelConfig, BatchMustTile) {
+  Fixture f;
+  f.t.global_batch_size = 1000;
+  f.p.micro_batch_size = 4;
+  EXPECT_NE(f.errors().find("gbs=1000 is not a multiple of mbs*dp=4*16=64"), std::string::npos) << f.errors();
+}
+
+TEST(ParallelConfig, LayersMustSplit) {
+  Fixture f;
+  f.p.pp = 3;
+  f.p.world_size = 384;
+  EXPECT_NE(f.errors().find("layers do not split"), std::string::npos) << f.errors();
+  Fixture g;
+  g.p.pp = 4;
+  g.p.vpp = 3;
+  g.p.schedule = Schedule::interleaved;
+  EXPECT_NE(g.errors().find("not divisible by vpp=3"), std::string::npos) << g.errors();
+}
+
+TEST(ParallelConfig, UnevenFirstLastStages) {
+  Fixture f;
+  f.p.pp = 4;
+  f.p.num_layers_in_first_pipeline_stage = 17;
+  f.p.num_layers_in_last_pipeline_stage = 17;
+  f.p.world_size = 512;
+  // 80 - 34 = 46 over 2 middle stages = 23 each
+  EXPECT_EQ(f.errors(), "");
+  auto n = layers_per_stage_chunk(f.m, f.p);
+  EXPECT_EQ(n[0][0], 17);
+  EXPECT_EQ(n[1][0], 23);
+  EXPECT_EQ(n[3][0], 17);
+}
+
+TEST(ParallelConfig, SequenceAndContextRules) {
+  Fixture f;
+  f.p.cp = 3;
+  f.p.world_size = 96 * 4;
+  EXPECT_NE(f.errors().find("not divisible by 2*cp=6"), std::string::npos) << f.errors();
+  Fixture g;
+  g.p.tp = 1;
+  g.p.sp = true;
+  g.p.world_size = 64;
+  EXPECT_NE(g.errors().find("sequence parallel needs tp > 1"), std::string::npos) << g.errors();
+}
+
+TEST(ParallelConfig, ExpertRules) {
+  Fixture f;
+  f.p.ep = 2;
+  EXPECT_NE(f.errors().find("needs a mixture-of-experts model"), std::string::npos);
+  Fixture g;
+  g.m = *model_preset("mixtral-8x7b");
+  g.p.ep = 3;
+  g.p.world_size = 96;
+  g.p.pp = 4;
+  g.t.global_batch_size = 96;
+  EXPECT_NE(g.errors().find("ep=3 does not divide num_experts=8"), std::string::npos) << g.errors();
+}
+
+TEST(ParallelConfig, ClusterTooSmallAndPrecision) {
+  Fixture f;
+  f.c.num_nodes = 2;
+  EXPECT_NE(f.errors().find("cluster too small"), std::string::npos);
+  Fixture g;
+  g.c = *cluster_preset("dgx-a100-80g");
+  g.t.precision = Precision::fp8;
+  EXPECT_NE(g.errors().find("precision fp8 is not supported"), std::string::npos);
+}
+
+TEST(ParallelConfig, JsonRoundTripAndDpCheck) {
+  Fixture f;
+  auto j = parallel_to_json(f.p);
+  auto r = parallel_from_json(j);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(parallel_to_json(*r), j);
+  j["dp"] = 3;
+  auto bad = parallel_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("parallel.dp: 3 disagrees"), std::string::npos);
+}

@@ -1,0 +1,58 @@
+// Plan file: write/read round trip, schema check, layout validation on read.
+#include <gtest/gtest.h>
+
+#include "core/json_fields.h"
+#include "core/plan.h"
+#include "core/presets.h"
+
+using namespace mplan;
+
+namespace {
+Plan sample() {
+  Plan p;
+  p.model = *model_preset("llama3-8b");
+  p.cluster = *cluster_preset("dgx-h100");
+  p.training = {256, 8192, Precision::bf16};
+  p.parallel.world_size = 64;
+  p.parallel.tp = 2;
+  p.parallel.sp = true;
+  p.parallel.pp = 2;
+  p.parallel.micro_batch_size = 1;
+  return p;
+}
+}  // namespace
+
+TEST(Plan, RoundTripThroughFile) {
+  Plan p = sample();
+  std::string path = ::testing::TempDir() + "/plan.json";
+  ASSERT_TRUE(write_plan_file(path, p).ok());
+  auto r = read_plan_file(path);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(plan_to_json(*r), plan_to_json(p));
+}
+
+TEST(Plan, SchemaIsChecked) {
+  auto j = plan_to_json(sample());
+  j["schema"] = "mplan.plan/9";
+  auto r = plan_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("plan.schema: 'mplan.plan/9' is not supported"), std::string::npos);
+}
+
+TEST(Plan, InvalidLayoutIsRejectedWithRule) {
+  auto j = plan_to_json(sample());
+  j["parallel"]["tp"] = 3;
+  j["parallel"]["world_size"] = 48;
+  j["parallel"].erase("dp");
+  auto r = plan_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("tp=3 does not divide num_attention_heads=32"), std::string::npos) << r.error().message();
+}
+
+TEST(Plan, AtomicWriteLeavesNoTempFile) {
+  std::string path = ::testing::TempDir() + "/atomic.json";
+  ASSERT_EQ(write_text_file_atomic(path, "{}"), "");
+  std::vector<std::string> problems;
+  EXPECT_EQ(*read_text_file(path, problems), "{}");
+  EXPECT_NE(write_text_file_atomic("/nonexistent-dir/x.json", "{}"), "");
+}
