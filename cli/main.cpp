@@ -14,6 +14,11 @@ int main(int argc, char** argv) {
   Runner run;
   add_info_commands(app, run);
   add_inspect_command(app, run);
+  add_simulate_commands(app, run);
+  add_search_commands(app, run);
+  add_profile_commands(app, run);
+  add_train_commands(app, run);
+  add_runs_commands(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -39,10 +39,18 @@ TEST(RankGrid, BruteForceEveryDimension) {
               for (int a : grp)
                 for (int b : grp) {
                   RankCoord ca = g.coord(a), cb = g.coord(b);
-                  if (d != Dim::tp) EXPECT_EQ(ca.tp, cb.tp);
-                  if (d != Dim::cp) EXPECT_EQ(ca.cp, cb.cp);
-                  if (d != Dim::dp) EXPECT_EQ(ca.dp, cb.dp);
-                  if (d != Dim::pp) EXPECT_EQ(ca.pp, cb.pp);
+                  if (d != Dim::tp) {
+                    EXPECT_EQ(ca.tp, cb.tp);
+                  }
+                  if (d != Dim::cp) {
+                    EXPECT_EQ(ca.cp, cb.cp);
+                  }
+                  if (d != Dim::dp) {
+                    EXPECT_EQ(ca.dp, cb.dp);
+                  }
+                  if (d != Dim::pp) {
+                    EXPECT_EQ(ca.pp, cb.pp);
+                  }
                 }
             }
             EXPECT_EQ(int(seen.size()), n);

@@ -1,0 +1,100 @@
+// Cost-model parameters: defaults and the mplan.calibration/1 JSON form.
+#include "simulator/cost_params.h"
+
+#include "core/json_fields.h"
+
+namespace mplan {
+
+using nlohmann::json;
+
+CostParams default_cost_params(const ClusterSpec& c) {
+  CostParams p;
+  (void)c;
+  // FP8 GEMMs reach a lower fraction of their (2x) peak than BF16 (casts, scaling, smaller tiles).
+  p.precision_eff[Precision::fp8] = 0.80;
+  p.precision_eff[Precision::mxfp8] = 0.80;
+  p.precision_eff[Precision::nvfp4] = 0.65;
+  p.precision_eff[Precision::fp32] = 1.0;
+  return p;
+}
+
+namespace {
+#define MPLAN_COST_FIELDS(X)                                                                        \
+  X(gemm_eff_max) X(gemm_half_flops) X(attn_fwd_eff) X(attn_bwd_eff) X(hbm_eff) X(kernel_overhead_us) \
+  X(nvlink_eff) X(network_eff) X(a2a_eff) X(overlap_slowdown) X(optimizer_overhead_s)                \
+  X(allocator_overhead_frac) X(reserved_gib) X(comm_buffer_bytes)
+}  // namespace
+
+json calibration_to_json(const Calibration& c) {
+  json p = json::object();
+#define X(f) p[#f] = c.params.f;
+  MPLAN_COST_FIELDS(X)
+#undef X
+  p["gemm_tile_m"] = c.params.gemm_tile_m;
+  p["gemm_tile_n"] = c.params.gemm_tile_n;
+  json pe = json::object();
+  for (auto& [k, v] : c.params.precision_eff) pe[std::string(to_string(k))] = v;
+  p["precision_eff"] = pe;
+  return {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"params", p}, {"fit", c.fit}};
+}
+
+Expected<Calibration> calibration_from_json(const json& j, const CostParams& base) {
+  std::vector<std::string> problems;
+  JsonFields f(j, "calibration", problems);
+  if (!problems.empty()) return Error(problems);
+  f.reject_unknown({"schema", "gpu", "params", "fit"});
+  auto schema = f.opt_string("schema");
+  if (!schema || *schema != kCalibrationSchema)
+    f.problem("schema", std::string("expected \"") + kCalibrationSchema + "\"");
+  Calibration c;
+  c.params = base;
+  c.gpu = f.opt_string("gpu").value_or("");
+  if (const json* pj = f.object("params")) {
+    JsonFields pf(*pj, "calibration.params", problems);
+    std::vector<std::string> known = {"gemm_tile_m", "gemm_tile_n", "precision_eff"};
+#define X(fld) known.push_back(#fld);
+    MPLAN_COST_FIELDS(X)
+#undef X
+    pf.reject_unknown(known);
+#define X(fld) \
+  if (auto v = pf.opt_number(#fld, true)) c.params.fld = *v;
+    MPLAN_COST_FIELDS(X)
+#undef X
+    c.params.gemm_tile_m = int(pf.integer_or("gemm_tile_m", c.params.gemm_tile_m));
+    c.params.gemm_tile_n = int(pf.integer_or("gemm_tile_n", c.params.gemm_tile_n));
+    if (const json* pe = pf.object("precision_eff")) {
+      for (auto it = pe->begin(); it != pe->end(); ++it) {
+        auto prec = parse_precision(it.key());
+        if (!prec || !it.value().is_number() || it.value().get<double>() <= 0)
+          problems.push_back("calibration.params.precision_eff." + it.key() + ": expected a precision name with a number > 0");
+        else
+          c.params.precision_eff[*prec] = it.value().get<double>();
+      }
+    }
+  }
+  if (f.has("fit")) {
+    if (const json* fj = f.object("fit")) c.fit = *fj;
+  }
+  for (double* v : {&c.params.gemm_eff_max, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff, &c.params.hbm_eff,
+                    &c.params.nvlink_eff, &c.params.network_eff, &c.params.a2a_eff})
+    if (*v <= 0 || *v > 1.0) problems.push_back("calibration.params: efficiencies must be in (0, 1]");
+  if (!problems.empty()) return Error(problems);
+  return c;
+}
+
+Expected<Calibration> read_calibration_file(const std::string& path, const CostParams& base) {
+  std::vector<std::string> problems;
+  auto text = read_text_file(path, problems);
+  if (!text) return Error(problems);
+  auto j = parse_json_text(*text, path, problems);
+  if (!j) return Error(problems);
+  auto r = calibration_from_json(*j, base);
+  if (!r) {
+    std::vector<std::string> msgs;
+    for (auto& e : r.error().problems) msgs.push_back(path + ": " + e);
+    return Error(msgs);
+  }
+  return r;
+}
+
+}  // namespace mplan

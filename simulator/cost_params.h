@@ -1,0 +1,71 @@
+// The cost model's parameters: few, physical, fitted by `mplan calibrate` (profiles/) or taken from
+// the documented defaults per GPU. Serialised as "mplan.calibration/1" JSON, which
+// `mplan simulate/search --calibration FILE` load.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/cluster_spec.h"
+#include "core/precision.h"
+#include "core/status.h"
+
+namespace mplan {
+
+constexpr const char* kCalibrationSchema = "mplan.calibration/1";
+
+struct CostParams {
+  // --- compute ---
+  // GEMM time = flops / (peak(precision) * eff) with
+  //   eff = gemm_eff_max * precision_eff[p] * wave_eff(m, n, sm_count) * W / (W + gemm_half_flops)
+  // where W = 2mnk of one GEMM and wave_eff is the fraction of the last wave of
+  // gemm_tile_m x gemm_tile_n output tiles that is busy.
+  double gemm_eff_max = 0.80;
+  double gemm_half_flops = 2.0e9;
+  int gemm_tile_m = 128;
+  int gemm_tile_n = 256;
+  std::map<Precision, double> precision_eff;  // multiplier on gemm_eff_max (missing = 1)
+  // Flash attention: achieved fraction of the dense peak, forward and backward.
+  double attn_fwd_eff = 0.60;
+  double attn_bwd_eff = 0.45;
+  // Memory-bound ops: bytes / (hbm_gbps * hbm_eff).
+  double hbm_eff = 0.70;
+  // Fixed cost per kernel (launch + tail), microseconds.
+  double kernel_overhead_us = 4.0;
+  // --- communication ---
+  // Achieved bus bandwidth as a fraction of the nominal per-direction link bandwidth.
+  double nvlink_eff = 0.80;
+  double network_eff = 0.80;
+  double a2a_eff = 0.60;  // extra factor for all-to-all (many small messages, imbalance)
+  // Compute slows down by this fraction while a collective runs concurrently on the same GPU
+  // (SM and memory contention of overlapped communication).
+  double overlap_slowdown = 0.10;
+  // --- step-level ---
+  double optimizer_overhead_s = 0.0;  // fixed per-step cost (data loading, logging, sync)
+  // --- memory ---
+  double allocator_overhead_frac = 0.05;  // fragmentation on top of live tensors
+  double reserved_gib = 1.5;              // CUDA context, NCCL, cuBLAS workspaces
+  double comm_buffer_bytes = 256.0 * 1024 * 1024;  // DP gradient buckets / collective staging
+
+  double eff_for(Precision p) const {
+    auto it = precision_eff.find(p);
+    return it == precision_eff.end() ? 1.0 : it->second;
+  }
+};
+
+// Documented defaults for a GPU (see docs/cost_model.md): the same physical parameters for every
+// GPU unless a calibration overrides them.
+CostParams default_cost_params(const ClusterSpec& c);
+
+struct Calibration {
+  std::string gpu;  // GpuSpec::name it was fitted for ("" = any)
+  CostParams params;
+  nlohmann::json fit = nlohmann::json::object();  // fit error, rows used, date (written by calibrate)
+};
+
+nlohmann::json calibration_to_json(const Calibration& c);
+// Fields missing from "params" keep the defaults passed in `base`.
+Expected<Calibration> calibration_from_json(const nlohmann::json& j, const CostParams& base);
+Expected<Calibration> read_calibration_file(const std::string& path, const CostParams& base);
+
+}  // namespace mplan

@@ -1,0 +1,107 @@
+// The simulator's entry point: predict one training step of a plan (step time, MFU, memory per rank,
+// bubbles, exposed communication, per-op times, optionally a timeline) with the cost model.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+#include "simulator/cost_params.h"
+
+namespace mplan {
+
+// Where the step time goes on the critical pipeline rank; sums to step_time_s.
+struct TimeBreakdown {
+  double compute = 0;
+  double recompute = 0;
+  double tp_comm_exposed = 0;
+  double cp_comm_exposed = 0;
+  double ep_comm_exposed = 0;
+  double dp_comm_exposed = 0;
+  double pp_p2p_exposed = 0;
+  double bubble = 0;
+  double optimizer = 0;
+  double total() const {
+    return compute + recompute + tp_comm_exposed + cp_comm_exposed + ep_comm_exposed + dp_comm_exposed +
+           pp_p2p_exposed + bubble + optimizer;
+  }
+};
+
+// Peak memory of one rank, GiB.
+struct MemoryBreakdown {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double comm_buffers = 0;
+  double other = 0;  // allocator overhead, CUDA context, workspaces
+  double total() const { return weights + gradients + optimizer + activations + comm_buffers + other; }
+};
+
+struct StageReport {
+  int stage = 0;
+  int layers = 0;
+  double memory_gib = 0;
+  double busy_s = 0;  // compute + exposed communication on this stage's stream
+  MemoryBreakdown memory;
+  int max_microbatches_in_flight = 0;
+};
+
+// Predicted time of one named op (core/ops.h vocabulary) per step on the critical stage's rank.
+struct OpTime {
+  std::string name;
+  double time_s = 0;
+  int64_t calls = 0;
+};
+
+// One timeline event (Chrome trace "X" event).
+struct TraceEvent {
+  int stage = 0;
+  std::string stream;  // compute | tp | cp | ep | dp | p2p
+  std::string name;    // e.g. "F mb3 c0" or "dp_reduce_scatter"
+  double start_s = 0, dur_s = 0;
+  char phase = 'F';    // F, B, W, or 'C' for communication, 'O' optimizer
+  int microbatch = -1, chunk = -1;
+};
+
+struct MemoryCounter {
+  int stage = 0;
+  double time_s = 0;
+  double gib = 0;
+};
+
+struct StepReport {
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;                 // causal-halved model FLOPs / (time * GPUs * dense peak)
+  double mfu_full_attention = 0;  // same with full-attention FLOPs
+  double peak_memory_gib = 0;     // max over ranks
+  double capacity_gib = 0;        // GPU memory
+  bool fits = true;
+  double bubble_fraction = 0;  // bubble / step time
+  int num_microbatches = 0;
+  TimeBreakdown time;
+  MemoryBreakdown memory;  // worst rank
+  std::vector<StageReport> per_stage;
+  std::vector<OpTime> ops;
+  std::vector<std::string> warnings;
+  std::vector<TraceEvent> trace;         // filled when SimOptions::trace
+  std::vector<MemoryCounter> memory_trace;
+};
+
+struct SimOptions {
+  bool trace = false;
+};
+
+// Validates the plan (same rules as the plan file) and simulates it.
+Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const SimOptions& opt = {});
+
+// The JSON object of `mplan simulate --format json` (contract fields of the Simulator issue).
+nlohmann::json report_to_json(const StepReport& r);
+// Chrome-trace JSON (opens in Perfetto): a process per stage, a thread per stream.
+nlohmann::json trace_to_json(const StepReport& r, const Plan& plan);
+
+}  // namespace mplan
