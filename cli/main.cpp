@@ -16,9 +16,15 @@ int main(int argc, char** argv) {
   add_inspect_command(app, run);
   add_simulate_commands(app, run);
   add_search_commands(app, run);
+#ifdef MPLAN_HAVE_PROFILE
   add_profile_commands(app, run);
+#endif
+#ifdef MPLAN_HAVE_TRAIN
   add_train_commands(app, run);
+#endif
+#ifdef MPLAN_HAVE_RUNS
   add_runs_commands(app, run);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -18,7 +18,7 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
   JsonFields f(j, "cluster", problems);
   if (!problems.empty()) return Error(problems);
   f.reject_unknown({"name", "gpu", "gpus_per_node", "nvlink_domain_size", "scale_up_bw_gbps", "scale_up_latency_us",
-                    "scale_out_bw_gbps", "scale_out_latency_us", "nvls", "num_nodes", "sources", "notes"});
+                    "scale_out_bw_gbps", "scale_out_latency_us", "nvls", "num_nodes", "ranks_per_nvlink_domain", "sources", "notes"});
   ClusterSpec c;
   c.name = f.opt_string("name").value_or("custom");
   c.gpus_per_node = static_cast<int>(f.integer("gpus_per_node"));
@@ -28,6 +28,7 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
   c.scale_out_bw_gbps = f.number("scale_out_bw_gbps");
   c.scale_out_latency_us = f.number("scale_out_latency_us", true);
   c.nvls = f.boolean_or("nvls", false);
+  c.ranks_per_nvlink_domain = static_cast<int>(f.integer_or("ranks_per_nvlink_domain", 0, 0));
   c.num_nodes = static_cast<int>(f.integer("num_nodes"));
   const json* g = f.object("gpu");
   if (!g) {
@@ -86,6 +87,7 @@ json cluster_to_json(const ClusterSpec& c) {
             {"scale_out_latency_us", c.scale_out_latency_us},
             {"nvls", c.nvls},
             {"num_nodes", c.num_nodes}};
+  if (c.ranks_per_nvlink_domain > 0) j["ranks_per_nvlink_domain"] = c.ranks_per_nvlink_domain;
   if (!c.sources.empty()) j["sources"] = c.sources;
   return j;
 }
@@ -99,6 +101,9 @@ std::vector<std::string> validate_cluster(const ClusterSpec& c) {
     p.push_back("cluster.nvlink_domain_size: " + std::to_string(c.nvlink_domain_size) +
                 " must be a multiple or a divisor of gpus_per_node=" + std::to_string(c.gpus_per_node));
   if (c.num_nodes < 1) p.push_back("cluster.num_nodes: must be >= 1");
+  if (c.ranks_per_nvlink_domain > c.nvlink_domain_size)
+    p.push_back("cluster.ranks_per_nvlink_domain: " + std::to_string(c.ranks_per_nvlink_domain) +
+                " exceeds nvlink_domain_size=" + std::to_string(c.nvlink_domain_size));
   if (c.gpu.memory_gib <= 0) p.push_back("cluster.gpu.memory_gib: must be > 0");
   if (c.gpu.sm_count < 1) p.push_back("cluster.gpu.sm_count: must be >= 1");
   return p;
@@ -109,6 +114,7 @@ std::vector<std::string> unsourced_cluster_fields(const ClusterSpec& c) {
                                      "gpus_per_node",       "nvlink_domain_size",  "scale_up_bw_gbps",
                                      "scale_up_latency_us", "scale_out_bw_gbps",   "scale_out_latency_us",
                                      "num_nodes"};
+  if (c.ranks_per_nvlink_domain > 0) fields.push_back("ranks_per_nvlink_domain");
   for (const auto& [prec, v] : c.gpu.peak_tflops) fields.push_back("gpu.peak_tflops." + std::string(to_string(prec)));
   std::vector<std::string> missing;
   for (const auto& fld : fields)

@@ -28,6 +28,9 @@ struct ClusterSpec {
   GpuSpec gpu;
   int gpus_per_node = 8;
   int nvlink_domain_size = 8;       // GPUs sharing one NVLink (scale-up) domain
+  // Consecutive ranks of a job placed in one NVLink domain (default: the whole domain). Rack-scale
+  // domains are often filled with fewer GPUs than they hold (NVL72 racks run 64 of 72 for training).
+  int ranks_per_nvlink_domain = 0;
   double scale_up_bw_gbps = 0;      // per GPU, per direction (NVLink)
   double scale_up_latency_us = 0;
   double scale_out_bw_gbps = 0;     // per GPU, per direction (InfiniBand / RoCE NIC)
@@ -37,6 +40,7 @@ struct ClusterSpec {
   std::map<std::string, std::string> sources;  // JSON path -> where the number comes from
 
   int max_gpus() const { return gpus_per_node * num_nodes; }
+  int placement_domain() const { return ranks_per_nvlink_domain > 0 ? ranks_per_nvlink_domain : nvlink_domain_size; }
 };
 
 Expected<ClusterSpec> cluster_from_json(const nlohmann::json& j);

@@ -47,7 +47,7 @@ static const std::vector<std::string> kModelFields = {
     "name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
     "kv_channels", "vocab_size", "activation", "norm", "tied_embeddings", "position_embedding",
     "max_position_embeddings", "add_bias_linear", "add_qkv_bias", "qk_layernorm", "moe", "mla",
-    "mtp_num_layers", "source", "notes"};
+    "mtp_num_layers", "hidden_dropout", "attention_dropout", "source", "notes"};
 
 Expected<ModelSpec> model_from_json(const json& j) {
   std::vector<std::string> problems;
@@ -75,6 +75,8 @@ Expected<ModelSpec> model_from_json(const json& j) {
   m.add_qkv_bias = f.boolean_or("add_qkv_bias", m.add_bias_linear);
   m.qk_layernorm = f.boolean_or("qk_layernorm", false);
   m.mtp_num_layers = static_cast<int>(f.integer_or("mtp_num_layers", 0, 0));
+  m.hidden_dropout = f.opt_number("hidden_dropout", true).value_or(0.0);
+  m.attention_dropout = f.opt_number("attention_dropout", true).value_or(0.0);
   if (const json* mj = f.object("moe")) {
     JsonFields g(*mj, "model.moe", problems);
     g.reject_unknown({"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
@@ -123,6 +125,8 @@ json model_to_json(const ModelSpec& m) {
             {"qk_layernorm", m.qk_layernorm}};
   if (m.max_position_embeddings > 0) j["max_position_embeddings"] = m.max_position_embeddings;
   if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.hidden_dropout > 0) j["hidden_dropout"] = m.hidden_dropout;
+  if (m.attention_dropout > 0) j["attention_dropout"] = m.attention_dropout;
   if (m.moe) {
     j["moe"] = {{"num_experts", m.moe->num_experts},
                 {"top_k", m.moe->top_k},
@@ -160,6 +164,8 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
   if (m.position_embedding == PositionEmbedding::learned && m.max_position_embeddings <= 0)
     p.push_back("model.max_position_embeddings: required (> 0) with position_embedding=learned");
   if (m.mtp_num_layers < 0) p.push_back("model.mtp_num_layers: must be >= 0");
+  if (m.hidden_dropout < 0 || m.hidden_dropout >= 1) p.push_back("model.hidden_dropout: must be in [0, 1)");
+  if (m.attention_dropout < 0 || m.attention_dropout >= 1) p.push_back("model.attention_dropout: must be in [0, 1)");
   if (m.moe) {
     const MoeSpec& e = *m.moe;
     if (e.num_experts < 1) p.push_back("model.moe.num_experts: must be >= 1");

@@ -51,6 +51,11 @@ struct ModelSpec {
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
   int mtp_num_layers = 0;
+  // Dropout probabilities (Megatron's --hidden-dropout / --attention-dropout). mplan's default is 0, as
+  // in current LLM pre-training recipes, not Megatron-LM's 0.1: set them for GPT-3-era setups. They
+  // change memory (dropout masks are saved for the backward) but not FLOPs.
+  double hidden_dropout = 0.0;
+  double attention_dropout = 0.0;
 
   bool is_moe() const { return moe.has_value(); }
   bool is_moe_layer(int layer) const;

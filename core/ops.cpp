@@ -65,6 +65,7 @@ const std::vector<std::string>& op_vocabulary() {
       "expert_fc2_gemm",  "unpermute",        "shared_fc1_gemm",  "shared_act",      "shared_fc2_gemm",
       "final_norm",       "lm_head_gemm",     "cross_entropy",    "tp_allgather",    "tp_reduce_scatter",
       "tp_allreduce",     "cp_kv_exchange",   "cp_a2a",           "dispatch_a2a",    "combine_a2a",
+      "attn_qk_gemm",     "attn_softmax",     "attn_pv_gemm",
       "etp_allgather",    "etp_reduce_scatter", "pp_send_recv",   "dp_reduce_scatter", "dp_allreduce",
       "dp_allgather",     "adamw"};
   return v;
@@ -166,23 +167,44 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   ops.push_back(mem_op("rope", OpKind::elementwise, 2 * d.T * qk_width * d.a, 3 * d.T * qk_width, 0));
   if (c.cp > 1) {
     double kv_bytes = d.T * kv_heads * (dqk + dv) * d.a;
-    if (c.cp > 1) {
-      Op x = comm("cp_kv_exchange", Collective::send_recv, CommGroup::cp, kv_bytes * (c.cp - 1));
-      ops.push_back(x);
+    if (c.cp_comm == OpContext::CpComm::p2p) {
+      // ring: every rank passes its K/V chunk cp-1 times (overlapped with the attention blocks)
+      ops.push_back(comm("cp_kv_exchange", Collective::send_recv, CommGroup::cp, kv_bytes * (c.cp - 1)));
+    } else if (c.cp_comm == OpContext::CpComm::allgather) {
+      ops.push_back(comm("cp_kv_exchange", Collective::all_gather, CommGroup::cp, kv_bytes * c.cp));
+    } else {
+      // Ulysses: scatter heads / gather sequence for q, k, v (the output goes back after attention)
+      ops.push_back(comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * (heads * dqk) * d.a + kv_bytes));
     }
   }
-  Op at;
-  at.name = "attn_core";
-  at.kind = OpKind::attention;
-  at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true};
-  // per rank with load-balanced causal chunks: half of the q x kv score matrix
-  at.fwd_flops = 2.0 * d.b * d.sq * d.skv * heads * (dqk + dv) * 0.5;
-  at.fwd_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv) + heads * dv);
-  at.saved_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv)) + 4.0 * d.b * heads * d.sq;
-  ops.push_back(at);
+  if (c.flash_attention) {
+    Op at;
+    at.name = "attn_core";
+    at.kind = OpKind::attention;
+    at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true};
+    // per rank with load-balanced causal chunks: half of the q x kv score matrix
+    at.fwd_flops = 2.0 * d.b * d.sq * d.skv * heads * (dqk + dv) * 0.5;
+    at.fwd_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv) + heads * dv);
+    at.saved_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv)) + 4.0 * d.b * heads * d.sq;
+    ops.push_back(at);
+  } else {
+    // Megatron-LM's unfused path: batched GEMMs over the full (masked, not skipped) score matrix
+    double scores = d.b * heads * d.sq * d.skv;
+    double drop = m.attention_dropout > 0 ? 1 : 0;
+    Op qk = gemm("attn_qk_gemm", d.sq, d.skv, dqk, d.a, d.a * d.T * (heads + kv_heads) * dqk, int64_t(d.b * heads));
+    ops.push_back(qk);
+    // scale + mask + softmax (+ dropout): the probabilities (and mask, dropout output) are saved
+    ops.push_back(mem_op("attn_softmax", OpKind::elementwise, scores * (2 * d.a + drop * (d.a + 1)), 5 * scores,
+                         scores * (d.a + drop * (1 + d.a))));
+    ops.push_back(gemm("attn_pv_gemm", d.sq, dv, d.skv, d.a, d.a * d.T * kv_heads * dv, int64_t(d.b * heads)));
+  }
+  if (c.cp > 1 && c.cp_comm == OpContext::CpComm::a2a)
+    ops.push_back(comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * heads * dv * d.a));
   ops.push_back(gemm("proj_gemm", d.T, h, heads * dv, d.a, d.T * heads * dv * d.a));
   tp_exit(ops, c, d, h);
-  ops.push_back(mem_op("attn_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h, 0));
+  // bias-dropout-add: the dropout mask (1 byte per element) is saved
+  ops.push_back(mem_op("attn_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h,
+                       m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
 
 void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, bool moe) {
@@ -226,7 +248,8 @@ void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
       tp_exit(ops, c, d, h);
     }
   }
-  ops.push_back(mem_op("mlp_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h, 0));
+  ops.push_back(mem_op("mlp_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h,
+                       m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
 
 }  // namespace

@@ -66,6 +66,9 @@ struct Op {
 struct OpContext {
   int tp = 1, cp = 1, ep = 1, etp = 1;
   bool sp = false;
+  // context-parallel exchange: "p2p" ring of K/V chunks, "a2a" (Ulysses head scatter), "allgather" of K/V
+  enum class CpComm { p2p, a2a, allgather } cp_comm = CpComm::p2p;
+  bool flash_attention = true;  // false: unfused QK^T / softmax / PV with the scores saved
   int64_t micro_batch = 1;
   int64_t seq = 1;
   Precision precision = Precision::bf16;

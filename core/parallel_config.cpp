@@ -1,6 +1,10 @@
 // ParallelConfig JSON, layout validation rules and the layer split over pipeline stages and chunks.
 #include "core/parallel_config.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 #include "core/json_fields.h"
 
 namespace mplan {
@@ -32,6 +36,7 @@ std::string to_string(CpCommType c) {
   }
   return "?";
 }
+std::string to_string(AttentionBackend a) { return a == AttentionBackend::flash ? "flash" : "unfused"; }
 std::optional<Recompute> parse_recompute(const std::string& s) {
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
     if (to_string(r) == s) return r;
@@ -55,7 +60,7 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   f.reject_unknown({"world_size", "tp", "sp", "pp", "vpp", "dp", "cp", "cp_comm_type", "ep", "etp", "zero",
                     "micro_batch_size", "recompute", "recompute_num_layers", "overlap_grad_reduce",
                     "overlap_param_gather", "tp_comm_overlap", "schedule", "num_layers_in_first_pipeline_stage",
-                    "num_layers_in_last_pipeline_stage"});
+                    "num_layers_in_last_pipeline_stage", "pipeline_layout", "attention_backend"});
   ParallelConfig p;
   p.world_size = static_cast<int>(f.integer("world_size"));
   p.tp = static_cast<int>(f.integer_or("tp", 1));
@@ -75,8 +80,24 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", true);
   p.tp_comm_overlap = f.boolean_or("tp_comm_overlap", false);
   p.schedule = *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
+  p.attention_backend = f.choice_or("attention_backend", {"flash", "unfused"}, "flash") == "unfused"
+                            ? AttentionBackend::unfused : AttentionBackend::flash;
   p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0));
   p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0));
+  if (f.has("pipeline_layout")) {
+    const json& pl = j["pipeline_layout"];
+    bool ok = pl.is_array();
+    for (const auto& st : pl) {
+      ok = ok && st.is_array();
+      std::vector<int> row;
+      for (const auto& v : st) {
+        ok = ok && v.is_number_integer() && v.get<int>() >= 0;
+        if (ok) row.push_back(v.get<int>());
+      }
+      p.pipeline_layout.push_back(row);
+    }
+    if (!ok) f.problem("pipeline_layout", "expected [[layers per chunk] per stage] of integers >= 0");
+  }
   if (auto dp = f.opt_integer("dp")) {
     int derived = p.dp();
     if (*dp != derived)
@@ -105,9 +126,11 @@ json parallel_to_json(const ParallelConfig& p) {
             {"overlap_grad_reduce", p.overlap_grad_reduce},
             {"overlap_param_gather", p.overlap_param_gather},
             {"tp_comm_overlap", p.tp_comm_overlap},
-            {"schedule", to_string(p.schedule)}};
+            {"schedule", to_string(p.schedule)},
+            {"attention_backend", to_string(p.attention_backend)}};
   if (p.num_layers_in_first_pipeline_stage) j["num_layers_in_first_pipeline_stage"] = p.num_layers_in_first_pipeline_stage;
   if (p.num_layers_in_last_pipeline_stage) j["num_layers_in_last_pipeline_stage"] = p.num_layers_in_last_pipeline_stage;
+  if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
   return j;
 }
 
@@ -140,7 +163,26 @@ std::vector<int> stage_layers(const ModelSpec& m, const ParallelConfig& p, std::
 }
 }  // namespace
 
+std::vector<std::vector<int>> balanced_pipeline_layout(const ModelSpec& m, int pp, int vpp) {
+  std::vector<std::vector<int>> out(pp, std::vector<int>(vpp, 0));
+  const int chunks = pp * vpp;
+  const int head_units = 1 + 2 * m.mtp_num_layers;
+  const double units = m.num_layers + 1 + head_units;
+  // model order is chunk-major: (chunk 0: stage 0..pp-1), (chunk 1: ...)
+  int placed = 0;
+  for (int k = 0; k < chunks; ++k) {
+    int end_units = int(std::lround(units * (k + 1) / chunks));
+    int end_layers = std::clamp(end_units - 1, 0, m.num_layers);  // the embedding occupies unit 0
+    if (k == chunks - 1) end_layers = m.num_layers;
+    int n = std::max(0, end_layers - placed);
+    out[k % pp][k / pp] = n;
+    placed += n;
+  }
+  return out;
+}
+
 std::vector<std::vector<int>> layers_per_stage_chunk(const ModelSpec& m, const ParallelConfig& p) {
+  if (!p.pipeline_layout.empty()) return p.pipeline_layout;
   std::vector<int> st = stage_layers(m, p, nullptr);
   std::vector<std::vector<int>> out(p.pp, std::vector<int>(p.vpp, 0));
   for (int i = 0; i < p.pp && i < int(st.size()); ++i)
@@ -217,19 +259,39 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
       e.push_back("etp=" + s(p.etp) + " does not divide moe_ffn_hidden_size=" + s(m.moe->moe_ffn_hidden_size));
   }
   // pipeline
-  std::vector<std::string> split;
-  std::vector<int> st = stage_layers(m, p, &split);
-  e.insert(e.end(), split.begin(), split.end());
-  if (!st.empty()) {
-    for (int i = 0; i < p.pp; ++i) {
-      if (st[i] % p.vpp != 0) {
-        e.push_back("layers do not split into pp*vpp chunks: stage " + s(i) + " has " + s(st[i]) +
-                    " layers, not divisible by vpp=" + s(p.vpp));
-        break;
-      }
-      if (st[i] < p.vpp) {
-        e.push_back("stage " + s(i) + " has " + s(st[i]) + " layers, fewer than vpp=" + s(p.vpp));
-        break;
+  std::vector<int> st;
+  if (!p.pipeline_layout.empty()) {
+    bool shape = int(p.pipeline_layout.size()) == p.pp;
+    int total = 0;
+    for (const auto& row : p.pipeline_layout) {
+      shape = shape && int(row.size()) == p.vpp;
+      int stage_total = 0;
+      for (int v : row) stage_total += v;
+      total += stage_total;
+      st.push_back(stage_total);
+    }
+    if (!shape)
+      e.push_back("pipeline_layout must have pp=" + s(p.pp) + " rows of vpp=" + s(p.vpp) + " chunk sizes");
+    else if (total != m.num_layers)
+      e.push_back("pipeline_layout places " + s(total) + " layers but the model has num_layers=" + s(m.num_layers));
+    if (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage)
+      e.push_back("give either pipeline_layout or num_layers_in_first/last_pipeline_stage, not both");
+    if (!shape || total != m.num_layers) st.clear();
+  } else {
+    std::vector<std::string> split;
+    st = stage_layers(m, p, &split);
+    e.insert(e.end(), split.begin(), split.end());
+    if (!st.empty()) {
+      for (int i = 0; i < p.pp; ++i) {
+        if (st[i] % p.vpp != 0) {
+          e.push_back("layers do not split into pp*vpp chunks: stage " + s(i) + " has " + s(st[i]) +
+                      " layers, not divisible by vpp=" + s(p.vpp) + " (a pipeline_layout can place them unevenly)");
+          break;
+        }
+        if (st[i] < p.vpp) {
+          e.push_back("stage " + s(i) + " has " + s(st[i]) + " layers, fewer than vpp=" + s(p.vpp));
+          break;
+        }
       }
     }
   }
@@ -252,7 +314,8 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
     e.push_back("recompute_num_layers needs recompute=full");
   if (!st.empty() && p.recompute_num_layers > 0) {
     int min_chunk = INT32_MAX;
-    for (int v : st) min_chunk = std::min(min_chunk, v / p.vpp);
+    for (const auto& row : layers_per_stage_chunk(m, p))
+      for (int v : row) min_chunk = std::min(min_chunk, v);
     if (p.recompute_num_layers > min_chunk)
       e.push_back("recompute_num_layers=" + s(p.recompute_num_layers) + " exceeds the " + s(min_chunk) +
                   " layers of the smallest pipeline chunk");

@@ -16,6 +16,9 @@ namespace mplan {
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zero_bubble };
 enum class CpCommType { p2p, a2a, allgather };
+// flash: fused flash attention (scores never stored); unfused: QK^T GEMM, softmax, PV GEMM with the
+// score matrix kept for the backward (Megatron-LM before flash attention, 2021-2022).
+enum class AttentionBackend { flash, unfused };
 
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
@@ -23,6 +26,7 @@ std::string to_string(CpCommType c);
 std::optional<Recompute> parse_recompute(const std::string& s);
 std::optional<Schedule> parse_schedule(const std::string& s);  // gpipe|1f1b|interleaved|zb
 std::optional<CpCommType> parse_cp_comm_type(const std::string& s);
+std::string to_string(AttentionBackend a);
 
 struct ParallelConfig {
   int world_size = 1;  // GPUs of the job
@@ -42,8 +46,12 @@ struct ParallelConfig {
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
   Schedule schedule = Schedule::one_f_one_b;
+  AttentionBackend attention_backend = AttentionBackend::flash;
   int num_layers_in_first_pipeline_stage = 0;  // 0 = even split
   int num_layers_in_last_pipeline_stage = 0;
+  // Explicit layers per [stage][chunk] (Megatron's --pipeline-model-parallel-layout); empty = derived
+  // from the even split and the first/last stage sizes above.
+  std::vector<std::vector<int>> pipeline_layout;
 
   int dp() const { return tp * pp * cp > 0 ? world_size / (tp * pp * cp) : 0; }
   // Expert data parallel size: tp*cp*dp = etp*ep*edp.
@@ -67,5 +75,10 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
 std::vector<std::vector<int>> layers_per_stage_chunk(const ModelSpec& m, const ParallelConfig& p);
 // First global layer index of (stage, chunk) in model order (chunk-major interleaving as in Megatron).
 int first_layer_of(const ModelSpec& m, const ParallelConfig& p, int stage, int chunk);
+// The most even layout of the model over pp*vpp chunks, counting the embedding as one layer on the
+// first chunk and the loss (plus each MTP module as two) on the last, as Megatron-LM's
+// --account-for-embedding/loss-in-pipeline-split do; for models whose layer count does not divide
+// evenly (e.g. DeepSeek-V3's 61 layers).
+std::vector<std::vector<int>> balanced_pipeline_layout(const ModelSpec& m, int pp, int vpp);
 
 }  // namespace mplan

@@ -73,6 +73,7 @@ std::vector<std::vector<int>> RankGrid::groups(const std::vector<Dim>& dims) con
     if (d == Dim::tp || d == Dim::cp || d == Dim::dp) dense = true;
   }
   assert(!(expert && dense));
+  (void)dense;
   // the ordered dimensions of the chosen view, fastest first
   std::vector<Dim> order = expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp}
                                   : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};

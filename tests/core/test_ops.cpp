@@ -81,6 +81,29 @@ TEST(Ops, SavedActivationsMatchKorthikantiWithoutDropout) {
   EXPECT_NEAR(saved, sbh * 32 / 8 + stats, 1.0);
 }
 
+TEST(Ops, SavedActivationsReproduceKorthikantiFormula) {
+  // Korthikanti et al. 2022, eq. (1)-(2): per layer s*b*h*(34 + 5*a*s/h) bytes without parallelism
+  // (unfused attention, dropout on); with TP+SP everything divides by t; selective recompute keeps 34/t.
+  ModelSpec m = *model_preset("gpt3-175b");
+  m.hidden_dropout = m.attention_dropout = 0.1;
+  for (int t : {1, 8}) {
+    OpContext c;
+    c.tp = t;
+    c.sp = t > 1;
+    c.micro_batch = 1;
+    c.seq = 2048;
+    c.flash_attention = false;
+    double saved = 0, scores = 0;
+    for (auto& o : layer_ops(m, 0, c)) {
+      saved += o.saved_bytes;
+      if (o.name == "attn_softmax") scores += o.saved_bytes;
+    }
+    double s = 2048, b = 1, h = double(m.hidden_size), a = m.num_attention_heads;
+    EXPECT_NEAR(saved, s * b * h * (34 + 5 * a * s / h) / t, 1.0) << "t=" << t;
+    EXPECT_NEAR(saved - scores, s * b * h * 34 / t, 1.0) << "t=" << t;
+  }
+}
+
 TEST(Ops, BusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::all_reduce, 8), 2.0 * 7 / 8);
   EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::all_gather, 8), 7.0 / 8);

@@ -1,0 +1,67 @@
+// `mplan bench`: speed benchmark of the simulator (and later the planner): median wall time of one
+// full simulation of Llama-3.1-405B on 16,384 H100 (tp 8, pp 16, vpp 8, gbs 2048, seq 8192, mbs 1).
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/resolve.h"
+#include "cli/table.h"
+#include "simulator/simulator.h"
+
+namespace mplan::cli {
+
+namespace {
+
+struct BenchOptions {
+  int repeat = 200;
+};
+
+Plan bench_plan() {
+  Plan p;
+  p.model = require_model("llama3.1-405b");
+  p.cluster = require_cluster("dgx-h100");
+  p.training = {2048, 8192, Precision::bf16};
+  p.parallel.world_size = 16384;
+  p.parallel.tp = 8;
+  p.parallel.sp = true;
+  p.parallel.pp = 16;
+  p.parallel.vpp = 8;
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.micro_batch_size = 1;
+  return p;
+}
+
+int run_bench(const BenchOptions& o) {
+  Plan plan = bench_plan();
+  CostParams params = default_cost_params(plan.cluster);
+  std::vector<double> us;
+  double sink = 0;
+  for (int i = 0; i < o.repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = simulate(plan, params);
+    auto t1 = std::chrono::steady_clock::now();
+    if (!r) throw InputError{r.error().message()};
+    sink += r->step_time_s;
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  TextTable t({"benchmark", "median us", "p10 us", "p90 us", "runs"});
+  t.add_row({"simulate llama3.1-405b, 16384 x H100, tp8 pp16 vpp8", fmt(us[us.size() / 2], 1), fmt(us[us.size() / 10], 1),
+             fmt(us[us.size() * 9 / 10], 1), std::to_string(o.repeat)});
+  std::cout << t.render() << "(predicted step time " << fmt(sink / o.repeat, 3) << " s; target: median <= 1000 us)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* sub = app.add_subcommand("bench", "Speed benchmarks of the simulator");
+  sub->add_option("--repeat", o->repeat, "repetitions")->check(CLI::PositiveNumber);
+  sub->callback([&run, o] { run = [o] { return run_bench(*o); }; });
+}
+
+}  // namespace mplan::cli

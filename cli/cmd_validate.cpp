@@ -1,0 +1,105 @@
+// `mplan validate --runs FILE.csv [--memory FILE.csv] [--calibration FILE] [--format table|json]`:
+// scores the simulator against published runs (CSV columns of shared/calibration/) and prints the
+// per-row error table, MAPE, median, p90, share within 10%, per family, and skipped rows with reasons.
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/plan_args.h"
+#include "cli/table.h"
+#include "simulator/validate.h"
+
+namespace mplan::cli {
+
+namespace {
+
+struct ValidateOptions {
+  std::string runs, memory, calibration, format = "table";
+  bool show_skipped = true;
+};
+
+nlohmann::json stats_json(const ErrorStats& s) {
+  return {{"n", s.n}, {"mape_pct", s.mape}, {"median_ape_pct", s.median}, {"p90_ape_pct", s.p90}, {"within_10pct", s.within10}};
+}
+
+nlohmann::json report_json(const ValidationReport& r) {
+  nlohmann::json rows = nlohmann::json::array(), fam = nlohmann::json::object();
+  for (const auto& x : r.rows) {
+    nlohmann::json j = {{"row_id", x.row_id}, {"model", x.model}, {"gpu", x.gpu}, {"skipped", x.skipped}};
+    if (x.skipped) {
+      j["reason"] = x.reason;
+    } else {
+      j.update({{"measured", x.measured}, {"predicted", x.predicted}, {"error_pct", x.error_pct},
+                {"measured_from", x.how}, {"families", x.families}, {"notes", x.notes}});
+    }
+    rows.push_back(j);
+  }
+  for (const auto& [f, s] : r.by_family) fam[f] = stats_json(s);
+  return {{"rows", rows}, {"overall", stats_json(r.overall)}, {"by_family", fam}, {"skipped", r.skipped}};
+}
+
+void print_report(const ValidationReport& r, const std::string& what, const std::string& unit) {
+  TextTable t({"row", "model", "gpu", "layout", "measured " + unit, "predicted", "error", "families"});
+  for (const auto& x : r.rows) {
+    if (x.skipped) continue;
+    const auto& p = x.plan.parallel;
+    std::string layout = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + (p.vpp > 1 ? "x" + std::to_string(p.vpp) : "") +
+                         " dp" + std::to_string(p.dp()) + (p.cp > 1 ? " cp" + std::to_string(p.cp) : "") +
+                         (p.ep > 1 ? " ep" + std::to_string(p.ep) : "") + " z" + std::to_string(p.zero);
+    std::string fam;
+    for (const auto& f : x.families) fam += (fam.empty() ? "" : ",") + f;
+    t.add_row({x.row_id, x.model.substr(0, 24), x.gpu, layout, fmt(x.measured, unit == "GiB" ? 1 : 0),
+               fmt(x.predicted, unit == "GiB" ? 1 : 0), (x.error_pct >= 0 ? "+" : "") + fmt(x.error_pct, 1) + "%", fam});
+  }
+  std::cout << "== " << what << "\n" << t.render() << "\n";
+  TextTable s({"set", "rows", "MAPE", "median", "p90", "within 10%"});
+  auto add = [&](const std::string& n, const ErrorStats& e) {
+    s.add_row({n, std::to_string(e.n), fmt(e.mape, 1) + "%", fmt(e.median, 1) + "%", fmt(e.p90, 1) + "%", fmt_pct(e.within10, 0)});
+  };
+  add("all", r.overall);
+  for (const auto& [f, e] : r.by_family) add(f, e);
+  std::cout << s.render();
+  if (r.skipped) {
+    std::cout << "\nskipped " << r.skipped << " rows:\n";
+    for (const auto& x : r.rows)
+      if (x.skipped) std::cout << "  " << x.row_id << " (" << x.model << "): " << x.reason << "\n";
+  }
+  std::cout << "\n";
+}
+
+int run_validate(const ValidateOptions& o) {
+  if (o.runs.empty() && o.memory.empty()) throw InputError{"give --runs FILE.csv and/or --memory FILE.csv"};
+  ParamsFor params = [&o](const Plan& p) { return cost_params_for(p, o.calibration); };
+  nlohmann::json out = nlohmann::json::object();
+  if (!o.runs.empty()) {
+    auto rows = read_csv_file(o.runs);
+    if (!rows) throw InputError{"--runs: " + rows.error().message()};
+    ValidationReport rep = validate_throughput(*rows, params);
+    if (o.format == "json") out["throughput"] = report_json(rep);
+    else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s");
+  }
+  if (!o.memory.empty()) {
+    auto rows = read_csv_file(o.memory);
+    if (!rows) throw InputError{"--memory: " + rows.error().message()};
+    ValidationReport rep = validate_memory(*rows, params);
+    if (o.format == "json") out["memory"] = report_json(rep);
+    else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB");
+  }
+  if (o.format == "json") std::cout << out.dump(2) << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<ValidateOptions>();
+  auto* sub = app.add_subcommand("validate", "Score the simulator against published training runs");
+  sub->add_option("--runs", o->runs, "throughput CSV (columns of shared/calibration/published_runs_dev.csv)");
+  sub->add_option("--memory", o->memory, "memory CSV (columns of published_memory_dev.csv)");
+  sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
+  sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
+  sub->callback([&run, o] { run = [o] { return run_validate(*o); }; });
+}
+
+}  // namespace mplan::cli

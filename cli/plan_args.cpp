@@ -1,0 +1,129 @@
+// Job and layout options -> Plan (see plan_args.h).
+#include "cli/plan_args.h"
+
+#include <cctype>
+
+#include "cli/commands.h"
+#include "cli/resolve.h"
+
+namespace mplan::cli {
+
+void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
+  auto* m = sub->add_option("--model", a.model, "model preset, mplan model JSON or Hugging Face config.json");
+  auto* c = sub->add_option("--cluster", a.cluster, "cluster preset or cluster JSON");
+  auto* g = sub->add_option("--gpus", a.gpus, "number of GPUs")->check(CLI::PositiveNumber);
+  auto* b = sub->add_option("--gbs", a.gbs, "global batch size (sequences)")->check(CLI::PositiveNumber);
+  auto* s = sub->add_option("--seq", a.seq, "sequence length")->check(CLI::PositiveNumber);
+  if (required)
+    for (auto* o : {m, c, g, b, s}) o->required();
+  sub->add_option("--precision", a.precision, "bf16|fp16|fp8|mxfp8|nvfp4|fp32")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"}));
+  sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
+}
+
+void add_layout_options(CLI::App* sub, LayoutArgs& l) {
+  sub->add_option("--mbs", l.mbs, "micro-batch size")->check(CLI::PositiveNumber);
+  sub->add_option("--tp", l.tp, "tensor-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--pp", l.pp, "pipeline-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--vpp", l.vpp, "virtual pipeline chunks per pipeline rank")->check(CLI::PositiveNumber);
+  sub->add_option("--cp", l.cp, "context-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--cp-comm", l.cp_comm, "context-parallel exchange p2p|a2a|allgather")
+      ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
+  sub->add_option("--ep", l.ep, "expert-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(CLI::PositiveNumber);
+  auto* sp = sub->add_flag_function("--sp", [&l](int64_t) { l.sp = true; }, "sequence parallel (default on when tp > 1)");
+  auto* nsp = sub->add_flag_function("--no-sp", [&l](int64_t) { l.sp = false; }, "no sequence parallel");
+  sp->excludes(nsp);
+  sub->add_option("--zero", l.zero, "0 = DDP, 1 = distributed optimizer, 2, 3 = FSDP")->check(CLI::Range(0, 3));
+  sub->add_flag("--dist-opt", l.dist_opt, "distributed optimizer (= --zero 1)");
+  sub->add_option("--recompute", l.recompute, "none|selective|full")->check(CLI::IsMember({"none", "selective", "full"}));
+  sub->add_option("--recompute-layers", l.recompute_layers, "layers per chunk recomputed with --recompute full")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--schedule", l.schedule, "gpipe|1f1b|interleaved|zb (default 1f1b, interleaved when vpp > 1)")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb"}));
+  sub->add_flag("--tp-comm-overlap", l.tp_comm_overlap, "overlap TP communication with GEMMs (needs sp)");
+  sub->add_flag("--no-overlap-grad-reduce", l.no_overlap_grad_reduce, "do not overlap DP gradient reduction");
+  sub->add_flag("--no-overlap-param-gather", l.no_overlap_param_gather, "do not overlap the parameter all-gather");
+  sub->add_option("--first-stage-layers", l.first_stage_layers, "layers on the first pipeline stage (0 = even)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--last-stage-layers", l.last_stage_layers, "layers on the last pipeline stage (0 = even)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--pipeline-layout", l.pipeline_layout,
+                  "layers per chunk: 'balanced' (most even split) or 'a,b;c,d' (stages by ';', chunks by ',')");
+}
+
+Plan job_skeleton(const JobArgs& a) {
+  for (auto [name, missing] : {std::pair{"--model", a.model.empty()}, {"--cluster", a.cluster.empty()},
+                               {"--gpus", a.gpus <= 0}, {"--gbs", a.gbs <= 0}, {"--seq", a.seq <= 0}})
+    if (missing) throw InputError{std::string(name) + " is required (or give --plan FILE)"};
+  Plan p;
+  p.model = require_model(a.model);
+  p.cluster = require_cluster(a.cluster);
+  p.training.global_batch_size = a.gbs;
+  p.training.seq_length = a.seq;
+  p.training.precision = *parse_precision(a.precision);
+  p.parallel.world_size = a.gpus;
+  return p;
+}
+
+Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
+  Plan p = job_skeleton(a);
+  ParallelConfig& q = p.parallel;
+  q.tp = l.tp;
+  q.pp = l.pp;
+  q.vpp = l.vpp;
+  q.cp = l.cp;
+  q.cp_comm_type = *parse_cp_comm_type(l.cp_comm);
+  q.ep = l.ep;
+  q.etp = l.etp;
+  q.sp = l.sp.value_or(l.tp > 1);
+  q.zero = l.dist_opt ? 1 : l.zero;
+  q.micro_batch_size = l.mbs;
+  q.recompute = *parse_recompute(l.recompute);
+  q.recompute_num_layers = l.recompute_layers;
+  q.schedule = l.schedule.empty() ? (l.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b) : *parse_schedule(l.schedule);
+  q.tp_comm_overlap = l.tp_comm_overlap;
+  q.overlap_grad_reduce = !l.no_overlap_grad_reduce;
+  q.overlap_param_gather = !l.no_overlap_param_gather;
+  q.num_layers_in_first_pipeline_stage = l.first_stage_layers;
+  q.num_layers_in_last_pipeline_stage = l.last_stage_layers;
+  if (l.pipeline_layout == "balanced") {
+    q.pipeline_layout = balanced_pipeline_layout(p.model, q.pp, q.vpp);
+  } else if (!l.pipeline_layout.empty()) {
+    std::vector<int> row;
+    std::string num;
+    auto flush = [&](bool end_stage) {
+      if (num.empty()) throw InputError{"--pipeline-layout: expected numbers like '4,4;4,3', got '" + l.pipeline_layout + "'"};
+      row.push_back(std::stoi(num));
+      num.clear();
+      if (end_stage) {
+        q.pipeline_layout.push_back(row);
+        row.clear();
+      }
+    };
+    for (char ch : l.pipeline_layout) {
+      if (std::isdigit(static_cast<unsigned char>(ch))) num += ch;
+      else if (ch == ',') flush(false);
+      else if (ch == ';') flush(true);
+      else if (ch != ' ') throw InputError{"--pipeline-layout: unexpected character '" + std::string(1, ch) + "'"};
+    }
+    flush(true);
+  }
+  auto problems = validate_layout(p.model, p.cluster, p.training, p.parallel);
+  if (!problems.empty()) {
+    std::string msg = "invalid layout:";
+    for (auto& e : problems) msg += "\n  - " + e;
+    throw InputError{msg};
+  }
+  return p;
+}
+
+CostParams cost_params_for(const Plan& plan, const std::string& calibration_file) {
+  CostParams base = default_cost_params(plan.cluster);
+  if (calibration_file.empty()) return base;
+  auto c = read_calibration_file(calibration_file, base);
+  if (!c) throw InputError{c.error().message()};
+  return c->params;
+}
+
+}  // namespace mplan::cli

@@ -1,0 +1,43 @@
+// Command-line options that describe a training job (--model --cluster --gpus --gbs --seq ...) and the
+// layout flags of `mplan simulate`, turned into a Plan. Shared by simulate, search and the GUI launcher.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "core/plan.h"
+#include "simulator/cost_params.h"
+
+namespace mplan::cli {
+
+struct JobArgs {
+  std::string model, cluster, precision = "bf16";
+  int gpus = 0;
+  int64_t gbs = 0, seq = 0;
+  std::string calibration;  // --calibration FILE
+};
+
+struct LayoutArgs {
+  int mbs = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, zero = 1, recompute_layers = 0;
+  std::optional<bool> sp;  // --sp / --no-sp; default on when tp > 1
+  bool dist_opt = false;
+  std::string recompute = "none", schedule, cp_comm = "p2p";
+  bool tp_comm_overlap = false, no_overlap_grad_reduce = false, no_overlap_param_gather = false;
+  int first_stage_layers = 0, last_stage_layers = 0;
+  std::string pipeline_layout;  // "balanced" or "a,b;c,d" (stages separated by ';', chunks by ',')
+};
+
+// Adds --model --cluster --gpus --gbs --seq --precision --calibration. `required` marks the first five
+// required (false when --plan may replace them).
+void add_job_options(CLI::App* sub, JobArgs& a, bool required);
+void add_layout_options(CLI::App* sub, LayoutArgs& l);
+
+// Builds and validates the plan; any problem throws InputError (exit 2) naming the field/rule.
+Plan plan_from_args(const JobArgs& a, const LayoutArgs& l);
+// Resolves model/cluster/training of the job (no layout) into a plan skeleton.
+Plan job_skeleton(const JobArgs& a);
+// Cost parameters: --calibration FILE if given, else the shipped calibration for the cluster's GPU,
+// else the documented defaults.
+CostParams cost_params_for(const Plan& plan, const std::string& calibration_file);
+
+}  // namespace mplan::cli

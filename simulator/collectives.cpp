@@ -1,0 +1,77 @@
+// Hierarchical alpha-beta collective model. A group of n ranks spanning D NVLink domains with k
+// members each runs (for all-reduce) reduce-scatter inside domains, all-reduce across domains on
+// bytes/k per rank through each rank's own NIC (rail-optimised fabric), and all-gather inside domains.
+// Ring and tree (double binary tree: log-depth latency) variants are costed and the faster taken,
+// as NCCL's tuner does.
+#include "simulator/collectives.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mplan {
+
+namespace {
+
+struct Link {
+  double bw;     // bytes/s per direction, achieved
+  double alpha;  // s per step
+};
+
+Link nvlink(const ClusterSpec& c, const CostParams& p) {
+  return {c.scale_up_bw_gbps * 1e9 * p.nvlink_eff, c.scale_up_latency_us * 1e-6};
+}
+Link network(const ClusterSpec& c, const CostParams& p) {
+  return {c.scale_out_bw_gbps * 1e9 * p.network_eff, c.scale_out_latency_us * 1e-6};
+}
+
+// Flat collective among n ranks on one kind of link: ring (n-1 steps per phase) or tree (log depth).
+double flat(Collective c, double bytes, int n, const Link& l) {
+  if (n <= 1 || bytes <= 0) return 0;
+  double f = collective_busbw_factor(c, n);
+  double ring_steps = c == Collective::all_reduce ? 2.0 * (n - 1) : double(n - 1);
+  double ring = ring_steps * l.alpha + bytes * f / l.bw;
+  if (c != Collective::all_reduce) return ring;
+  // double binary tree: latency 2*log2(n) steps; bandwidth term as ring's (both trees pipelined)
+  double tree = 2.0 * std::ceil(std::log2(double(n))) * l.alpha + bytes * f / l.bw;
+  return std::min(ring, tree);
+}
+
+}  // namespace
+
+double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl,
+                         const CostParams& p) {
+  int n = g.size;
+  if (n <= 1 || bytes <= 0) return 0;
+  Link nv = nvlink(cl, p), net = network(cl, p);
+  int D = std::max(1, g.domains);
+  int k = std::max(1, g.max_per_domain);
+  if (c == Collective::send_recv) return D > 1 ? net.alpha + bytes / net.bw : nv.alpha + bytes / nv.bw;
+  if (c == Collective::all_to_all) {
+    // each rank sends (n-1)/n of its buffer: (k-1)/n stays in the domain, (n-k)/n crosses the network
+    double intra = bytes * double(k - 1) / n / nv.bw;
+    double inter = D > 1 ? bytes * double(n - k) / n / net.bw : 0;
+    double lat = (k > 1 ? nv.alpha : 0) + (D > 1 ? net.alpha : 0);
+    return lat * std::ceil(std::log2(double(n))) + std::max(intra, inter) / p.a2a_eff;
+  }
+  if (D == 1) return flat(c, bytes, n, nv);
+  if (k == 1) return flat(c, bytes, n, net);
+  // hierarchical: intra-domain phase(s) on the full buffer, inter-domain phase on 1/k of it
+  switch (c) {
+    case Collective::all_reduce:
+      return flat(Collective::reduce_scatter, bytes, k, nv) + flat(Collective::all_reduce, bytes / k, D, net) +
+             flat(Collective::all_gather, bytes, k, nv);
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+      return flat(c, bytes / k, D, net) + flat(c, bytes, k, nv);
+    default:
+      return flat(c, bytes, n, net);
+  }
+}
+
+double p2p_time_s(double bytes, bool same_domain, const ClusterSpec& cl, const CostParams& p) {
+  if (bytes <= 0) return 0;
+  Link l = same_domain ? nvlink(cl, p) : network(cl, p);
+  return l.alpha + bytes / l.bw;
+}
+
+}  // namespace mplan

@@ -1,0 +1,78 @@
+// Roofline op costs. GEMM: flops / (peak * eff) with eff = eff_max * precision_eff * wave_eff *
+// W / (W + W_half); never faster than its HBM traffic. Backward of a GEMM is two GEMMs of the same
+// size (dgrad: m x k from m x n and n x k; wgrad: k x n from k x m and m x n).
+#include "simulator/compute_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mplan {
+
+namespace {
+double peak_flops(const ClusterSpec& c, Precision p) {
+  auto v = c.gpu.peak(p);
+  if (!v) v = c.gpu.peak(Precision::bf16);
+  if (!v) v = c.gpu.peak_tflops.begin()->second;
+  return *v * 1e12;
+}
+double hbm(const ClusterSpec& c, const CostParams& p) { return c.gpu.hbm_gbps * 1e9 * p.hbm_eff; }
+double overhead(const CostParams& p) { return p.kernel_overhead_us * 1e-6; }
+}  // namespace
+
+double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return p.gemm_eff_max;
+  double tiles = std::ceil(double(s.m) / p.gemm_tile_m) * std::ceil(double(s.n) / p.gemm_tile_n) * double(s.groups);
+  double sms = std::max(1, c.gpu.sm_count);
+  double waves = std::ceil(tiles / sms);
+  double wave_eff = tiles / (waves * sms);
+  double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
+  double sat = W / (W + p.gemm_half_flops * (peak_flops(c, prec) / peak_flops(c, Precision::bf16)));
+  return p.gemm_eff_max * p.eff_for(prec) * wave_eff * sat;
+}
+
+double gemm_time_s(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
+  double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
+  if (W <= 0) return 0;
+  double bytes = gemm_input_bytes(prec) * double(s.groups) * (double(s.m) * s.k + double(s.k) * s.n) +
+                 2.0 * double(s.groups) * double(s.m) * s.n;
+  double t = W / (peak_flops(c, prec) * gemm_efficiency(s, prec, c, p));
+  return std::max(t, bytes / hbm(c, p)) + overhead(p);
+}
+
+OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const CostParams& p) {
+  OpCost r;
+  switch (op.kind) {
+    case OpKind::gemm: {
+      const GemmShape& s = op.gemm;
+      r.fwd_s = gemm_time_s(s, gp, c, p);
+      r.bwd_input_s = gemm_time_s({s.m, s.k, s.n, s.groups}, gp, c, p);
+      r.bwd_weight_s = gemm_time_s({s.k, s.n, s.m, s.groups}, gp, c, p);
+      if (is_fp8_family(gp)) {
+        // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
+        double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;
+        r.fwd_s += in / hbm(c, p) + overhead(p);
+        r.bwd_input_s += gout / hbm(c, p) + overhead(p);
+      }
+      break;
+    }
+    case OpKind::attention: {
+      double pk = peak_flops(c, Precision::bf16);  // attention runs in bf16 even in FP8 recipes
+      double sat = op.fwd_flops / (op.fwd_flops + p.gemm_half_flops);
+      r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead(p);
+      r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead(p);
+      break;
+    }
+    case OpKind::comm:
+      break;
+    default: {
+      double t = op.fwd_bytes / hbm(c, p);
+      r.fwd_s = t + overhead(p);
+      r.bwd_input_s = 2.0 * t + overhead(p);
+      if (op.kind == OpKind::embedding) r.bwd_weight_s = 0;
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace mplan

@@ -1,0 +1,203 @@
+// Event-driven pipeline simulation (see pipeline_sim.h).
+#include "simulator/pipeline_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <string>
+#include <tuple>
+
+#include "core/schedule.h"
+
+namespace mplan {
+
+namespace {
+
+constexpr double kUnset = -1.0;
+
+struct Grid3 {
+  int pp, vpp, m;
+  std::vector<double> v;
+  Grid3(int a, int b, int c) : pp(a), vpp(b), m(c), v(size_t(a) * b * c, kUnset) {}
+  double& at(int s, int c, int mb) { return v[(size_t(s) * vpp + c) * m + mb]; }
+};
+
+struct Event {
+  double t;
+  long seq;
+  int stage;
+  bool operator>(const Event& o) const { return std::tie(t, seq) > std::tie(o.t, o.seq); }
+};
+
+std::string label(const Action& a) {
+  return std::string(1, char(a.phase)) + " mb" + std::to_string(a.microbatch) + " c" + std::to_string(a.chunk);
+}
+
+}  // namespace
+
+PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std::vector<TraceEvent>* trace,
+                                 std::vector<MemoryCounter>* mem) {
+  const int pp = p.pp, vpp = p.vpp, m = w.microbatches;
+  std::vector<std::vector<Action>> lists(pp);
+  for (int s = 0; s < pp; ++s) lists[s] = schedule_actions(p.schedule, pp, vpp, m, s);
+
+  Grid3 f_end(pp, vpp, m), b_end(pp, vpp, m), f_arr(pp, vpp, m), b_arr(pp, vpp, m);
+  std::vector<double> free_at(pp, 0.0), link_fwd(pp, 0.0), link_bwd(pp, 0.0);
+  std::vector<size_t> pos(pp, 0);
+  PipelineResult res;
+  res.stages.resize(pp);
+  std::vector<double> act(pp, 0.0);
+  // final backward of each chunk on each stage: start, end (for the DP bucket overlap)
+  std::vector<std::vector<std::pair<double, double>>> last_b(pp, std::vector<std::pair<double, double>>(vpp, {0, 0}));
+  std::vector<std::vector<int>> b_count(pp, std::vector<int>(vpp, 0));
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q;
+  long seq = 0;
+  for (int s = 0; s < pp; ++s) q.push({0.0, seq++, s});
+
+  while (!q.empty()) {
+    Event e = q.top();
+    q.pop();
+    int s = e.stage;
+    while (pos[s] < lists[s].size()) {
+      const Action& a = lists[s][pos[s]];
+      const ChunkCost& ch = w.stages[s].chunks[a.chunk];
+      double ready = 0, produced = 0;  // arrival of the input, and when its producer finished
+      bool ok = true;
+      if (a.phase == Phase::F) {
+        if (s > 0 || a.chunk > 0) {
+          ready = f_arr.at(s, a.chunk, a.microbatch);
+          ok = ready != kUnset;
+          produced = ok ? (s > 0 ? f_end.at(s - 1, a.chunk, a.microbatch) : f_end.at(pp - 1, a.chunk - 1, a.microbatch)) : 0;
+        }
+      } else if (a.phase == Phase::B) {
+        ok = f_end.at(s, a.chunk, a.microbatch) != kUnset;
+        ready = ok ? f_end.at(s, a.chunk, a.microbatch) : 0;
+        produced = ready;
+        if (ok && (s < pp - 1 || a.chunk < vpp - 1)) {
+          double arr = b_arr.at(s, a.chunk, a.microbatch);
+          ok = arr != kUnset;
+          if (ok) {
+            produced = s < pp - 1 ? b_end.at(s + 1, a.chunk, a.microbatch) : b_end.at(0, a.chunk + 1, a.microbatch);
+            ready = std::max(ready, arr);
+          }
+        }
+      } else {
+        ok = b_end.at(s, a.chunk, a.microbatch) != kUnset;
+        ready = produced = ok ? b_end.at(s, a.chunk, a.microbatch) : 0;
+      }
+      if (!ok) break;  // re-examined when the producer is scheduled
+      StageResult& sr = res.stages[s];
+      double start = std::max(free_at[s], ready);
+      double gap = start - free_at[s];
+      if (gap > 0) {
+        double p2p_wait = std::clamp(start - std::max(free_at[s], produced), 0.0, gap);
+        sr.idle_p2p_s += p2p_wait;
+        sr.idle_bubble_s += gap - p2p_wait;
+      }
+      const PhaseCost& pc = a.phase == Phase::F ? ch.F : a.phase == Phase::B ? ch.B : ch.W;
+      double end = start + pc.total();
+      sr.busy += pc;
+      free_at[s] = end;
+      // activation memory held between F and B/W
+      if (a.phase == Phase::F) {
+        act[s] += ch.act_bytes;
+      } else if (a.phase == Phase::B) {
+        sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s] + ch.transient_bytes);
+        act[s] -= ch.act_bytes - ch.act_w_bytes;
+      } else {
+        act[s] -= ch.act_w_bytes;
+      }
+      sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s]);
+      if (mem) mem->push_back({s, end, act[s] / (1024.0 * 1024 * 1024)});
+      if (trace) trace->push_back({s, "compute", label(a), start, end - start, char(a.phase), a.microbatch, a.chunk});
+      // record completion and hand the tensor to the neighbour
+      if (a.phase == Phase::F) {
+        f_end.at(s, a.chunk, a.microbatch) = end;
+        int ns = -1, nc = a.chunk;
+        if (s < pp - 1) ns = s + 1;
+        else if (a.chunk < vpp - 1) ns = 0, nc = a.chunk + 1;
+        if (ns >= 0) {
+          double depart = std::max(end, link_fwd[s]);
+          double arr = depart + w.p2p_s;
+          link_fwd[s] = arr;
+          f_arr.at(ns, nc, a.microbatch) = arr;
+          if (trace && w.p2p_s > 0) trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
+          q.push({arr, seq++, ns});
+        }
+      } else if (a.phase == Phase::B) {
+        b_end.at(s, a.chunk, a.microbatch) = end;
+        if (++b_count[s][a.chunk] == m) last_b[s][a.chunk] = {start, end};
+        int ns = -1, nc = a.chunk;
+        if (s > 0) ns = s - 1;
+        else if (a.chunk > 0) ns = pp - 1, nc = a.chunk - 1;
+        if (ns >= 0) {
+          double depart = std::max(end, link_bwd[s]);
+          double arr = depart + w.p2p_s;
+          link_bwd[s] = arr;
+          b_arr.at(ns, nc, a.microbatch) = arr;
+          if (trace && w.p2p_s > 0) trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
+          q.push({arr, seq++, ns});
+        }
+        if (w.split_w) q.push({end, seq++, s});
+      }
+      ++pos[s];
+    }
+  }
+  for (int s = 0; s < pp; ++s) {
+    if (pos[s] != lists[s].size()) throw std::logic_error("pipeline schedule deadlocked at stage " + std::to_string(s));
+  }
+
+  // data-parallel gradient reduction, optimizer, parameter gather per stage
+  for (int s = 0; s < pp; ++s) {
+    StageResult& sr = res.stages[s];
+    const StageWork& st = w.stages[s];
+    sr.compute_end_s = free_at[s];
+    sr.max_in_flight = max_in_flight(lists[s]);
+    double dp_free = 0;
+    if (st.dp_grad_s > 0) {
+      double total_b = 0;
+      for (int c = 0; c < vpp; ++c) total_b += st.chunks[c].B.total() + st.chunks[c].W.total();
+      for (int c = vpp - 1; c >= 0; --c) {
+        double share = total_b > 0 ? (st.chunks[c].B.total() + st.chunks[c].W.total()) / total_b : 1.0 / vpp;
+        double t_chunk = st.dp_grad_s * share;
+        int k = std::max(1, int(std::lround(st.dp_buckets * share)));
+        auto [b0, b1] = last_b[s][c];
+        if (w.split_w) b1 = free_at[s];  // weight gradients complete with the deferred W passes
+        for (int j = 0; j < k; ++j) {
+          double ready = p.overlap_grad_reduce ? b0 + (b1 - b0) * double(j + 1) / k : sr.compute_end_s;
+          double st0 = std::max(dp_free, ready);
+          dp_free = st0 + t_chunk / k;
+          if (trace) trace->push_back({s, "dp", "grad reduce c" + std::to_string(c), st0, t_chunk / k, 'C', -1, c});
+        }
+      }
+    }
+    double grad_exposed = std::max(0.0, dp_free - sr.compute_end_s);
+    double gather_exposed = 0;
+    if (st.dp_param_gather_s > 0) {
+      if (p.overlap_param_gather) {
+        // overlapped with the next step's first forward passes on this stage
+        double window = 0;
+        for (int c = 0; c < vpp; ++c) window += st.chunks[c].F.total();
+        gather_exposed = std::max(st.dp_param_gather_s / st.dp_buckets, st.dp_param_gather_s - window);
+      } else {
+        gather_exposed = st.dp_param_gather_s;
+      }
+    }
+    sr.dp_exposed_s = grad_exposed + gather_exposed;
+    sr.optimizer_s = st.optimizer_s;
+    sr.end_s = sr.compute_end_s + grad_exposed + st.optimizer_s + gather_exposed;
+    if (trace) {
+      trace->push_back({s, "compute", "optimizer", sr.compute_end_s + grad_exposed, st.optimizer_s, 'O', -1, -1});
+      if (gather_exposed > 0)
+        trace->push_back({s, "dp", "param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
+    }
+    if (sr.end_s > res.step_time_s) {
+      res.step_time_s = sr.end_s;
+      res.critical_stage = s;
+    }
+  }
+  return res;
+}
+
+}  // namespace mplan

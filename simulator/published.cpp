@@ -1,0 +1,325 @@
+// Published runs -> plans. Mapping rules (documented in docs/validation.md):
+//  - model: a preset when the row names a model mplan ships (the row's vocab overrides the preset's,
+//    as sources count logits with their own vocab), else built from the row's dimensions in the style
+//    of its family (GPT/MT-NLG: GELU, LayerNorm, biases, learned positions; MPT: GELU, LayerNorm,
+//    ALiBi; Nemotron-4: squared ReLU); hybrid Mamba (Nemotron 3) and Llama 4 rows are not expressible;
+//  - cluster: the preset of the row's GPU type; layout: the row's tp/sp/pp/vp/cp/ep/etp/mbs, ZeRO from
+//    dist_optimizer/fsdp, recompute from its text; layers that do not split evenly over pp*vp chunks
+//    get the most even layout (Megatron-Bridge uses custom pipeline layouts there).
+#include "simulator/published.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/counting.h"
+#include "core/presets.h"
+
+namespace mplan {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool has(const std::string& s, const char* needle) { return lower(s).find(needle) != std::string::npos; }
+
+// preset for a published model name, "" if none
+std::string preset_for(const std::string& name) {
+  std::string n = lower(name);
+  auto any = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (n.find(k) != std::string::npos) return true;
+    return false;
+  };
+  if (any({"qwen3-235b", "qwen3_235b"})) return "qwen3-235b-a22b";
+  if (any({"qwen3-30b", "qwen3_30b"})) return "qwen3-30b-a3b";
+  if (any({"llama3.1_405b", "llama3.1-405b", "llama3-405b"})) return "llama3.1-405b";
+  if (any({"llama3_70b", "llama3-70b"})) return "llama3-70b";
+  if (any({"llama3_8b", "llama3-8b"})) return "llama3-8b";
+  if (any({"llama2-7b"})) return "llama2-7b";
+  if (any({"llama2-13b"})) return "llama2-13b";
+  if (any({"llama2-70b"})) return "llama2-70b";
+  if (any({"deepseekv3", "deepseek-v3"})) return "deepseek-v3";
+  if (any({"kimi"})) return "kimi-k2";
+  if (any({"gpt oss 120b", "gpt-oss-120b"})) return "gpt-oss-120b";
+  if (any({"mixtral-8x7b"})) return "mixtral-8x7b";
+  if (any({"mixtral-8x22b"})) return "mixtral-8x22b";
+  if (any({"nemotron-340b", "nemotron4-340b"})) return "nemotron4-340b";
+  if (any({"nemotron-15b", "nemotron4-15b"})) return "nemotron4-15b";
+  return "";
+}
+
+std::string cluster_for(const std::string& gpu) {
+  if (gpu == "H100") return "dgx-h100";
+  if (gpu == "H200") return "dgx-h200";
+  if (gpu == "A100-40GB") return "dgx-a100-40g";
+  if (gpu == "A100-80GB") return "dgx-a100-80g";
+  if (gpu == "B200") return "dgx-b200";
+  if (gpu == "B300") return "dgx-b300";
+  if (gpu == "GB200") return "gb200-nvl72";
+  if (gpu == "GB300") return "gb300-nvl72";
+  return "";
+}
+
+std::optional<Precision> precision_of(const std::string& t) {
+  std::string s = lower(t);
+  if (s.find("mxfp8") != std::string::npos) return Precision::mxfp8;
+  if (s.find("nvfp4") != std::string::npos) return Precision::nvfp4;
+  if (s.find("fp8") != std::string::npos) return Precision::fp8;
+  if (s.find("bf16") != std::string::npos) return Precision::bf16;
+  if (s.find("fp16") != std::string::npos) return Precision::fp16;
+  if (s.find("fp32") != std::string::npos) return Precision::fp32;
+  return std::nullopt;
+}
+
+Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
+  const std::string& name = r.get("model");
+  if (has(name, "nemotron_3") || has(name, "nemotron 3")) return Error("hybrid Mamba-Transformer (Nemotron 3) is not expressible");
+  if (has(name, "llama4")) return Error("Llama 4 (chunked attention, interleaved MoE) is not expressible");
+  auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
+  if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");
+  ModelSpec m;
+  m.name = name;
+  m.num_layers = int(*L);
+  m.hidden_size = int64_t(*h);
+  m.num_attention_heads = int(*a);
+  m.num_query_groups = int(r.num("kv_heads").value_or(*a));
+  m.kv_channels = int(m.hidden_size / m.num_attention_heads);
+  m.ffn_hidden_size = int64_t(r.num("ffn_hidden").value_or(4 * *h));
+  if (!r.num("ffn_hidden")) notes += "ffn_hidden = 4h assumed; ";
+  m.vocab_size = int64_t(r.num("vocab").value_or(51200));
+  if (!r.num("vocab")) notes += "vocab 51200 assumed (GPT-2 BPE padded); ";
+  m.norm = NormKind::layernorm;
+  m.tied_embeddings = true;
+  if (has(name, "mpt")) {
+    m.activation = Activation::gelu;
+    m.position_embedding = PositionEmbedding::rope;  // ALiBi: no parameters, no GEMM FLOPs
+  } else if (has(name, "nemotron")) {
+    m.activation = Activation::squared_relu;
+    m.position_embedding = PositionEmbedding::rope;
+    m.tied_embeddings = false;
+  } else if (has(name, "gpt") || has(name, "mt-nlg")) {
+    m.activation = Activation::gelu;
+    m.position_embedding = PositionEmbedding::learned;
+    m.max_position_embeddings = int64_t(r.num("seq_len").value_or(2048));
+    m.add_bias_linear = m.add_qkv_bias = true;
+  } else {
+    return Error("no preset for model '" + name + "' and its family is unknown");
+  }
+  if (auto e = r.num("moe_num_experts"); e && *e > 1) {
+    MoeSpec moe;
+    moe.num_experts = int(*e);
+    moe.top_k = int(r.num("moe_topk").value_or(2));
+    moe.moe_ffn_hidden_size = int64_t(r.num("moe_ffn_hidden").value_or(double(m.ffn_hidden_size)));
+    m.moe = moe;
+    m.activation = Activation::swiglu;
+  }
+  auto v = validate_model(m);
+  if (!v.empty()) return Error(v);
+  return m;
+}
+
+int int_or(const CsvRow& r, const char* k, int fallback) {
+  auto v = r.num(k);
+  return v ? int(std::lround(*v)) : fallback;
+}
+
+}  // namespace
+
+const std::string& CsvRow::get(const std::string& k) const {
+  static const std::string empty;
+  auto it = f.find(k);
+  return it == f.end() ? empty : it->second;
+}
+
+std::optional<double> CsvRow::num(const std::string& k) const {
+  const std::string& s = get(k);
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str()) return std::nullopt;
+  return v;
+}
+
+Expected<std::vector<CsvRow>> read_csv_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> rec;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rec.push_back(field);
+      field.clear();
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      rec.push_back(field);
+      field.clear();
+      if (!(rec.size() == 1 && rec[0].empty())) records.push_back(rec);
+      rec.clear();
+    } else {
+      field += c;
+    }
+  }
+  if (!field.empty() || !rec.empty()) {
+    rec.push_back(field);
+    records.push_back(rec);
+  }
+  if (quoted) return Error(path + ": unterminated quoted field");
+  if (records.empty()) return Error(path + ": empty CSV (expected a header row)");
+  std::vector<CsvRow> rows;
+  const auto& head = records[0];
+  for (size_t i = 1; i < records.size(); ++i) {
+    if (records[i].size() != head.size())
+      return Error(path + ": row " + std::to_string(i + 1) + " has " + std::to_string(records[i].size()) +
+                   " fields, the header has " + std::to_string(head.size()));
+    CsvRow r;
+    for (size_t k = 0; k < head.size(); ++k) r.f[head[k]] = records[i][k];
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::optional<std::string> doubtful_flag(const CsvRow& r) {
+  const std::string& flags = r.get("flags");
+  for (const char* f : {"secondary_source", "_suspect", "batch_inconsistent", "truncated_source", "parallel_config_not_stated"})
+    if (flags.find(f) != std::string::npos) return std::string(f[0] == '_' ? flags : f);
+  return std::nullopt;
+}
+
+Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
+  PublishedRun run;
+  run.row_id = r.get("row_id");
+  run.source_id = r.get("source_id");
+  run.model_name = r.get("model");
+  run.gpu_type = r.get("gpu_type");
+  run.precision_text = r.get("precision");
+  std::string cname = cluster_for(run.gpu_type);
+  if (cname.empty()) return Error("GPU type '" + run.gpu_type + "' has no cluster preset");
+  Plan& plan = run.plan;
+  plan.cluster = *cluster_preset(cname);
+  std::string preset = preset_for(run.model_name);
+  if (!preset.empty()) {
+    plan.model = *model_preset(preset);
+    if (auto v = r.num("vocab")) plan.model.vocab_size = int64_t(*v);
+    if (auto L = r.num("layers"); L && int(*L) != plan.model.num_layers)
+      return Error("row has " + r.get("layers") + " layers, preset " + preset + " has " + std::to_string(plan.model.num_layers));
+    if (has(run.model_name, "w/o mtp")) plan.model.mtp_num_layers = 0;
+  } else {
+    auto m = model_from_dims(r, run.notes);
+    if (!m) return m.error();
+    plan.model = *m;
+  }
+  auto prec = precision_of(run.precision_text);
+  if (!prec) return Error("precision '" + run.precision_text + "' not understood");
+  auto gpus = r.num("num_gpus"), gbs = r.num("gbs"), seq = r.num("seq_len");
+  if (!gpus || !gbs || !seq) return Error("num_gpus, gbs or seq_len missing");
+  plan.training = {int64_t(*gbs), int64_t(*seq), *prec};
+  ParallelConfig& p = plan.parallel;
+  p.world_size = int(*gpus);
+  p.tp = int_or(r, "tp", 1);
+  p.pp = int_or(r, "pp", 1);
+  p.vpp = int_or(r, "vp", 1);
+  p.cp = int_or(r, "cp", 1);
+  p.ep = int_or(r, "ep", 1);
+  p.etp = int_or(r, "etp", 1);
+  const std::string& sp = r.get("sp");
+  p.sp = sp == "on" || (sp.empty() && p.tp > 1);
+  if (plan.model.moe && p.tp > 1) p.sp = true;
+  int dp = p.tp * p.pp * p.cp > 0 ? p.world_size / (p.tp * p.pp * p.cp) : 0;
+  if (auto mbs = r.num("mbs")) {
+    p.micro_batch_size = int(*mbs);
+  } else if (auto ga = r.num("grad_accum"); ga && dp > 0) {
+    p.micro_batch_size = std::max(1, int(*gbs / (*ga * dp)));
+    run.notes += "mbs from gbs/(dp*grad_accum); ";
+  } else {
+    p.micro_batch_size = 1;
+    run.notes += "mbs 1 assumed; ";
+  }
+  std::string rc = lower(r.get("recompute"));
+  p.recompute = rc.rfind("full", 0) == 0 ? Recompute::full : rc.rfind("selective", 0) == 0 ? Recompute::selective : Recompute::none;
+  std::string dopt = lower(r.get("dist_optimizer"));
+  double fsdp = r.num("fsdp").value_or(0);
+  if (dopt.find("full_shard") != std::string::npos) p.zero = 3;
+  else if (dopt.find("shard_grad_op") != std::string::npos) p.zero = 2;
+  else if (fsdp > 0 || lower(r.get("fsdp")) == "on") p.zero = 3;
+  else if (dopt.rfind("no", 0) == 0) p.zero = 0;
+  else p.zero = 1;
+  p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  if (run.source_id == "narayanan2021_table1" || run.source_id == "korthikanti2022_table5" ||
+      run.source_id == "korthikanti2022_fig1") {
+    // Megatron-LM of 2021-2022: unfused attention and dropout 0.1 (the papers' setup)
+    p.attention_backend = AttentionBackend::unfused;
+    plan.model.hidden_dropout = plan.model.attention_dropout = 0.1;
+    run.notes += "unfused attention, dropout 0.1 (Megatron-LM 2021-22); ";
+  }
+  if (auto errs = validate_layout(plan.model, plan.cluster, plan.training, p); !errs.empty()) {
+    bool split = false;
+    for (auto& e : errs) split = split || e.find("layers do not split") != std::string::npos || e.find("fewer than vpp") != std::string::npos;
+    if (split) {
+      p.pipeline_layout = balanced_pipeline_layout(plan.model, p.pp, p.vpp);
+      run.notes += "uneven pipeline layout; ";
+    }
+    errs = validate_layout(plan.model, plan.cluster, plan.training, p);
+    if (!errs.empty()) return Error(errs);
+  }
+  run.families.push_back(plan.model.moe ? "moe" : "dense");
+  if (p.cp > 1) run.families.push_back("cp");
+  if (is_fp8_family(*prec)) run.families.push_back("fp8");
+  if (p.zero >= 2) run.families.push_back("fsdp");
+  return run;
+}
+
+std::optional<double> measured_tokens_per_s_per_gpu(const CsvRow& r, const PublishedRun& run, std::string* how) {
+  const Plan& p = run.plan;
+  double gpus = p.parallel.world_size, gbs = double(p.training.global_batch_size), seq = double(p.training.seq_length);
+  if (auto t = r.num("tokens_per_sec_per_gpu"); t && *t > 0) {
+    if (how) *how = "tokens/s/GPU";
+    return *t;
+  }
+  if (auto st = r.num("step_time_s"); st && *st > 0) {
+    if (how) *how = "step time";
+    return gbs * seq / (*st * gpus);
+  }
+  auto tf = r.num("tflops_per_gpu");
+  if (!tf || *tf <= 0) return std::nullopt;
+  const ModelSpec& m = p.model;
+  double per_token = 0;
+  if (run.source_id == "narayanan2021_table1") {
+    // 96 B s l h^2 (1 + s/6h + V/16lh): counts the recomputed forward and full attention
+    double l = m.num_layers, h = double(m.hidden_size), V = double(m.vocab_size);
+    per_token = 96 * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
+    if (how) *how = "TFLOP/s (Narayanan 2021 hardware FLOPs)";
+  } else if (run.source_id == "mbridge_perf_summary" || run.source_id == "mcore_moe_modelzoo_qwen3") {
+    per_token = model_flops_per_token(m, int64_t(seq), AttentionFlops::causal);
+    if (how) *how = "TFLOP/s (causal model FLOPs)";
+  } else {
+    per_token = model_flops_per_token(m, int64_t(seq), AttentionFlops::full);
+    if (how) *how = "TFLOP/s (full-attention model FLOPs)";
+  }
+  return *tf * 1e12 / per_token;
+}
+
+}  // namespace mplan

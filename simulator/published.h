@@ -1,0 +1,41 @@
+// Published training runs (the CSV columns of shared/calibration/published_runs_dev.csv and
+// published_memory_dev.csv) turned into plans, with the measured throughput/memory each row states.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+
+namespace mplan {
+
+struct CsvRow {
+  std::map<std::string, std::string> f;
+  const std::string& get(const std::string& k) const;
+  std::optional<double> num(const std::string& k) const;
+};
+
+// RFC-4180 CSV (quoted fields, embedded commas/quotes/newlines); header row gives the keys.
+Expected<std::vector<CsvRow>> read_csv_file(const std::string& path);
+
+struct PublishedRun {
+  std::string row_id, source_id, model_name, gpu_type, precision_text;
+  Plan plan;
+  std::vector<std::string> families;  // dense|moe, cp, fp8, fsdp
+  std::string notes;                  // assumptions made while mapping the row
+};
+
+// The row as a plan, or the reason it cannot be expressed (returned as Error).
+Expected<PublishedRun> published_run_from_row(const CsvRow& r);
+
+// Measured tokens/s per GPU of a throughput row, from tokens/s, step time or TFLOP/s with the source's
+// FLOP convention (see the calibration README); `how` says which.
+std::optional<double> measured_tokens_per_s_per_gpu(const CsvRow& r, const PublishedRun& run, std::string* how);
+
+// Rows a clean scoring set drops (secondary sources, *_suspect, batch_inconsistent, truncated,
+// parallel_config_not_stated), with the flag that caused it.
+std::optional<std::string> doubtful_flag(const CsvRow& r);
+
+}  // namespace mplan

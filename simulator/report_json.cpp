@@ -1,0 +1,81 @@
+// StepReport -> the JSON of `mplan simulate --format json`, and the Chrome-trace export.
+#include <map>
+
+#include "simulator/simulator.h"
+
+namespace mplan {
+
+using nlohmann::json;
+
+static json memory_json(const MemoryBreakdown& m) {
+  return {{"weights", m.weights},   {"gradients", m.gradients},       {"optimizer", m.optimizer},
+          {"activations", m.activations}, {"comm_buffers", m.comm_buffers}, {"other", m.other}};
+}
+
+json report_to_json(const StepReport& r) {
+  json stages = json::array();
+  for (const auto& s : r.per_stage)
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"memory_gib", s.memory_gib},
+                      {"busy_s", s.busy_s},
+                      {"max_microbatches_in_flight", s.max_microbatches_in_flight},
+                      {"memory_breakdown_gib", memory_json(s.memory)}});
+  json ops = json::array();
+  for (const auto& o : r.ops) ops.push_back({{"op", o.name}, {"time_s", o.time_s}, {"calls", o.calls}});
+  const TimeBreakdown& t = r.time;
+  return {{"step_time_s", r.step_time_s},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+          {"mfu", r.mfu},
+          {"mfu_full_attention", r.mfu_full_attention},
+          {"peak_memory_gib", r.peak_memory_gib},
+          {"capacity_gib", r.capacity_gib},
+          {"fits", r.fits},
+          {"bubble_fraction", r.bubble_fraction},
+          {"num_microbatches", r.num_microbatches},
+          {"time_breakdown_s",
+           {{"compute", t.compute},
+            {"recompute", t.recompute},
+            {"tp_comm_exposed", t.tp_comm_exposed},
+            {"cp_comm_exposed", t.cp_comm_exposed},
+            {"ep_comm_exposed", t.ep_comm_exposed},
+            {"dp_comm_exposed", t.dp_comm_exposed},
+            {"pp_p2p_exposed", t.pp_p2p_exposed},
+            {"bubble", t.bubble},
+            {"optimizer", t.optimizer}}},
+          {"memory_breakdown_gib", memory_json(r.memory)},
+          {"per_stage", stages},
+          {"ops", ops},
+          {"warnings", r.warnings}};
+}
+
+json trace_to_json(const StepReport& r, const Plan& plan) {
+  json ev = json::array();
+  static const std::map<std::string, int> tid = {{"compute", 0}, {"tp", 1}, {"cp", 2}, {"ep", 3}, {"dp", 4}, {"p2p", 5}};
+  for (int s = 0; s < plan.parallel.pp; ++s) {
+    ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", s}, {"args", {{"name", "pipeline stage " + std::to_string(s)}}}});
+    ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s}, {"args", {{"sort_index", s}}}});
+    for (const auto& [name, id] : tid)
+      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", s}, {"tid", id}, {"args", {{"name", name}}}});
+  }
+  for (const auto& e : r.trace) {
+    auto it = tid.find(e.stream);
+    json x = {{"ph", "X"},
+              {"name", e.name},
+              {"cat", std::string(1, e.phase)},
+              {"pid", e.stage},
+              {"tid", it == tid.end() ? 0 : it->second},
+              {"ts", e.start_s * 1e6},
+              {"dur", e.dur_s * 1e6}};
+    if (e.microbatch >= 0) x["args"] = {{"microbatch", e.microbatch}, {"chunk", e.chunk}};
+    ev.push_back(std::move(x));
+  }
+  for (const auto& m : r.memory_trace)
+    ev.push_back({{"ph", "C"}, {"name", "activation memory (GiB)"}, {"pid", m.stage}, {"ts", m.time_s * 1e6}, {"args", {{"GiB", m.gib}}}});
+  return {{"traceEvents", ev},
+          {"displayTimeUnit", "ms"},
+          {"otherData", {{"model", plan.model.name}, {"step_time_s", r.step_time_s}, {"mfu", r.mfu}}}};
+}
+
+}  // namespace mplan

@@ -1,0 +1,127 @@
+// simulate(): plan -> workload -> event-driven pipeline -> StepReport (time breakdown of the critical
+// rank, MFU, memory per stage, per-op times, warnings).
+#include "simulator/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/counting.h"
+#include "core/rank_grid.h"
+#include "core/units.h"
+#include "simulator/memory.h"
+#include "simulator/pipeline_sim.h"
+#include "simulator/workload.h"
+
+namespace mplan {
+
+namespace {
+
+std::string pct(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", 100 * f);
+  return b;
+}
+
+void add_warnings(const Plan& plan, const StepReport& r, std::vector<std::string>& w) {
+  const ParallelConfig& p = plan.parallel;
+  const ClusterSpec& c = plan.cluster;
+  RankGrid grid(p);
+  if (!r.fits) {
+    char b[160];
+    std::snprintf(b, sizeof b, "does not fit: peak %.1f GiB on the worst rank exceeds the %.1f GiB of %s", r.peak_memory_gib,
+                  r.capacity_gib, c.gpu.name.c_str());
+    w.push_back(b);
+  }
+  if (p.tp > 1 && grid.placement(Dim::tp, c.placement_domain()).domains > 1)
+    w.push_back("tp=" + std::to_string(p.tp) + " crosses the NVLink domain of " + std::to_string(c.placement_domain()) +
+                " GPUs: tensor-parallel traffic goes over the network");
+  if (p.ep > 1 && grid.placement(Dim::ep, c.placement_domain()).domains > 1)
+    w.push_back("ep=" + std::to_string(p.ep) + " spans several NVLink domains: expert all-to-all crosses the network");
+  if (r.bubble_fraction > 0.15)
+    w.push_back("pipeline bubble " + pct(r.bubble_fraction) + " with " + std::to_string(r.num_microbatches) +
+                " micro-batches on pp=" + std::to_string(p.pp) + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : ""));
+  double exposed = r.time.tp_comm_exposed + r.time.cp_comm_exposed + r.time.ep_comm_exposed + r.time.dp_comm_exposed +
+                   r.time.pp_p2p_exposed;
+  if (exposed > 0.25 * r.step_time_s) w.push_back("exposed communication is " + pct(exposed / r.step_time_s) + " of the step");
+}
+
+}  // namespace
+
+Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const SimOptions& opt) {
+  auto problems = validate_layout(plan.model, plan.cluster, plan.training, plan.parallel);
+  if (!problems.empty()) return Error(problems);
+  const ParallelConfig& p = plan.parallel;
+  Workload w = build_workload(plan, params);
+  StepReport r;
+  PipelineResult pr = simulate_pipeline(w, p, opt.trace ? &r.trace : nullptr, opt.trace ? &r.memory_trace : nullptr);
+
+  r.num_microbatches = w.microbatches;
+  r.step_time_s = pr.step_time_s;
+  const StageResult& cs = pr.stages[pr.critical_stage];
+  r.time.compute = cs.busy.compute;
+  r.time.recompute = cs.busy.recompute;
+  r.time.tp_comm_exposed = cs.busy.tp;
+  r.time.cp_comm_exposed = cs.busy.cp;
+  r.time.ep_comm_exposed = cs.busy.ep;
+  r.time.dp_comm_exposed = cs.busy.dp + cs.dp_exposed_s;
+  r.time.pp_p2p_exposed = cs.idle_p2p_s;
+  r.time.bubble = cs.idle_bubble_s;
+  r.time.optimizer = cs.optimizer_s;
+  r.bubble_fraction = r.step_time_s > 0 ? r.time.bubble / r.step_time_s : 0;
+
+  const TrainingSpec& t = plan.training;
+  double gpus = p.world_size;
+  double flops = model_flops_per_step(plan.model, t.global_batch_size, t.seq_length, AttentionFlops::causal);
+  double flops_full = model_flops_per_step(plan.model, t.global_batch_size, t.seq_length, AttentionFlops::full);
+  double peak = plan.cluster.gpu.peak(t.precision).value_or(0) * 1e12;
+  r.tokens_per_s_per_gpu = double(t.global_batch_size) * t.seq_length / (r.step_time_s * gpus);
+  r.model_tflops_per_gpu = flops / (r.step_time_s * gpus) / 1e12;
+  r.mfu = peak > 0 ? flops / (r.step_time_s * gpus * peak) : 0;
+  r.mfu_full_attention = peak > 0 ? flops_full / (r.step_time_s * gpus * peak) : 0;
+
+  r.capacity_gib = plan.cluster.gpu.memory_gib;
+  for (int s = 0; s < p.pp; ++s) {
+    StageReport sr;
+    sr.stage = s;
+    for (const auto& ch : w.stages[s].chunks) sr.layers += ch.layers;
+    sr.memory = stage_memory(plan, w.stages[s], pr.stages[s].peak_act_bytes, params);
+    sr.memory_gib = sr.memory.total();
+    sr.busy_s = pr.stages[s].busy.total();
+    sr.max_microbatches_in_flight = pr.stages[s].max_in_flight;
+    if (sr.memory_gib > r.peak_memory_gib) {
+      r.peak_memory_gib = sr.memory_gib;
+      r.memory = sr.memory;
+    }
+    r.per_stage.push_back(sr);
+  }
+  r.fits = r.peak_memory_gib <= r.capacity_gib;
+
+  // per-op times on the critical stage's rank, per step
+  std::map<std::string, OpTime> ops;
+  const StageWork& st = w.stages[pr.critical_stage];
+  for (const auto& ch : st.chunks)
+    for (const auto& o : ch.ops) {
+      OpTime& x = ops[o.name];
+      x.name = o.name;
+      x.time_s += o.time_s * w.microbatches;
+      x.calls += int64_t(o.calls) * w.microbatches;
+    }
+  auto add = [&](const std::string& n, double tsec, int64_t calls) {
+    if (tsec <= 0) return;
+    ops[n] = {n, tsec, calls};
+  };
+  add(p.zero == 0 ? "dp_allreduce" : "dp_reduce_scatter", st.dp_grad_s, st.dp_buckets);
+  add("dp_allgather", st.dp_param_gather_s, st.dp_buckets);
+  add("adamw", st.optimizer_s, 1);
+  if (p.pp > 1) add("pp_send_recv", w.p2p_s * 2 * w.microbatches * p.vpp, 2 * int64_t(w.microbatches) * p.vpp);
+  for (auto& [n, o] : ops) r.ops.push_back(o);
+  std::sort(r.ops.begin(), r.ops.end(), [](const OpTime& a, const OpTime& b) {
+    return a.time_s != b.time_s ? a.time_s > b.time_s : a.name < b.name;
+  });
+  r.warnings = w.warnings;
+  add_warnings(plan, r, r.warnings);
+  return r;
+}
+
+}  // namespace mplan

@@ -1,0 +1,44 @@
+// Accuracy of the simulator against published runs: per-row measured vs predicted throughput (or
+// memory), absolute percentage errors, and summary statistics per family of rows.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simulator/published.h"
+#include "simulator/simulator.h"
+
+namespace mplan {
+
+struct ValidationRow {
+  std::string row_id, model, gpu, how, notes;
+  std::vector<std::string> families;
+  bool skipped = false;
+  std::string reason;
+  double measured = 0, predicted = 0, error_pct = 0;  // signed: (pred - meas) / meas * 100
+  Plan plan;
+};
+
+struct ErrorStats {
+  int n = 0;
+  double mape = 0, median = 0, p90 = 0, within10 = 0;  // within10 as a fraction
+};
+
+struct ValidationReport {
+  std::vector<ValidationRow> rows;
+  ErrorStats overall;
+  std::map<std::string, ErrorStats> by_family;
+  int skipped = 0;
+};
+
+using ParamsFor = std::function<CostParams(const Plan&)>;
+
+ErrorStats error_stats(const std::vector<double>& abs_errors_pct);
+// Throughput rows: predicted vs measured tokens/s per GPU. Doubtful rows (see doubtful_flag) are
+// skipped with their flag as the reason.
+ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const ParamsFor& params);
+// Memory rows: predicted peak memory of the worst rank vs mem_total_gib.
+ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFor& params);
+
+}  // namespace mplan

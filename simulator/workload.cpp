@@ -1,0 +1,325 @@
+// Builds the per-(stage, chunk) action costs of a plan from the op vocabulary (core/ops.h), the
+// compute cost model and the collective model, including how communication overlaps compute:
+//  - sequence-parallel TP: forward all-gather/reduce-scatter exposed unless tp_comm_overlap; in the
+//    backward Megatron overlaps the input re-gather with dgrad and the grad reduce-scatter with wgrad;
+//  - TP without SP: forward all-reduce exposed, backward all-reduce overlapped with wgrad;
+//  - CP p2p ring: each of the cp-1 K/V transfers overlaps one attention block;
+//  - EP/ETP all-to-all and gathers, CP a2a/all-gather: exposed;
+//  - ZeRO-3 (FSDP) parameter gathers and gradient scatters overlap the chunk's compute.
+// Overlapped compute slows down by params.overlap_slowdown; only the excess is exposed.
+#include "simulator/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/counting.h"
+#include "core/ops.h"
+#include "core/schedule.h"
+#include "simulator/collectives.h"
+#include "simulator/compute_cost.h"
+
+namespace mplan {
+
+namespace {
+
+struct Ctx {
+  const Plan& plan;
+  const CostParams& prm;
+  const ClusterSpec& cl;
+  const ParallelConfig& p;
+  bool split_w;
+  GroupPlacement tp, cp, ep, etp, dp, edp;
+  Precision prec;
+};
+
+// Exposed time of a communication of length c overlapped with compute g (chunked in n pieces).
+double overlapped(const Ctx& x, double c, double g, int n = 1) {
+  if (c <= 0) return 0;
+  double gs = g * (1.0 + x.prm.overlap_slowdown);
+  return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
+}
+
+Precision gemm_precision(const Ctx& x, const Op& op) {
+  if (is_fp8_family(x.prec) && (op.name == "lm_head_gemm" || op.name == "router")) return Precision::bf16;
+  return x.prec;
+}
+
+const GroupPlacement& placement_of(const Ctx& x, CommGroup g) {
+  switch (g) {
+    case CommGroup::tp: return x.tp;
+    case CommGroup::cp: return x.cp;
+    case CommGroup::ep: return x.ep;
+    case CommGroup::etp: return x.etp;
+    case CommGroup::dp: return x.dp;
+    case CommGroup::edp: return x.edp;
+    default: return x.tp;
+  }
+}
+
+double comm_time(const Ctx& x, const Op& op) {
+  return collective_time_s(op.collective, op.comm_bytes, placement_of(x, op.group), x.cl, x.prm);
+}
+
+struct ListCost {
+  PhaseCost F, B, W;  // B includes wgrad unless split_w
+  PhaseCost recompute_fwd;  // what re-running the forward costs (full recompute)
+  double attn_fwd = 0;      // attention forward compute (selective recompute)
+  double saved = 0, saved_gemm = 0, stats = 0, input = 0;
+  std::map<std::string, OpTally> tally;
+};
+
+void tally(ListCost& lc, const std::string& name, double t) {
+  OpTally& o = lc.tally[name];
+  o.name = name;
+  o.time_s += t;
+  o.calls += 1;
+}
+
+ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
+  ListCost lc;
+  std::vector<OpCost> oc(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind != OpKind::comm) oc[i] = compute_op_cost(ops[i], gemm_precision(x, ops[i]), x.cl, x.prm);
+  auto next_gemm = [&](size_t i) -> const OpCost* {
+    for (size_t j = i + 1; j < ops.size(); ++j)
+      if (ops[j].kind == OpKind::gemm) return &oc[j];
+    return nullptr;
+  };
+  auto prev_gemm = [&](size_t i) -> const OpCost* {
+    for (size_t j = i; j-- > 0;)
+      if (ops[j].kind == OpKind::gemm) return &oc[j];
+    return nullptr;
+  };
+  size_t block_start = 0;
+  bool first_input = true;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    lc.saved += op.saved_bytes;
+    if (op.kind == OpKind::gemm) lc.saved_gemm += op.saved_bytes;
+    // what selective (core-attention) recompute does not keep: flash's softmax statistics, or the
+    // unfused path's probabilities, dropout mask and dropout output
+    if (op.kind == OpKind::attention) lc.stats += 4.0 * op.attn.batch * op.attn.heads * op.attn.q_len;
+    if (op.name == "attn_softmax") lc.stats += op.saved_bytes;
+    if (first_input && op.kind == OpKind::norm) {
+      lc.input = op.saved_bytes;  // the layer input (norm input) is what full recompute keeps
+      first_input = false;
+    }
+    if (op.kind != OpKind::comm) {
+      const OpCost& c = oc[i];
+      lc.F.compute += c.fwd_s;
+      lc.B.compute += c.bwd_input_s;
+      (x.split_w ? lc.W : lc.B).compute += c.bwd_weight_s;
+      if (op.kind == OpKind::attention || op.name == "attn_qk_gemm" || op.name == "attn_softmax" || op.name == "attn_pv_gemm")
+        lc.attn_fwd += c.fwd_s;
+      tally(lc, op.name, c.fwd_s + c.bwd_input_s + c.bwd_weight_s);
+      continue;
+    }
+    double t = comm_time(x, op);
+    tally(lc, op.name, 2 * t);
+    const OpCost* nx = next_gemm(i);
+    const OpCost* pv = prev_gemm(i);
+    const bool ovl = x.p.tp_comm_overlap;
+    const int tpn = x.p.tp;
+    if (op.name == "tp_allgather") {
+      double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
+      lc.F.tp += ovl ? overlapped(x, t, g, tpn) : t;
+      lc.B.tp += overlapped(x, t, dg);                     // re-gather of the input for wgrad
+      lc.B.tp += ovl ? overlapped(x, t, wg, tpn) : overlapped(x, t, x.split_w ? 0 : wg);  // grad RS
+      block_start = i + 1;
+    } else if (op.name == "tp_reduce_scatter") {
+      double g = pv ? pv->fwd_s : 0, dg = pv ? pv->bwd_input_s : 0;
+      lc.F.tp += ovl ? overlapped(x, t, g, tpn) : t;
+      lc.B.tp += ovl ? overlapped(x, t, dg, tpn) : t;  // all-gather of the output gradient
+      block_start = i + 1;
+    } else if (op.name == "tp_allreduce") {
+      // forward all-reduce after the row-parallel GEMM; backward all-reduce of the input gradient of
+      // the block's column-parallel GEMM, overlapped with its weight gradient
+      double wg = 0;
+      for (size_t j = block_start; j < i; ++j)
+        if (ops[j].kind == OpKind::gemm) {
+          wg = oc[j].bwd_weight_s;
+          break;
+        }
+      lc.F.tp += t;
+      lc.B.tp += x.split_w ? t : overlapped(x, t, wg);
+      block_start = i + 1;
+    } else if (op.name == "cp_kv_exchange" && op.collective == Collective::send_recv) {
+      int steps = x.p.cp - 1;
+      double per = collective_time_s(Collective::send_recv, op.comm_bytes / steps, x.cp, x.cl, x.prm);
+      double af = 0, ab = 0;
+      for (size_t j = i + 1; j < ops.size(); ++j)
+        if (ops[j].kind == OpKind::attention) {
+          af = oc[j].fwd_s / x.p.cp;
+          ab = oc[j].bwd_input_s / x.p.cp;
+          break;
+        }
+      double per_b = collective_time_s(Collective::send_recv, 2 * op.comm_bytes / steps, x.cp, x.cl, x.prm);
+      lc.F.cp += steps * overlapped(x, per, af);
+      lc.B.cp += steps * overlapped(x, per_b, ab);
+    } else if (op.group == CommGroup::cp) {
+      lc.F.cp += t;
+      lc.B.cp += t;
+    } else if (op.group == CommGroup::ep || op.group == CommGroup::etp) {
+      lc.F.ep += t;
+      lc.B.ep += t;
+    } else {
+      lc.F.tp += t;
+      lc.B.tp += t;
+    }
+  }
+  lc.recompute_fwd = lc.F;
+  return lc;
+}
+
+void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0) {
+  for (const auto& [name, t] : lc.tally) {
+    auto it = std::find_if(dst.begin(), dst.end(), [&](const OpTally& o) { return o.name == name; });
+    if (it == dst.end()) {
+      dst.push_back({name, t.time_s * scale, int(t.calls * scale)});
+    } else {
+      it->time_s += t.time_s * scale;
+      it->calls += int(t.calls * scale);
+    }
+  }
+}
+
+}  // namespace
+
+Workload build_workload(const Plan& plan, const CostParams& prm) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& p = plan.parallel;
+  const ClusterSpec& cl = plan.cluster;
+  Workload w;
+  w.microbatches = int(p.num_microbatches(plan.training.global_batch_size));
+  w.split_w = schedule_splits_weight_grad(p.schedule);
+  RankGrid grid(p);
+  int dom = std::max(1, cl.placement_domain());
+  Ctx x{plan, prm, cl, p, w.split_w, grid.placement(Dim::tp, dom), grid.placement(Dim::cp, dom),
+        grid.placement(Dim::ep, dom), grid.placement(Dim::etp, dom), grid.placement(Dim::dp, dom),
+        grid.placement(Dim::edp, dom), plan.training.precision};
+
+  OpContext oc;
+  oc.tp = p.tp;
+  oc.cp = p.cp;
+  oc.ep = p.ep;
+  oc.etp = p.etp;
+  oc.sp = p.sp;
+  oc.micro_batch = p.micro_batch_size;
+  oc.seq = plan.training.seq_length;
+  oc.precision = plan.training.precision;
+  oc.cp_comm = p.cp_comm_type == CpCommType::p2p ? OpContext::CpComm::p2p
+               : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
+                                                   : OpContext::CpComm::allgather;
+  oc.flash_attention = p.attention_backend == AttentionBackend::flash;
+
+  // layer costs by type (dense / MoE), embedding and head
+  ModelSpec dense_model = m;
+  dense_model.moe.reset();
+  ListCost dense = cost_ops(x, layer_ops(dense_model, 0, oc));
+  ListCost moe;
+  if (m.moe) {
+    int first_moe = 0;
+    while (first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
+    moe = cost_ops(x, layer_ops(m, first_moe, oc));
+  }
+  ListCost emb = cost_ops(x, embedding_ops(m, oc));
+  ListCost head = cost_ops(x, head_ops(m, oc));
+
+  auto n = layers_per_stage_chunk(m, p);
+  auto sp = params_per_stage(m, p);
+  w.stages.resize(p.pp);
+  for (int s = 0; s < p.pp; ++s) {
+    StageWork& st = w.stages[s];
+    st.chunks.resize(p.vpp);
+    for (int c = 0; c < p.vpp; ++c) {
+      ChunkCost& ch = st.chunks[c];
+      ch.layers = n[s][c];
+      int first = first_layer_of(m, p, s, c);
+      int recompute_layers = p.recompute == Recompute::full
+                                 ? (p.recompute_num_layers > 0 ? std::min(p.recompute_num_layers, ch.layers) : ch.layers)
+                                 : 0;
+      double biggest_layer = 0;
+      auto add_list = [&](const ListCost& lc, bool recomputed) {
+        ch.F += lc.F;
+        ch.B += lc.B;
+        ch.W += lc.W;
+        if (recomputed) {
+          PhaseCost r = lc.recompute_fwd;
+          ch.B.recompute += r.compute;
+          ch.B.tp += r.tp;
+          ch.B.cp += r.cp;
+          ch.B.ep += r.ep;
+          ch.act_bytes += lc.input;
+          biggest_layer = std::max(biggest_layer, lc.saved);
+        } else if (p.recompute == Recompute::selective) {
+          ch.B.recompute += lc.attn_fwd;
+          ch.act_bytes += lc.saved - lc.stats;
+          ch.act_w_bytes += w.split_w ? lc.saved_gemm : 0;
+        } else {
+          ch.act_bytes += lc.saved;
+          ch.act_w_bytes += w.split_w ? lc.saved_gemm : 0;
+        }
+        add_tally(ch.ops, lc);
+      };
+      if (s == 0 && c == 0) add_list(emb, false);
+      for (int i = first; i < first + ch.layers; ++i) add_list(m.is_moe_layer(i) ? moe : dense, i - first < recompute_layers);
+      if (s == p.pp - 1 && c == p.vpp - 1) {
+        for (int k = 0; k < m.mtp_num_layers; ++k) {
+          add_list(m.is_moe_layer(m.num_layers - 1) ? moe : dense, false);
+          add_list(head, false);
+        }
+        add_list(head, false);
+      }
+      ch.transient_bytes = biggest_layer;
+    }
+    // parameters on this rank
+    st.dense_params = sp[s].dense / p.tp;
+    st.expert_params = sp[s].expert / (double(p.ep) * p.etp);
+    // data-parallel gradient reduction and parameter gather (fp32 grads, bf16 params)
+    int dp = p.dp();
+    double grad_dense = st.dense_params * 4, grad_expert = st.expert_params * 4;
+    if (p.zero == 3) {
+      // FSDP: parameters gathered before each chunk's forward and backward, gradients scattered after
+      // its backward, per micro-batch, overlapped with that chunk's compute
+      for (int c = 0; c < p.vpp; ++c) {
+        ChunkCost& ch = st.chunks[c];
+        double frac = sp[s].total() > 0 ? double(ch.layers) / std::max(1, [&] {
+          int t = 0;
+          for (int cc = 0; cc < p.vpp; ++cc) t += n[s][cc];
+          return t;
+        }()) : 0;
+        double ag = collective_time_s(Collective::all_gather, st.dense_params * 2 * frac, x.dp, cl, prm) +
+                    collective_time_s(Collective::all_gather, st.expert_params * 2 * frac, x.edp, cl, prm);
+        double rs = collective_time_s(Collective::reduce_scatter, grad_dense * frac, x.dp, cl, prm) +
+                    collective_time_s(Collective::reduce_scatter, grad_expert * frac, x.edp, cl, prm);
+        ch.F.dp += overlapped(x, ag, ch.F.total(), std::max(1, ch.layers));
+        ch.B.dp += overlapped(x, ag + rs, ch.B.total(), std::max(1, ch.layers));
+      }
+      st.dp_grad_s = 0;
+      st.dp_param_gather_s = 0;
+    } else {
+      Collective gc = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+      st.dp_grad_s = collective_time_s(gc, grad_dense, x.dp, cl, prm) + collective_time_s(gc, grad_expert, x.edp, cl, prm);
+      st.dp_param_gather_s = p.zero == 0 ? 0
+                                         : collective_time_s(Collective::all_gather, st.dense_params * 2, x.dp, cl, prm) +
+                                               collective_time_s(Collective::all_gather, st.expert_params * 2, x.edp, cl, prm);
+    }
+    double bucket_params = std::max(40e6, 1e6 * dp);
+    st.dp_buckets = std::max(1, int(std::ceil((st.dense_params + st.expert_params) / bucket_params)));
+    // AdamW on the local shard: ~34 bytes per parameter (fp32 master, m, v, grad; bf16 param out)
+    double local = p.zero >= 1 ? st.dense_params / dp + st.expert_params / std::max(1, p.edp())
+                               : st.dense_params + st.expert_params;
+    st.optimizer_s = local * 34.0 / (cl.gpu.hbm_gbps * 1e9 * prm.hbm_eff) + prm.optimizer_overhead_s;
+  }
+  // pipeline traffic: one activation tensor per micro-batch and boundary (sequence-parallel shard)
+  double tokens = double(p.micro_batch_size) * plan.training.seq_length / p.cp;
+  w.p2p_bytes = tokens / (p.sp ? p.tp : 1) * m.hidden_size * activation_bytes(plan.training.precision);
+  if (p.pp > 1) {
+    int a = grid.rank_of_dense(0, 0, 0, 0), b = grid.rank_of_dense(0, 0, 0, 1);
+    w.p2p_s = p2p_time_s(w.p2p_bytes, a / dom == b / dom, cl, prm);
+  }
+  return w;
+}
+
+}  // namespace mplan

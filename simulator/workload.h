@@ -1,0 +1,71 @@
+// Workload: a plan turned into per-(stage, chunk) action costs — forward, backward (input grad) and
+// weight-grad durations with their parts (compute, recompute, exposed TP/CP/EP communication) —
+// per-op times, activation memory per micro-batch, and the pipeline / data-parallel traffic.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/rank_grid.h"
+#include "simulator/cost_params.h"
+
+namespace mplan {
+
+// Duration of one action and what it is made of; parts sum to `total`.
+struct PhaseCost {
+  double compute = 0;
+  double recompute = 0;
+  double tp = 0;  // exposed tensor-parallel communication
+  double cp = 0;  // exposed context-parallel communication
+  double ep = 0;  // exposed expert-parallel communication
+  double dp = 0;  // exposed FSDP (zero 3) parameter/gradient traffic
+  double total() const { return compute + recompute + tp + cp + ep + dp; }
+  PhaseCost& operator+=(const PhaseCost& o) {
+    compute += o.compute;
+    recompute += o.recompute;
+    tp += o.tp;
+    cp += o.cp;
+    ep += o.ep;
+    dp += o.dp;
+    return *this;
+  }
+};
+
+// Per-op time per micro-batch (forward + backward) on one (stage, chunk).
+struct OpTally {
+  std::string name;
+  double time_s = 0;
+  int calls = 0;
+};
+
+struct ChunkCost {
+  int layers = 0;
+  PhaseCost F, B, W;  // W is empty unless the schedule splits weight gradients
+  double act_bytes = 0;       // activations held from F until B(/W), per micro-batch
+  double act_w_bytes = 0;     // the part of act_bytes held until W (zero-bubble)
+  double transient_bytes = 0; // working memory during this chunk's backward (recompute, logits)
+  std::vector<OpTally> ops;
+};
+
+struct StageWork {
+  std::vector<ChunkCost> chunks;  // [vpp]
+  double dense_params = 0;        // parameters on this rank (after TP split), non-expert
+  double expert_params = 0;       // expert parameters on this rank (after EP x ETP split)
+  double dp_grad_s = 0;           // gradient reduction over DP (+ expert grads over EDP)
+  double dp_param_gather_s = 0;   // parameter all-gather after the step (distributed optimizer)
+  double optimizer_s = 0;         // local optimizer step
+  int dp_buckets = 1;
+};
+
+struct Workload {
+  std::vector<StageWork> stages;   // [pp]
+  double p2p_bytes = 0;            // activation (and gradient) tensor between stages
+  double p2p_s = 0;                // transfer time of one such tensor
+  int microbatches = 0;
+  bool split_w = false;
+  std::vector<std::string> warnings;
+};
+
+Workload build_workload(const Plan& plan, const CostParams& params);
+
+}  // namespace mplan
