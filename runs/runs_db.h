@@ -23,6 +23,9 @@ struct StepMetric {
   double tflops_per_gpu = 0;  // model FLOPs (causal-halved), per GPU
   double mfu = 0;             // 0..1 against the device's peak used for the run
   double peak_memory_gib = 0; // max over ranks
+  // Added in schema 2:
+  bool warmup = false;               // excluded from the run's summary (see docs/runs.md, warm-up rule)
+  double reported_tflops_per_gpu = 0;  // as printed by the framework in its own FLOP convention, 0 = none
 };
 
 struct OpTiming {
@@ -30,6 +33,20 @@ struct OpTiming {
   double measured_s = 0;   // total per step (median over steps), on the slowest rank
   double predicted_s = 0;  // simulator's prediction for the same op, 0 when unknown
   int64_t calls = 0;       // calls per step
+};
+
+// Medians over the measured (non-warm-up) steps of a run; computed by add_run from the steps and
+// stored with the run, so listing runs needs no step rows.
+struct RunSummary {
+  int steps_total = 0;
+  int steps_measured = 0;       // steps without the warm-up flag
+  double step_time_s = 0;       // median
+  double tokens_per_s = 0;      // median
+  double tflops_per_gpu = 0;    // median
+  double mfu = 0;               // median: the run's MFU
+  double mfu_spread = 0;        // within-run noise: 1.4826 x MAD of the measured steps' MFU
+  double peak_memory_gib = 0;   // max over all steps
+  double predicted_mfu = 0;     // prediction["mfu"], 0 when no prediction is stored
 };
 
 struct RunRecord {
@@ -45,10 +62,21 @@ struct RunRecord {
   std::vector<OpTiming> ops;
   nlohmann::json prediction = nlohmann::json::object();  // simulator output for the plan (may be empty)
   std::vector<std::string> tags;
+  // Added in schema 2:
+  std::string source_file;            // imported file (empty for mplan runs)
+  std::vector<std::string> warnings;  // import notes (plan/log mismatches, batch ramp-up ...)
+  RunSummary summary;                 // filled by add_run / get_run / list_runs (input value ignored)
 };
 
 // Key of a plan: model name + dimensions + cluster + layout + batch, independent of meta fields.
 std::string plan_key(const nlohmann::json& plan);
+// Short human label of a plan: "llama3-8b H100-SXM5-80GB x8 tp2 pp1 dp4 mbs1 gbs128 seq8192 bf16".
+std::string plan_label(const nlohmann::json& plan);
+// Summary of steps (medians over non-warm-up steps); predicted_mfu taken from `prediction`.
+RunSummary summarize(const std::vector<StepMetric>& steps, const nlohmann::json& prediction);
+
+// The schema version this build writes (PRAGMA user_version). Older files are migrated on open.
+constexpr int kRunsSchemaVersion = 2;
 
 class RunsDb {
  public:
@@ -63,6 +91,9 @@ class RunsDb {
   // Runs (without steps/ops) newest first; empty key = all plans.
   virtual Expected<std::vector<RunRecord>> list_runs(const std::string& plan_key = "") = 0;
   virtual Status tag_run(int64_t id, const std::string& tag) = 0;
+  // Added: removes a tag (no error when the run does not carry it; error when the run is unknown).
+  virtual Status untag_run(int64_t id, const std::string& tag) = 0;
+  virtual const std::string& path() const = 0;
 };
 
 }  // namespace mplan::runs

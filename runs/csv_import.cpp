@@ -1,0 +1,154 @@
+// CSV import for frameworks other than Megatron-LM: one row per logged step, columns by name.
+// Metrics are recomputed from step time and the plan so every source shares one FLOP convention;
+// the file's own throughput is kept as reported_tflops_per_gpu and its MFU only cross-checked.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "runs/import.h"
+#include "runs/stats.h"
+#include "runs/warmup.h"
+
+namespace mplan::runs {
+
+namespace {
+
+const std::vector<std::string> kColumns = {"step",           "step_time_s", "tokens_per_s", "tflops_per_gpu",
+                                           "mfu",            "peak_memory_gib", "loss"};
+
+std::string lower_trim(std::string s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  s = s.substr(b, e - b);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.push_back(cur), cur.clear();
+    else cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan,
+                                  const ImportOptions& opt) {
+  auto peak = plan_peak_tflops(plan);
+  if (!peak) return peak.error();
+  ImportResult res;
+  RunRecord& run = res.run;
+  run.plan = plan_to_json(plan);
+  run.plan_key = plan_key(run.plan);
+  run.source = "csv";
+  res.format = "csv";
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  std::map<std::string, size_t> col;
+  std::vector<std::string> problems;
+  struct Row {
+    int line;
+    std::map<std::string, double> v;
+  };
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string probe = lower_trim(line);
+    if (probe.empty() || probe[0] == '#') continue;
+    auto cells = split_csv(line);
+    if (col.empty()) {
+      for (size_t i = 0; i < cells.size(); ++i) {
+        std::string c = lower_trim(cells[i]);
+        if (std::find(kColumns.begin(), kColumns.end(), c) != kColumns.end()) col[c] = i;
+        else run.warnings.push_back(name + ": column '" + c + "' is not one mplan reads; ignored");
+      }
+      if (!col.count("step")) problems.push_back(name + ":" + std::to_string(n) + ": header has no 'step' column");
+      if (!col.count("step_time_s") && !col.count("tokens_per_s"))
+        problems.push_back(name + ":" + std::to_string(n) + ": header needs 'step_time_s' or 'tokens_per_s'");
+      if (!problems.empty()) {
+        problems.push_back("expected a header row naming columns among: step, step_time_s, tokens_per_s, "
+                           "tflops_per_gpu, mfu, peak_memory_gib, loss (see docs/runs.md)");
+        return Error(problems);
+      }
+      continue;
+    }
+    Row r{n, {}};
+    for (const auto& [c, i] : col) {
+      if (i >= cells.size() || lower_trim(cells[i]).empty()) continue;
+      std::string cell = lower_trim(cells[i]);
+      char* end = nullptr;
+      double v = std::strtod(cell.c_str(), &end);
+      if (end == cell.c_str() || *end != '\0' || !std::isfinite(v)) {
+        problems.push_back(name + ":" + std::to_string(n) + ": column " + c + ": '" + cell + "' is not a number");
+        continue;
+      }
+      r.v[c] = v;
+    }
+    if (!r.v.count("step")) problems.push_back(name + ":" + std::to_string(n) + ": the step is empty");
+    else if (!r.v.count("step_time_s") && !r.v.count("tokens_per_s"))
+      problems.push_back(name + ":" + std::to_string(n) + ": needs step_time_s or tokens_per_s");
+    else if (r.v.count("step_time_s") ? r.v["step_time_s"] <= 0 : r.v["tokens_per_s"] <= 0)
+      problems.push_back(name + ":" + std::to_string(n) + ": step_time_s / tokens_per_s must be > 0");
+    if (r.v.count("mfu") && (r.v["mfu"] < 0 || r.v["mfu"] > 1))
+      problems.push_back(name + ":" + std::to_string(n) + ": mfu " + cells[col["mfu"]] +
+                         " is not a fraction in 0..1 (write 0.42 for 42%)");
+    rows.push_back(std::move(r));
+  }
+  if (col.empty()) problems.push_back(name + ": empty CSV; expected a header row and one row per step");
+  else if (rows.empty() && problems.empty()) problems.push_back(name + ": no data rows after the header");
+  if (!problems.empty()) return Error(problems);
+
+  std::vector<int64_t> iters;
+  for (const auto& r : rows) iters.push_back(static_cast<int64_t>(r.v.at("step")));
+  WarmupFlags wf = flag_warmup(iters, opt.warmup_iters, IntervalStyle::rows);
+  for (auto r : wf.restarts)
+    run.warnings.push_back("the steps restart at " + std::to_string(r) + "; warm-up is applied again after it");
+  const double gbs = static_cast<double>(plan.training.global_batch_size);
+  const double tokens_per_step = gbs * static_cast<double>(plan.training.seq_length);
+  const double flops = plan_flops_per_step(plan, plan.training.global_batch_size);
+  std::vector<double> mfu_ratio;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto& v = rows[i].v;
+    StepMetric m;
+    m.step = static_cast<int>(iters[i]);
+    m.step_time_s = v.count("step_time_s") ? v["step_time_s"] : tokens_per_step / v["tokens_per_s"];
+    m.tokens_per_s = tokens_per_step / m.step_time_s;
+    m.tflops_per_gpu = flops / m.step_time_s / plan.parallel.world_size / 1e12;
+    m.mfu = m.tflops_per_gpu / peak.value();
+    m.loss = v.count("loss") ? v["loss"] : 0;
+    m.peak_memory_gib = v.count("peak_memory_gib") ? v["peak_memory_gib"] : 0;
+    m.reported_tflops_per_gpu = v.count("tflops_per_gpu") ? v["tflops_per_gpu"] : 0;
+    m.warmup = wf.warmup[i];
+    if (m.warmup) ++res.warmup_excluded;
+    else if (v.count("mfu") && v["mfu"] > 0) mfu_ratio.push_back(v["mfu"] / m.mfu);
+    run.steps.push_back(m);
+  }
+  if (res.warmup_excluded == static_cast<int>(run.steps.size()))
+    return Error(name + ": all " + std::to_string(rows.size()) + " rows fall in the warm-up (" +
+                 warmup_rule_text(opt.warmup_iters) + "); pass a smaller --warmup");
+  if (!mfu_ratio.empty()) {
+    double r = median(mfu_ratio);
+    if (std::fabs(r - 1) > 0.05)
+      run.warnings.push_back(name + ": the file's mfu is " + std::to_string(r).substr(0, 4) +
+                             "x the MFU mplan computes from step_time_s and the plan (Megatron-LM FLOPs, causal "
+                             "attention, dense " + std::string(to_string(plan.training.precision)) +
+                             " peak); mplan stores its own");
+  }
+  return res;
+}
+
+}  // namespace mplan::runs

@@ -1,0 +1,48 @@
+// Helpers of the runs tests: a fresh temporary directory per test, file bytes, test data paths.
+#pragma once
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/plan.h"
+
+namespace runs_test {
+
+inline std::string temp_dir() {
+  static int counter = 0;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "_" + info->name() : "runs";
+  auto dir = std::filesystem::path(::testing::TempDir()) /
+             ("mplan_runs_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+inline std::string data_path(const std::string& name) {
+  return std::string(MPLAN_SOURCE_DIR) + "/tests/data/megatron_logs/" + name;
+}
+
+inline mplan::Plan load_plan(const std::string& name) {
+  auto p = mplan::read_plan_file(data_path(name));
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message());
+  return p.value();
+}
+
+}  // namespace runs_test

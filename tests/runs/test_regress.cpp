@@ -1,0 +1,198 @@
+// Regression detection on synthetic MFU series: known drops are found, noise of the size of the
+// run-to-run spread is not flagged, tagged baselines, first runs, bad options.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "runs/regress.h"
+
+using namespace mplan::runs;
+using nlohmann::json;
+
+namespace {
+
+// A run whose summary is set directly: MFU (median), within-run noise and measured step count.
+RunRecord run(int64_t id, const std::string& key, double mfu, double step_noise = 0.002, int steps = 40,
+              std::vector<std::string> tags = {}, double predicted = 0) {
+  RunRecord r;
+  r.id = id;
+  r.plan_key = key;
+  r.plan = {{"model", {{"name", key}}}};
+  r.started_at = "2024-01-01T00:00:" + std::to_string(10000 + id);  // increasing with id
+  r.summary.mfu = mfu;
+  r.summary.mfu_spread = step_noise;
+  r.summary.steps_measured = steps;
+  r.summary.predicted_mfu = predicted;
+  r.tags = std::move(tags);
+  return r;
+}
+
+std::vector<RunRecord> series(const std::vector<double>& mfus, const std::string& key = "p") {
+  std::vector<RunRecord> v;
+  for (size_t i = 0; i < mfus.size(); ++i) v.push_back(run(int64_t(i + 1), key, mfus[i]));
+  return v;
+}
+
+RegressReport detect(const std::vector<RunRecord>& runs, const std::string& baseline = "last-5",
+                     double threshold = 5) {
+  RegressOptions o;
+  o.baseline = baseline;
+  o.threshold_pct = threshold;
+  auto r = detect_regressions(runs, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.value();
+}
+
+}  // namespace
+
+TEST(Regress, KnownDropIsARegression) {
+  auto rep = detect(series({0.400, 0.402, 0.399, 0.401, 0.400, 0.360}));  // -10%
+  ASSERT_EQ(rep.plans.size(), 1u);
+  const auto& p = rep.plans[0];
+  EXPECT_EQ(p.status, "regression") << p.explanation;
+  EXPECT_TRUE(p.failed());
+  EXPECT_EQ(rep.regressions(), 1);
+  EXPECT_EQ(p.latest_id, 6);
+  EXPECT_NEAR(p.baseline_mfu, 0.400, 1e-12);
+  EXPECT_NEAR(p.change_pct, -10.0, 1e-9);
+  EXPECT_EQ(p.baseline_ids, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_NEAR(p.noise_mfu, 0.003, 1e-12);  // range of the five baseline runs
+  EXPECT_EQ(p.history.size(), 6u);
+  EXPECT_NE(p.explanation.find("exceeds the 5.0% threshold"), std::string::npos);
+}
+
+TEST(Regress, DropInsideTheRunToRunSpreadIsNotARegression) {
+  // -8.75% vs the median, beyond the 5% threshold, but the baseline runs themselves spread by 10%.
+  auto rep = detect(series({0.40, 0.37, 0.41, 0.38, 0.40, 0.365}));
+  const auto& p = rep.plans[0];
+  EXPECT_EQ(p.status, "within-noise") << p.explanation;
+  EXPECT_FALSE(p.failed());
+  EXPECT_NEAR(p.noise_mfu, 0.04, 1e-12);
+  EXPECT_EQ(rep.regressions(), 0);
+}
+
+TEST(Regress, SmallChangesAndImprovements) {
+  EXPECT_EQ(detect(series({0.40, 0.40, 0.40, 0.39})).plans[0].status, "ok");  // -2.5% < 5%
+  EXPECT_EQ(detect(series({0.40, 0.401, 0.399, 0.46})).plans[0].status, "improved");
+  auto first = detect(series({0.40}));
+  EXPECT_EQ(first.plans[0].status, "no-baseline");
+  EXPECT_EQ(first.regressions(), 0);
+}
+
+TEST(Regress, WithinRunNoiseFloorWhenRunToRunSpreadIsUnknown) {
+  // One earlier run: no run-to-run spread; the floor is 2 x the combined standard error of both
+  // medians, 1.2533 x spread / sqrt(steps) each.
+  std::vector<RunRecord> v = {run(1, "p", 0.40, 0.08, 16), run(2, "p", 0.37, 0.08, 16)};  // -7.5%
+  auto rep = detect(v);
+  const auto& p = rep.plans[0];
+  double se = 1.2533 * 0.08 / 4.0;
+  EXPECT_NEAR(p.noise_mfu, 2 * std::sqrt(2 * se * se), 1e-9);
+  EXPECT_EQ(p.status, "within-noise") << p.explanation;
+  v = {run(1, "p", 0.40, 0.002, 100), run(2, "p", 0.37, 0.002, 100)};
+  EXPECT_EQ(detect(v).plans[0].status, "regression");
+}
+
+TEST(Regress, NoFalseAlarmsOnNoiseAndAllDropsFoundOnSyntheticSeries) {
+  std::mt19937 rng(42);
+  std::normal_distribution<double> noise(0.0, 0.01);  // 1% run-to-run noise
+  int false_alarms = 0, found = 0, trials = 400;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> m;
+    for (int i = 0; i < 8; ++i) m.push_back(0.45 * (1 + noise(rng)));
+    false_alarms += detect(series(m)).regressions();
+    m.push_back(0.45 * 0.88 * (1 + noise(rng)));  // a real 12% drop
+    found += detect(series(m)).regressions();
+  }
+  EXPECT_EQ(false_alarms, 0);
+  EXPECT_EQ(found, trials);
+}
+
+TEST(Regress, NoisierHistoryRaisesTheBar) {
+  // 4% run-to-run noise: drops beyond the 5% threshold happen by chance; the range of the last 5
+  // runs keeps most of them from failing CI while a 30% drop is still caught.
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.04);
+  int beyond_threshold = 0, flagged = 0, trials = 400;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> m;
+    for (int i = 0; i < 6; ++i) m.push_back(0.40 * (1 + noise(rng)));
+    auto p = detect(series(m)).plans[0];
+    beyond_threshold += p.change_pct < -5;
+    flagged += p.failed();
+    m.push_back(0.40 * 0.70);
+    EXPECT_EQ(detect(series(m)).regressions(), 1);
+  }
+  EXPECT_GT(beyond_threshold, 40);              // a threshold alone would alarm on these
+  EXPECT_LT(flagged, beyond_threshold / 2);     // the noise band rejects most of them
+}
+
+TEST(Regress, TaggedBaselineAndPredictionComparison) {
+  std::vector<RunRecord> v = {run(1, "p", 0.50, 0.002, 40, {"golden"}), run(2, "p", 0.46), run(3, "p", 0.45),
+                              run(4, "p", 0.44, 0.002, 40, {}, 0.48)};
+  auto rep = detect(v, "golden");
+  const auto& p = rep.plans[0];
+  EXPECT_EQ(p.baseline_ids, std::vector<int64_t>{1});
+  EXPECT_NEAR(p.baseline_mfu, 0.50, 1e-12);
+  EXPECT_NEAR(p.change_pct, -12.0, 1e-9);
+  EXPECT_NEAR(p.noise_mfu, 0.05, 1e-12);  // range of the three earlier runs
+  EXPECT_EQ(p.status, "regression");
+  EXPECT_NEAR(p.predicted_mfu, 0.48, 1e-12);
+  EXPECT_NEAR(p.vs_prediction_pct, (0.44 - 0.48) / 0.48 * 100, 1e-9);
+  // The gradual slide is within the last-5 noise, but not within the tagged baseline's.
+  EXPECT_EQ(detect(v, "last-5").plans[0].status, "ok");
+
+  // Tag exists for another plan only: this plan has no baseline; latest run tagged itself.
+  std::vector<RunRecord> w = {run(1, "a", 0.5, 0.002, 40, {"golden"}), run(2, "a", 0.5), run(3, "b", 0.3),
+                              run(4, "b", 0.2, 0.002, 40, {"golden"})};
+  auto two = detect(w, "golden");
+  ASSERT_EQ(two.plans.size(), 2u);
+  EXPECT_EQ(two.plans[0].status, "ok");
+  EXPECT_EQ(two.plans[1].status, "no-baseline");
+  EXPECT_NE(two.plans[1].explanation.find("latest run is the one tagged"), std::string::npos);
+}
+
+TEST(Regress, PlansAreIndependent) {
+  std::vector<RunRecord> v = series({0.40, 0.40, 0.40, 0.30}, "a");
+  for (auto& r : series({0.20, 0.20, 0.20, 0.20}, "b")) {
+    r.id += 100;
+    v.push_back(r);
+  }
+  auto rep = detect(v);
+  ASSERT_EQ(rep.plans.size(), 2u);
+  EXPECT_EQ(rep.regressions(), 1);
+  EXPECT_EQ(rep.plans[0].plan_key, "a");
+  EXPECT_TRUE(rep.plans[0].failed());
+  EXPECT_FALSE(rep.plans[1].failed());
+}
+
+TEST(Regress, LastNWindowAndOrderingByDate) {
+  // The baseline is the median of the N runs before the latest; older runs do not count.
+  auto rep = detect(series({0.20, 0.20, 0.40, 0.40, 0.39}), "last-2");
+  EXPECT_NEAR(rep.plans[0].baseline_mfu, 0.40, 1e-12);
+  EXPECT_EQ(rep.plans[0].status, "ok");
+  // "Latest" is by started_at, not by id (an old log imported late).
+  std::vector<RunRecord> v = series({0.40, 0.40, 0.40});
+  RunRecord late = run(9, "p", 0.20);
+  late.started_at = "2023-01-01T00:00:00Z";
+  v.push_back(late);
+  auto r2 = detect(v);
+  EXPECT_EQ(r2.plans[0].latest_id, 3);
+  EXPECT_EQ(r2.plans[0].status, "ok");
+}
+
+TEST(Regress, BadOptionsAreErrors) {
+  auto v = series({0.4, 0.4});
+  RegressOptions o;
+  o.baseline = "last-0";
+  EXPECT_FALSE(detect_regressions(v, o).ok());
+  o.baseline = "nosuchtag";
+  auto r = detect_regressions(v, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("no run is tagged 'nosuchtag'"), std::string::npos);
+  o.baseline = "last-3";
+  o.threshold_pct = -1;
+  EXPECT_FALSE(detect_regressions(v, o).ok());
+  EXPECT_EQ(parse_last_n("last-12"), 12);
+  EXPECT_EQ(parse_last_n("last-x"), 0);
+  EXPECT_EQ(parse_last_n("baseline"), 0);
+}
