@@ -70,6 +70,15 @@ std::string fmt_pct(double v, int decimals) {
   return buf;
 }
 
+// Decimals that print every multiple of `step` exactly (2.5 -> 1, 0.25 -> 2, 5 -> 0).
+int tick_decimals(double step) {
+  for (int d = 0; d < 4; ++d) {
+    double scaled = step * std::pow(10.0, d);
+    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) return d;
+  }
+  return 4;
+}
+
 void legend(PlotScene& s) {
   double x = kLeft, y = 40;
   auto item = [&](const char* color, const char* label, bool dashed, bool band) {
@@ -104,8 +113,7 @@ void panel(PlotScene& s, const PlanRegression& p, double top) {
   double pad = std::max((hi - lo) * 0.08, std::max(0.05, hi * 0.01));
   auto ticks = nice_ticks(lo - pad, hi + pad, 5);
   AxisMap y{ticks.front(), ticks.back(), y1, y0};
-  int decimals = (ticks.size() > 1 && ticks[1] - ticks[0] < 1) ? 1 : 0;
-  if (ticks.size() > 1 && ticks[1] - ticks[0] < 0.1) decimals = 2;
+  int decimals = tick_decimals(ticks.size() > 1 ? ticks[1] - ticks[0] : 1.0);
   for (double t : ticks) {
     s.prims.push_back(line(x0, y(t), x1, y(t), "#e6e6e6", 1));
     s.prims.push_back(text(x0 - 6, y(t) + 4, fmt_pct(t, decimals), 11, 1, "#555555"));

@@ -2,6 +2,7 @@
 // run-to-run spread is not flagged, tagged baselines, first runs, bad options.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 
 #include "runs/regress.h"
@@ -122,6 +123,7 @@ TEST(Regress, NoisierHistoryRaisesTheBar) {
     m.push_back(0.40 * 0.70);
     EXPECT_EQ(detect(series(m)).regressions(), 1);
   }
+  std::printf("4%% noise, %d trials: %d beyond the threshold, %d flagged\n", trials, beyond_threshold, flagged);
   EXPECT_GT(beyond_threshold, 40);              // a threshold alone would alarm on these
   EXPECT_LT(flagged, beyond_threshold / 2);     // the noise band rejects most of them
 }
