@@ -33,8 +33,9 @@ using runs::RunsDb;
 
 constexpr int kExitRegression = 1;
 
-std::unique_ptr<RunsDb> require_db(const std::string& path) {
-  auto db = RunsDb::open(path);
+// Importers create the database; readers require it, so a mistyped --db is not "no runs".
+std::unique_ptr<RunsDb> require_db(const std::string& path, bool create = false) {
+  auto db = create ? RunsDb::open(path) : RunsDb::open_existing(path);
   if (!db) throw InputError{db.error().message()};
   return std::move(db).value();
 }
@@ -158,7 +159,7 @@ int run_import(const ImportOptions& o) {
   } else {
     pred_note = p.error().message();
   }
-  auto db = require_db(o.db);
+  auto db = require_db(o.db, true);
   int64_t id = require(db->add_run(run));
   RunRecord stored = require(db->get_run(id));
   if (o.format == "json") {
@@ -338,7 +339,7 @@ int run_regress(const RegressOptions& o) {
 }
 
 void add_db_option(CLI::App* sub, std::string& db) {
-  sub->add_option("--db", db, "runs database file (SQLite; created when missing)")->required();
+  sub->add_option("--db", db, "runs database file (SQLite; `runs import` creates it)")->required();
 }
 
 }  // namespace

@@ -248,10 +248,11 @@ class SqliteRunsDb final : public RunsDb {
   sqlite3* db_;
 };
 
-bool file_size(const std::string& path, long long& size) {
+bool file_size(const std::string& path, long long& size, bool& is_dir) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return false;
   size = static_cast<long long>(st.st_size);
+  is_dir = S_ISDIR(st.st_mode);
   return true;
 }
 
@@ -290,7 +291,9 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
                             "written by mplan.";
   if (path.empty()) return Error("runs database: empty path; pass --db FILE (created when missing)");
   long long size = 0;
-  bool exists = file_size(path, size);
+  bool is_dir = false;
+  bool exists = file_size(path, size, is_dir);
+  if (is_dir) return Error("runs database " + path + ": is a directory; pass --db a file name such as runs.db");
   if (exists && size > 0) {
     char header[16] = {};
     std::ifstream in(path, std::ios::binary);
@@ -350,6 +353,15 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
     return Error("runs database " + path + ": preparing the schema failed: " + e.message);
   }
   return std::unique_ptr<RunsDb>(std::move(db));
+}
+
+Expected<std::unique_ptr<RunsDb>> RunsDb::open_existing(const std::string& path) {
+  long long size = 0;
+  bool is_dir = false;
+  if (!path.empty() && !file_size(path, size, is_dir))
+    return Error("runs database " + path + ": no such file; check --db (runs are added with 'mplan runs import' "
+                 "or 'mplan train')");
+  return open(path);
 }
 
 }  // namespace mplan::runs

@@ -82,7 +82,11 @@ class RunsDb {
  public:
   // Opens (creating or migrating) the database at `path`. A newer schema, a foreign or corrupt file
   // is an error naming the path and what to do; the file is left untouched.
+  // One RunsDb object per thread; any number of processes may open the same file.
   static Expected<std::unique_ptr<RunsDb>> open(const std::string& path);
+  // Added: like open, but a missing file is an error instead of a new database (for readers such
+  // as `mplan regress`, where a mistyped path must not pass as "no runs").
+  static Expected<std::unique_ptr<RunsDb>> open_existing(const std::string& path);
   virtual ~RunsDb() = default;
 
   // Inserts a run with its steps and ops in one transaction; returns its id.

@@ -127,6 +127,10 @@ TEST(RunsCli, BadInputExitsTwo) {
   std::string plan = " --plan " + data("llama3_8b_h100_dp8.plan.json");
   std::string log = " --megatron-log " + data("megatron_2024_llama3_8b.log");
   EXPECT_EQ(run_mplan("runs list").code, 2);                                          // --db is required
+  auto typo = run_mplan("regress --db " + dir + "/typo.db");  // a mistyped --db must not pass the gate
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("no such file"), std::string::npos) << typo.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/typo.db"));
   EXPECT_EQ(run_mplan("runs import --db " + db + plan).code, 2);                      // no source
   EXPECT_EQ(run_mplan("runs import --db " + db + plan + log + " --csv x.csv").code, 2);  // two sources
   EXPECT_EQ(run_mplan("runs import --db " + db + log + " --plan /nonexistent.json").code, 2);

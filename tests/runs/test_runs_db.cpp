@@ -262,6 +262,19 @@ TEST(RunsDb, ForeignSqliteFileIsRefusedAndUntouched) {
   EXPECT_EQ(scalar(path, "SELECT count(*) FROM photos"), 1);
 }
 
+TEST(RunsDb, OpenExistingRequiresTheFile) {
+  std::string dir = runs_test::temp_dir();
+  auto missing = RunsDb::open_existing(dir + "/missing.db");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("no such file"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/missing.db"));
+  auto d = RunsDb::open(dir);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message().find("is a directory"), std::string::npos);
+  ASSERT_TRUE(RunsDb::open(dir + "/new.db").ok());
+  EXPECT_TRUE(RunsDb::open_existing(dir + "/new.db").ok());
+}
+
 TEST(RunsDb, NonDatabaseFileIsRefusedAndUntouched) {
   std::string path = runs_test::temp_dir() + "/notes.txt";
   runs_test::write_bytes(path, "step,mfu\n1,0.4\n");
