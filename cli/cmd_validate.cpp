@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/plan_args.h"
 #include "cli/table.h"
+#include "core/json_fields.h"
 #include "simulator/validate.h"
 
 namespace mplan::cli {
@@ -15,7 +16,9 @@ namespace mplan::cli {
 namespace {
 
 struct ValidateOptions {
-  std::string runs, memory, calibration, format = "table";
+  std::string runs, memory, calibration, format = "table", fit_out;
+  int fit_passes = 3;
+  std::string fit_params;  // comma-separated subset of default_fit_params()
   bool show_skipped = true;
 };
 
@@ -71,6 +74,33 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
 int run_validate(const ValidateOptions& o) {
   if (o.runs.empty() && o.memory.empty()) throw InputError{"give --runs FILE.csv and/or --memory FILE.csv"};
   ParamsFor params = [&o](const Plan& p) { return cost_params_for(p, o.calibration); };
+  if (!o.fit_out.empty()) {
+    if (o.runs.empty()) throw InputError{"--fit needs --runs FILE.csv"};
+    auto rows = read_csv_file(o.runs);
+    if (!rows) throw InputError{"--runs: " + rows.error().message()};
+    auto runs = measured_runs_from_rows(*rows);
+    Plan any = runs.empty() ? Plan{} : runs.front().plan;
+    CostParams start = o.calibration.empty() ? default_cost_params(any.cluster) : cost_params_for(any, o.calibration);
+    std::vector<FitParamSpec> which;
+    for (const auto& spec : default_fit_params())
+      if (o.fit_params.empty() || ("," + o.fit_params + ",").find("," + spec.name + ",") != std::string::npos) which.push_back(spec);
+    if (which.empty()) throw InputError{"--fit-params: none of '" + o.fit_params + "' is a fittable parameter"};
+    FitResult fr = fit_cost_params(runs, start, which, o.fit_passes,
+                                   [](int pass, const std::string& name, double loss) {
+                                     std::cerr << "\rfit pass " << pass + 1 << ": " << name << "  mean |ln err| " << loss << "        " << std::flush;
+                                   });
+    std::cerr << "\n";
+    Calibration cal;
+    cal.params = fr.params;
+    cal.fit = {{"rows", fr.rows}, {"evaluations", fr.evaluations}, {"mean_abs_log_error_before", fr.loss_before},
+               {"mean_abs_log_error_after", fr.loss_after}, {"mape_before_pct", fr.mape_before}, {"mape_after_pct", fr.mape_after},
+               {"source", o.runs}, {"method", "cyclic golden-section search over global parameters, mean |ln(pred/meas)|"}};
+    std::string err = write_text_file_atomic(o.fit_out, calibration_to_json(cal).dump(2) + "\n");
+    if (!err.empty()) throw InputError{"--fit: " + err};
+    std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1)
+              << "% (" << fr.evaluations << " simulations); wrote " << o.fit_out << "\n\n";
+    const_cast<ValidateOptions&>(o).calibration = o.fit_out;
+  }
   nlohmann::json out = nlohmann::json::object();
   if (!o.runs.empty()) {
     auto rows = read_csv_file(o.runs);
@@ -99,6 +129,9 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--memory", o->memory, "memory CSV (columns of published_memory_dev.csv)");
   sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
+  sub->add_option("--fit", o->fit_out, "first fit the global cost parameters to --runs and write the calibration here");
+  sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
+  sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(CLI::PositiveNumber);
   sub->callback([&run, o] { run = [o] { return run_validate(*o); }; });
 }
 

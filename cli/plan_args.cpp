@@ -18,6 +18,8 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
     for (auto* o : {m, c, g, b, s}) o->required();
   sub->add_option("--precision", a.precision, "bf16|fp16|fp8|mxfp8|nvfp4|fp32")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"}));
+  sub->add_option("--method", a.method, "pretrain|sft|lora (lora: frozen base weights)")
+      ->check(CLI::IsMember({"pretrain", "sft", "lora"}));
   sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
 }
 
@@ -41,6 +43,7 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--schedule", l.schedule, "gpipe|1f1b|interleaved|zb (default 1f1b, interleaved when vpp > 1)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb"}));
+  sub->add_option("--attention", l.attention, "flash|unfused attention kernels")->check(CLI::IsMember({"flash", "unfused"}));
   sub->add_flag("--tp-comm-overlap", l.tp_comm_overlap, "overlap TP communication with GEMMs (needs sp)");
   sub->add_flag("--no-overlap-grad-reduce", l.no_overlap_grad_reduce, "do not overlap DP gradient reduction");
   sub->add_flag("--no-overlap-param-gather", l.no_overlap_param_gather, "do not overlap the parameter all-gather");
@@ -62,6 +65,7 @@ Plan job_skeleton(const JobArgs& a) {
   p.training.global_batch_size = a.gbs;
   p.training.seq_length = a.seq;
   p.training.precision = *parse_precision(a.precision);
+  p.training.method = a.method == "lora" ? TrainingMethod::lora : a.method == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
   p.parallel.world_size = a.gpus;
   return p;
 }
@@ -83,6 +87,7 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   q.recompute_num_layers = l.recompute_layers;
   q.schedule = l.schedule.empty() ? (l.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b) : *parse_schedule(l.schedule);
   q.tp_comm_overlap = l.tp_comm_overlap;
+  q.attention_backend = l.attention == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
   q.overlap_grad_reduce = !l.no_overlap_grad_reduce;
   q.overlap_param_gather = !l.no_overlap_param_gather;
   q.num_layers_in_first_pipeline_stage = l.first_stage_layers;

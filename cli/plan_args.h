@@ -11,7 +11,7 @@
 namespace mplan::cli {
 
 struct JobArgs {
-  std::string model, cluster, precision = "bf16";
+  std::string model, cluster, precision = "bf16", method = "pretrain";
   int gpus = 0;
   int64_t gbs = 0, seq = 0;
   std::string calibration;  // --calibration FILE
@@ -21,7 +21,7 @@ struct LayoutArgs {
   int mbs = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, zero = 1, recompute_layers = 0;
   std::optional<bool> sp;  // --sp / --no-sp; default on when tp > 1
   bool dist_opt = false;
-  std::string recompute = "none", schedule, cp_comm = "p2p";
+  std::string recompute = "none", schedule, cp_comm = "p2p", attention = "flash";
   bool tp_comm_overlap = false, no_overlap_grad_reduce = false, no_overlap_param_gather = false;
   int first_stage_layers = 0, last_stage_layers = 0;
   std::string pipeline_layout;  // "balanced" or "a,b;c,d" (stages separated by ';', chunks by ',')

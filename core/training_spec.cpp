@@ -7,16 +7,27 @@ namespace mplan {
 
 using nlohmann::json;
 
+std::string to_string(TrainingMethod m) {
+  switch (m) {
+    case TrainingMethod::pretrain: return "pretrain";
+    case TrainingMethod::sft: return "sft";
+    case TrainingMethod::lora: return "lora";
+  }
+  return "?";
+}
+
 Expected<TrainingSpec> training_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "training", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"global_batch_size", "seq_length", "precision"});
+  f.reject_unknown({"global_batch_size", "seq_length", "precision", "method"});
   TrainingSpec t;
   t.global_batch_size = f.integer("global_batch_size");
   t.seq_length = f.integer("seq_length");
   std::string p = f.choice("precision", {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"});
   t.precision = parse_precision(p).value_or(Precision::bf16);
+  std::string m = f.choice_or("method", {"pretrain", "sft", "lora"}, "pretrain");
+  t.method = m == "lora" ? TrainingMethod::lora : m == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
   if (!problems.empty()) return Error(problems);
   return t;
 }
@@ -24,7 +35,8 @@ Expected<TrainingSpec> training_from_json(const json& j) {
 json training_to_json(const TrainingSpec& t) {
   return {{"global_batch_size", t.global_batch_size},
           {"seq_length", t.seq_length},
-          {"precision", std::string(to_string(t.precision))}};
+          {"precision", std::string(to_string(t.precision))},
+          {"method", to_string(t.method)}};
 }
 
 }  // namespace mplan

@@ -1,6 +1,7 @@
 // TrainingSpec: global batch (sequences), sequence length and precision of one training run.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "core/precision.h"
@@ -8,10 +9,17 @@
 
 namespace mplan {
 
+// pretrain and sft (full fine-tuning) train every weight; lora freezes the base model (no weight
+// gradients, gradient reduction or optimizer state for it; the small adapters are neglected).
+enum class TrainingMethod { pretrain, sft, lora };
+std::string to_string(TrainingMethod m);
+
 struct TrainingSpec {
   int64_t global_batch_size = 0;  // sequences per optimizer step
   int64_t seq_length = 0;
   Precision precision = Precision::bf16;
+  TrainingMethod method = TrainingMethod::pretrain;
+  bool frozen_base() const { return method == TrainingMethod::lora; }
 };
 
 Expected<TrainingSpec> training_from_json(const nlohmann::json& j);

@@ -23,8 +23,8 @@ MemoryBreakdown stage_memory(const Plan& plan, const StageWork& st, double peak_
     return p.zero >= level ? dense * bytes_per / dp + expert * bytes_per / edp : (dense + expert) * bytes_per;
   };
   mb.weights = shard(wb, 3);
-  mb.gradients = shard(gb, 2);
-  mb.optimizer = shard(ob, 1);
+  mb.gradients = plan.training.frozen_base() ? 0 : shard(gb, 2);
+  mb.optimizer = plan.training.frozen_base() ? 0 : shard(ob, 1);
   mb.activations = peak_act_bytes;
   mb.comm_buffers = prm.comm_buffer_bytes;
   if (p.zero == 3) {

@@ -237,6 +237,8 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
   auto gpus = r.num("num_gpus"), gbs = r.num("gbs"), seq = r.num("seq_len");
   if (!gpus || !gbs || !seq) return Error("num_gpus, gbs or seq_len missing");
   plan.training = {int64_t(*gbs), int64_t(*seq), *prec};
+  const std::string& wl = r.get("workload");
+  plan.training.method = wl == "lora" ? TrainingMethod::lora : wl == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
   ParallelConfig& p = plan.parallel;
   p.world_size = int(*gpus);
   p.tp = int_or(r, "tp", 1);
@@ -268,6 +270,13 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
   else if (dopt.rfind("no", 0) == 0) p.zero = 0;
   else p.zero = 1;
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  if (p.tp > 1 && p.sp &&
+      (run.source_id == "megatron_readme_h100_2024" || run.source_id.rfind("nemo", 0) == 0 || run.source_id == "mbridge_perf_summary")) {
+    // the Megatron-LM README states --tp-comm-overlap; NeMo / Megatron-Bridge performance recipes
+    // enable userbuffers TP overlap
+    p.tp_comm_overlap = true;
+    run.notes += "tp-comm-overlap; ";
+  }
   if (run.source_id == "narayanan2021_table1" || run.source_id == "korthikanti2022_table5" ||
       run.source_id == "korthikanti2022_fig1") {
     // Megatron-LM of 2021-2022: unfused attention and dropout 0.1 (the papers' setup)

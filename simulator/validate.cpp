@@ -96,6 +96,19 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
   return rep;
 }
 
+std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows) {
+  std::vector<MeasuredRun> out;
+  for (const auto& c : rows) {
+    if (doubtful_flag(c)) continue;
+    auto run = published_run_from_row(c);
+    if (!run) continue;
+    auto meas = measured_tokens_per_s_per_gpu(c, *run, nullptr);
+    if (!meas) continue;
+    out.push_back({run->row_id, run->plan, *meas});
+  }
+  return out;
+}
+
 ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFor& params) {
   ValidationReport rep;
   for (const auto& c : rows) {

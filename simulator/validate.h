@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "simulator/fit_runs.h"
 #include "simulator/published.h"
 #include "simulator/simulator.h"
 
@@ -38,6 +39,8 @@ ErrorStats error_stats(const std::vector<double>& abs_errors_pct);
 // Throughput rows: predicted vs measured tokens/s per GPU. Doubtful rows (see doubtful_flag) are
 // skipped with their flag as the reason.
 ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const ParamsFor& params);
+// The clean, expressible throughput rows as measured runs (input of fit_cost_params).
+std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows);
 // Memory rows: predicted peak memory of the worst rank vs mem_total_gib.
 ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFor& params);
 

@@ -25,6 +25,7 @@ namespace {
 
 struct Ctx {
   const Plan& plan;
+  bool frozen;  // LoRA: no weight gradients for the base model
   const CostParams& prm;
   const ClusterSpec& cl;
   const ParallelConfig& p;
@@ -75,6 +76,7 @@ void tally(ListCost& lc, const std::string& name, double t) {
   o.time_s += t;
   o.calls += 1;
 }
+
 
 ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   ListCost lc;
@@ -195,7 +197,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
   w.split_w = schedule_splits_weight_grad(p.schedule);
   RankGrid grid(p);
   int dom = std::max(1, cl.placement_domain());
-  Ctx x{plan, prm, cl, p, w.split_w, grid.placement(Dim::tp, dom), grid.placement(Dim::cp, dom),
+  Ctx x{plan, plan.training.frozen_base(), prm, cl, p, w.split_w, grid.placement(Dim::tp, dom), grid.placement(Dim::cp, dom),
         grid.placement(Dim::ep, dom), grid.placement(Dim::etp, dom), grid.placement(Dim::dp, dom),
         grid.placement(Dim::edp, dom), plan.training.precision};
 
@@ -278,6 +280,11 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
     st.expert_params = sp[s].expert / (double(p.ep) * p.etp);
     // data-parallel gradient reduction and parameter gather (fp32 grads, bf16 params)
     int dp = p.dp();
+    if (plan.training.frozen_base()) {
+      st.dp_buckets = 1;
+      st.optimizer_s = prm.optimizer_overhead_s;
+      continue;
+    }
     double grad_dense = st.dense_params * 4, grad_expert = st.expert_params * 4;
     if (p.zero == 3) {
       // FSDP: parameters gathered before each chunk's forward and backward, gradients scattered after
