@@ -1,0 +1,135 @@
+// Sharded checkpoint files (header, raw fp32 arrays, FNV-1a checksum) and atomic commit.
+#include "executor/checkpoint/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/json_fields.h"
+
+namespace mplan::exec {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'P', 'L', 'A', 'N', 'C', 'K', '1'};
+
+uint64_t fnv(uint64_t h, const void* p, size_t n) {
+  const unsigned char* c = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= c[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string step_name(int step) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "step_%08d", step);
+  return buf;
+}
+
+}  // namespace
+
+std::string checkpoint_step_dir(const std::string& root, int step, bool tmp) {
+  return (fs::path(root) / (step_name(step) + (tmp ? ".tmp" : ""))).string();
+}
+
+std::string checkpoint_rank_file(const std::string& dir, int rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "rank_%05d.bin", rank);
+  return (fs::path(dir) / buf).string();
+}
+
+Status write_rank_file(const std::string& path, const nlohmann::json& header, const std::vector<ArrayRef>& arrays) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return Error("checkpoint: cannot write " + tmp + ": " + std::strerror(errno));
+  std::string h = header.dump();
+  uint64_t hlen = h.size(), sum = 1469598103934665603ULL;
+  bool ok = std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&hlen, 8, 1, f) == 1 &&
+            std::fwrite(h.data(), 1, h.size(), f) == h.size();
+  for (const ArrayRef& a : arrays) {
+    if (!ok) break;
+    ok = std::fwrite(a.data, sizeof(float), size_t(a.n), f) == size_t(a.n);
+    sum = fnv(sum, a.data, size_t(a.n) * sizeof(float));
+  }
+  ok = ok && std::fwrite(&sum, 8, 1, f) == 1;
+  ok = ok && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return Error("checkpoint: writing " + tmp + " failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Error("checkpoint: cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  return {};
+}
+
+Status read_rank_file(const std::string& path, nlohmann::json* header, const std::vector<ArrayRef>& arrays) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("checkpoint: cannot read " + path);
+  char magic[8];
+  uint64_t hlen = 0;
+  in.read(magic, 8);
+  in.read(reinterpret_cast<char*>(&hlen), 8);
+  if (!in || std::memcmp(magic, kMagic, 8) != 0 || hlen > (1u << 26))
+    return Error("checkpoint: " + path + " is not an mplan checkpoint shard");
+  std::string h(hlen, '\0');
+  in.read(h.data(), std::streamsize(hlen));
+  try {
+    *header = nlohmann::json::parse(h);
+  } catch (const std::exception& e) {
+    return Error("checkpoint: " + path + ": corrupt header (" + e.what() + ")");
+  }
+  uint64_t sum = 1469598103934665603ULL, stored = 0;
+  for (const ArrayRef& a : arrays) {
+    in.read(reinterpret_cast<char*>(a.data), std::streamsize(size_t(a.n) * sizeof(float)));
+    sum = fnv(sum, a.data, size_t(a.n) * sizeof(float));
+  }
+  in.read(reinterpret_cast<char*>(&stored), 8);
+  if (!in) return Error("checkpoint: " + path + " is truncated");
+  if (in.peek() != EOF) return Error("checkpoint: " + path + " has trailing bytes (written by a different layout?)");
+  if (stored != sum) return Error("checkpoint: " + path + " fails its checksum; the file is corrupt");
+  return {};
+}
+
+Status commit_checkpoint(const std::string& root, int step, const nlohmann::json& meta, int keep) {
+  std::error_code ec;
+  const std::string tmp = checkpoint_step_dir(root, step, true), fin = checkpoint_step_dir(root, step, false);
+  std::string err = write_text_file_atomic((fs::path(tmp) / "meta.json").string(), meta.dump(2) + "\n");
+  if (!err.empty()) return Error("checkpoint: " + err);
+  fs::remove_all(fin, ec);
+  fs::rename(tmp, fin, ec);
+  if (ec) return Error("checkpoint: cannot rename " + tmp + " to " + fin + ": " + ec.message());
+  err = write_text_file_atomic((fs::path(root) / "latest").string(), step_name(step) + "\n");
+  if (!err.empty()) return Error("checkpoint: " + err);
+  // prune: keep the newest `keep` committed checkpoints (and never the one just written)
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    std::string n = e.path().filename().string();
+    if (e.is_directory() && n.rfind("step_", 0) == 0 && n.find(".tmp") == std::string::npos) dirs.push_back(n);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (size_t i = 0; i + size_t(keep) < dirs.size(); ++i)
+    if (dirs[i] != step_name(step)) fs::remove_all(fs::path(root) / dirs[i], ec);
+  return {};
+}
+
+Expected<std::string> latest_checkpoint(const std::string& root) {
+  std::ifstream in((fs::path(root) / "latest").string());
+  std::string name;
+  if (!in || !(in >> name))
+    return Error("--resume: no checkpoint in " + root + " (missing 'latest'); run without --resume first");
+  fs::path dir = fs::path(root) / name;
+  if (!fs::is_directory(dir)) return Error("--resume: " + root + "/latest names " + name + ", which does not exist");
+  return dir.string();
+}
+
+}  // namespace mplan::exec

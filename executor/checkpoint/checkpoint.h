@@ -1,0 +1,33 @@
+// Sharded checkpoints: one file per rank (its parameter shards, optimizer moments, step) inside a
+// directory per step. Saved atomically: every rank writes "<file>.tmp" and renames it inside
+// "step_NNNNNNNN.tmp/"; rank 0 then renames the directory and replaces "latest" (temp + rename), so a
+// crash at any point leaves the previous checkpoint intact and "latest" never names a partial one.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mplan::exec {
+
+struct ArrayRef {
+  float* data;
+  int64_t n;
+};
+
+std::string checkpoint_step_dir(const std::string& root, int step, bool tmp);
+std::string checkpoint_rank_file(const std::string& dir, int rank);
+
+// Writes header + arrays + checksum to `path` via `path.tmp` and rename.
+Status write_rank_file(const std::string& path, const nlohmann::json& header, const std::vector<ArrayRef>& arrays);
+// Reads a rank file written by write_rank_file; arrays must have the recorded sizes.
+Status read_rank_file(const std::string& path, nlohmann::json* header, const std::vector<ArrayRef>& arrays);
+
+// Rank 0, after every rank wrote its file into the tmp directory: renames it to the final name,
+// writes meta.json and points "latest" at it, then removes all but the newest `keep` checkpoints.
+Status commit_checkpoint(const std::string& root, int step, const nlohmann::json& meta, int keep = 2);
+// The directory "latest" points to, or an error saying there is none.
+Expected<std::string> latest_checkpoint(const std::string& root);
+
+}  // namespace mplan::exec

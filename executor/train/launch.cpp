@@ -1,0 +1,171 @@
+// Preflight checks and self-launch through mpirun (stderr scanned for dead ranks).
+#include "executor/train/launch.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "core/counting.h"
+#include "core/schedule.h"
+#include "core/units.h"
+#include "executor/backend/blas_config.h"
+
+namespace mplan::exec {
+
+MachineInfo machine_info() {
+  MachineInfo mi;
+  mi.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") mi.mem_available_gib = kb * 1024.0 / kGiB;
+  return mi;
+}
+
+double estimate_rank_memory_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& p = plan.parallel;
+  auto stages = params_per_stage(m, p);
+  auto counts = layers_per_stage_chunk(m, p);
+  const double tp = p.tp, mb = p.micro_batch_size, S = double(plan.training.seq_length);
+  const double N = mb * S / p.cp, C = double(m.hidden_size);
+  const int64_t micro = p.num_microbatches(plan.training.global_batch_size);
+  double worst = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    double params = stages[size_t(s)].dense / tp + stages[size_t(s)].expert / double(p.ep * p.etp);
+    double state = p.zero >= 1 ? 2.0 / std::max(1, p.dp() * p.cp) : 2.0;
+    double bytes = 4.0 * params * (2.0 + state);
+    // activations per layer and micro-batch: norms, q/k/v, attention out, MLP (top_k copies in MoE)
+    double F = double(m.is_moe() ? m.moe->moe_ffn_hidden_size * m.moe->top_k : m.ffn_hidden_size);
+    double qkv = double(m.num_attention_heads + 2 * m.num_query_groups) * m.kv_channels / tp;
+    double per_layer = 4.0 * N * (10 * C + 2 * qkv + (m.gated_mlp() ? 4 : 3) * F / tp);
+    int layers = 0;
+    for (int c : counts[size_t(s)]) layers += c;
+    int in_flight = max_in_flight(schedule_actions(p.schedule, p.pp, p.vpp, int(micro), s));
+    double chunk_layers = double(layers) / p.vpp;
+    if (p.recompute == Recompute::full) per_layer = 4.0 * N * C;
+    bytes += per_layer * chunk_layers * in_flight;
+    if (s == p.pp - 1) bytes += 4.0 * N * double(m.vocab_size) / tp * 2;
+    bytes += 96.0 * 1024 * 1024;  // MPI, OpenBLAS buffers, code
+    worst = std::max(worst, bytes);
+  }
+  return worst;
+}
+
+std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, const MachineInfo& mi,
+                                   int max_ranks_per_core) {
+  std::vector<std::string> e = unsupported_features(plan);
+  const int world = plan.parallel.world_size;
+  if (world > mi.cores * max_ranks_per_core)
+    e.push_back("world_size=" + std::to_string(world) + " needs " + std::to_string(world) + " ranks; this machine has " +
+                std::to_string(mi.cores) + " cores and the CPU executor runs at most " +
+                std::to_string(max_ranks_per_core) + " ranks per core (" + std::to_string(mi.cores * max_ranks_per_core) +
+                "); choose a plan with a smaller world size");
+  double per_rank = estimate_rank_memory_bytes(plan), total = per_rank * world;
+  if (mi.mem_available_gib > 0 && total / kGiB > 0.9 * mi.mem_available_gib) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "the plan needs about %.2f GiB (%d ranks x %.2f GiB) but this machine has %.2f GiB available; "
+                  "use a smaller model, micro-batch or sequence, or recompute=full",
+                  total / kGiB, world, per_rank / kGiB, mi.mem_available_gib);
+    e.push_back(buf);
+  }
+  if (opt.data != "synthetic") {
+    std::ifstream in(opt.data);
+    if (!in) e.push_back("--data " + opt.data + ": cannot read the file; give a text file or 'synthetic'");
+    if (plan.model.vocab_size < 256)
+      e.push_back("--data " + opt.data + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
+                  std::to_string(plan.model.vocab_size));
+  }
+  if (opt.resume && opt.checkpoint_dir.empty()) e.push_back("--resume needs --checkpoint-dir");
+  if (opt.resume && !opt.checkpoint_dir.empty() &&
+      !std::filesystem::exists(std::filesystem::path(opt.checkpoint_dir) / "latest"))
+    e.push_back("--resume: no checkpoint in " + opt.checkpoint_dir + " (missing 'latest'); run without --resume first");
+  if (opt.steps < 1) e.push_back("--steps must be >= 1");
+  return e;
+}
+
+std::vector<std::string> mpirun_command(int world, const std::vector<std::string>& args, const MachineInfo& mi) {
+  std::vector<std::string> c = {"mpirun", "-np", std::to_string(world)};
+  if (geteuid() == 0) c.push_back("--allow-run-as-root");
+  if (world > mi.cores) {
+    c.insert(c.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"});
+  } else {
+    c.insert(c.end(), {"--bind-to", "core"});
+  }
+  c.insert(c.end(), {"--mca", "btl", "self,vader"});
+  for (const std::string& kv : blas_environment()) c.insert(c.end(), {"-x", kv});
+  c.insert(c.end(), {"-x", "MPLAN_LAUNCHED=1"});
+  if (const char* f = std::getenv("MPLAN_FAULT")) c.insert(c.end(), {"-x", std::string("MPLAN_FAULT=") + f});
+  c.insert(c.end(), args.begin(), args.end());
+  return c;
+}
+
+int run_launcher(const std::vector<std::string>& cmd_in) {
+  // rank 0 reports the job's exit code through a file so that every rank can exit 0 and mpirun
+  // stays quiet for ordinary outcomes (bad input, divergence)
+  char exit_path[] = "/tmp/mplan-exit-XXXXXX";
+  int fd = mkstemp(exit_path);
+  if (fd >= 0) close(fd);
+  std::vector<std::string> cmd = cmd_in;
+  if (fd >= 0) {
+    auto it = std::find(cmd.begin(), cmd.end(), "MPLAN_LAUNCHED=1");
+    if (it != cmd.end()) cmd.insert(it + 1, {"-x", std::string("MPLAN_EXIT_FILE=") + exit_path});
+  }
+  int err_pipe[2];
+  if (pipe(err_pipe) != 0) return 1;
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    std::vector<char*> argv;
+    for (const std::string& s : cmd) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "mplan: cannot run mpirun (%s); install openmpi-bin\n", std::strerror(errno));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  std::string err_text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(err_pipe[0], buf, sizeof(buf))) > 0) {
+    fwrite(buf, 1, size_t(n), stderr);
+    fflush(stderr);
+    err_text.append(buf, size_t(n));
+  }
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (fd >= 0) {
+    std::ifstream ef(exit_path);
+    int reported = -1;
+    if (code == 0 && (ef >> reported)) code = reported;
+    std::remove(exit_path);
+  }
+  std::smatch mm;
+  static const std::regex dead(R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
+  if (std::regex_search(err_text, mm, dead)) {
+    std::fprintf(stderr, "mplan: training aborted: rank %s on %s died (signal %s%s%s); the other ranks were stopped\n",
+                 mm[1].str().c_str(), mm[2].str().c_str(), mm[3].str().c_str(), mm[4].matched ? ", " : "",
+                 mm[4].str().c_str());
+    if (code == 0) code = 1;
+  }
+  return code;
+}
+
+}  // namespace mplan::exec

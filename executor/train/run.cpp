@@ -1,0 +1,155 @@
+// Training job driver: per-step output, checkpoints, divergence stop, run summary.
+#include "executor/train/run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+namespace mplan::exec {
+
+namespace {
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string fixed(double v, int d) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(d) << v;
+  return os.str();
+}
+
+void print_step(const RunOutput& o, const StepMetrics& m, bool header) {
+  std::ostream& out = *o.out;
+  if (o.format == "json") {
+    nlohmann::json j = {{"step", m.step},
+                        {"loss", m.loss},
+                        {"aux_loss", m.aux_loss},
+                        {"step_time_s", m.step_time_s},
+                        {"tokens_per_s", m.tokens_per_s},
+                        {"tflops_per_rank", m.tflops_per_rank},
+                        {"mfu", m.mfu},
+                        {"peak_memory_gib", m.peak_memory_gib},
+                        {"tensor_peak_gib", m.tensor_peak_gib},
+                        {"lr", m.lr},
+                        {"grad_norm", m.grad_norm}};
+    out << j.dump() << std::endl;
+    return;
+  }
+  if (header)
+    out << std::setw(6) << "step" << std::setw(11) << "loss" << std::setw(11) << "time s" << std::setw(11)
+        << "tokens/s" << std::setw(10) << "TFLOP/s" << std::setw(8) << "MFU" << std::setw(11) << "peak GiB"
+        << std::setw(11) << "lr" << std::setw(10) << "|grad|" << "\n";
+  out << std::setw(6) << m.step << std::setw(11) << fixed(m.loss, 5) << std::setw(11) << fixed(m.step_time_s, 4)
+      << std::setw(11) << fixed(m.tokens_per_s, 1) << std::setw(10) << fixed(m.tflops_per_rank, 4) << std::setw(7)
+      << fixed(100 * m.mfu, 1) << "%" << std::setw(11) << fixed(m.peak_memory_gib, 3) << std::setw(11)
+      << std::scientific << std::setprecision(2) << m.lr << std::defaultfloat << std::setw(10) << fixed(m.grad_norm, 4)
+      << std::endl;
+}
+
+}  // namespace
+
+std::vector<OpStat> median_ops(const std::vector<StepMetrics>& steps) {
+  std::map<std::string, std::vector<double>> secs;
+  std::map<std::string, int64_t> calls;
+  size_t first = steps.size() > 1 ? 1 : 0;
+  for (size_t i = first; i < steps.size(); ++i)
+    for (const OpStat& o : steps[i].ops) {
+      secs[o.op].push_back(o.seconds);
+      calls[o.op] = std::max(calls[o.op], o.calls);
+    }
+  std::vector<OpStat> out;
+  for (auto& [op, v] : secs) {
+    std::sort(v.begin(), v.end());
+    double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    out.push_back({op, med, calls[op]});
+  }
+  return out;
+}
+
+int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, MPI_Comm base) {
+  int rank = 0;
+  MPI_Comm_rank(base, &rank);
+  const bool lead = rank == 0;
+  auto created = Trainer::create(plan, opt, base);
+  if (!created) {
+    if (lead) *out.info << "mplan: " << created.error().message() << "\n";
+    return 2;
+  }
+  Trainer& t = *created.value();
+  RunSummary sum;
+  sum.plan = plan;
+  sum.options = opt;
+  sum.started_at = iso_now();
+  sum.backend = t.backend().describe();
+  sum.data = t.data_description();
+  sum.peak_gflops = t.peak_gflops();
+  sum.world_size = t.world_size();
+  const ParallelConfig& p = plan.parallel;
+  if (lead) {
+    *out.info << "mplan train: " << plan.model.name << " on " << p.world_size << " rank(s): tp=" << p.tp
+              << (p.sp ? "+sp" : "") << " pp=" << p.pp << " vpp=" << p.vpp << " dp=" << p.dp() << " cp=" << p.cp
+              << " ep=" << p.ep << " etp=" << p.etp << " zero=" << p.zero << ", schedule " << to_string(p.schedule)
+              << ", mbs " << p.micro_batch_size << ", gbs " << plan.training.global_batch_size << ", seq "
+              << plan.training.seq_length << "\n"
+              << "  backend " << sum.backend << "; measured GEMM peak " << fixed(sum.peak_gflops, 1)
+              << " GFLOP/s per core (MFU denominator)\n"
+              << "  data " << sum.data << "; seed " << opt.seed << "\n";
+    if (plan.training.precision != Precision::fp32)
+      *out.info << "  note: the plan's precision is " << to_string(plan.training.precision)
+                << "; the CPU backend computes in fp32\n";
+    if (p.zero >= 2)
+      *out.info << "  note: zero=" << p.zero << " runs with the numerics of zero=1 (gradients and parameters are not "
+                << "additionally sharded in memory by the CPU executor)\n";
+    if (p.recompute == Recompute::selective)
+      *out.info << "  note: recompute=selective keeps what flash attention keeps (q, k, v, out, softmax statistics); "
+                << "nothing more is recomputed\n";
+    if (opt.resume) *out.info << "  resumed from " << t.last_checkpoint() << " at step " << t.step_index() << "\n";
+    out.info->flush();
+  }
+  bool header = true;
+  while (t.step_index() < opt.steps) {
+    StepMetrics m = t.step();
+    if (!m.finite) {
+      if (lead) {
+        *out.info << "mplan: step " << m.step << ": " << (std::isfinite(m.loss) ? "gradient norm" : "loss") << " is "
+                  << (std::isfinite(m.loss) ? m.grad_norm : m.loss) << "; training stopped without applying it. ";
+        if (!t.last_checkpoint().empty())
+          *out.info << "The last good checkpoint is " << t.last_checkpoint() << " (resume with --resume).\n";
+        else
+          *out.info << "No checkpoint was written (use --checkpoint-dir to keep one).\n";
+        out.info->flush();
+      }
+      return kExitDiverged;
+    }
+    if (lead) print_step(out, m, header);
+    header = false;
+    sum.steps.push_back(m);
+    const bool end = t.step_index() == opt.steps;
+    if (!opt.checkpoint_dir.empty() && (end || (opt.checkpoint_every > 0 && t.step_index() % opt.checkpoint_every == 0))) {
+      Status st = t.save_checkpoint();
+      if (!st.ok()) {
+        if (lead) *out.info << "mplan: " << st.error().message() << "\n";
+        return 1;
+      }
+    }
+  }
+  sum.ops = median_ops(sum.steps);
+  if (lead && out.sink) {
+    std::string err = out.sink(sum);
+    if (!err.empty()) {
+      *out.info << "mplan: " << err << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace mplan::exec

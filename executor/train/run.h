@@ -1,0 +1,43 @@
+// The body of `mplan train` on every rank of an MPI job: creates the Trainer, runs the steps,
+// prints one line per step on rank 0 (table or JSON), checkpoints, stops on a non-finite loss,
+// and hands the finished run to a sink (the runs database writer) on rank 0.
+#pragma once
+#include <mpi.h>
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "executor/train/trainer.h"
+
+namespace mplan::exec {
+
+// Exit codes of a training job (besides 0 and 2 = bad input).
+constexpr int kExitDiverged = 3;  // non-finite loss or gradient: stopped, last good checkpoint kept
+
+struct RunSummary {
+  Plan plan;
+  TrainOptions options;
+  std::vector<StepMetrics> steps;
+  std::vector<OpStat> ops;  // per step: median over the measured steps (the first is a warm-up when > 1)
+  double peak_gflops = 0;
+  std::string backend, data, started_at;
+  int world_size = 1;
+};
+
+struct RunOutput {
+  std::string format = "table";  // table | json
+  std::ostream* out = nullptr;   // per-step lines (rank 0)
+  std::ostream* info = nullptr;  // banners and messages (rank 0)
+  // called on rank 0 after a successful run (e.g. to store it in the runs database); returns an
+  // error message or ""
+  std::function<std::string(const RunSummary&)> sink;
+};
+
+// Runs the job on `base` (MPI must be initialised). Returns the process exit code.
+int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, MPI_Comm base = MPI_COMM_WORLD);
+
+// Median per-op times over steps (skipping the first when there are several).
+std::vector<OpStat> median_ops(const std::vector<StepMetrics>& steps);
+
+}  // namespace mplan::exec
