@@ -48,7 +48,24 @@ class CorpusData final : public DataSource {
   uint64_t seed_;
 };
 
+class FixedData final : public DataSource {
+ public:
+  explicit FixedData(std::vector<std::vector<int32_t>> seqs) : seqs_(std::move(seqs)) {}
+  void sequence(int64_t index, int64_t S, int32_t* out) const override {
+    const std::vector<int32_t>& s = seqs_[size_t(index) % seqs_.size()];
+    for (int64_t t = 0; t <= S; ++t) out[t] = s[size_t(t) % s.size()];
+  }
+  std::string describe() const override { return "fixed (" + std::to_string(seqs_.size()) + " sequences)"; }
+
+ private:
+  std::vector<std::vector<int32_t>> seqs_;
+};
+
 }  // namespace
+
+std::unique_ptr<DataSource> make_fixed_data(std::vector<std::vector<int32_t>> seqs) {
+  return std::make_unique<FixedData>(std::move(seqs));
+}
 
 std::vector<int32_t> ByteTokenizer::encode(const std::string& text) {
   std::vector<int32_t> ids(text.size());

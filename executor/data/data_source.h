@@ -35,6 +35,9 @@ std::unique_ptr<DataSource> make_synthetic_data(uint64_t seed, int64_t vocab);
 Expected<std::unique_ptr<DataSource>> make_corpus_data(const std::string& path, uint64_t seed, int64_t vocab,
                                                        int64_t S);
 
+// Fixed sequences (each of S + 1 tokens); sequence j is seqs[j % n]. For tests.
+std::unique_ptr<DataSource> make_fixed_data(std::vector<std::vector<int32_t>> seqs);
+
 // Micro-batch `mb` of this DP rank at optimizer step `step` (0-based), as this rank sees it.
 Micro make_micro(const DataSource& src, const LayoutDims& d, int64_t step, int mb);
 

@@ -129,9 +129,10 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
   return t;
 }
 
-double Trainer::run_pipeline(double* aux) {
+double Trainer::run_pipeline(double* aux, std::vector<float>* logits) {
   Exec ex = exec();
   ex.aux_loss = aux;
+  ex.capture_logits = logits;
   double loss_sum = 0;
   const float dloss = float(1.0 / double(dims_.gbs * dims_.S));
   const int64_t step = step_;
@@ -140,9 +141,9 @@ double Trainer::run_pipeline(double* aux) {
   return dims_.tp_rank == 0 ? loss_sum : 0.0;
 }
 
-double Trainer::forward_backward() {
+double Trainer::forward_backward(std::vector<float>* logits) {
   double aux = 0;
-  double v[2] = {run_pipeline(&aux), 0};
+  double v[2] = {run_pipeline(&aux, logits), 0};
   v[1] = aux;
   groups_.world->all_reduce_sum(v, 2);
   return v[0] / double(dims_.gbs * dims_.S);

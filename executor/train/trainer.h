@@ -76,8 +76,10 @@ class Trainer {
   // Sets this rank's shards from full tensors; returns names that were missing.
   std::vector<std::string> load_full(const std::map<std::string, std::vector<float>>& full);
   // Runs forward and backward of one step without the optimizer (gradients stay in place) and
-  // returns the loss; used by the golden tests.
-  double forward_backward();
+  // returns the loss; used by the golden tests (logits of the head chunk appended when given).
+  double forward_backward(std::vector<float>* logits = nullptr);
+  // Replaces the data source (tests).
+  void set_data(std::unique_ptr<DataSource> d) { data_ = std::move(d); }
 
   Status save_checkpoint();
   Status load_checkpoint();  // from options().checkpoint_dir/latest
@@ -86,7 +88,7 @@ class Trainer {
  private:
   Trainer() = default;
   Exec exec();
-  double run_pipeline(double* aux);
+  double run_pipeline(double* aux, std::vector<float>* logits = nullptr);
 
   Plan plan_;
   TrainOptions opt_;

@@ -21,7 +21,7 @@ class CpuBackend final : public Backend {
   void bias_backward(float* dbias, const float* dout, int64_t M, int64_t N) override;
 
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
-                      int64_t N, bool accumulate) override;
+                      int64_t N, bool accumulate = false) override;
   void matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K, int64_t N,
                              bool accumulate) override;
   void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
