@@ -103,7 +103,8 @@ int run_train(const TrainCliOptions& o) {
   std::vector<std::string> args = own_argv();
   if (!in_job && plan.parallel.world_size > 1) {
     auto cmd = exec::mpirun_command(plan.parallel.world_size, args, exec::machine_info());
-    return exec::run_launcher(cmd);
+    ParallelConfig par = plan.parallel;
+    return exec::run_launcher(cmd, [par](int r) { return exec::describe_rank(par, r); });
   }
   // one process (world size 1) or a rank of an MPI job: make sure OpenBLAS uses its fast kernels
   std::vector<char*> argv;

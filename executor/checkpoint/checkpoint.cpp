@@ -72,7 +72,8 @@ Status write_rank_file(const std::string& path, const nlohmann::json& header, co
   return {};
 }
 
-Status read_rank_file(const std::string& path, nlohmann::json* header, const std::vector<ArrayRef>& arrays) {
+Status read_rank_file(const std::string& path, nlohmann::json* header, const std::vector<ArrayRef>& arrays,
+                      const std::function<Status(const nlohmann::json&)>& check) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("checkpoint: cannot read " + path);
   char magic[8];
@@ -87,6 +88,10 @@ Status read_rank_file(const std::string& path, nlohmann::json* header, const std
     *header = nlohmann::json::parse(h);
   } catch (const std::exception& e) {
     return Error("checkpoint: " + path + ": corrupt header (" + e.what() + ")");
+  }
+  if (check) {
+    Status st = check(*header);
+    if (!st.ok()) return st;
   }
   uint64_t sum = 1469598103934665603ULL, stored = 0;
   for (const ArrayRef& a : arrays) {

@@ -3,6 +3,7 @@
 // "step_NNNNNNNN.tmp/"; rank 0 then renames the directory and replaces "latest" (temp + rename), so a
 // crash at any point leaves the previous checkpoint intact and "latest" never names a partial one.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,8 +22,10 @@ std::string checkpoint_rank_file(const std::string& dir, int rank);
 
 // Writes header + arrays + checksum to `path` via `path.tmp` and rename.
 Status write_rank_file(const std::string& path, const nlohmann::json& header, const std::vector<ArrayRef>& arrays);
-// Reads a rank file written by write_rank_file; arrays must have the recorded sizes.
-Status read_rank_file(const std::string& path, nlohmann::json* header, const std::vector<ArrayRef>& arrays);
+// Reads a rank file written by write_rank_file; `check` sees the header first (e.g. to reject a
+// different layout) and the arrays must then have the recorded sizes.
+Status read_rank_file(const std::string& path, nlohmann::json* header, const std::vector<ArrayRef>& arrays,
+                      const std::function<Status(const nlohmann::json&)>& check = nullptr);
 
 // Rank 0, after every rank wrote its file into the tmp directory: renames it to the final name,
 // writes meta.json and points "latest" at it, then removes all but the newest `keep` checkpoints.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/counting.h"
+#include "core/rank_grid.h"
 #include "core/schedule.h"
 #include "core/units.h"
 #include "executor/backend/blas_config.h"
@@ -112,7 +113,17 @@ std::vector<std::string> mpirun_command(int world, const std::vector<std::string
   return c;
 }
 
-int run_launcher(const std::vector<std::string>& cmd_in) {
+std::string describe_rank(const ParallelConfig& p, int rank) {
+  RankGrid g(p);
+  if (rank < 0 || rank >= g.world_size()) return "";
+  RankCoord c = g.coord(rank);
+  std::string s = "tp " + std::to_string(c.tp) + ", cp " + std::to_string(c.cp) + ", dp " + std::to_string(c.dp) +
+                  ", pp stage " + std::to_string(c.pp);
+  if (p.ep > 1 || p.etp > 1) s += ", ep " + std::to_string(c.ep) + ", etp " + std::to_string(c.etp);
+  return s;
+}
+
+int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std::string(int)>& describe) {
   // rank 0 reports the job's exit code through a file so that every rank can exit 0 and mpirun
   // stays quiet for ordinary outcomes (bad input, divergence)
   char exit_path[] = "/tmp/mplan-exit-XXXXXX";
@@ -160,9 +171,10 @@ int run_launcher(const std::vector<std::string>& cmd_in) {
   std::smatch mm;
   static const std::regex dead(R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
   if (std::regex_search(err_text, mm, dead)) {
-    std::fprintf(stderr, "mplan: training aborted: rank %s on %s died (signal %s%s%s); the other ranks were stopped\n",
-                 mm[1].str().c_str(), mm[2].str().c_str(), mm[3].str().c_str(), mm[4].matched ? ", " : "",
-                 mm[4].str().c_str());
+    std::string where = describe ? describe(std::stoi(mm[1].str())) : "";
+    std::fprintf(stderr, "mplan: training aborted: rank %s%s%s%s on %s died (signal %s%s%s); the other ranks were stopped\n",
+                 mm[1].str().c_str(), where.empty() ? "" : " (", where.c_str(), where.empty() ? "" : ")",
+                 mm[2].str().c_str(), mm[3].str().c_str(), mm[4].matched ? ", " : "", mm[4].str().c_str());
     if (code == 0) code = 1;
   }
   return code;

@@ -3,6 +3,7 @@
 // the plan's world size (oversubscribed when there are more ranks than cores, ranks pinned to cores
 // otherwise, root allowed, one BLAS thread per rank, the fast OpenBLAS kernels selected).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,10 @@ std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, co
 // The mpirun command line that runs `args` (argv[0] = this executable) as `world` ranks.
 std::vector<std::string> mpirun_command(int world, const std::vector<std::string>& args, const MachineInfo& mi);
 
-// Runs the command, passing its output through; when a rank dies, prints which one. Returns the
-// exit code (128 + signal when killed).
-int run_launcher(const std::vector<std::string>& cmd);
+// Runs the command, passing its output through; when a rank dies, prints which one (and where it
+// sits in the layout, via `describe_rank`). Returns the exit code (128 + signal when killed).
+int run_launcher(const std::vector<std::string>& cmd, const std::function<std::string(int)>& describe_rank = nullptr);
+// "tp 0, cp 0, dp 1, pp 1" for a rank of the plan's grid.
+std::string describe_rank(const ParallelConfig& p, int rank);
 
 }  // namespace mplan::exec

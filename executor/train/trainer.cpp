@@ -273,16 +273,19 @@ Status Trainer::load_checkpoint() {
     arrays.push_back({optim_->v(c).data(), optim_->v(c).numel()});
   }
   nlohmann::json h;
-  Status st = read_rank_file(checkpoint_rank_file(dir.value(), groups_.rank), &h, arrays);
-  if (st.ok() && h.value("layout", "") != layout_key(plan_))
-    st = Error("--resume: checkpoint " + dir.value() + " was written for a different model or layout; resume with the "
-               "plan it was trained with");
-  if (st.ok() && h.value("seed", uint64_t(0)) != opt_.seed)
-    st = Error("--resume: checkpoint " + dir.value() + " used --seed " + std::to_string(h.value("seed", 0)) +
-               "; pass the same seed");
-  if (st.ok() && h.value("data", std::string()) != opt_.data)
-    st = Error("--resume: checkpoint " + dir.value() + " trained on --data " + h.value("data", std::string()) +
-               "; pass the same data");
+  auto check = [&](const nlohmann::json& hd) -> Status {
+    if (hd.value("layout", "") != layout_key(plan_))
+      return Error("--resume: checkpoint " + dir.value() + " was written for a different model or layout; resume "
+                   "with the plan it was trained with");
+    if (hd.value("seed", uint64_t(0)) != opt_.seed)
+      return Error("--resume: checkpoint " + dir.value() + " used --seed " + std::to_string(hd.value("seed", 0)) +
+                   "; pass the same seed");
+    if (hd.value("data", std::string()) != opt_.data)
+      return Error("--resume: checkpoint " + dir.value() + " trained on --data " + hd.value("data", std::string()) +
+                   "; pass the same data");
+    return {};
+  };
+  Status st = read_rank_file(checkpoint_rank_file(dir.value(), groups_.rank), &h, arrays, check);
   double good = st.ok() ? 1 : 0;
   groups_.world->all_reduce_sum(&good, 1);
   if (good < world_size()) return st.ok() ? Status(Error("--resume: another rank could not load its shard")) : st;
