@@ -31,6 +31,9 @@ Plan bench_plan() {
   p.parallel.vpp = 8;
   p.parallel.schedule = Schedule::interleaved;
   p.parallel.micro_batch_size = 1;
+  // 126 layers over 128 chunks: the embedding and the loss take one chunk slot each (Megatron's
+  // --account-for-embedding/loss-in-pipeline-split)
+  p.parallel.pipeline_layout = balanced_pipeline_layout(p.model, 16, 8);
   return p;
 }
 

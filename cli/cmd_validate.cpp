@@ -79,8 +79,7 @@ int run_validate(const ValidateOptions& o) {
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
     auto runs = measured_runs_from_rows(*rows);
-    Plan any = runs.empty() ? Plan{} : runs.front().plan;
-    CostParams start = o.calibration.empty() ? default_cost_params(any.cluster) : cost_params_for(any, o.calibration);
+    Calibration start = load_calibration(o.calibration);
     std::vector<FitParamSpec> which;
     for (const auto& spec : default_fit_params())
       if (o.fit_params.empty() || ("," + o.fit_params + ",").find("," + spec.name + ",") != std::string::npos) which.push_back(spec);
@@ -90,8 +89,7 @@ int run_validate(const ValidateOptions& o) {
                                      std::cerr << "\rfit pass " << pass + 1 << ": " << name << "  mean |ln err| " << loss << "        " << std::flush;
                                    });
     std::cerr << "\n";
-    Calibration cal;
-    cal.params = fr.params;
+    Calibration cal = fr.calibration;
     cal.fit = {{"rows", fr.rows}, {"evaluations", fr.evaluations}, {"mean_abs_log_error_before", fr.loss_before},
                {"mean_abs_log_error_after", fr.loss_after}, {"mape_before_pct", fr.mape_before}, {"mape_after_pct", fr.mape_after},
                {"source", o.runs}, {"method", "cyclic golden-section search over global parameters, mean |ln(pred/meas)|"}};

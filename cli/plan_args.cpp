@@ -124,11 +124,15 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
 }
 
 CostParams cost_params_for(const Plan& plan, const std::string& calibration_file) {
-  CostParams base = default_cost_params(plan.cluster);
-  if (calibration_file.empty()) return base;
-  auto c = read_calibration_file(calibration_file, base);
+  if (calibration_file.empty()) return default_cost_params(plan.cluster);
+  return load_calibration(calibration_file).params_for(plan.cluster.gpu);
+}
+
+Calibration load_calibration(const std::string& calibration_file) {
+  if (calibration_file.empty()) return shipped_calibration();
+  auto c = read_calibration_file(calibration_file, shipped_calibration().params);
   if (!c) throw InputError{c.error().message()};
-  return c->params;
+  return c.value();
 }
 
 }  // namespace mplan::cli

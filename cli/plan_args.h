@@ -39,5 +39,7 @@ Plan job_skeleton(const JobArgs& a);
 // Cost parameters: --calibration FILE if given, else the shipped calibration for the cluster's GPU,
 // else the documented defaults.
 CostParams cost_params_for(const Plan& plan, const std::string& calibration_file);
+// The calibration in the file, or the shipped one when `calibration_file` is empty.
+Calibration load_calibration(const std::string& calibration_file);
 
 }  // namespace mplan::cli

@@ -35,8 +35,9 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
     if (!f.has("gpu")) f.problem("gpu", "missing; expected an object with name, peak_tflops, memory_gib, hbm_gbps, sm_count");
   } else {
     JsonFields gf(*g, "cluster.gpu", problems);
-    gf.reject_unknown({"name", "peak_tflops", "memory_gib", "hbm_gbps", "sm_count"});
+    gf.reject_unknown({"name", "arch", "peak_tflops", "memory_gib", "hbm_gbps", "sm_count"});
     c.gpu.name = gf.string("name");
+    c.gpu.arch = gf.opt_string("arch").value_or("");
     c.gpu.memory_gib = gf.number("memory_gib");
     c.gpu.hbm_gbps = gf.number("hbm_gbps");
     c.gpu.sm_count = static_cast<int>(gf.integer("sm_count"));
@@ -75,6 +76,7 @@ json cluster_to_json(const ClusterSpec& c) {
   json j = {{"name", c.name},
             {"gpu",
              {{"name", c.gpu.name},
+              {"arch", c.gpu.arch},
               {"peak_tflops", peaks},
               {"memory_gib", c.gpu.memory_gib},
               {"hbm_gbps", c.gpu.hbm_gbps},

@@ -14,6 +14,7 @@ namespace mplan {
 
 struct GpuSpec {
   std::string name;
+  std::string arch;  // architecture family (ampere, hopper, blackwell, cpu ...): calibrations differ per family
   std::map<Precision, double> peak_tflops;  // dense tensor-core peak per precision
   double memory_gib = 0;                    // usable HBM capacity
   double hbm_gbps = 0;                      // HBM bandwidth, GB/s

@@ -94,14 +94,16 @@ std::vector<StageParams> params_per_stage(const ModelSpec& m, const ParallelConf
   ParamCounts c = count_params(m);
   auto n = layers_per_stage_chunk(m, p);
   std::vector<StageParams> out(p.pp);
-  for (int s = 0; s < p.pp; ++s) {
-    for (int ch = 0; ch < p.vpp; ++ch) {
-      int first = first_layer_of(m, p, s, ch);
-      for (int i = first; i < first + n[s][ch]; ++i) {
-        LayerParams lp = layer_params(m, m.is_moe_layer(i));
+  LayerParams dense = layer_params(m, false), moe = m.moe ? layer_params(m, true) : dense;
+  int idx = 0;  // model order is chunk-major: (chunk 0: stage 0..pp-1), (chunk 1: ...)
+  for (int ch = 0; ch < p.vpp; ++ch) {
+    for (int s = 0; s < p.pp; ++s) {
+      for (int i = idx; i < idx + n[s][ch]; ++i) {
+        const LayerParams& lp = m.is_moe_layer(i) ? moe : dense;
         out[s].dense += lp.total() - lp.experts;
         out[s].expert += lp.experts;
       }
+      idx += n[s][ch];
     }
   }
   out[0].dense += c.embedding;

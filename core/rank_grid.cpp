@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
-#include <map>
 
 namespace mplan {
 
@@ -135,14 +134,27 @@ std::vector<int> RankGrid::group_of(int rank, Dim d) const {
 }
 
 GroupPlacement RankGrid::placement(const std::vector<int>& group, int domain_size) {
-  std::map<int, int> per;
-  for (int r : group) per[r / std::max(1, domain_size)]++;
+  // count members per NVLink domain; groups are short, so a sorted copy of the domain ids beats a map
+  int D = std::max(1, domain_size);
+  std::vector<int> dom(group.size());
+  for (size_t i = 0; i < group.size(); ++i) dom[i] = group[i] / D;
+  std::sort(dom.begin(), dom.end());
   GroupPlacement p;
   p.size = int(group.size());
-  p.domains = int(per.size());
+  p.domains = 0;
   p.max_per_domain = 0;
-  for (auto& [d, n] : per) p.max_per_domain = std::max(p.max_per_domain, n);
-  for (auto& [d, n] : per) p.uniform = p.uniform && n == p.max_per_domain;
+  int min_per = INT32_MAX;
+  for (size_t i = 0; i < dom.size();) {
+    size_t j = i;
+    while (j < dom.size() && dom[j] == dom[i]) ++j;
+    int n = int(j - i);
+    ++p.domains;
+    p.max_per_domain = std::max(p.max_per_domain, n);
+    min_per = std::min(min_per, n);
+    i = j;
+  }
+  p.uniform = p.domains == 0 || min_per == p.max_per_domain;
+  if (p.domains == 0) p.domains = 1;
   return p;
 }
 

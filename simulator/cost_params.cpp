@@ -1,20 +1,76 @@
 // Cost-model parameters: defaults and the mplan.calibration/1 JSON form.
 #include "simulator/cost_params.h"
 
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "core/json_fields.h"
 
 namespace mplan {
 
 using nlohmann::json;
 
-CostParams default_cost_params(const ClusterSpec& c) {
+// Generated from simulator/default_calibration.json (see simulator/CMakeLists.txt).
+const std::vector<std::pair<std::string_view, std::string_view>>& embedded_calibration();
+
+namespace {
+CostParams physical_start() {
   CostParams p;
-  (void)c;
   // FP8 GEMMs reach a lower fraction of their (2x) peak than BF16 (casts, scaling, smaller tiles).
   p.precision_eff[Precision::fp8] = 0.80;
   p.precision_eff[Precision::mxfp8] = 0.80;
   p.precision_eff[Precision::nvfp4] = 0.65;
   p.precision_eff[Precision::fp32] = 1.0;
+  return p;
+}
+}  // namespace
+
+const Calibration& shipped_calibration() {
+  static const Calibration cal = [] {
+    const auto& files = embedded_calibration();
+    if (files.empty()) return Calibration{"", physical_start(), {}, {}};
+    auto j = nlohmann::json::parse(files.front().second, nullptr, false);
+    auto c = calibration_from_json(j, physical_start());
+    if (!c) throw std::logic_error("shipped calibration is invalid: " + c.error().message());
+    return c.value();
+  }();
+  return cal;
+}
+
+CostParams default_cost_params(const ClusterSpec& c) { return shipped_calibration().params_for(c.gpu); }
+
+double* cost_param_ref(CostParams& p, const std::string& n) {
+  if (n == "gemm_eff_max") return &p.gemm_eff_max;
+  if (n == "gemm_half_flops") return &p.gemm_half_flops;
+  if (n == "attn_fwd_eff") return &p.attn_fwd_eff;
+  if (n == "attn_bwd_eff") return &p.attn_bwd_eff;
+  if (n == "hbm_eff") return &p.hbm_eff;
+  if (n == "kernel_overhead_us") return &p.kernel_overhead_us;
+  if (n == "nvlink_eff") return &p.nvlink_eff;
+  if (n == "network_eff") return &p.network_eff;
+  if (n == "a2a_eff") return &p.a2a_eff;
+  if (n == "overlap_slowdown") return &p.overlap_slowdown;
+  if (n == "optimizer_overhead_s") return &p.optimizer_overhead_s;
+  if (n == "allocator_overhead_frac") return &p.allocator_overhead_frac;
+  if (n == "reserved_gib") return &p.reserved_gib;
+  if (n == "comm_buffer_bytes") return &p.comm_buffer_bytes;
+  if (n.rfind("precision_eff.", 0) == 0) {
+    auto prec = parse_precision(n.substr(14));
+    if (!prec) return nullptr;
+    if (!p.precision_eff.count(*prec)) p.precision_eff[*prec] = 1.0;
+    return &p.precision_eff[*prec];
+  }
+  return nullptr;
+}
+
+CostParams Calibration::params_for(const GpuSpec& g) const {
+  CostParams p = params;
+  auto it = by_arch.find(g.arch);
+  if (it != by_arch.end())
+    for (const auto& [name, v] : it->second)
+      if (double* ref = cost_param_ref(p, name)) *ref = v;
   return p;
 }
 
@@ -35,14 +91,16 @@ json calibration_to_json(const Calibration& c) {
   json pe = json::object();
   for (auto& [k, v] : c.params.precision_eff) pe[std::string(to_string(k))] = v;
   p["precision_eff"] = pe;
-  return {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"params", p}, {"fit", c.fit}};
+  json arch = json::object();
+  for (const auto& [a, m] : c.by_arch) arch[a] = m;
+  return {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"params", p}, {"by_arch", arch}, {"fit", c.fit}};
 }
 
 Expected<Calibration> calibration_from_json(const json& j, const CostParams& base) {
   std::vector<std::string> problems;
   JsonFields f(j, "calibration", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"schema", "gpu", "params", "fit"});
+  f.reject_unknown({"schema", "gpu", "params", "by_arch", "fit"});
   auto schema = f.opt_string("schema");
   if (!schema || *schema != kCalibrationSchema)
     f.problem("schema", std::string("expected \"") + kCalibrationSchema + "\"");
@@ -69,6 +127,21 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
           problems.push_back("calibration.params.precision_eff." + it.key() + ": expected a precision name with a number > 0");
         else
           c.params.precision_eff[*prec] = it.value().get<double>();
+      }
+    }
+  }
+  if (const json* aj = f.object("by_arch")) {
+    for (auto it = aj->begin(); it != aj->end(); ++it) {
+      if (!it.value().is_object()) {
+        problems.push_back("calibration.by_arch." + it.key() + ": expected an object of parameter overrides");
+        continue;
+      }
+      for (auto p = it.value().begin(); p != it.value().end(); ++p) {
+        CostParams probe;
+        if (!cost_param_ref(probe, p.key()) || !p.value().is_number())
+          problems.push_back("calibration.by_arch." + it.key() + "." + p.key() + ": unknown parameter or not a number");
+        else
+          c.by_arch[it.key()][p.key()] = p.value().get<double>();
       }
     }
   }

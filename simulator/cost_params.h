@@ -53,15 +53,28 @@ struct CostParams {
   }
 };
 
-// Documented defaults for a GPU (see docs/cost_model.md): the same physical parameters for every
-// GPU unless a calibration overrides them.
-CostParams default_cost_params(const ClusterSpec& c);
-
+// A calibration: global parameters plus per-architecture overrides of a few of them (GEMM and
+// attention kernel efficiencies differ between GPU generations), keyed by GpuSpec::arch.
 struct Calibration {
   std::string gpu;  // GpuSpec::name it was fitted for ("" = any)
   CostParams params;
+  std::map<std::string, std::map<std::string, double>> by_arch;
   nlohmann::json fit = nlohmann::json::object();  // fit error, rows used, date (written by calibrate)
+
+  // The parameters for one GPU: global ones with that architecture's overrides applied.
+  CostParams params_for(const GpuSpec& g) const;
 };
+
+// Reads and writes one named parameter of CostParams (names as in calibration JSON, plus
+// "precision_eff.<precision>"); nullptr for an unknown name.
+double* cost_param_ref(CostParams& p, const std::string& name);
+
+// Documented defaults for a GPU (see docs/cost_model.md): the shipped calibration (fitted to the
+// published runs of shared/calibration by `mplan validate --fit`, reproducible from committed inputs)
+// for the cluster's GPU architecture, or the physical starting values when none applies.
+CostParams default_cost_params(const ClusterSpec& c);
+// The shipped calibration itself.
+const Calibration& shipped_calibration();
 
 nlohmann::json calibration_to_json(const Calibration& c);
 // Fields missing from "params" keep the defaults passed in `base`.

@@ -9,40 +9,42 @@
 
 namespace mplan {
 
-double* cost_param_ref(CostParams& p, const std::string& n) {
-  if (n == "gemm_eff_max") return &p.gemm_eff_max;
-  if (n == "gemm_half_flops") return &p.gemm_half_flops;
-  if (n == "attn_fwd_eff") return &p.attn_fwd_eff;
-  if (n == "attn_bwd_eff") return &p.attn_bwd_eff;
-  if (n == "hbm_eff") return &p.hbm_eff;
-  if (n == "kernel_overhead_us") return &p.kernel_overhead_us;
-  if (n == "nvlink_eff") return &p.nvlink_eff;
-  if (n == "network_eff") return &p.network_eff;
-  if (n == "a2a_eff") return &p.a2a_eff;
-  if (n == "overlap_slowdown") return &p.overlap_slowdown;
-  if (n == "optimizer_overhead_s") return &p.optimizer_overhead_s;
-  if (n.rfind("precision_eff.", 0) == 0) {
-    auto prec = parse_precision(n.substr(14));
-    if (!prec) return nullptr;
-    if (!p.precision_eff.count(*prec)) p.precision_eff[*prec] = 1.0;
-    return &p.precision_eff[*prec];
-  }
-  return nullptr;
+namespace {
+// The value a fit parameter name refers to inside a calibration ("<arch>/<field>" = override).
+double* calibration_ref(Calibration& c, const std::string& name) {
+  auto slash = name.find('/');
+  if (slash == std::string::npos) return cost_param_ref(c.params, name);
+  std::string arch = name.substr(0, slash), field = name.substr(slash + 1);
+  CostParams probe = c.params;
+  double* global = cost_param_ref(probe, field);
+  if (!global) return nullptr;
+  auto& m = c.by_arch[arch];
+  if (!m.count(field)) m[field] = *global;
+  return &m[field];
 }
+}  // namespace
 
 std::vector<FitParamSpec> default_fit_params() {
-  return {{"gemm_eff_max", 0.4, 1.0},      {"gemm_half_flops", 1e7, 1e11},     {"attn_fwd_eff", 0.2, 1.0},
-          {"attn_bwd_eff", 0.15, 1.0},     {"hbm_eff", 0.3, 1.0},              {"kernel_overhead_us", 0.5, 40},
+  std::vector<FitParamSpec> v;
+  for (const char* arch : {"ampere", "hopper", "blackwell"}) {
+    v.push_back({std::string(arch) + "/gemm_eff_max", 0.4, 1.0});
+    v.push_back({std::string(arch) + "/attn_fwd_eff", 0.2, 0.85});
+    v.push_back({std::string(arch) + "/attn_bwd_eff", 0.15, 0.85});
+  }
+  std::vector<FitParamSpec> global = {
+          {"gemm_half_flops", 1e7, 1e11},  {"hbm_eff", 0.3, 1.0},              {"kernel_overhead_us", 0.5, 40},
           {"nvlink_eff", 0.3, 1.0},        {"network_eff", 0.3, 1.0},          {"a2a_eff", 0.1, 1.0},
           {"overlap_slowdown", 0.0, 0.5},  {"precision_eff.fp8", 0.3, 1.0},    {"precision_eff.mxfp8", 0.3, 1.0},
           {"precision_eff.nvfp4", 0.2, 1.0}, {"optimizer_overhead_s", 0.0, 0.5}};
+  v.insert(v.end(), global.begin(), global.end());
+  return v;
 }
 
-std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const CostParams& params) {
+std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal) {
   double sl = 0, sa = 0;
   int n = 0;
   for (const auto& r : runs) {
-    auto rep = simulate(r.plan, params);
+    auto rep = simulate(r.plan, cal.params_for(r.plan.cluster.gpu));
     if (!rep || rep->tokens_per_s_per_gpu <= 0) continue;
     double ratio = rep->tokens_per_s_per_gpu / r.tokens_per_s_per_gpu;
     sl += std::fabs(std::log(ratio));
@@ -53,11 +55,11 @@ std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const C
   return {sl / n, sa / n};
 }
 
-FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const CostParams& start,
+FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,
                           const std::vector<FitParamSpec>& which, int passes,
                           const std::function<void(int, const std::string&, double)>& progress) {
   FitResult fr;
-  fr.params = start;
+  fr.calibration = start;
   fr.rows = int(runs.size());
   auto [l0, m0] = fit_loss(runs, start);
   fr.loss_before = l0;
@@ -66,8 +68,8 @@ FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const CostParams
   const double phi = (std::sqrt(5.0) - 1) / 2;
   for (int pass = 0; pass < passes; ++pass) {
     for (const auto& spec : which) {
-      CostParams trial = fr.params;
-      double* ref = cost_param_ref(trial, spec.name);
+      Calibration trial = fr.calibration;
+      double* ref = calibration_ref(trial, spec.name);
       if (!ref) throw std::invalid_argument("unknown cost parameter " + spec.name);
       // golden-section search in log space (parameters span decades), narrowing each pass
       bool log_space = spec.lo > 0;
@@ -97,12 +99,12 @@ FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const CostParams
       double xbest = fc < fd ? c : d, fbest = std::min(fc, fd);
       if (fbest < best) {
         best = fbest;
-        *cost_param_ref(fr.params, spec.name) = from_x(xbest);
+        *calibration_ref(fr.calibration, spec.name) = from_x(xbest);
       }
       if (progress) progress(pass, spec.name, best);
     }
   }
-  auto [l1, m1] = fit_loss(runs, fr.params);
+  auto [l1, m1] = fit_loss(runs, fr.calibration);
   fr.loss_after = l1;
   fr.mape_after = m1;
   return fr;

@@ -18,16 +18,17 @@ struct MeasuredRun {
 };
 
 struct FitParamSpec {
-  std::string name;  // a CostParams field name (or "precision_eff.fp8" ...)
+  std::string name;  // a CostParams field ("precision_eff.fp8" ...), or "<arch>/<field>" for a per-architecture override
   double lo, hi;     // physical bounds
 };
 
-// The default set: GEMM (eff_max, half size), attention (fwd, bwd), HBM, kernel overhead, NVLink,
-// network, all-to-all, overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency.
+// The default set: per architecture (ampere, hopper, blackwell) the GEMM and attention kernel
+// efficiencies; globally the GEMM size scale, HBM, kernel overhead, NVLink, network, all-to-all,
+// overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency and the fixed per-step overhead.
 std::vector<FitParamSpec> default_fit_params();
 
 struct FitResult {
-  CostParams params;
+  Calibration calibration;
   double loss_before = 0, loss_after = 0;  // mean |ln(pred/meas)|
   double mape_before = 0, mape_after = 0;  // percent
   int evaluations = 0;
@@ -36,14 +37,11 @@ struct FitResult {
 
 // `params_for(plan, base)` lets callers keep per-GPU differences fixed (e.g. a calibration per GPU);
 // by default the same parameters apply to every row.
-FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const CostParams& start,
+FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,
                           const std::vector<FitParamSpec>& which, int passes,
                           const std::function<void(int pass, const std::string& param, double loss)>& progress = {});
 
-// Mean |ln(pred/meas)| and MAPE of `params` on `runs` (rows that fail to simulate count as skipped).
-std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const CostParams& params);
-
-// Reads and writes one named parameter of CostParams (names as in calibration JSON).
-double* cost_param_ref(CostParams& p, const std::string& name);
+// Mean |ln(pred/meas)| and MAPE of `cal` on `runs` (rows that fail to simulate count as skipped).
+std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal);
 
 }  // namespace mplan

@@ -82,7 +82,10 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   ListCost lc;
   std::vector<OpCost> oc(ops.size());
   for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].kind != OpKind::comm) oc[i] = compute_op_cost(ops[i], gemm_precision(x, ops[i]), x.cl, x.prm);
+    if (ops[i].kind != OpKind::comm) {
+      oc[i] = compute_op_cost(ops[i], gemm_precision(x, ops[i]), x.cl, x.prm);
+      if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
+    }
   auto next_gemm = [&](size_t i) -> const OpCost* {
     for (size_t j = i + 1; j < ops.size(); ++j)
       if (ops[j].kind == OpKind::gemm) return &oc[j];
@@ -230,6 +233,13 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
 
   auto n = layers_per_stage_chunk(m, p);
   auto sp = params_per_stage(m, p);
+  // first global layer of every (stage, chunk): model order is chunk-major
+  std::vector<std::vector<int>> first_of(p.pp, std::vector<int>(p.vpp, 0));
+  for (int c = 0, idx = 0; c < p.vpp; ++c)
+    for (int s = 0; s < p.pp; ++s) {
+      first_of[s][c] = idx;
+      idx += n[s][c];
+    }
   w.stages.resize(p.pp);
   for (int s = 0; s < p.pp; ++s) {
     StageWork& st = w.stages[s];
@@ -237,41 +247,43 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
     for (int c = 0; c < p.vpp; ++c) {
       ChunkCost& ch = st.chunks[c];
       ch.layers = n[s][c];
-      int first = first_layer_of(m, p, s, c);
+      int first = first_of[s][c];
       int recompute_layers = p.recompute == Recompute::full
                                  ? (p.recompute_num_layers > 0 ? std::min(p.recompute_num_layers, ch.layers) : ch.layers)
                                  : 0;
       double biggest_layer = 0;
-      auto add_list = [&](const ListCost& lc, bool recomputed) {
-        ch.F += lc.F;
-        ch.B += lc.B;
-        ch.W += lc.W;
+      // adds `k` layers (or other op lists) of one kind
+      auto add_list = [&](const ListCost& lc, bool recomputed, int k) {
+        if (k <= 0) return;
+        ch.F += lc.F.scaled(k);
+        ch.B += lc.B.scaled(k);
+        ch.W += lc.W.scaled(k);
         if (recomputed) {
-          PhaseCost r = lc.recompute_fwd;
-          ch.B.recompute += r.compute;
-          ch.B.tp += r.tp;
-          ch.B.cp += r.cp;
-          ch.B.ep += r.ep;
-          ch.act_bytes += lc.input;
+          const PhaseCost& r = lc.recompute_fwd;
+          ch.B.recompute += r.compute * k;
+          ch.B.tp += r.tp * k;
+          ch.B.cp += r.cp * k;
+          ch.B.ep += r.ep * k;
+          ch.act_bytes += lc.input * k;
           biggest_layer = std::max(biggest_layer, lc.saved);
         } else if (p.recompute == Recompute::selective) {
-          ch.B.recompute += lc.attn_fwd;
-          ch.act_bytes += lc.saved - lc.stats;
-          ch.act_w_bytes += w.split_w ? lc.saved_gemm : 0;
+          ch.B.recompute += lc.attn_fwd * k;
+          ch.act_bytes += (lc.saved - lc.stats) * k;
+          ch.act_w_bytes += w.split_w ? lc.saved_gemm * k : 0;
         } else {
-          ch.act_bytes += lc.saved;
-          ch.act_w_bytes += w.split_w ? lc.saved_gemm : 0;
+          ch.act_bytes += lc.saved * k;
+          ch.act_w_bytes += w.split_w ? lc.saved_gemm * k : 0;
         }
-        add_tally(ch.ops, lc);
+        add_tally(ch.ops, lc, k);
       };
-      if (s == 0 && c == 0) add_list(emb, false);
-      for (int i = first; i < first + ch.layers; ++i) add_list(m.is_moe_layer(i) ? moe : dense, i - first < recompute_layers);
+      if (s == 0 && c == 0) add_list(emb, false, 1);
+      int count[2][2] = {{0, 0}, {0, 0}};  // [moe][recomputed]
+      for (int i = first; i < first + ch.layers; ++i) count[m.is_moe_layer(i) ? 1 : 0][i - first < recompute_layers ? 1 : 0]++;
+      for (int e = 0; e < 2; ++e)
+        for (int r = 0; r < 2; ++r) add_list(e ? moe : dense, r == 1, count[e][r]);
       if (s == p.pp - 1 && c == p.vpp - 1) {
-        for (int k = 0; k < m.mtp_num_layers; ++k) {
-          add_list(m.is_moe_layer(m.num_layers - 1) ? moe : dense, false);
-          add_list(head, false);
-        }
-        add_list(head, false);
+        add_list(m.is_moe_layer(m.num_layers - 1) ? moe : dense, false, m.mtp_num_layers);
+        add_list(head, false, 1 + m.mtp_num_layers);
       }
       ch.transient_bytes = biggest_layer;
     }

@@ -20,6 +20,7 @@ struct PhaseCost {
   double ep = 0;  // exposed expert-parallel communication
   double dp = 0;  // exposed FSDP (zero 3) parameter/gradient traffic
   double total() const { return compute + recompute + tp + cp + ep + dp; }
+  PhaseCost scaled(double k) const { return {compute * k, recompute * k, tp * k, cp * k, ep * k, dp * k}; }
   PhaseCost& operator+=(const PhaseCost& o) {
     compute += o.compute;
     recompute += o.recompute;

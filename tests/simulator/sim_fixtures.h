@@ -1,0 +1,45 @@
+// Plans and cost parameters for simulator tests: a uniform GPT-style model whose stages are
+// identical, and a cost model with communication (and fixed overheads) switched off.
+#pragma once
+#include "core/counting.h"
+#include "core/presets.h"
+#include "simulator/cost_params.h"
+
+namespace mplan {
+
+inline Plan pipeline_only_plan(int pp, int vpp, int microbatches) {
+  Plan p;
+  ModelSpec m;
+  m.name = "uniform";
+  m.num_layers = 2 * pp * vpp;
+  m.hidden_size = 4096;
+  m.ffn_hidden_size = 16384;
+  m.num_attention_heads = m.num_query_groups = 32;
+  m.kv_channels = 128;
+  m.vocab_size = 8;  // negligible embedding/head so every stage does the same work
+  m.activation = Activation::gelu;
+  m.norm = NormKind::layernorm;
+  m.tied_embeddings = false;
+  m.position_embedding = PositionEmbedding::rope;
+  p.model = m;
+  p.cluster = *cluster_preset("dgx-h100");
+  p.training = {int64_t(microbatches), 2048, Precision::bf16};
+  p.parallel.world_size = pp;
+  p.parallel.pp = pp;
+  p.parallel.vpp = vpp;
+  p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  p.parallel.micro_batch_size = 1;
+  return p;
+}
+
+inline CostParams no_comm_params(ClusterSpec& c) {
+  c.scale_up_bw_gbps = c.scale_out_bw_gbps = 1e12;
+  c.scale_up_latency_us = c.scale_out_latency_us = 0;
+  CostParams p = default_cost_params(c);
+  p.kernel_overhead_us = 0;
+  p.optimizer_overhead_s = 0;
+  p.overlap_slowdown = 0;
+  return p;
+}
+
+}  // namespace mplan

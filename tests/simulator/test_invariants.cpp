@@ -1,0 +1,108 @@
+// Simulator invariants, monotonicity, determinism, trace and bad input.
+#include <gtest/gtest.h>
+
+#include "core/presets.h"
+#include "simulator/simulator.h"
+#include "sim_fixtures.h"
+
+using namespace mplan;
+
+namespace {
+Plan llama70b(int gpus, int tp, int pp, int vpp, int mbs, int64_t gbs) {
+  Plan p;
+  p.model = *model_preset("llama3-70b");
+  p.cluster = *cluster_preset("dgx-h100");
+  p.training = {gbs, 8192, Precision::bf16};
+  p.parallel.world_size = gpus;
+  p.parallel.tp = tp;
+  p.parallel.sp = tp > 1;
+  p.parallel.pp = pp;
+  p.parallel.vpp = vpp;
+  p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  p.parallel.micro_batch_size = mbs;
+  return p;
+}
+}  // namespace
+
+TEST(Simulator, BreakdownSumsToStepTime) {
+  for (auto plan : {llama70b(512, 8, 4, 1, 1, 1024), llama70b(512, 4, 8, 5, 1, 512), llama70b(256, 8, 1, 1, 1, 256)}) {
+    plan.parallel.zero = 1;
+    auto r = simulate(plan, default_cost_params(plan.cluster));
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_NEAR(r->time.total(), r->step_time_s, 1e-9 * r->step_time_s);
+    EXPECT_GT(r->mfu, 0.05);
+    EXPECT_LT(r->mfu, 1.0);
+  }
+}
+
+TEST(Simulator, MoreMicrobatchesSmallerBubble) {
+  double last = 1.0;
+  for (int64_t gbs : {64, 128, 256, 512}) {
+    auto r = simulate(llama70b(128, 8, 4, 1, 1, gbs), default_cost_params(*cluster_preset("dgx-h100")));
+    ASSERT_TRUE(r.ok());
+    EXPECT_LT(r->bubble_fraction, last) << gbs;
+    last = r->bubble_fraction;
+  }
+}
+
+TEST(Simulator, FullRecomputeTradesTimeForMemory) {
+  Plan a = llama70b(512, 8, 4, 1, 1, 1024);
+  Plan b = a;
+  b.parallel.recompute = Recompute::full;
+  auto p = default_cost_params(a.cluster);
+  auto ra = simulate(a, p), rb = simulate(b, p);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_LT(rb->memory.activations, 0.3 * ra->memory.activations);
+  EXPECT_GT(rb->step_time_s, ra->step_time_s);
+  EXPECT_GT(rb->time.recompute, 0);
+}
+
+TEST(Simulator, DeterministicOutput) {
+  Plan a = llama70b(512, 4, 8, 5, 1, 512);
+  auto p = default_cost_params(a.cluster);
+  auto r1 = simulate(a, p), r2 = simulate(a, p);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(report_to_json(*r1).dump(), report_to_json(*r2).dump());
+}
+
+TEST(Simulator, TraceEventsLieInsideTheStep) {
+  Plan a = llama70b(512, 4, 8, 5, 1, 512);
+  SimOptions so;
+  so.trace = true;
+  auto r = simulate(a, default_cost_params(a.cluster), so);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->trace.empty());
+  for (const auto& e : r->trace) {
+    EXPECT_GE(e.start_s, 0);
+    EXPECT_LE(e.start_s + e.dur_s, r->step_time_s * (1 + 1e-9)) << e.name;
+  }
+  auto j = trace_to_json(*r, a);
+  EXPECT_TRUE(j.contains("traceEvents"));
+}
+
+TEST(Simulator, MemoryExceedingCapacityIsAResult) {
+  Plan a = llama70b(8, 8, 1, 1, 4, 32);  // 70B on one node without sharding cannot fit
+  a.parallel.zero = 0;
+  auto r = simulate(a, default_cost_params(a.cluster));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->fits);
+  EXPECT_FALSE(r->warnings.empty());
+}
+
+TEST(Simulator, InvalidLayoutIsAnErrorNamingTheRule) {
+  Plan a = llama70b(512, 16, 4, 1, 1, 1024);
+  auto r = simulate(a, default_cost_params(a.cluster));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("tp=16 does not divide num_query_groups=8"), std::string::npos);
+}
+
+TEST(Simulator, LoraSkipsWeightGradients) {
+  Plan a = llama70b(64, 8, 1, 1, 1, 64);
+  Plan b = a;
+  b.training.method = TrainingMethod::lora;
+  auto p = default_cost_params(a.cluster);
+  auto ra = simulate(a, p), rb = simulate(b, p);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_LT(rb->time.compute, 0.8 * ra->time.compute);
+  EXPECT_EQ(rb->memory.optimizer, 0);
+}
