@@ -114,7 +114,7 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
 
   std::vector<int64_t> iters;
   for (const auto& r : rows) iters.push_back(static_cast<int64_t>(r.v.at("step")));
-  WarmupFlags wf = flag_warmup(iters, opt.warmup_iters, IntervalStyle::rows);
+  WarmupFlags wf = flag_warmup(iters, opt.warmup_iters);
   for (auto r : wf.restarts)
     run.warnings.push_back("the steps restart at " + std::to_string(r) + "; warm-up is applied again after it");
   const double gbs = static_cast<double>(plan.training.global_batch_size);

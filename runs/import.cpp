@@ -137,7 +137,7 @@ Expected<ImportResult> import_megatron_log(const MegatronLog& log, const Plan& p
     iters.push_back(it.iteration);
     restarts.push_back(it.after_restart);
   }
-  WarmupFlags wf = flag_warmup(iters, opt.warmup_iters, IntervalStyle::megatron, restarts);
+  WarmupFlags wf = flag_warmup(iters, opt.warmup_iters, restarts);
   for (const auto& r : wf.restarts) run.warnings.push_back("the log restarts at iteration " + std::to_string(r) +
                                                            " (a resumed job); warm-up is applied again after it");
 

@@ -94,7 +94,7 @@ Status write_png(const PlotScene& scene, const std::string& path) {
       if (active) qInstallMessageHandler(h);
     }
   } restore{previous, app != nullptr};
-  const double scale = 2.0;  // crisp on high-density screens
+  const double scale = scene.height <= 8000 ? 2.0 : 1.0;  // crisp on high-density screens, bounded memory
   QImage img(static_cast<int>(scene.width * scale), static_cast<int>(scene.height * scale), QImage::Format_ARGB32);
   img.fill(Qt::white);
   {

@@ -20,6 +20,12 @@ namespace {
 
 // Concurrent writers (several `mplan train` ranks or imports) wait this long for the write lock.
 constexpr int kBusyTimeoutMs = 60000;
+// Files up to this size get PRAGMA quick_check on open (~1 s per 75 MB); larger ones report damage
+// when a read reaches it (SQLITE_CORRUPT), still before any write to the damaged pages.
+constexpr long long kIntegrityCheckMaxBytes = 64ll << 20;
+
+// JSON text for storage; invalid UTF-8 in user-given strings is replaced, never thrown.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json parse_or(const std::string& text, json fallback) {
   auto j = json::parse(text, nullptr, false);
@@ -67,10 +73,10 @@ class SqliteRunsDb final : public RunsDb {
                "prediction_json, source_file, warnings_json, steps_total, steps_measured, step_time_s, "
                "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu) "
                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-      ins.bind(1, key).bind(2, run.plan.dump()).bind(3, run.source).bind(4, run.host);
-      ins.bind(5, (run.software.is_null() ? json::object() : run.software).dump()).bind(6, run.git_commit);
-      ins.bind(7, run.started_at).bind(8, (run.prediction.is_null() ? json::object() : run.prediction).dump());
-      ins.bind(9, run.source_file).bind(10, json(run.warnings).dump());
+      ins.bind(1, key).bind(2, dump(run.plan)).bind(3, run.source).bind(4, run.host);
+      ins.bind(5, dump(run.software.is_null() ? json::object() : run.software)).bind(6, run.git_commit);
+      ins.bind(7, run.started_at).bind(8, dump(run.prediction.is_null() ? json::object() : run.prediction));
+      ins.bind(9, run.source_file).bind(10, dump(json(run.warnings)));
       ins.bind(11, int64_t(s.steps_total)).bind(12, int64_t(s.steps_measured)).bind(13, s.step_time_s);
       ins.bind(14, s.tokens_per_s).bind(15, s.tflops_per_gpu).bind(16, s.mfu).bind(17, s.mfu_spread);
       ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu);
@@ -314,7 +320,7 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
   // 1. Look before writing anything: foreign, newer or damaged files stay as they are.
   Probe p;
   try {
-    p = probe(raw, exists && size > 0);
+    p = probe(raw, exists && size > 0 && size <= kIntegrityCheckMaxBytes);
   } catch (const SqlError& e) {
     if (e.code == SQLITE_BUSY)
       return Error("runs database " + path + ": locked by another process for over " +

@@ -92,7 +92,7 @@ std::string plan_key(const json& plan) {
   std::string model = str_at(plan, "model", "name");
   if (model.empty()) model = "plan";
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(canon.dump())));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(canon.dump(-1, ' ', false, json::error_handler_t::replace))));
   return model + "-" + std::string(hex, 12);
 }
 

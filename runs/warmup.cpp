@@ -23,8 +23,7 @@ int64_t log_interval(const std::vector<int64_t>& it) {
 
 }  // namespace
 
-WarmupFlags flag_warmup(const std::vector<int64_t>& it, int warmup_iters, IntervalStyle style,
-                        const std::vector<bool>& restart) {
+WarmupFlags flag_warmup(const std::vector<int64_t>& it, int warmup_iters, const std::vector<bool>& restart) {
   WarmupFlags out;
   out.warmup.assign(it.size(), false);
   if (it.empty()) return out;
@@ -35,8 +34,8 @@ WarmupFlags flag_warmup(const std::vector<int64_t>& it, int warmup_iters, Interv
     bool new_segment = i == 0 || it[i] <= prev || (i < restart.size() && restart[i]);
     if (new_segment) {
       if (i > 0) out.restarts.push_back(it[i]);
-      if (style == IntervalStyle::megatron && it[i] % interval == 0)
-        seg_start = std::max<int64_t>(1, it[i] - interval + 1);
+      if (it[i] % interval == 0)
+        seg_start = std::max<int64_t>(std::min<int64_t>(it[i], 0), it[i] - interval + 1);
       else
         seg_start = it[i];
       first = seg_start;

@@ -1,8 +1,11 @@
 // CSV import: documented columns in any order, warm-up rows, derived metrics, and clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/counting.h"
 #include "runs/import.h"
+#include "runs/warmup.h"
 #include "runs_test_util.h"
 
 using namespace mplan::runs;
@@ -85,4 +88,34 @@ TEST(CsvImport, RestartedStepsStartANewWarmup) {
   EXPECT_EQ(r->warmup_excluded, 20);
   EXPECT_TRUE(r->run.steps[20].warmup);
   EXPECT_FALSE(r->run.steps[30].warmup);
+}
+
+TEST(WarmupRule, IntervalsAndSegments) {
+  auto count = [](const WarmupFlags& f) { return static_cast<int>(std::count(f.warmup.begin(), f.warmup.end(), true)); };
+  // Every step, 1-based and 0-based: exactly the first 10 steps.
+  std::vector<int64_t> one, zero, hundred, resumed;
+  for (int i = 1; i <= 30; ++i) one.push_back(i);
+  for (int i = 0; i < 30; ++i) zero.push_back(i);
+  for (int i = 100; i <= 1000; i += 100) hundred.push_back(i);
+  for (int i = 5010; i <= 5100; i += 10) resumed.push_back(i);
+  EXPECT_EQ(count(flag_warmup(one, 10)), 10);
+  auto z = flag_warmup(zero, 10);
+  EXPECT_EQ(count(z), 10);
+  EXPECT_FALSE(z.warmup[10]);
+  // Every 100 steps: the first row covers 1..100 and alone holds the warm-up.
+  EXPECT_EQ(count(flag_warmup(hundred, 10)), 1);
+  EXPECT_EQ(count(flag_warmup(hundred, 150)), 2);
+  // A job resumed at 5000 and logging every 10: the line at 5010 covers 5001..5010.
+  EXPECT_EQ(count(flag_warmup(resumed, 10)), 1);
+  EXPECT_EQ(count(flag_warmup(resumed, 0)), 0);
+  // Restart marks: by a non-increasing step or explicitly.
+  std::vector<int64_t> two = {10, 20, 30, 40, 20, 30, 40};
+  auto t = flag_warmup(two, 10);
+  EXPECT_EQ(t.restarts, std::vector<int64_t>{20});
+  EXPECT_EQ(count(t), 2);
+  std::vector<bool> marks = {false, false, false, false, false, true, false};
+  auto m = flag_warmup({10, 20, 30, 40, 50, 60, 70}, 10, marks);
+  EXPECT_EQ(m.restarts, std::vector<int64_t>{60});
+  EXPECT_TRUE(m.warmup[5]);
+  EXPECT_FALSE(m.warmup[6]);
 }
