@@ -44,9 +44,12 @@ OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const C
   switch (op.kind) {
     case OpKind::gemm: {
       const GemmShape& s = op.gemm;
-      r.fwd_s = gemm_time_s(s, gp, c, p);
-      r.bwd_input_s = gemm_time_s({s.m, s.k, s.n, s.groups}, gp, c, p);
-      r.bwd_weight_s = gemm_time_s({s.k, s.n, s.m, s.groups}, gp, c, p);
+      // MoE experts run as grouped GEMMs, less efficient than one dense GEMM of the same work
+      CostParams pg = p;
+      if (op.name.rfind("expert_", 0) == 0) pg.gemm_eff_max *= p.grouped_gemm_eff;
+      r.fwd_s = gemm_time_s(s, gp, c, pg);
+      r.bwd_input_s = gemm_time_s({s.m, s.k, s.n, s.groups}, gp, c, pg);
+      r.bwd_weight_s = gemm_time_s({s.k, s.n, s.m, s.groups}, gp, c, pg);
       if (is_fp8_family(gp)) {
         // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
         double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;

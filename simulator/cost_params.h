@@ -25,6 +25,8 @@ struct CostParams {
   int gemm_tile_m = 128;
   int gemm_tile_n = 256;
   std::map<Precision, double> precision_eff;  // multiplier on gemm_eff_max (missing = 1)
+  // Multiplier for the grouped GEMMs of MoE experts (many small per-expert GEMMs in one kernel).
+  double grouped_gemm_eff = 1.0;
   // Flash attention: achieved fraction of the dense peak, forward and backward.
   double attn_fwd_eff = 0.60;
   double attn_bwd_eff = 0.45;
