@@ -42,75 +42,102 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-}  // namespace
+// One data row: its line number and the numeric cells of the columns mplan reads.
+struct Row {
+  int line;
+  std::map<std::string, double> v;
+};
 
-Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan,
-                                  const ImportOptions& opt) {
-  auto peak = plan_peak_tflops(plan);
-  if (!peak) return peak.error();
-  ImportResult res;
-  RunRecord& run = res.run;
-  run.plan = plan_to_json(plan);
-  run.plan_key = plan_key(run.plan);
-  run.source = "csv";
-  res.format = "csv";
+struct CsvRows {
+  std::vector<Row> rows;
+  std::vector<std::string> warnings;  // ignored columns
+};
+
+// Header -> column indices; problems when the required columns are missing.
+std::map<std::string, size_t> read_header(const std::vector<std::string>& cells, const std::string& where,
+                                          std::vector<std::string>& warnings, std::vector<std::string>& problems) {
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::string c = lower_trim(cells[i]);
+    if (std::find(kColumns.begin(), kColumns.end(), c) != kColumns.end()) col[c] = i;
+    else warnings.push_back(where + ": column '" + c + "' is not one mplan reads; ignored");
+  }
+  if (!col.count("step")) problems.push_back(where + ": header has no 'step' column");
+  if (!col.count("step_time_s") && !col.count("tokens_per_s"))
+    problems.push_back(where + ": header needs 'step_time_s' or 'tokens_per_s'");
+  if (!problems.empty())
+    problems.push_back("expected a header row naming columns among: step, step_time_s, tokens_per_s, "
+                       "tflops_per_gpu, mfu, peak_memory_gib, loss (see docs/runs.md)");
+  return col;
+}
+
+Row read_row(const std::vector<std::string>& cells, const std::map<std::string, size_t>& col, int n,
+             const std::string& where, std::vector<std::string>& problems) {
+  Row r{n, {}};
+  for (const auto& [c, i] : col) {
+    if (i >= cells.size() || lower_trim(cells[i]).empty()) continue;
+    std::string cell = lower_trim(cells[i]);
+    char* end = nullptr;
+    double v = std::strtod(cell.c_str(), &end);
+    if (end == cell.c_str() || *end != '\0' || !std::isfinite(v)) {
+      problems.push_back(where + ": column " + c + ": '" + cell + "' is not a number");
+      continue;
+    }
+    r.v[c] = v;
+  }
+  if (!r.v.count("step")) problems.push_back(where + ": the step is empty");
+  else if (!r.v.count("step_time_s") && !r.v.count("tokens_per_s"))
+    problems.push_back(where + ": needs step_time_s or tokens_per_s");
+  else if (r.v.count("step_time_s") ? r.v["step_time_s"] <= 0 : r.v["tokens_per_s"] <= 0)
+    problems.push_back(where + ": step_time_s / tokens_per_s must be > 0");
+  if (r.v.count("mfu") && (r.v["mfu"] < 0 || r.v["mfu"] > 1))
+    problems.push_back(where + ": mfu " + cells[col.at("mfu")] + " is not a fraction in 0..1 (write 0.42 for 42%)");
+  return r;
+}
+
+Expected<CsvRows> read_csv_rows(const std::string& text, const std::string& name) {
+  CsvRows out;
   std::istringstream in(text);
   std::string line;
   int n = 0;
   std::map<std::string, size_t> col;
   std::vector<std::string> problems;
-  struct Row {
-    int line;
-    std::map<std::string, double> v;
-  };
-  std::vector<Row> rows;
   while (std::getline(in, line)) {
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::string probe = lower_trim(line);
     if (probe.empty() || probe[0] == '#') continue;
     auto cells = split_csv(line);
+    std::string where = name + ":" + std::to_string(n);
     if (col.empty()) {
-      for (size_t i = 0; i < cells.size(); ++i) {
-        std::string c = lower_trim(cells[i]);
-        if (std::find(kColumns.begin(), kColumns.end(), c) != kColumns.end()) col[c] = i;
-        else run.warnings.push_back(name + ": column '" + c + "' is not one mplan reads; ignored");
-      }
-      if (!col.count("step")) problems.push_back(name + ":" + std::to_string(n) + ": header has no 'step' column");
-      if (!col.count("step_time_s") && !col.count("tokens_per_s"))
-        problems.push_back(name + ":" + std::to_string(n) + ": header needs 'step_time_s' or 'tokens_per_s'");
-      if (!problems.empty()) {
-        problems.push_back("expected a header row naming columns among: step, step_time_s, tokens_per_s, "
-                           "tflops_per_gpu, mfu, peak_memory_gib, loss (see docs/runs.md)");
-        return Error(problems);
-      }
+      col = read_header(cells, where, out.warnings, problems);
+      if (!problems.empty()) return Error(problems);
       continue;
     }
-    Row r{n, {}};
-    for (const auto& [c, i] : col) {
-      if (i >= cells.size() || lower_trim(cells[i]).empty()) continue;
-      std::string cell = lower_trim(cells[i]);
-      char* end = nullptr;
-      double v = std::strtod(cell.c_str(), &end);
-      if (end == cell.c_str() || *end != '\0' || !std::isfinite(v)) {
-        problems.push_back(name + ":" + std::to_string(n) + ": column " + c + ": '" + cell + "' is not a number");
-        continue;
-      }
-      r.v[c] = v;
-    }
-    if (!r.v.count("step")) problems.push_back(name + ":" + std::to_string(n) + ": the step is empty");
-    else if (!r.v.count("step_time_s") && !r.v.count("tokens_per_s"))
-      problems.push_back(name + ":" + std::to_string(n) + ": needs step_time_s or tokens_per_s");
-    else if (r.v.count("step_time_s") ? r.v["step_time_s"] <= 0 : r.v["tokens_per_s"] <= 0)
-      problems.push_back(name + ":" + std::to_string(n) + ": step_time_s / tokens_per_s must be > 0");
-    if (r.v.count("mfu") && (r.v["mfu"] < 0 || r.v["mfu"] > 1))
-      problems.push_back(name + ":" + std::to_string(n) + ": mfu " + cells[col["mfu"]] +
-                         " is not a fraction in 0..1 (write 0.42 for 42%)");
-    rows.push_back(std::move(r));
+    out.rows.push_back(read_row(cells, col, n, where, problems));
   }
   if (col.empty()) problems.push_back(name + ": empty CSV; expected a header row and one row per step");
-  else if (rows.empty() && problems.empty()) problems.push_back(name + ": no data rows after the header");
+  else if (out.rows.empty() && problems.empty()) problems.push_back(name + ": no data rows after the header");
   if (!problems.empty()) return Error(problems);
+  return out;
+}
+
+}  // namespace
+
+Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan,
+                                  const ImportOptions& opt) {
+  auto peak = plan_peak_tflops(plan);
+  if (!peak) return peak.error();
+  auto parsed = read_csv_rows(text, name);
+  if (!parsed) return parsed.error();
+  std::vector<Row>& rows = parsed.value().rows;
+  ImportResult res;
+  RunRecord& run = res.run;
+  run.plan = plan_to_json(plan);
+  run.plan_key = plan_key(run.plan);
+  run.source = "csv";
+  run.warnings = parsed.value().warnings;
+  res.format = "csv";
 
   std::vector<int64_t> iters;
   for (const auto& r : rows) iters.push_back(static_cast<int64_t>(r.v.at("step")));

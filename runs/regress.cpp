@@ -39,6 +39,55 @@ double median_stderr(const RunRecord& r) {
   return kMedianStdErrFactor * r.summary.mfu_spread / std::sqrt(double(r.summary.steps_measured));
 }
 
+// Noise band: the run-to-run spread (range) of the recent runs; at least the statistical
+// uncertainty of the two medians compared (2 x combined standard error).
+void noise_band(PlanRegression& p, const std::vector<const RunRecord*>& window,
+                const std::vector<const RunRecord*>& base, const RunRecord& latest) {
+  std::vector<double> wm, se;
+  for (const RunRecord* r : window) wm.push_back(r->summary.mfu);
+  for (const RunRecord* r : base) se.push_back(median_stderr(*r));
+  double se_base = median(se) / std::sqrt(double(base.size()));
+  double se_latest = median_stderr(latest);
+  double floor = 2.0 * std::sqrt(se_base * se_base + se_latest * se_latest);
+  double spread = value_range(wm);
+  if (spread >= floor && window.size() >= 2) {
+    p.noise_mfu = spread;
+    p.noise_basis = "run-to-run range of the last " + std::to_string(window.size()) + " runs";
+  } else {
+    p.noise_mfu = floor;
+    p.noise_basis = window.size() >= 2 ? "within-run step noise (exceeds the range of the last " +
+                                             std::to_string(window.size()) + " runs)"
+                                       : "within-run step noise (fewer than 2 earlier runs to measure run-to-run "
+                                         "spread)";
+  }
+}
+
+// Status and explanation from the change against the baseline, the threshold and the noise band.
+void classify(PlanRegression& p, double threshold_pct) {
+  const double base = p.baseline_mfu, diff = p.latest_mfu - base;
+  p.change_pct = diff / base * 100.0;
+  p.noise_pct = p.noise_mfu / base * 100.0;
+  std::string cmp = "MFU " + mfu_pct(p.latest_mfu) + " vs baseline " + mfu_pct(base) + " (" +
+                    (p.change_pct >= 0 ? "+" : "") + pct(p.change_pct) + ")";
+  if (-p.change_pct > threshold_pct) {
+    if (-diff > p.noise_mfu) {
+      p.status = "regression";
+      p.explanation = cmp + ": the drop exceeds the " + pct(threshold_pct) + " threshold and the noise band " +
+                      "of " + pct(p.noise_pct) + " (" + p.noise_basis + ")";
+    } else {
+      p.status = "within-noise";
+      p.explanation = cmp + ": beyond the " + pct(threshold_pct) + " threshold but inside the noise band of " +
+                      pct(p.noise_pct) + " (" + p.noise_basis + "); not a regression";
+    }
+  } else if (p.change_pct > threshold_pct && diff > p.noise_mfu) {
+    p.status = "improved";
+    p.explanation = cmp + ": faster than the baseline beyond threshold and noise";
+  } else {
+    p.status = "ok";
+    p.explanation = cmp + ": within the " + pct(threshold_pct) + " threshold";
+  }
+}
+
 PlanRegression evaluate_plan(std::vector<const RunRecord*> runs, const RegressOptions& opt, int last_n) {
   std::sort(runs.begin(), runs.end(), older);
   PlanRegression p;
@@ -81,53 +130,13 @@ PlanRegression evaluate_plan(std::vector<const RunRecord*> runs, const RegressOp
   }
   for (const RunRecord* r : base) p.baseline_ids.push_back(r->id);
 
-  // Noise band: the run-to-run spread (range) of the recent runs; at least the statistical
-  // uncertainty of the two medians compared (2 x combined standard error).
-  std::vector<double> wm, se;
-  for (const RunRecord* r : window) wm.push_back(r->summary.mfu);
-  for (const RunRecord* r : base) se.push_back(median_stderr(*r));
-  double se_base = median(se) / std::sqrt(double(base.size()));
-  double se_latest = median_stderr(latest);
-  double floor = 2.0 * std::sqrt(se_base * se_base + se_latest * se_latest);
-  double spread = value_range(wm);
-  if (spread >= floor && window.size() >= 2) {
-    p.noise_mfu = spread;
-    p.noise_basis = "run-to-run range of the last " + std::to_string(window.size()) + " runs";
-  } else {
-    p.noise_mfu = floor;
-    p.noise_basis = window.size() >= 2 ? "within-run step noise (exceeds the range of the last " +
-                                             std::to_string(window.size()) + " runs)"
-                                       : "within-run step noise (fewer than 2 earlier runs to measure run-to-run "
-                                         "spread)";
-  }
-  double base_mfu = p.baseline_mfu;
-  if (base_mfu <= 0) {
+  noise_band(p, window, base, latest);
+  if (p.baseline_mfu <= 0) {
     p.status = "no-baseline";
     p.explanation = "the baseline run has no measured MFU";
     return p;
   }
-  p.change_pct = (p.latest_mfu - base_mfu) / base_mfu * 100.0;
-  p.noise_pct = p.noise_mfu / base_mfu * 100.0;
-  double diff = p.latest_mfu - base_mfu;
-  std::string cmp = "MFU " + mfu_pct(p.latest_mfu) + " vs baseline " + mfu_pct(base_mfu) + " (" +
-                    (p.change_pct >= 0 ? "+" : "") + pct(p.change_pct) + ")";
-  if (-p.change_pct > opt.threshold_pct) {
-    if (-diff > p.noise_mfu) {
-      p.status = "regression";
-      p.explanation = cmp + ": the drop exceeds the " + pct(opt.threshold_pct) + " threshold and the noise band " +
-                      "of " + pct(p.noise_pct) + " (" + p.noise_basis + ")";
-    } else {
-      p.status = "within-noise";
-      p.explanation = cmp + ": beyond the " + pct(opt.threshold_pct) + " threshold but inside the noise band of " +
-                      pct(p.noise_pct) + " (" + p.noise_basis + "); not a regression";
-    }
-  } else if (p.change_pct > opt.threshold_pct && diff > p.noise_mfu) {
-    p.status = "improved";
-    p.explanation = cmp + ": faster than the baseline beyond threshold and noise";
-  } else {
-    p.status = "ok";
-    p.explanation = cmp + ": within the " + pct(opt.threshold_pct) + " threshold";
-  }
+  classify(p, opt.threshold_pct);
   return p;
 }
 
