@@ -103,12 +103,8 @@ std::string iso_from_log(const std::string& t) {
   return s + "Z";
 }
 
-}  // namespace
-
-Expected<ImportResult> import_megatron_log(const MegatronLog& log, const Plan& plan, const ImportOptions& opt) {
-  auto peak = plan_peak_tflops(plan);
-  if (!peak) return peak.error();
-  ImportResult res;
+// The run's plan, provenance and the check of the log's arguments against the plan.
+Status start_megatron_run(const MegatronLog& log, const Plan& plan, const ImportOptions& opt, ImportResult& res) {
   RunRecord& run = res.run;
   run.plan = plan_to_json(plan);
   run.plan_key = plan_key(run.plan);
@@ -130,7 +126,17 @@ Expected<ImportResult> import_megatron_log(const MegatronLog& log, const Plan& p
   run.software = software_from_args(log.args);
   run.software["framework"] = "Megatron-LM";
   run.software["log_format"] = log.format;
+  return {};
+}
 
+}  // namespace
+
+Expected<ImportResult> import_megatron_log(const MegatronLog& log, const Plan& plan, const ImportOptions& opt) {
+  auto peak = plan_peak_tflops(plan);
+  if (!peak) return peak.error();
+  ImportResult res;
+  if (auto st = start_megatron_run(log, plan, opt, res); !st) return st.error();
+  RunRecord& run = res.run;
   std::vector<int64_t> iters;
   std::vector<bool> restarts;
   for (const auto& it : log.iterations) {
