@@ -109,10 +109,11 @@ class Backend {
 
   // ---- vocabulary-parallel softmax cross-entropy over logits (N, V) of which `valid` columns exist ----
   virtual void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64_t valid) = 0;
-  // sumexp[n] = sum exp(l - gmax[n]); tlogit[n] = logit of the target when this shard owns it, else 0
-  virtual void xent_sumexp_target(float* sumexp, float* tlogit, const float* logits, const float* gmax,
+  // sumexp[n] = sum exp(l - gmax[n]); tlogit[n] = logit of the target when this shard owns it, else 0;
+  // the logits are replaced by exp(l - gmax[n]) (reused by the backward)
+  virtual void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
                                   const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) = 0;
-  // in place: logits -> dlogits = (softmax - onehot) * dloss[n]
+  // in place: exp(l - gmax) from xent_sumexp_target -> dlogits = (softmax - onehot) * dloss[n]
   virtual void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets,
                              const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) = 0;
 

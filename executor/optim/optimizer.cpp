@@ -14,7 +14,8 @@ DistributedOptimizer::DistributedOptimizer(Exec& ex, const OptimConfig& cfg) : c
   for (ParamClass c : {ParamClass::dense, ParamClass::expert}) {
     const int i = int(c);
     const int64_t n = ex.ps.size(c);
-    if (ex.d.zero >= 1) {
+    sharded_[i] = ex.d.zero >= 1 && group(ex, c)->size() > 1;
+    if (sharded_[i]) {
       Comm* g = group(ex, c);
       const int64_t shard = n / g->size();
       lo_[i] = int64_t(g->rank()) * shard;
@@ -51,7 +52,7 @@ void DistributedOptimizer::reduce_grads(Exec& ex, ParamClass c) {
   Comm* g = group(ex, c);
   Tensor& grads = ex.ps.grads(c);
   const int64_t n = ex.ps.size(c);
-  if (ex.d.zero >= 1) {
+  if (sharded_[int(c)]) {
     OpTimers::Scope t(ex.timers, "dp_reduce_scatter");
     g->reduce_scatter_sum(grads.data(), shard_grad_[int(c)].data(), n / g->size());
   } else if (g->size() > 1) {
@@ -72,8 +73,8 @@ bool counted(const Exec& ex, const ParamEntry& e) {
 
 double DistributedOptimizer::local_norm_sq(Exec& ex, ParamClass c) {
   const int i = int(c);
-  if (ex.d.zero == 0 && group(ex, c)->rank() != 0) return 0;  // replicas of the same reduced gradients
-  const float* g = ex.d.zero >= 1 ? shard_grad_[i].data() : ex.ps.grads(c).data();
+  if (!sharded_[i] && group(ex, c)->rank() != 0) return 0;  // replicas of the same reduced gradients
+  const float* g = sharded_[i] ? shard_grad_[i].data() : ex.ps.grads(c).data();
   double s = 0;
   for (const ParamEntry& e : ex.ps.entries()) {
     if (e.cls != c || !counted(ex, e)) continue;
@@ -86,7 +87,7 @@ double DistributedOptimizer::local_norm_sq(Exec& ex, ParamClass c) {
 void DistributedOptimizer::update(Exec& ex, ParamClass c, const AdamWArgs& base, float clip_coef) {
   const int i = int(c);
   float* p = ex.ps.params(c).data();
-  float* g = ex.d.zero >= 1 ? shard_grad_[i].data() : ex.ps.grads(c).data() + lo_[i];
+  float* g = sharded_[i] ? shard_grad_[i].data() : ex.ps.grads(c).data() + lo_[i];
   OpTimers::Scope t(ex.timers, "adamw");
   for (const ParamEntry& e : ex.ps.entries()) {
     if (e.cls != c) continue;
@@ -101,9 +102,8 @@ void DistributedOptimizer::update(Exec& ex, ParamClass c, const AdamWArgs& base,
 }
 
 void DistributedOptimizer::gather_params(Exec& ex, ParamClass c) {
-  if (ex.d.zero < 1) return;
+  if (!sharded_[int(c)]) return;
   Comm* g = group(ex, c);
-  if (g->size() == 1) return;
   OpTimers::Scope t(ex.timers, "dp_allgather");
   const int64_t shard = hi_[int(c)] - lo_[int(c)];
   Tensor tmp = ex.alloc({shard});

@@ -51,7 +51,8 @@ class DistributedOptimizer {
   OptimConfig cfg_;
   int64_t lo_[2] = {0, 0}, hi_[2] = {0, 0};
   Tensor m_[2], v_[2];
-  Tensor shard_grad_[2];  // reduce-scatter output (zero >= 1)
+  Tensor shard_grad_[2];  // reduce-scatter output (zero >= 1 over a group of > 1 ranks)
+  bool sharded_[2] = {false, false};
 };
 
 }  // namespace mplan::exec

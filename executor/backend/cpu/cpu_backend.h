@@ -57,7 +57,7 @@ class CpuBackend final : public Backend {
   void position_backward(float* dwpe, const float* dout, const int32_t* pos, int64_t N, int64_t C) override;
 
   void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64_t valid) override;
-  void xent_sumexp_target(float* sumexp, float* tlogit, const float* logits, const float* gmax,
+  void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
                           const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) override;
   void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets,
                      const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) override;

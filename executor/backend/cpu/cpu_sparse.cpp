@@ -62,16 +62,19 @@ void CpuBackend::xent_rowmax(float* rowmax, const float* logits, int64_t N, int6
   }
 }
 
-void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, const float* logits, const float* gmax,
+void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
                                     const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) {
   for (int64_t n = 0; n < N; ++n) {
-    const float* l = logits + n * V;
+    float* l = logits + n * V;
     const float m = gmax[n];
-    double s = 0;
-    for (int64_t c = 0; c < valid; ++c) s += std::exp(l[c] - m);
-    sumexp[n] = float(s);
     int64_t t = int64_t(targets[n]) - vstart;
     tlogit[n] = (t >= 0 && t < valid) ? l[t] : 0.0f;
+    double s = 0;
+    for (int64_t c = 0; c < valid; ++c) {
+      l[c] = std::exp(l[c] - m);
+      s += l[c];
+    }
+    sumexp[n] = float(s);
   }
 }
 
@@ -80,12 +83,11 @@ void CpuBackend::xent_backward(float* logits, const float* gmax, const float* gs
                                const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) {
   for (int64_t n = 0; n < N; ++n) {
     float* l = logits + n * V;
-    const float m = gmax[n], inv = 1.0f / gsumexp[n], d = dloss[n];
+    (void)gmax;  // the forward already subtracted it
+    const float inv = 1.0f / gsumexp[n], d = dloss[n];
     const int64_t t = int64_t(targets[n]) - vstart;
-    for (int64_t c = 0; c < valid; ++c) {
-      float p = std::exp(l[c] - m) * inv;
-      l[c] = (p - (c == t ? 1.0f : 0.0f)) * d;
-    }
+    for (int64_t c = 0; c < valid; ++c) l[c] = l[c] * inv * d;
+    if (t >= 0 && t < valid) l[t] -= d;
     for (int64_t c = valid; c < V; ++c) l[c] = 0;
   }
 }
@@ -171,16 +173,20 @@ void CpuBackend::adamw(float* param, const float* grad, float* m, float* v, int6
   const float bc1 = 1.0f - std::pow(a.beta1, float(a.step));
   const float bc2 = 1.0f - std::pow(a.beta2, float(a.step));
   const float step_size = a.lr / bc1;
-  const float bc2_sqrt = std::sqrt(bc2);
+  const float inv_bc2_sqrt = 1.0f / std::sqrt(bc2);
   const float decay = 1.0f - a.lr * a.weight_decay;
+  const float b1 = a.beta1, b2 = a.beta2, c1 = 1.0f - a.beta1, c2 = 1.0f - a.beta2, eps = a.eps;
+  float* __restrict p = param;
+  const float* __restrict g = grad;
+  float* __restrict mm = m;
+  float* __restrict vv = v;
   for (int64_t i = 0; i < n; ++i) {
-    float g = grad[i];
-    float mi = a.beta1 * m[i] + (1.0f - a.beta1) * g;
-    float vi = a.beta2 * v[i] + (1.0f - a.beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    float denom = std::sqrt(vi) / bc2_sqrt + a.eps;
-    param[i] = param[i] * decay - step_size * mi / denom;
+    const float gi = g[i];
+    const float mi = b1 * mm[i] + c1 * gi;
+    const float vi = b2 * vv[i] + c2 * gi * gi;
+    mm[i] = mi;
+    vv[i] = vi;
+    p[i] = p[i] * decay - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
   }
 }
 
