@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -14,6 +15,7 @@
 #include "profiles/cuda_profiler.h"
 #include "profiles/host_info.h"
 #include "profiles/launcher.h"
+#include "profiles/runs_fit.h"
 #include "profiles/shipped.h"
 
 namespace mplan::cli {
@@ -83,21 +85,47 @@ void print_fit(const CalibrateResult& r) {
             << g3(r.cluster.scale_out_latency_us) << " us\n";
 }
 
+void print_runs(const RunsFitResult& r, const std::string& file) {
+  std::cout << "\nend-to-end runs (" << file << "): " << r.rows_used << " of " << r.rows_in_file
+            << " rows are clean rows of this GPU\n";
+  for (const auto& n : r.notes) std::cout << "  " << n << "\n";
+  if (r.rows_used == 0) return;
+  std::string ps;
+  for (const auto& [k, v] : r.fitted) ps += (ps.empty() ? "" : " ") + k + "=" + g3(v);
+  std::cout << "fitted: " << ps << "\n";
+  TextTable t({"run family", "rows", "MAPE before", "MAPE after"});
+  t.add_row({"all", std::to_string(r.overall.rows), fmt(r.overall.mape_before, 1) + "%", fmt(r.overall.mape_after, 1) + "%"});
+  for (const auto& [fam, e] : r.by_family)
+    t.add_row({fam, std::to_string(e.rows), fmt(e.mape_before, 1) + "%", fmt(e.mape_after, 1) + "%"});
+  std::cout << t.render();
+}
+
 int run_calibrate(const CalibrateCliOptions& o) {
   if (o.c.db.empty() == o.c.shipped.empty()) throw InputError{"give exactly one of --db FILE or --shipped NAME"};
   auto r = calibrate(o.c);
   if (!r) throw InputError{r.error().message()};
   CalibrateResult res = std::move(r).value();
+  std::optional<RunsFitResult> runs;
   if (!o.runs.empty()) {
-    std::cerr << "mplan: --runs " << o.runs
-              << ": not used. Fitting end-to-end runs needs the simulator (simulate()), which this build does not "
-                 "provide yet; the calibration below comes from the kernel and collective rows only.\n";
-    res.calibration.fit["runs"] = "not fitted: the simulator is not available in this build";
+    auto rf = fit_runs_csv(o.runs, res.cluster, res.calibration);
+    if (!rf) throw InputError{rf.error().message()};
+    runs = *rf;
+    nlohmann::json fam = nlohmann::json::object();
+    for (const auto& [k, e] : rf->by_family)
+      fam[k] = {{"rows", e.rows}, {"mape_before_pct", e.mape_before}, {"mape_after_pct", e.mape_after}};
+    nlohmann::json fitted = nlohmann::json::object();
+    for (const auto& [k, v] : rf->fitted) fitted[k] = v;
+    res.calibration.fit["runs"] = {{"file", o.runs},          {"rows_in_file", rf->rows_in_file},
+                                   {"rows_used", rf->rows_used}, {"fitted", fitted},
+                                   {"mape_before_pct", rf->overall.mape_before},
+                                   {"mape_after_pct", rf->overall.mape_after}, {"by_family", fam}, {"notes", rf->notes}};
   }
-  if (o.format == "json")
+  if (o.format == "json") {
     std::cout << calibration_to_json(res.calibration).dump(2) << "\n";
-  else
+  } else {
     print_fit(res);
+    if (runs) print_runs(*runs, o.runs);
+  }
   if (!o.out.empty()) write_json(o.out, calibration_to_json(res.calibration), "calibration");
   if (!o.emit_cluster.empty()) write_json(o.emit_cluster, cluster_to_json(res.cluster), "cluster " + res.cluster.name);
   return kExitOk;

@@ -29,6 +29,7 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
       << to_string(t.precision) << "\n";
   out << "layout: " << layout_summary(plan.parallel) << "; " << r.num_microbatches << " micro-batches\n\n";
   TextTable s({"metric", "value"});
+  s.left_align(1);
   s.add_row({"step time", fmt(r.step_time_s, 3) + " s"});
   s.add_row({"tokens/s per GPU", fmt(r.tokens_per_s_per_gpu, 0)});
   s.add_row({"model TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1)});

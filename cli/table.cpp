@@ -23,7 +23,7 @@ std::string TextTable::render() const {
   auto line = [&](const std::vector<std::string>& r, bool head) {
     for (size_t i = 0; i < w.size(); ++i) {
       std::string cell = i < r.size() ? r[i] : "";
-      bool right = !head && numeric(cell) && i > 0;
+      bool right = !head && numeric(cell) && i > 0 && !(i < left_.size() && left_[i]);
       if (i) out += "  ";
       std::string pad(w[i] - cell.size(), ' ');
       out += right ? pad + cell : cell + (i + 1 < w.size() ? pad : "");

@@ -9,12 +9,18 @@ class TextTable {
  public:
   explicit TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
   void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // Numeric-looking cells are right-aligned unless their column is marked left.
+  void left_align(size_t column) {
+    if (left_.size() <= column) left_.resize(column + 1, false);
+    left_[column] = true;
+  }
   std::string render() const;
   bool empty() const { return rows_.empty(); }
 
  private:
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
+  std::vector<bool> left_;
 };
 
 // Fixed-point formatting helpers.

@@ -41,18 +41,19 @@ std::vector<FitParamSpec> default_fit_params() {
 }
 
 std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal) {
-  double sl = 0, sa = 0;
+  double sl = 0, sa = 0, wsum = 0;
   int n = 0;
   for (const auto& r : runs) {
     auto rep = simulate(r.plan, cal.params_for(r.plan.cluster.gpu));
     if (!rep || rep->tokens_per_s_per_gpu <= 0) continue;
     double ratio = rep->tokens_per_s_per_gpu / r.tokens_per_s_per_gpu;
-    sl += std::fabs(std::log(ratio));
+    sl += r.weight * std::fabs(std::log(ratio));
+    wsum += r.weight;
     sa += std::fabs(ratio - 1.0) * 100.0;
     ++n;
   }
-  if (n == 0) return {1e9, 1e9};
-  return {sl / n, sa / n};
+  if (n == 0 || wsum <= 0) return {1e9, 1e9};
+  return {sl / wsum, sa / n};
 }
 
 FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,

@@ -15,6 +15,7 @@ struct MeasuredRun {
   std::string id;
   Plan plan;
   double tokens_per_s_per_gpu = 0;
+  double weight = 1.0;  // weight in the loss (families are balanced so dense rows don't drown MoE rows)
 };
 
 struct FitParamSpec {

@@ -104,8 +104,13 @@ std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows
     if (!run) continue;
     auto meas = measured_tokens_per_s_per_gpu(c, *run, nullptr);
     if (!meas) continue;
-    out.push_back({run->row_id, run->plan, *meas});
+    out.push_back({run->row_id, run->plan, *meas, 1.0});
   }
+  // balance dense and MoE rows: each class carries half of the loss
+  int moe = 0;
+  for (const auto& r : out) moe += r.plan.model.moe ? 1 : 0;
+  int dense = int(out.size()) - moe;
+  for (auto& r : out) r.weight = (r.plan.model.moe ? 0.5 / std::max(1, moe) : 0.5 / std::max(1, dense)) * out.size();
   return out;
 }
 
