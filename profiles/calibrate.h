@@ -3,6 +3,7 @@
 // model, and produces the "mplan.calibration/1" JSON (simulator/cost_params.h) plus, for a CPU, the
 // local-cpu ClusterSpec.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "core/cluster_spec.h"
@@ -19,6 +20,9 @@ struct CalibrateOptions {
   std::string device;   // device id or a substring of its name; "" = the newest device with rows
   std::string cluster;  // cluster preset or file the rows ran on; "" = the device's own
   bool store = true;    // record the calibration in the database (not for shipped profiles)
+  // Starting values of the fit and values of what it does not fit; default: the documented
+  // defaults for the cluster (default_cost_params).
+  std::optional<CostParams> base;
 };
 
 struct CalibrateResult {

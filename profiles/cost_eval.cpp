@@ -11,7 +11,8 @@ OpKind op_kind_of(const std::string& op) {
     std::string s(suf);
     return op.size() >= s.size() && op.compare(op.size() - s.size(), s.size(), s) == 0;
   };
-  if (ends_with("_gemm") || op == "router") return OpKind::gemm;
+  // "gemm": a plain GEMM benchmark not tied to a layer (published GEMM sweeps)
+  if (ends_with("_gemm") || op == "router" || op == "gemm") return OpKind::gemm;
   if (op == "attn_core") return OpKind::attention;
   if (ends_with("_norm")) return OpKind::norm;
   if (op == "embedding") return OpKind::embedding;

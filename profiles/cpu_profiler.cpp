@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <cstdlib>
 #include <random>
 
 #include "core/ops.h"
@@ -307,7 +308,8 @@ Device cpu_device_row() {
                  {"OPENBLAS_CORETYPE", coretype ? coretype : ""},
                  {"blas_threads", 1},
                  {"cores", int(h.cpus.size())},
-                 {"avx512", h.avx512}};
+                 {"avx512", h.avx512},
+                 {"loadavg_at_start", load_average()}};
   return d;
 }
 
@@ -315,7 +317,8 @@ Expected<CpuProfileResult> profile_cpu_kernels(ProfileDb& db, Device& dev, const
   CpuProfileResult res;
   res.device_id = dev.id;
   HostInfo h = host_info();
-  if (!pin_to_cpu(h.cpus.front())) res.notes.push_back("could not pin to CPU " + std::to_string(h.cpus.front()));
+  ScopedPin pin(h.cpus.front());
+  if (!pin.ok()) res.notes.push_back("could not pin to CPU " + std::to_string(h.cpus.front()));
   auto sess = db.begin_session(dev.id, "kernels", o.command);
   if (!sess) return sess.error();
 
@@ -357,6 +360,7 @@ Expected<CpuProfileResult> profile_cpu_kernels(ProfileDb& db, Device& dev, const
       if (auto s = db.update_device(dev); !s) return s.error();
     }
   }
+  dev.libraries["loadavg_at_end_of_kernels"] = load_average();
   if (auto s = db.update_device(dev); !s) return s.error();
   res.interrupted = stop_requested();
   bar.finish(std::to_string(res.kernel_rows) + " kernel rows" + (res.interrupted ? " (interrupted)" : "") +

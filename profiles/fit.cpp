@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <climits>
 
 #include "profiles/cost_eval.h"
 #include "profiles/least_squares.h"
@@ -28,6 +29,7 @@ struct Param {
   std::string name;
   bool unit;
   std::function<double&(Model&)> ref;
+  double floor = 0;  // positive parameters stay above this (a physical minimum)
 };
 
 double to_free(const Param& p, double v) {
@@ -35,9 +37,9 @@ double to_free(const Param& p, double v) {
     v = std::clamp(v, 1e-4, 1 - 1e-9);
     return std::log(v / (1 - v));
   }
-  return std::log(std::max(v, 1e-12));
+  return std::log(std::max(v - p.floor, 1e-12));
 }
-double from_free(const Param& p, double u) { return p.unit ? 1.0 / (1.0 + std::exp(-u)) : std::exp(u); }
+double from_free(const Param& p, double u) { return p.unit ? 1.0 / (1.0 + std::exp(-u)) : p.floor + std::exp(u); }
 
 double log_residual(double pred, double meas) {
   if (!(pred > 0) || !std::isfinite(pred) || !(meas > 0)) return 50.0;
@@ -92,9 +94,12 @@ std::vector<std::pair<std::string, double>> values(Model& m, const std::vector<P
 Param unit_param(const std::string& name, double CostParams::*f) {
   return {name, true, [f](Model& m) -> double& { return m.p.*f; }};
 }
-Param pos_param(const std::string& name, double CostParams::*f) {
-  return {name, false, [f](Model& m) -> double& { return m.p.*f; }};
+Param pos_param(const std::string& name, double CostParams::*f, double floor) {
+  return {name, false, [f](Model& m) -> double& { return m.p.*f; }, floor};
 }
+// Physical minimums: a kernel launch or a message step costs at least 10 ns; a GEMM reaches half
+// its efficiency no earlier than at 1 kFLOP.
+constexpr double kMinOverheadUs = 0.01, kMinHalfFlops = 1e3;
 
 json error_json(const FitError& e) {
   return {{"rows", e.rows},       {"mape", e.mape},       {"median_ape", e.median_ape},
@@ -154,9 +159,11 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
     by_class[fit_class_of(r)].push_back(&r);
     out.kernel_ids.push_back(r.id);
   }
-  auto kernel_fit = [&](const std::string& cls, std::vector<Param> ps, const std::string& empty_note) {
+  auto kernel_fit = [&](const std::string& cls, std::vector<Param> ps, const std::string& empty_note,
+                        const std::string& kept_note = "") {
     ClassFit cf;
     cf.name = cls;
+    if (!kept_note.empty()) cf.note = kept_note;
     const auto& rows = by_class[cls];
     if (rows.empty()) {
       cf.note = empty_note;
@@ -170,9 +177,25 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
     out.classes.push_back(cf);
   };
 
+  // A parameter is fitted only when the rows can tell it apart: a fixed cost needs sizes spanning a
+  // wide range (small ones included), a half-saturation size needs GEMMs of very different sizes.
+  auto span = [](const std::vector<double>& v) {
+    if (v.empty()) return 1.0;
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return *lo > 0 ? *hi / *lo : 1.0;
+  };
+  std::vector<double> mem_bytes, gemm_work;
+  for (const auto* r : by_class["memory"]) mem_bytes.push_back(r->bytes);
+  for (const auto* r : by_class["gemm"]) gemm_work.push_back(2.0 * double(r->m) * double(r->n) * double(r->k));
   const bool have_memory = !by_class["memory"].empty();
-  kernel_fit("memory", {unit_param("hbm_eff", &CostParams::hbm_eff), pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us)},
-             "no memory-bound rows: hbm_eff and kernel_overhead_us keep their defaults");
+  const bool memory_spans = mem_bytes.size() >= 3 && span(mem_bytes) >= 30;
+  const bool gemm_spans = gemm_work.size() >= 4 && span(gemm_work) >= 30;
+  {
+    std::vector<Param> ps = {unit_param("hbm_eff", &CostParams::hbm_eff)};
+    if (memory_spans) ps.push_back(pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us, kMinOverheadUs));
+    kernel_fit("memory", ps, "no memory-bound rows: hbm_eff and kernel_overhead_us keep their defaults",
+               memory_spans ? "" : "kernel_overhead_us kept: the sizes span too narrow a range to separate it");
+  }
 
   // GEMM: the reference precision (bf16 when measured, else the most common dtype) keeps
   // precision_eff 1; every other measured precision gets its own multiplier.
@@ -182,9 +205,9 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
     std::string ref = dtypes.count("bf16") ? "bf16" : "";
     for (const auto& [d, n] : dtypes)
       if (ref.empty() || (ref != "bf16" && n > dtypes[ref])) ref = d;
-    std::vector<Param> ps = {unit_param("gemm_eff_max", &CostParams::gemm_eff_max),
-                             pos_param("gemm_half_flops", &CostParams::gemm_half_flops)};
-    if (!have_memory) ps.push_back(pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us));
+    std::vector<Param> ps = {unit_param("gemm_eff_max", &CostParams::gemm_eff_max)};
+    if (gemm_spans) ps.push_back(pos_param("gemm_half_flops", &CostParams::gemm_half_flops, kMinHalfFlops));
+    if (!have_memory && gemm_spans) ps.push_back(pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us, kMinOverheadUs));
     for (const auto& [d, n] : dtypes) {
       auto prec = parse_precision(d);
       if (!prec) continue;
@@ -193,12 +216,15 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
         continue;
       }
       Precision pr = *prec;
-      ps.push_back({"precision_eff." + d, false, [pr](Model& mm) -> double& {
+      ps.push_back({"precision_eff." + d, false,
+                    [pr](Model& mm) -> double& {
                       if (!mm.p.precision_eff.count(pr)) mm.p.precision_eff[pr] = 1.0;
                       return mm.p.precision_eff[pr];
-                    }});
+                    },
+                    0.0});
     }
-    kernel_fit("gemm", ps, "no GEMM rows: GEMM parameters keep their defaults");
+    kernel_fit("gemm", ps, "no GEMM rows: GEMM parameters keep their defaults",
+               gemm_spans ? "" : "gemm_half_flops (and kernel_overhead_us) kept: too few GEMM sizes to separate them");
   }
 
   {
@@ -224,6 +250,13 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
                       const std::string& empty_note) {
     ClassFit cf;
     cf.name = cls;
+    // a latency needs messages small enough for it to show (and more than one size)
+    int64_t smallest = INT64_MAX;
+    for (const auto* r : rows) smallest = std::min(smallest, r->bytes);
+    if (ps.size() > 1 && (rows.size() < 3 || smallest > (int64_t(1) << 20))) {
+      ps.resize(1);
+      cf.note = "latency kept: no messages of 1 MiB or less";
+    }
     if (rows.empty()) {
       cf.note = empty_note;
       out.classes.push_back(cf);
@@ -235,8 +268,8 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
     cf.params = values(m, ps);
     out.classes.push_back(cf);
   };
-  Param up_lat{"scale_up_latency_us", false, [](Model& mm) -> double& { return mm.c.scale_up_latency_us; }};
-  Param out_lat{"scale_out_latency_us", false, [](Model& mm) -> double& { return mm.c.scale_out_latency_us; }};
+  Param up_lat{"scale_up_latency_us", false, [](Model& mm) -> double& { return mm.c.scale_up_latency_us; }, kMinOverheadUs};
+  Param out_lat{"scale_out_latency_us", false, [](Model& mm) -> double& { return mm.c.scale_out_latency_us; }, kMinOverheadUs};
   if (m.c.scale_up_latency_us <= 0) m.c.scale_up_latency_us = 1.0;
   if (m.c.scale_out_latency_us <= 0) m.c.scale_out_latency_us = 1.0;
   std::vector<Param> ps_up = {unit_param("nvlink_eff", &CostParams::nvlink_eff)};

@@ -70,11 +70,26 @@ HostInfo host_info() {
   return h;
 }
 
+double load_average() {
+  double l[3] = {0, 0, 0};
+  return getloadavg(l, 3) > 0 ? l[0] : -1;
+}
+
 bool pin_to_cpu(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+ScopedPin::ScopedPin(int cpu) {
+  CPU_ZERO(&saved_);
+  have_saved_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0;
+  ok_ = pin_to_cpu(cpu);
+}
+
+ScopedPin::~ScopedPin() {
+  if (have_saved_) sched_setaffinity(0, sizeof saved_, &saved_);
 }
 
 void ensure_blas_environment() {

@@ -1,6 +1,8 @@
 // Facts about the host a CPU profile runs on: host name, CPU model and features, usable cores,
 // memory, the OpenBLAS build and kernel in use; pinning of the calling thread to one core.
 #pragma once
+#include <sched.h>
+
 #include <string>
 #include <vector>
 
@@ -18,8 +20,27 @@ struct HostInfo {
 
 HostInfo host_info();
 
+// The 1-minute load average (-1 if unknown): measurements on a busy host are slower and noisier, so
+// profiles record how busy the host was.
+double load_average();
+
 // Pins the calling thread to `cpu`; false when not permitted.
 bool pin_to_cpu(int cpu);
+
+// Pins the calling thread to one CPU for its lifetime and restores the previous CPU set after (so
+// processes started later, like the mpirun of the collective part, see every usable core).
+class ScopedPin {
+ public:
+  explicit ScopedPin(int cpu);
+  ~ScopedPin();
+  ScopedPin(const ScopedPin&) = delete;
+  ScopedPin& operator=(const ScopedPin&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  cpu_set_t saved_;
+  bool have_saved_ = false, ok_ = false;
+};
 
 // One BLAS thread, and on CPUs with AVX-512 where OpenBLAS's runtime detection picks an older kernel
 // family, OPENBLAS_CORETYPE=SkylakeX. OpenBLAS reads its core type only when it is loaded, so when

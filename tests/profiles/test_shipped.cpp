@@ -41,9 +41,9 @@ TEST(Shipped, EveryProfileLoadsWithSources) {
     }
     for (const auto& c : *db->collectives(0)) {
       EXPECT_FALSE(c.source.empty()) << name << " collective row " << c.id << " has no source";
-      // rows state busbw as published; the time must agree with it
+      // rows state busbw as published; the time must agree with it (within the rounding of printed tables)
       double busbw = double(c.bytes) / (c.median_us * 1e-6) / 1e9 * (c.busbw_gbps / c.algbw_gbps);
-      EXPECT_NEAR(busbw / c.busbw_gbps, 1.0, 1e-6) << name << " row " << c.id;
+      EXPECT_NEAR(busbw / c.busbw_gbps, 1.0, 0.01) << name << " row " << c.id;
     }
   }
 }
@@ -62,13 +62,24 @@ TEST(Shipped, CommittedCalibrationsAreReproducible) {
     auto committed = nlohmann::json::parse(ss.str());
     CalibrateOptions o;
     o.shipped = name;
+    // the same starting values as when the file was produced (the documented defaults may move)
+    auto then = calibration_from_json(committed, CostParams{});
+    ASSERT_TRUE(then) << path << ": " << then.error().message();
+    o.base = then->params;
     auto r = calibrate(o);
     ASSERT_TRUE(r) << name << ": " << r.error().message();
-    nlohmann::json now = calibration_to_json(r->calibration);
-    for (auto it = now["params"].begin(); it != now["params"].end(); ++it) {
-      if (!it.value().is_number()) continue;
-      double a = it.value().get<double>(), b = committed["params"][it.key()].get<double>();
-      EXPECT_NEAR(a, b, 1e-6 * std::max(1.0, std::abs(b))) << name << " params." << it.key();
-    }
+    // The parameters this profile determines must be reproduced; the others are the documented
+    // defaults of the simulator and may move with it.
+    int compared = 0;
+    for (const auto& cls : r->fit.classes)
+      for (const auto& [pname, value] : cls.params) {
+        const auto& want = committed["fit"]["classes"][cls.name]["fitted"];
+        ASSERT_TRUE(want.contains(pname)) << pname << " " << cls.name << ": " << path << " is stale; regenerate it";
+        double b = want[pname].get<double>();
+        EXPECT_NEAR(value, b, 1e-6 * std::max(1.0, std::abs(b))) << name << " " << pname;
+        ++compared;
+      }
+    EXPECT_EQ(committed["fit"]["classes"].size(), r->fit.classes.size()) << name;
+    if (!r->fit.kernel_ids.empty() || !r->fit.collective_ids.empty()) EXPECT_GT(compared, 0) << name;
   }
 }
