@@ -277,6 +277,11 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
     p.tp_comm_overlap = true;
     run.notes += "tp-comm-overlap; ";
   }
+  if (lower(r.get("notes")).find("ddp impl = local") != std::string::npos) {
+    // Megatron-LM's 2021 "local" DDP all-reduces gradients after the backward pass, not overlapped
+    p.overlap_grad_reduce = false;
+    run.notes += "gradient all-reduce not overlapped (local DDP); ";
+  }
   if (run.source_id == "narayanan2021_table1" || run.source_id == "korthikanti2022_table5" ||
       run.source_id == "korthikanti2022_fig1") {
     // Megatron-LM of 2021-2022: unfused attention and dropout 0.1 (the papers' setup)
