@@ -1,0 +1,97 @@
+// mplan-gui: the desktop app (also `mplan gui`). Options preset the inputs; --screenshot DIR runs the
+// search headless, writes one PNG per view and exits. Exit codes: 0 ok, 1 nothing found, 2 bad input.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFont>
+#include <cstdio>
+#include <cstring>
+
+#include "gui/app/main_window.h"
+#include "gui/app/inputs_panel.h"
+#include "gui/app/screenshot.h"
+
+namespace {
+
+bool hasArg(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0 || std::strncmp(argv[i], (std::string(name) + "=").c_str(), std::strlen(name) + 1) == 0)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // headless screenshots need no display
+  if (hasArg(argc, argv, "--screenshot") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("mplan-gui");
+  QApplication::setApplicationVersion("0.1");
+  QApplication::setFont(QFont("DejaVu Sans", 9));
+
+  QCommandLineParser cl;
+  cl.setApplicationDescription("mplan-gui: search parallel layouts for LLM training, see bubbles, MFU, memory and runs.");
+  cl.addHelpOption();
+  cl.addVersionOption();
+  QCommandLineOption screenshot("screenshot", "Run the search headless, write one PNG per view to DIR, exit.", "DIR");
+  QCommandLineOption model("model", "Model preset name, mplan model JSON or HF config.json.", "NAME|FILE");
+  QCommandLineOption cluster("cluster", "Cluster preset name or mplan cluster JSON.", "NAME|FILE");
+  QCommandLineOption gpus("gpus", "Number of GPUs.", "N");
+  QCommandLineOption gbs("gbs", "Global batch size (sequences).", "N");
+  QCommandLineOption seq("seq", "Sequence length (tokens).", "N");
+  QCommandLineOption precision("precision", "bf16|fp16|fp8|mxfp8|nvfp4|fp32.", "P");
+  QCommandLineOption fix("fix", "Fixed sizes, e.g. tp=8,pp=4.", "LIST");
+  QCommandLineOption max("max", "Upper bounds, e.g. tp=8,pp=32.", "LIST");
+  QCommandLineOption top("top", "Layouts to keep.", "K");
+  QCommandLineOption runsDb("runs-db", "Runs database to open (screenshots: default a synthetic demo database).", "FILE");
+  QCommandLineOption plan("plan", "Open a plan file (mplan.plan/1).", "FILE");
+  QCommandLineOption search("search", "Start the search at once.");
+  QCommandLineOption size("size", "Window size for screenshots, e.g. 1600x1000.", "WxH");
+  for (auto* o : {&screenshot, &model, &cluster, &gpus, &gbs, &seq, &precision, &fix, &max, &top, &runsDb, &plan, &search, &size})
+    cl.addOption(*o);
+  cl.process(app);
+
+  mplan::gui::JobInputs in;
+  auto number = [&](const QCommandLineOption& o, auto& target) {
+    if (!cl.isSet(o)) return true;
+    bool ok = false;
+    long long v = cl.value(o).toLongLong(&ok);
+    if (!ok || v < 1) {
+      std::fprintf(stderr, "mplan-gui: --%s expects a positive number, got '%s'\n", qPrintable(o.names().first()),
+                   qPrintable(cl.value(o)));
+      return false;
+    }
+    target = decltype(target + 0)(v);
+    return true;
+  };
+  if (!number(gpus, in.gpus) || !number(gbs, in.global_batch) || !number(seq, in.seq_length) || !number(top, in.top_k)) return 2;
+  if (cl.isSet(model)) in.model = cl.value(model).toStdString();
+  if (cl.isSet(cluster)) in.cluster = cl.value(cluster).toStdString();
+  if (cl.isSet(precision)) in.precision = cl.value(precision).toStdString();
+  if (cl.isSet(fix)) in.fix = cl.value(fix).toStdString();
+  if (cl.isSet(max)) in.max = cl.value(max).toStdString();
+
+  mplan::gui::MainWindow w;
+  if (cl.isSet(screenshot)) {
+    mplan::gui::ScreenshotOptions opt;
+    opt.dir = cl.value(screenshot);
+    opt.inputs = in;
+    opt.runs_db = cl.value(runsDb);
+    if (cl.isSet(size)) {
+      QStringList wh = cl.value(size).split('x');
+      if (wh.size() == 2 && wh[0].toInt() > 200 && wh[1].toInt() > 200) opt.size = QSize(wh[0].toInt(), wh[1].toInt());
+    }
+    auto r = mplan::gui::takeScreenshots(w, opt);
+    if (!r.best.isEmpty()) std::printf("best plan: %s\n", qPrintable(r.best));
+    for (const QString& f : r.files) std::printf("%s\n", qPrintable(f));
+    if (!r.message.isEmpty()) std::fprintf(stderr, "mplan-gui: %s\n", qPrintable(r.message.trimmed()));
+    return r.exit_code;
+  }
+  w.inputsPanel()->setInputs(in);
+  if (cl.isSet(plan)) w.openPlanFile(cl.value(plan));
+  if (cl.isSet(runsDb)) w.openRunsDatabase(cl.value(runsDb));
+  w.show();
+  if (cl.isSet(search)) w.startSearch();
+  return app.exec();
+}

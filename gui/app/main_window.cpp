@@ -1,0 +1,481 @@
+// The main window of mplan-gui (see main_window.h). Exports live in main_window_exports.cpp.
+#include "gui/app/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QEventLoop>
+#include <QTimer>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QKeySequence>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+
+#include "core/presets.h"
+#include "gui/app/inputs_panel.h"
+#include "gui/app/runs_panel.h"
+#include "gui/models/format.h"
+#include "gui/models/timeline_data.h"
+#include "gui/widgets/breakdown_chart.h"
+#include "gui/widgets/memory_chart.h"
+#include "gui/widgets/timeline_view.h"
+
+namespace mplan::gui {
+
+namespace {
+
+QTableView* makeTable(QAbstractItemModel* model) {
+  auto* t = new QTableView;
+  t->setModel(model);
+  t->setAlternatingRowColors(true);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  t->verticalHeader()->setVisible(false);
+  t->horizontalHeader()->setStretchLastSection(true);
+  t->setWordWrap(false);
+  return t;
+}
+
+QString jobLabel(const Plan& p) {
+  return QString("%1 on %2 × %3, gbs %4, seq %5, %6")
+      .arg(QString::fromStdString(p.model.name))
+      .arg(p.parallel.world_size)
+      .arg(QString::fromStdString(p.cluster.gpu.name))
+      .arg(p.training.global_batch_size)
+      .arg(p.training.seq_length)
+      .arg(QString::fromStdString(std::string(to_string(p.training.precision))));
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(shipped_calibration()) {
+  setWindowTitle("mplan — parallel layout planner");
+  controller_ = new SearchController(this);
+  results_ = new ResultsModel(this);
+  proxy_ = new ResultsFilterModel(this);
+  proxy_->setSourceModel(results_);
+  breakdown_ = new TimeBreakdownModel(this);
+  memory_ = new MemoryModel(this);
+
+  inputs_ = new InputsPanel;
+  auto* inputsScroll = new QScrollArea;
+  inputsScroll->setWidget(inputs_);
+  inputsScroll->setWidgetResizable(true);
+  inputsScroll->setMinimumWidth(inputs_->sizeHint().width() + 24);
+  inputsScroll->setFrameShape(QFrame::NoFrame);
+
+  banner_ = new QLabel;
+  banner_->setWordWrap(true);
+  banner_->setVisible(false);
+  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  tabs_ = new QTabWidget;
+  runs_ = new RunsPanel;
+  tabs_->addTab(buildResultsTab(), "Results");
+  tabs_->addTab(buildTimelineTab(), "Timeline");
+  tabs_->addTab(buildBreakdownTab(), "Breakdown");
+  tabs_->addTab(buildMemoryTab(), "Memory");
+  tabs_->addTab(runs_, "Runs");
+
+  auto* right = new QWidget;
+  auto* rv = new QVBoxLayout(right);
+  rv->setContentsMargins(0, 0, 0, 0);
+  rv->addWidget(banner_);
+  rv->addWidget(tabs_, 1);
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(inputsScroll);
+  split->addWidget(right);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  setCentralWidget(split);
+  buildMenus();
+  statusBar()->showMessage(havePlanner() ? "Ready." : "Ready (built without the planner library: fallback search).");
+
+  connect(inputs_, &InputsPanel::searchRequested, this, [this] { startSearch(); });
+  connect(inputs_, &InputsPanel::cancelRequested, controller_, &SearchController::cancel);
+  connect(controller_, &SearchController::progressChanged, inputs_, &InputsPanel::setProgress);
+  connect(controller_, &SearchController::finished, this, &MainWindow::onSearchFinished);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::onSelectionChanged);
+  connect(runs_, &RunsPanel::openRequested, this, [this] {
+    QString f = QFileDialog::getOpenFileName(this, "Open runs database", QString(), "SQLite (*.db *.sqlite);;All files (*)");
+    if (!f.isEmpty()) openRunsDatabase(f);
+  });
+  connect(&explain_watcher_, &QFutureWatcher<QString>::finished, this, [this] {
+    explain_text_ = explain_watcher_.result();
+    if (current_) showPlan(*current_, current_rank_);
+  });
+  updateActions();
+  resize(1500, 950);
+}
+
+MainWindow::~MainWindow() { explain_watcher_.waitForFinished(); }
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  controller_->cancel();
+  e->accept();
+}
+
+// ---- construction -----------------------------------------------------------------------------
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("Open &model file…", this, [this] {
+    QString f = QFileDialog::getOpenFileName(this, "Open a model (mplan JSON or Hugging Face config.json)", QString(),
+                                             "JSON (*.json);;All files (*)");
+    if (f.isEmpty()) return;
+    auto m = resolve_model(f.toStdString());
+    if (!m) return showBanner(QString("Could not use the model file %1:\n%2").arg(f, QString::fromStdString(m.error().message())));
+    inputs_->setModelFile(f);
+    showBanner(QString("Model %1 loaded from %2.").arg(QString::fromStdString(m->name), f), false);
+  });
+  file->addAction("Open &cluster file…", this, [this] {
+    QString f = QFileDialog::getOpenFileName(this, "Open a cluster JSON", QString(), "JSON (*.json);;All files (*)");
+    if (f.isEmpty()) return;
+    auto c = resolve_cluster(f.toStdString());
+    if (!c) return showBanner(QString("Could not use the cluster file %1:\n%2").arg(f, QString::fromStdString(c.error().message())));
+    inputs_->setClusterFile(f);
+    showBanner(QString("Cluster %1 loaded from %2.").arg(QString::fromStdString(c->name), f), false);
+  });
+  file->addAction("Open &plan file…", QKeySequence::Open, this, [this] {
+    QString f = QFileDialog::getOpenFileName(this, "Open a plan (mplan.plan/1)", QString(), "JSON (*.json);;All files (*)");
+    if (!f.isEmpty()) openPlanFile(f);
+  });
+  file->addAction("Open &runs database…", this, [this] { emit runs_->openRequested(); });
+  file->addSeparator();
+  save_plan_ = file->addAction("&Save plan file…", QKeySequence::Save, this, [this] {
+    QString f = QFileDialog::getSaveFileName(this, "Save plan file", "plan.json", "JSON (*.json)");
+    if (!f.isEmpty() && savePlanTo(f)) statusBar()->showMessage("Plan written to " + f, 5000);
+  });
+  export_trace_ = file->addAction("Export Chrome &trace…", this, [this] {
+    QString f = QFileDialog::getSaveFileName(this, "Export Chrome trace (opens in Perfetto)", "trace.json", "JSON (*.json)");
+    if (!f.isEmpty() && exportTraceTo(f)) statusBar()->showMessage("Trace written to " + f, 5000);
+  });
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* edit = menuBar()->addMenu("&Edit");
+  copy_megatron_ = edit->addAction("Copy &Megatron-LM arguments", QKeySequence("Ctrl+Shift+C"), this,
+                                   [this] { copyMegatronArgs(); });
+
+  QMenu* view = menuBar()->addMenu("&View");
+  view->addAction("Zoom &in (timeline)", QKeySequence::ZoomIn, timeline_, &TimelineView::zoomIn);
+  view->addAction("Zoom &out (timeline)", QKeySequence::ZoomOut, timeline_, &TimelineView::zoomOut);
+  view->addAction("Show the &whole step (timeline)", QKeySequence("Ctrl+0"), timeline_, &TimelineView::showAll);
+  view->addSeparator();
+  const char* names[] = {"&Results", "&Timeline", "&Breakdown", "&Memory", "R&uns"};
+  for (int i = 0; i < 5; ++i)
+    view->addAction(names[i], QKeySequence(QString("Ctrl+%1").arg(i + 1)), this, [this, i] { showTab(Tab(i)); });
+}
+
+QWidget* MainWindow::buildResultsTab() {
+  filter_ = new QLineEdit;
+  filter_->setPlaceholderText("Filter: words or terms like  tp=2  pp<=4  mfu>40  memory<60  recompute=selective");
+  filter_->setClearButtonEnabled(true);
+  filter_info_ = new QLabel;
+  filter_info_->setStyleSheet("color: #8A1F11;");
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& t) {
+    proxy_->setFilterText(t);
+    updateFilterInfo();
+  });
+  table_ = makeTable(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(ResultsModel::Rank, Qt::AscendingOrder);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setToolTip("Select one plan to see it; select several (Ctrl/Shift) to compare them in Breakdown");
+  details_ = new QTextBrowser;
+  details_->setOpenExternalLinks(false);
+  details_->setPlaceholderText("Run a search, then select a plan: its summary and the planner's explanation appear here.");
+  auto* filterRow = new QHBoxLayout;
+  filterRow->addWidget(filter_, 1);
+  filterRow->addWidget(filter_info_);
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(table_);
+  split->addWidget(details_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  auto* w = new QWidget;
+  auto* v = new QVBoxLayout(w);
+  v->addLayout(filterRow);
+  v->addWidget(split, 1);
+  return w;
+}
+
+QWidget* MainWindow::buildTimelineTab() {
+  timeline_ = new TimelineView;
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(timeline_);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* bar = new QHBoxLayout;
+  auto button = [&](const QString& text, const QString& tip, auto slot) {
+    auto* b = new QToolButton;
+    b->setText(text);
+    b->setToolTip(tip);
+    connect(b, &QToolButton::clicked, timeline_, slot);
+    bar->addWidget(b);
+  };
+  button("Zoom in", "Zoom in (+, mouse wheel)", &TimelineView::zoomIn);
+  button("Zoom out", "Zoom out (-, mouse wheel)", &TimelineView::zoomOut);
+  button("Whole step", "Show the whole step (0, double click)", &TimelineView::showAll);
+  plan_header_ = new QLabel;
+  plan_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bar->addSpacing(12);
+  bar->addWidget(plan_header_, 1);
+  auto* w = new QWidget;
+  auto* v = new QVBoxLayout(w);
+  v->addLayout(bar);
+  v->addWidget(scroll, 1);
+  return w;
+}
+
+QWidget* MainWindow::buildBreakdownTab() {
+  breakdown_chart_ = new BreakdownChart;
+  breakdown_chart_->setModel(breakdown_);
+  auto* table = makeTable(breakdown_);
+  table->setSelectionMode(QAbstractItemView::NoSelection);
+  connect(breakdown_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(breakdown_chart_);
+  split->addWidget(table);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  return split;
+}
+
+QWidget* MainWindow::buildMemoryTab() {
+  memory_chart_ = new MemoryChart;
+  memory_chart_->setModel(memory_);
+  auto* table = makeTable(memory_);
+  table->setSelectionMode(QAbstractItemView::NoSelection);
+  connect(memory_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(memory_chart_);
+  split->addWidget(table);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  return split;
+}
+
+// ---- behaviour --------------------------------------------------------------------------------
+
+QString MainWindow::bannerText() const { return banner_->isHidden() ? QString() : banner_->text(); }
+
+QString MainWindow::detailsText() const { return details_->toPlainText(); }
+
+void MainWindow::showTab(Tab t) { tabs_->setCurrentIndex(int(t)); }
+
+void MainWindow::showBanner(const QString& text, bool error) {
+  banner_->setText(text);
+  banner_->setStyleSheet(error ? "QLabel { background: #FDECEA; color: #8A1F11; border: 1px solid #E0A09A; padding: 8px; }"
+                               : "QLabel { background: #EEF5FB; color: #1F4E79; border: 1px solid #A9C7E3; padding: 8px; }");
+  banner_->setVisible(!text.isEmpty());
+}
+
+bool MainWindow::startSearch() {
+  if (controller_->isRunning()) return false;
+  JobInputs in = inputs_->inputs();
+  auto job = buildJob(in);
+  auto fix = parseConstraints(in.fix, "Fix");
+  auto max = parseConstraints(in.max, "Max");
+  QStringList problems;
+  for (const Error* e : {job.ok() ? nullptr : &job.error(), fix.ok() ? nullptr : &fix.error(), max.ok() ? nullptr : &max.error()})
+    if (e)
+      for (const auto& p : e->problems) problems << QString::fromStdString(p);
+  if (!problems.isEmpty()) {
+    showBanner("Cannot search:\n• " + problems.join("\n• "));
+    return false;
+  }
+  SearchOptions opt;
+  opt.top_k = in.top_k;
+  opt.objective = in.memory_objective ? Objective::memory_headroom : Objective::throughput;
+  opt.fix = fix.value();
+  opt.max = max.value();
+  opt.allow_tp_across_nvlink = in.allow_tp_across_nvlink;
+  showBanner({});
+  inputs_->setRunning(true);
+  inputs_->setStatusText(QString("Searching %1 …").arg(jobLabel(job.value())));
+  statusBar()->showMessage("Searching…");
+  return controller_->start(job.value(), calibration_, opt);
+}
+
+void MainWindow::onSearchFinished(const SearchOutcome& o) {
+  inputs_->setRunning(false);
+  if (!o.ok) {
+    inputs_->setStatusText({});
+    statusBar()->showMessage("Search failed.", 5000);
+    showBanner("The search failed:\n" + o.error);
+    return;
+  }
+  const SearchStats& st = o.result.stats;
+  inputs_->setStatusText(QString("%1<br>%2 layouts enumerated, %3 rejected, %4 pruned, %5 simulated, %6 fit — %7 s%8")
+                             .arg(jobLabel(o.job).toHtmlEscaped())
+                             .arg(formatCount(double(st.enumerated)))
+                             .arg(formatCount(double(st.rejected)))
+                             .arg(formatCount(double(st.pruned_by_bound + st.pruned_memory)))
+                             .arg(formatCount(double(st.simulated)))
+                             .arg(formatCount(double(st.fits)))
+                             .arg(st.wall_s, 0, 'f', 2)
+                             .arg(o.result.cancelled ? " (cancelled)" : ""));
+  statusBar()->showMessage(o.result.cancelled ? "Search cancelled." : "Search done.", 5000);
+  if (o.result.top.empty()) {
+    QString head = o.result.cancelled ? "The search was cancelled before any layout was found."
+                                      : "No layout of this job fits: nothing to show.";
+    QStringList reasons;
+    for (const auto& r : o.result.top_rejection_reasons) reasons << QString::fromStdString(r);
+    showBanner(reasons.isEmpty() ? head : head + " The most frequent reasons layouts were rejected:\n• " + reasons.join("\n• "));
+    showCandidates({});
+    QString html = "<h3>" + head.toHtmlEscaped() + "</h3><ul>";
+    for (const auto& r : reasons) html += "<li>" + r.toHtmlEscaped() + "</li>";
+    setDetails(html + "</ul>");
+    return;
+  }
+  showBanner(o.result.cancelled ? "Search cancelled: showing the best layouts found so far." : QString(), false);
+  showCandidates(o.result.top);
+  selectRanks({0});
+}
+
+void MainWindow::showCandidates(std::vector<Candidate> candidates) {
+  current_.reset();
+  explain_text_.clear();
+  results_->setCandidates(std::move(candidates));
+  table_->resizeColumnsToContents();
+  updateFilterInfo();
+  if (results_->rowCount() == 0) {
+    breakdown_->setPlans({});
+    memory_->clear();
+    timeline_->clear();
+    plan_header_->clear();
+    shown_plan_key_.clear();
+    current_trace_ = {};
+  }
+  updateActions();
+}
+
+void MainWindow::selectRanks(const std::vector<int>& ranks) {
+  QItemSelection sel;
+  for (int r : ranks) {
+    if (r < 0 || r >= results_->rowCount()) continue;
+    QModelIndex a = proxy_->mapFromSource(results_->index(r, 0));
+    QModelIndex b = proxy_->mapFromSource(results_->index(r, ResultsModel::ColumnCount - 1));
+    if (a.isValid()) sel.select(a, b);
+  }
+  table_->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  if (!sel.isEmpty()) table_->scrollTo(sel.indexes().front());
+}
+
+void MainWindow::onSelectionChanged() {
+  std::vector<int> rows;
+  for (const QModelIndex& i : table_->selectionModel()->selectedRows())
+    rows.push_back(i.data(ResultsModel::CandidateRole).toInt());
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end());
+  if (int(rows.size()) > kMaxCompared) {
+    statusBar()->showMessage(QString("Comparing the best %1 of the %2 selected plans.").arg(kMaxCompared).arg(rows.size()), 5000);
+    rows.resize(kMaxCompared);
+  }
+  std::vector<TimeBreakdownModel::Entry> entries;
+  for (int r : rows)
+    entries.push_back({QString("#%1 %2").arg(r + 1).arg(layoutLabel(results_->candidate(r).plan.parallel)),
+                       results_->candidate(r).report});
+  breakdown_->setPlans(std::move(entries));
+  const Candidate& first = results_->candidate(rows.front());
+  bool same = current_ && plan_to_json(current_->plan) == plan_to_json(first.plan);
+  if (!same) {
+    current_ = first;
+    explain_text_.clear();
+    requestExplanation(first);
+  }
+  current_rank_ = rows.front() + 1;
+  showPlan(*current_, current_rank_);
+}
+
+void MainWindow::showPlan(const Candidate& c, int rank) {
+  QString label = QString("#%1 %2").arg(rank).arg(layoutLabel(c.plan.parallel));
+  QString key = QString::fromStdString(plan_to_json(c.plan).dump());
+  if (key != shown_plan_key_) {
+    auto rep = simulateWithTrace(c.plan, calibration_);
+    if (!rep) {
+      showBanner("Could not simulate the selected plan:\n" + QString::fromStdString(rep.error().message()));
+      return;
+    }
+    current_trace_ = rep.value();
+    shown_plan_key_ = key;
+    timeline_->setTimeline(buildTimeline(current_trace_), label + " — " + jobLabel(c.plan));
+    memory_->setReport(label, c.report.per_stage.empty() ? current_trace_ : c.report);
+  }
+  const StepReport& r = c.report;
+  plan_header_->setText(QString("<b>%1</b> &nbsp; MFU %2 · %3 tokens/s/GPU · peak %4 of %5")
+                            .arg(label.toHtmlEscaped(), formatPercent(r.mfu), formatCount(r.tokens_per_s_per_gpu),
+                                 formatGiB(r.peak_memory_gib), formatGiB(r.capacity_gib, 0)));
+  QString html = QString("<h3>%1</h3><p>%2</p><table cellspacing=6>").arg(label.toHtmlEscaped(), jobLabel(c.plan).toHtmlEscaped());
+  auto row = [&](const QString& k, const QString& v) { html += "<tr><td><b>" + k + "</b></td><td>" + v + "</td></tr>"; };
+  row("step time", formatTime(r.step_time_s));
+  row("MFU", QString("%1 (full-attention FLOPs: %2)").arg(formatPercent(r.mfu), formatPercent(r.mfu_full_attention)));
+  row("tokens/s/GPU", formatCount(r.tokens_per_s_per_gpu));
+  row("model TFLOP/s/GPU", QString::number(r.model_tflops_per_gpu, 'f', 1));
+  row("peak memory", QString("%1 of %2").arg(formatGiB(r.peak_memory_gib), formatGiB(r.capacity_gib, 0)));
+  row("micro-batches", QString::number(r.num_microbatches));
+  row("bubble", formatPercent(r.bubble_fraction));
+  html += "</table>";
+  if (!r.warnings.empty()) {
+    html += "<p><b>Warnings</b></p><ul>";
+    for (const auto& w : r.warnings) html += "<li>" + QString::fromStdString(w).toHtmlEscaped() + "</li>";
+    html += "</ul>";
+  }
+  html += "<p><b>Why this plan</b></p><pre>" +
+          (explain_text_.isEmpty() ? QString("(the planner is writing its explanation…)") : explain_text_.toHtmlEscaped()) +
+          "</pre>";
+  setDetails(html);
+  updateActions();
+}
+
+void MainWindow::requestExplanation(const Candidate& c) {
+  Plan plan = c.plan;
+  Calibration cal = calibration_;
+  explain_watcher_.setFuture(QtConcurrent::run([plan, cal]() -> QString {
+    auto e = explainPlan(plan, cal);
+    return e ? QString::fromStdString(e.value()) : QString::fromStdString(e.error().message());
+  }));
+}
+
+void MainWindow::updateFilterInfo() {
+  bool bad = !proxy_->filterError().isEmpty();
+  filter_info_->setText(bad ? proxy_->filterError()
+                            : QString("%1 of %2 shown").arg(proxy_->rowCount()).arg(results_->rowCount()));
+  filter_info_->setStyleSheet(bad ? "color: #8A1F11;" : "color: #555;");
+}
+
+bool MainWindow::waitForExplanation(int timeout_ms) {
+  if (explain_watcher_.isFinished()) return true;
+  QEventLoop loop;
+  connect(&explain_watcher_, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
+  QTimer::singleShot(timeout_ms, &loop, &QEventLoop::quit);
+  loop.exec();
+  return explain_watcher_.isFinished();
+}
+
+void MainWindow::setDetails(const QString& html) { details_->setHtml(html); }
+
+void MainWindow::updateActions() {
+  bool have = current_.has_value();
+  save_plan_->setEnabled(have);
+  export_trace_->setEnabled(have && !current_trace_.trace.empty());
+  copy_megatron_->setEnabled(have);
+}
+
+}  // namespace mplan::gui

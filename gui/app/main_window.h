@@ -1,0 +1,116 @@
+// The main window of mplan-gui: inputs on the left; tabs Results (sortable, filterable table, details),
+// Timeline, Breakdown (selected plans side by side), Memory and Runs; a message banner for problems;
+// File/Edit/View menus with the exports (plan file, Megatron-LM arguments, Chrome trace).
+// Methods without dialogs (openPlanFile, savePlanTo ...) serve the menus, the tests and --screenshot.
+#pragma once
+#include <QFutureWatcher>
+#include <QMainWindow>
+#include <optional>
+
+#include "gui/models/breakdown_models.h"
+#include "gui/models/results_model.h"
+#include "gui/models/search_controller.h"
+
+class QLabel;
+class QLineEdit;
+class QTabWidget;
+class QTableView;
+class QTextBrowser;
+
+namespace mplan::gui {
+
+class InputsPanel;
+class TimelineView;
+class BreakdownChart;
+class MemoryChart;
+class RunsPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum Tab { ResultsTab, TimelineTab, BreakdownTab, MemoryTab, RunsTab };
+  static constexpr int kMaxCompared = 8;
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  InputsPanel* inputsPanel() const { return inputs_; }
+  SearchController* searchController() const { return controller_; }
+  ResultsModel* resultsModel() const { return results_; }
+  ResultsFilterModel* resultsProxy() const { return proxy_; }
+  QTableView* resultsView() const { return table_; }
+  QLineEdit* filterEdit() const { return filter_; }
+  TimelineView* timelineView() const { return timeline_; }
+  BreakdownChart* breakdownChart() const { return breakdown_chart_; }
+  MemoryChart* memoryChart() const { return memory_chart_; }
+  TimeBreakdownModel* breakdownModel() const { return breakdown_; }
+  MemoryModel* memoryModel() const { return memory_; }
+  RunsPanel* runsPanel() const { return runs_; }
+  QTabWidget* tabs() const { return tabs_; }
+  QString bannerText() const;
+  QString detailsText() const;
+  // The plan shown in the timeline and memory views, if any.
+  const Candidate* currentPlan() const { return current_ ? &*current_ : nullptr; }
+
+  void showTab(Tab t);
+  // Starts a search with the panel's inputs; false (and a banner) when the inputs are bad.
+  bool startSearch();
+  // Selects result rows by rank (0 = best) in the table; the first is the current plan.
+  void selectRanks(const std::vector<int>& ranks);
+  bool openPlanFile(const QString& path);
+  bool openRunsDatabase(const QString& path);
+  bool savePlanTo(const QString& path);
+  bool exportTraceTo(const QString& path);
+  // Copies the Megatron-LM arguments of the current plan to the clipboard; returns them ("" on error).
+  QString copyMegatronArgs();
+  // Waits (processing events) until the planner's explanation of the current plan arrived.
+  bool waitForExplanation(int timeout_ms);
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+
+ private slots:
+  void onSearchFinished(const mplan::gui::SearchOutcome& outcome);
+  void onSelectionChanged();
+
+ private:
+  void buildMenus();
+  QWidget* buildResultsTab();
+  QWidget* buildTimelineTab();
+  QWidget* buildBreakdownTab();
+  QWidget* buildMemoryTab();
+  void showBanner(const QString& text, bool error = true);
+  void showCandidates(std::vector<Candidate> candidates);
+  void showPlan(const Candidate& c, int rank);
+  void updateFilterInfo();
+  void requestExplanation(const Candidate& c);
+  void setDetails(const QString& html);
+  void updateActions();
+
+  InputsPanel* inputs_;
+  SearchController* controller_;
+  ResultsModel* results_;
+  ResultsFilterModel* proxy_;
+  TimeBreakdownModel* breakdown_;
+  MemoryModel* memory_;
+  QLabel *banner_, *filter_info_, *plan_header_;
+  QLineEdit* filter_;
+  QTableView* table_;
+  QTextBrowser* details_;
+  QTabWidget* tabs_;
+  TimelineView* timeline_;
+  BreakdownChart* breakdown_chart_;
+  MemoryChart* memory_chart_;
+  RunsPanel* runs_;
+  QAction *save_plan_, *export_trace_, *copy_megatron_;
+  Calibration calibration_;
+  std::optional<Candidate> current_;
+  int current_rank_ = 1;
+  StepReport current_trace_;  // the current plan simulated with its timeline
+  QString shown_plan_key_;    // plan JSON of what the timeline and memory views show
+  QFutureWatcher<QString> explain_watcher_;
+  int explain_seq_ = 0;
+  QString explain_text_;
+};
+
+}  // namespace mplan::gui

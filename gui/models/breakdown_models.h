@@ -1,0 +1,70 @@
+// Table models behind the charts of the plan view:
+//   TimeBreakdownModel  a row per compared plan: where its step time goes, step time and MFU
+//   MemoryModel         a row per pipeline stage: its memory by kind, against the GPU capacity
+// DisplayRole is formatted text; ValueRole the number (seconds, GiB, MFU as 0..1).
+#pragma once
+#include <QAbstractTableModel>
+#include <QString>
+#include <vector>
+
+#include "simulator/simulator.h"
+
+namespace mplan::gui {
+
+class TimeBreakdownModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  static constexpr int ValueRole = Qt::UserRole;
+  // Columns: 0 plan label, 1..kComponents time components, then step time, MFU.
+  static constexpr int kComponents = 9;
+  static constexpr int StepTimeColumn = kComponents + 1;
+  static constexpr int MfuColumn = kComponents + 2;
+  static QString componentName(int k);  // "compute", "recompute", "TP comm" ... "optimizer"
+  static double componentValue(const TimeBreakdown& t, int k);
+
+  struct Entry {
+    QString label;
+    StepReport report;
+  };
+  explicit TimeBreakdownModel(QObject* parent = nullptr);
+  void setPlans(std::vector<Entry> plans);
+  const std::vector<Entry>& plans() const { return plans_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+ private:
+  std::vector<Entry> plans_;
+};
+
+class MemoryModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  static constexpr int ValueRole = Qt::UserRole;
+  // Columns: 0 stage, 1 layers, 2..2+kKinds-1 memory kinds, then total.
+  static constexpr int kKinds = 6;
+  static constexpr int FirstKindColumn = 2;
+  static constexpr int TotalColumn = FirstKindColumn + kKinds;
+  static QString kindName(int k);  // weights, gradients, optimizer, activations, buffers, other
+  static double kindValue(const MemoryBreakdown& m, int k);
+
+  explicit MemoryModel(QObject* parent = nullptr);
+  void setReport(const QString& label, const StepReport& r);
+  void clear();
+  double capacityGiB() const { return capacity_; }
+  QString label() const { return label_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+ private:
+  std::vector<StageReport> stages_;
+  double capacity_ = 0;
+  QString label_;
+};
+
+}  // namespace mplan::gui

@@ -1,0 +1,129 @@
+// Step-time breakdown and MFU chart (see breakdown_chart.h).
+#include "gui/widgets/breakdown_chart.h"
+
+#include <QCursor>
+#include <QToolTip>
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QLegend>
+#include <QtCharts/QScatterSeries>
+#include <QtCharts/QStackedBarSeries>
+#include <QtCharts/QValueAxis>
+#include <algorithm>
+#include <cmath>
+
+#include "gui/models/format.h"
+#include "gui/widgets/palette.h"
+
+namespace mplan::gui {
+
+void clearChart(QChart* chart) {
+  chart->removeAllSeries();
+  for (QAbstractAxis* a : chart->axes()) {
+    chart->removeAxis(a);
+    delete a;
+  }
+}
+
+BreakdownChart::BreakdownChart(QWidget* parent) : QChartView(parent) {
+  setRenderHint(QPainter::Antialiasing);
+  chart()->legend()->setAlignment(Qt::AlignBottom);
+  chart()->setMargins(QMargins(6, 6, 6, 6));
+  setMinimumSize(480, 320);
+  rebuild();
+}
+
+void BreakdownChart::setModel(TimeBreakdownModel* model) {
+  if (model_) disconnect(model_, nullptr, this, nullptr);
+  model_ = model;
+  if (model_) {
+    connect(model_, &QAbstractItemModel::modelReset, this, &BreakdownChart::rebuild);
+    connect(model_, &QAbstractItemModel::dataChanged, this, &BreakdownChart::rebuild);
+  }
+  rebuild();
+}
+
+void BreakdownChart::rebuild() {
+  QChart* c = chart();
+  clearChart(c);
+  bars_ = nullptr;
+  mfu_ = nullptr;
+  const int n = model_ ? model_->rowCount() : 0;
+  if (n == 0) {
+    c->setTitle("Step time breakdown: select one or more plans in the results table");
+    return;
+  }
+  const auto& plans = model_->plans();
+  double maxStep = 0, maxMfu = 0;
+  for (const auto& p : plans) maxStep = std::max(maxStep, p.report.step_time_s), maxMfu = std::max(maxMfu, p.report.mfu);
+  const bool ms = maxStep < 2.0;
+  const double scale = ms ? 1e3 : 1.0;
+  c->setTitle(QString("<b>Where the step time goes</b> — %1 plan%2 side by side (exposed communication only; MFU on the right)")
+                  .arg(n)
+                  .arg(n > 1 ? "s" : ""));
+
+  bars_ = new QStackedBarSeries;
+  bars_->setBarWidth(n == 1 ? 0.35 : 0.6);
+  for (int k = 0; k < TimeBreakdownModel::kComponents; ++k) {
+    bool any = false;
+    for (const auto& p : plans) any = any || TimeBreakdownModel::componentValue(p.report.time, k) > 0;
+    if (!any) continue;
+    auto* set = new QBarSet(TimeBreakdownModel::componentName(k));
+    set->setColor(componentColor(k));
+    set->setBorderColor(componentColor(k).darker(125));
+    for (const auto& p : plans) *set << TimeBreakdownModel::componentValue(p.report.time, k) * scale;
+    connect(set, &QBarSet::hovered, this, [this, k](bool on, int i) {
+      if (!on || !model_ || i < 0 || i >= model_->rowCount()) return QToolTip::hideText();
+      const auto& e = model_->plans()[size_t(i)];
+      double v = TimeBreakdownModel::componentValue(e.report.time, k);
+      QToolTip::showText(QCursor::pos(), QString("<b>%1</b>: %2 (%3 of the step)<br>%4")
+                                             .arg(TimeBreakdownModel::componentName(k), formatTime(v),
+                                                  formatPercent(e.report.step_time_s > 0 ? v / e.report.step_time_s : 0),
+                                                  e.label.toHtmlEscaped()));
+    });
+    bars_->append(set);
+  }
+  c->addSeries(bars_);
+
+  mfu_ = new QScatterSeries;
+  mfu_->setName("MFU");
+  mfu_->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
+  mfu_->setMarkerSize(13);
+  mfu_->setColor(QColor(25, 25, 25));
+  mfu_->setBorderColor(Qt::white);
+  mfu_->setPointLabelsVisible(true);
+  mfu_->setPointLabelsColor(QColor(25, 25, 25));
+  mfu_->setPointLabelsFormat("MFU @yPoint%");
+  mfu_->setPointLabelsClipping(false);
+  QFont lf = font();
+  lf.setBold(true);
+  mfu_->setPointLabelsFont(lf);
+  for (int i = 0; i < n; ++i) mfu_->append(i, std::round(plans[size_t(i)].report.mfu * 1000.0) / 10.0);
+  c->addSeries(mfu_);
+
+  QStringList cats;
+  for (const auto& p : plans) cats << p.label;
+  auto* x = new QBarCategoryAxis;
+  x->append(cats);
+  c->addAxis(x, Qt::AlignBottom);
+  bars_->attachAxis(x);
+  mfu_->attachAxis(x);
+
+  auto* y = new QValueAxis;
+  y->setTitleText(ms ? "time per step (ms)" : "time per step (s)");
+  y->setRange(0, maxStep * scale * 1.12);
+  y->setLabelFormat(ms ? "%.0f" : "%.2f");
+  y->applyNiceNumbers();
+  c->addAxis(y, Qt::AlignLeft);
+  bars_->attachAxis(y);
+
+  auto* y2 = new QValueAxis;
+  y2->setTitleText("MFU (%)");
+  y2->setRange(0, std::min(100.0, std::max(10.0, maxMfu * 100 * 1.35)));
+  y2->setLabelFormat("%.0f");
+  y2->applyNiceNumbers();
+  c->addAxis(y2, Qt::AlignRight);
+  mfu_->attachAxis(y2);
+}
+
+}  // namespace mplan::gui

@@ -1,0 +1,34 @@
+// Stacked bars of where each compared plan's step time goes (compute, recompute, exposed TP/CP/EP/DP/
+// PP communication, bubble, optimizer), plans side by side, with MFU as a line on a second axis.
+// Reads a TimeBreakdownModel and rebuilds on every reset.
+#pragma once
+#include <QtCharts/QChartView>
+
+#include "gui/models/breakdown_models.h"
+
+class QStackedBarSeries;
+class QScatterSeries;
+
+namespace mplan::gui {
+
+class BreakdownChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit BreakdownChart(QWidget* parent = nullptr);
+  void setModel(TimeBreakdownModel* model);
+  QStackedBarSeries* barSeries() const { return bars_; }
+  QScatterSeries* mfuSeries() const { return mfu_; }
+
+ private slots:
+  void rebuild();
+
+ private:
+  TimeBreakdownModel* model_ = nullptr;
+  QStackedBarSeries* bars_ = nullptr;
+  QScatterSeries* mfu_ = nullptr;
+};
+
+// Shared by the charts: removes every series and axis of a chart.
+void clearChart(class QChart* chart);
+
+}  // namespace mplan::gui

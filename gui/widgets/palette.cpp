@@ -1,0 +1,50 @@
+// Colours of the GUI (see palette.h). Tableau-10-like hues: distinct, print well, readable labels.
+#include "gui/widgets/palette.h"
+
+namespace mplan::gui {
+
+QColor phaseColor(char phase, int chunk) {
+  QColor c;
+  switch (phase) {
+    case 'F': c = QColor("#4C78A8"); break;
+    case 'B': c = QColor("#F58518"); break;
+    case 'W': c = QColor("#B279A2"); break;
+    case 'O': c = QColor("#6F6F6F"); break;
+    default: c = QColor("#54A24B"); break;
+  }
+  if (chunk > 0) c = c.lighter(100 + 22 * (chunk % 4));
+  return c;
+}
+
+QColor streamColor(const QString& s) {
+  if (s == "tp") return QColor("#72B7B2");
+  if (s == "cp") return QColor("#D4A017");
+  if (s == "ep") return QColor("#9D755D");
+  if (s == "p2p") return QColor("#54A24B");
+  if (s == "dp") return QColor("#E45756");
+  return QColor("#4C78A8");
+}
+
+QColor bubbleColor() { return QColor("#C8C8C8"); }
+
+QColor componentColor(int k) {
+  static const char* c[] = {"#4C78A8", "#9ECAE9", "#72B7B2", "#D4A017", "#9D755D",
+                            "#E45756", "#54A24B", "#BAB0AC", "#6F6F6F"};
+  return QColor(c[k >= 0 && k < 9 ? k : 0]);
+}
+
+QColor memoryKindColor(int k) {
+  static const char* c[] = {"#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#BAB0AC"};
+  return QColor(c[k >= 0 && k < 6 ? k : 0]);
+}
+
+QColor capacityColor() { return QColor("#C0392B"); }
+
+QColor regressionColor() { return QColor("#D62728"); }
+
+QColor seriesColor(int i) {
+  static const char* c[] = {"#4C78A8", "#F58518", "#54A24B", "#B279A2", "#72B7B2", "#9D755D", "#FF9DA6", "#EECA3B"};
+  return QColor(c[((i % 8) + 8) % 8]);
+}
+
+}  // namespace mplan::gui
