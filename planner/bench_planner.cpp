@@ -1,0 +1,82 @@
+// bench_planner: speed benchmark of the search (not a test; run by hand, see docs/planner.md).
+//   bench_planner [--threads N] [--repeat N] [--case 405b|dsv3|all]
+// Case 405b: Llama-3.1-405B on 16,384 H100 (dgx-h100), gbs 2048, seq 8192, bf16, everything open.
+// Case dsv3: DeepSeek-V3 on 2,048 H100, gbs 8192, seq 4096, fp8, with expert parallelism.
+// Target: <= 2 s wall each on the 2-core development machine. Prints the --stats counts.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/presets.h"
+#include "planner/planner.h"
+
+using namespace mplan;
+
+namespace {
+
+Plan job(const char* model, int gpus, int64_t gbs, int64_t seq, Precision prec) {
+  Plan p;
+  p.model = model_preset(model).value();
+  p.cluster = cluster_preset("dgx-h100").value();
+  p.training.global_batch_size = gbs;
+  p.training.seq_length = seq;
+  p.training.precision = prec;
+  p.parallel.world_size = gpus;
+  return p;
+}
+
+void run(const char* name, const Plan& p, int threads, int repeat) {
+  SearchOptions o;
+  o.threads = threads;
+  o.top_k = 10;
+  std::vector<double> walls;
+  SearchResult last;
+  for (int r = 0; r < repeat; ++r) {
+    auto res = search(p, shipped_calibration(), o);
+    if (!res) {
+      std::printf("%s: error: %s\n", name, res.error().message().c_str());
+      return;
+    }
+    walls.push_back(res->stats.wall_s);
+    last = res.value();
+  }
+  std::sort(walls.begin(), walls.end());
+  const SearchStats& s = last.stats;
+  std::printf("%s (threads %d): median wall %.3f s (min %.3f, max %.3f over %d runs)\n", name, threads,
+              walls[walls.size() / 2], walls.front(), walls.back(), repeat);
+  std::printf("  enumerated %lld, rejected %lld, pruned by memory %lld, pruned by bound %lld, simulated %lld (fit %lld), "
+              "structures %lld, probes %lld\n",
+              (long long)s.enumerated, (long long)s.rejected, (long long)s.pruned_memory, (long long)s.pruned_by_bound,
+              (long long)s.simulated, (long long)s.fits, (long long)s.structures, (long long)s.probes);
+  for (const auto& [rule, n] : s.rejected_by_rule) std::printf("    rejected: %-75s %lld\n", rule.c_str(), (long long)n);
+  if (!last.top.empty()) {
+    const auto& b = last.top.front();
+    const auto& q = b.plan.parallel;
+    std::printf("  best: tp %d%s pp %d vpp %d cp %d ep %d etp %d dp %d zero %d mbs %d recompute %s(%d) %s: step %.3f s, "
+                "MFU %.1f%%, %.1f GiB\n",
+                q.tp, q.sp ? " sp" : "", q.pp, q.vpp, q.cp, q.ep, q.etp, q.dp(), q.zero, q.micro_batch_size,
+                to_string(q.recompute).c_str(), q.recompute_num_layers, to_string(q.schedule).c_str(),
+                b.report.step_time_s, 100 * b.report.mfu, b.report.peak_memory_gib);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, repeat = 3;
+  std::string which = "all";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::max(1, std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--case")) which = argv[i + 1];
+  }
+  if (which == "all" || which == "405b")
+    run("llama3.1-405b, 16384 x H100, gbs 2048, seq 8192, bf16", job("llama3.1-405b", 16384, 2048, 8192, Precision::bf16),
+        threads, repeat);
+  if (which == "all" || which == "dsv3")
+    run("deepseek-v3, 2048 x H100, gbs 8192, seq 4096, fp8", job("deepseek-v3", 2048, 8192, 4096, Precision::fp8),
+        threads, repeat);
+  return 0;
+}

@@ -1,0 +1,248 @@
+// Pipeline shapes, chunk costs from probed layer costs, the step-time lower bound and the memory
+// accounting of candidate layouts (see bounds.h).
+#include "planner/bounds.h"
+
+#include <algorithm>
+
+#include "core/schedule.h"
+#include "core/units.h"
+#include "simulator/memory.h"
+
+namespace mplan::planner {
+
+PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe) {
+  PipeShape ps;
+  ps.pp = pp;
+  ps.vpp = vpp;
+  ps.pipe = pipe;
+  ParallelConfig p;
+  p.pp = pp;
+  p.vpp = vpp;
+  p.world_size = pp;
+  if (pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, pp, vpp);
+  auto n = layers_per_stage_chunk(m, p);
+  ps.layers.assign(size_t(pp) * vpp, 0);
+  ps.first.assign(size_t(pp) * vpp, 0);
+  int idx = 0;
+  for (int c = 0; c < vpp; ++c)  // model order is chunk-major
+    for (int s = 0; s < pp; ++s) {
+      ps.layers[size_t(s) * vpp + c] = n[s][c];
+      ps.first[size_t(s) * vpp + c] = idx;
+      idx += n[s][c];
+    }
+  ps.min_chunk = *std::min_element(ps.layers.begin(), ps.layers.end());
+  ps.params = params_per_stage(m, p);
+  return ps;
+}
+
+namespace {
+
+void add(ChunkTotals& t, const PieceCost& p, double count) {
+  if (count <= 0) return;
+  t.F += count * p.F;
+  t.B += count * p.B;
+  t.W += count * p.W;
+  t.act += count * p.act;
+  t.act_w += count * p.act_w;
+}
+
+}  // namespace
+
+Bounds::Bounds(const Job& job, const CostParams& prm) : job_(job), prm_(prm) {
+  const ModelSpec& m = job.model();
+  moe_prefix_.assign(size_t(m.num_layers) + 1, 0);
+  for (int i = 0; i < m.num_layers; ++i) moe_prefix_[i + 1] = moe_prefix_[i] + (m.is_moe_layer(i) ? 1 : 0);
+  mtp_moe_ = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
+}
+
+void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const {
+  const ModelSpec& m = job_.model();
+  out.assign(size_t(ps.pp) * ps.vpp, ChunkTotals{});
+  const bool sel = l.recompute == Recompute::selective;
+  for (int s = 0; s < ps.pp; ++s)
+    for (int c = 0; c < ps.vpp; ++c) {
+      size_t i = size_t(s) * ps.vpp + c;
+      ChunkTotals& t = out[i];
+      int n = ps.layers[i], first = ps.first[i];
+      int moe = moe_prefix_[first + n] - moe_prefix_[first];
+      int r = 0;
+      if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
+      int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
+      int dense_r = r - moe_r;
+      if (sel) {
+        add(t, sc.dense.selective, n - moe);
+        add(t, sc.moe.selective, moe);
+      } else {
+        add(t, sc.dense.full, dense_r);
+        add(t, sc.moe.full, moe_r);
+        add(t, sc.dense.none, (n - moe) - dense_r);
+        add(t, sc.moe.none, moe - moe_r);
+      }
+      if (dense_r > 0) t.transient = std::max(t.transient, sc.dense.full.transient);
+      if (moe_r > 0) t.transient = std::max(t.transient, sc.moe.full.transient);
+      if (s == 0 && c == 0) add(t, sel ? sc.emb_sel : sc.emb, 1);
+      if (s == ps.pp - 1 && c == ps.vpp - 1) {
+        const TypeCosts& mt = mtp_moe_ ? sc.moe : sc.dense;
+        add(t, sel ? mt.selective : mt.none, m.mtp_num_layers);
+        add(t, sel ? sc.head_sel : sc.head, 1 + m.mtp_num_layers);
+      }
+    }
+}
+
+double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                            const std::vector<double>& tail, double p2p_s) const {
+  const double m = double(microbatches(l));
+  const bool zb = l.schedule == Schedule::zero_bubble;
+  const int pp = ps.pp, vpp = ps.vpp;
+  // per stage: arrival of micro-batch 0 (pref_f), all work (busy), forwards+backwards only (fb)
+  double pref_f = 0;
+  std::vector<double> start(pp), busy(pp), fb(pp);
+  for (int s = 0; s < pp; ++s) {
+    double b = 0, f = 0;
+    for (int c = 0; c < vpp; ++c) {
+      const ChunkTotals& t = ct[size_t(s) * vpp + c];
+      b += t.F + t.B + t.W;
+      f += t.F + t.B;
+    }
+    start[s] = pref_f;
+    busy[s] = m * b;
+    fb[s] = m * f;
+    pref_f += ct[size_t(s) * vpp].F + p2p_s;
+  }
+  // walking from the last stage to the first: `last_b` bounds the end of the stage's final backward
+  // (micro-batch m-1, chunk 0), which needs the same backward of the next stage first
+  double best = 0, last_b_next = 0;
+  for (int s = pp - 1; s >= 0; --s) {
+    const ChunkTotals& c0 = ct[size_t(s) * vpp];
+    double own = start[s] + (zb ? fb[s] : busy[s]);
+    double last_b = s == pp - 1 ? own : std::max(own, last_b_next + c0.B + p2p_s);
+    double compute_end = std::max(start[s] + busy[s], last_b + (zb ? c0.W : 0.0));
+    best = std::max(best, compute_end + (tail.empty() ? 0.0 : tail[s]));
+    last_b_next = last_b;
+  }
+  return tail.empty() ? best + std::max(0.0, prm_.optimizer_overhead_s) : best;
+}
+
+const ScheduleInfo& Bounds::schedule(Schedule sch, int pp, int vpp, int64_t m) const {
+  auto key = std::make_tuple(int(sch), pp, vpp, m);
+  {
+    std::lock_guard<std::mutex> lock(sched_mu_);
+    auto it = sched_.find(key);
+    if (it != sched_.end()) return *it->second;
+  }
+  auto info = std::make_unique<ScheduleInfo>();
+  info->actions.resize(pp);
+  for (int s = 0; s < pp; ++s) info->actions[s] = schedule_actions(sch, pp, vpp, int(m), s);
+  std::lock_guard<std::mutex> lock(sched_mu_);
+  return *sched_.emplace(key, std::move(info)).first->second;
+}
+
+void Bounds::peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                              std::vector<double>& peak) const {
+  peak.assign(ps.pp, 0.0);
+  const ScheduleInfo& si = schedule(l.schedule, ps.pp, ps.vpp, microbatches(l));
+  for (int s = 0; s < ps.pp; ++s) {
+    double act = 0, pk = 0;
+    for (const Action& a : si.actions[s]) {
+      const ChunkTotals& ch = ct[size_t(s) * ps.vpp + a.chunk];
+      if (a.phase == Phase::F) {
+        act += ch.act;
+      } else if (a.phase == Phase::B) {
+        pk = std::max(pk, act + ch.transient);
+        act -= ch.act - ch.act_w;
+      } else {
+        act -= ch.act_w;
+      }
+      pk = std::max(pk, act);
+    }
+    peak[s] = pk;
+  }
+}
+
+void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, int stage, std::vector<int64_t>& per_chunk,
+                                    int& first_b_chunk) {
+  per_chunk.assign(vpp, 0);
+  first_b_chunk = 0;
+  if (sch == Schedule::gpipe) {
+    per_chunk[0] = m;
+    return;
+  }
+  if (sch != Schedule::interleaved) {  // 1F1B and ZB-H1 (the 1F1B order with W passes after B's)
+    int64_t warmup = std::min<int64_t>(pp - stage - 1, m);
+    per_chunk[0] = warmup < m ? warmup + 1 : m;
+    return;
+  }
+  int64_t total = m * vpp;
+  int64_t warmup = m == pp ? total : std::min<int64_t>(total, int64_t(pp - stage - 1) * 2 + int64_t(vpp - 1) * pp);
+  int64_t count = warmup < total ? warmup + 1 : total;
+  // forward k runs chunk (k / pp) % vpp
+  int64_t full_rounds = count / (int64_t(pp) * vpp), rest = count % (int64_t(pp) * vpp);
+  for (int c = 0; c < vpp; ++c) per_chunk[c] = full_rounds * pp + std::clamp<int64_t>(rest - int64_t(c) * pp, 0, pp);
+  first_b_chunk = vpp - 1;
+}
+
+void Bounds::activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                                           std::vector<double>& out) const {
+  out.assign(ps.pp, 0.0);
+  std::vector<int64_t> n;
+  int fb = 0;
+  for (int s = 0; s < ps.pp; ++s) {
+    forwards_before_first_backward(l.schedule, ps.pp, ps.vpp, microbatches(l), s, n, fb);
+    double act = 0;
+    for (int c = 0; c < ps.vpp; ++c) act += double(n[c]) * ct[size_t(s) * ps.vpp + c].act;
+    out[s] = act + ct[size_t(s) * ps.vpp + fb].transient;
+  }
+}
+
+Bounds::MemScratch Bounds::scratch() const {
+  MemScratch s;
+  s.plan = *job_.plan;
+  return s;
+}
+
+namespace {
+void set_layout(ParallelConfig& p, const Layout& l, int world) {
+  p.world_size = world;
+  p.tp = l.tp;
+  p.pp = l.pp;
+  p.vpp = l.vpp;
+  p.cp = l.cp;
+  p.ep = l.ep;
+  p.etp = l.etp;
+  p.zero = l.zero;
+  p.micro_batch_size = l.mbs;
+}
+}  // namespace
+
+double Bounds::stage_memory_gib(const Layout& l, const PipeShape& ps, int s, double act_bytes, MemScratch& sc) const {
+  set_layout(sc.plan.parallel, l, job_.world);
+  StageWork& st = sc.st;
+  st.chunks.resize(ps.vpp);
+  for (int c = 0; c < ps.vpp; ++c) st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
+  st.dense_params = ps.params[s].dense / l.tp;
+  st.expert_params = ps.params[s].expert / (double(l.ep) * l.etp);
+  return stage_memory(sc.plan, st, act_bytes, prm_).total();
+}
+
+double Bounds::peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& sc,
+                               MemoryBreakdown* worst, int* worst_stage) const {
+  set_layout(sc.plan.parallel, l, job_.world);
+  StageWork& st = sc.st;
+  st.chunks.resize(ps.vpp);
+  double best = 0;
+  for (int s = 0; s < ps.pp; ++s) {
+    for (int c = 0; c < ps.vpp; ++c) st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
+    st.dense_params = ps.params[s].dense / l.tp;
+    st.expert_params = ps.params[s].expert / (double(l.ep) * l.etp);
+    MemoryBreakdown mb = stage_memory(sc.plan, st, act_peak.empty() ? 0.0 : act_peak[s], prm_);
+    double g = mb.total();
+    if (s == 0 || g > best) {
+      best = g;
+      if (worst) *worst = mb;
+      if (worst_stage) *worst_stage = s;
+    }
+  }
+  return best;
+}
+
+}  // namespace mplan::planner

@@ -1,0 +1,103 @@
+// Cheap, sound bounds used to prune before full simulation.
+//  - Pipeline shape: layers per (stage, chunk), MoE layers among them, parameters per stage.
+//  - Chunk costs: the simulator's per-chunk forward/backward/weight-gradient times and activation
+//    bytes, assembled from the probed per-layer costs (layer_costs.h).
+//  - Step-time lower bound: on each stage the actions run one after another, the first forward of
+//    micro-batch 0 cannot start before it has passed the earlier stages, and the last backward (of
+//    micro-batch m-1, chunk 0) must still travel back to stage 0:
+//      step >= max_s [ sum_{j<s} F_j0 + m * sum_c (F+B+W)_sc + sum_{j<s} B_j0 ] + optimizer overhead
+//    (zero-bubble: the last B may precede deferred W passes, so the W terms leave the chain and the
+//    busy time is bounded separately). With uniform stages this is (m+pp-1)(F+B), the known minimal
+//    1F1B bubble. Each hop of the chain adds one point-to-point transfer, and each stage ends with
+//    what cannot overlap its last backward: the last gradient bucket of chunk 0 (ready only when that
+//    backward ends), the optimizer step and the parameter all-gather beyond the first forwards'
+//    window (dp_tail.h). Everything else (waiting for transfers, other buckets) counts as zero.
+//  - Memory: weights, gradients and optimizer states per ZeRO level (simulator/memory.cpp's
+//    stage_memory) with the activation peak from walking the schedule's action list exactly as the
+//    event simulation accounts it (the peak depends on the order of actions, not their timing).
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/counting.h"
+#include "core/plan.h"
+#include "core/schedule.h"
+#include "planner/constraints.h"
+#include "planner/layer_costs.h"
+#include "simulator/cost_params.h"
+#include "simulator/simulator.h"
+#include "simulator/workload.h"
+
+namespace mplan::planner {
+
+struct PipeShape {
+  int pp = 1, vpp = 1;
+  PipeLayout pipe = PipeLayout::even;
+  std::vector<int> layers, first;  // [stage * vpp + chunk]
+  int min_chunk = 0;
+  std::vector<StageParams> params;  // per stage, not divided by TP/EP
+};
+PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe);
+
+// Per-chunk totals of one layout.
+struct ChunkTotals {
+  double F = 0, B = 0, W = 0;       // seconds per micro-batch
+  double act = 0, act_w = 0, transient = 0;  // bytes
+};
+
+// The action lists of one schedule shape (all stages).
+struct ScheduleInfo {
+  std::vector<std::vector<Action>> actions;  // [stage]
+};
+
+// Forwards of each chunk that precede the first backward of `stage`, and that backward's chunk
+// (closed forms of core/schedule.cpp's warm-up phases; tests/planner compares them with the lists).
+void forwards_before_first_backward(Schedule s, int pp, int vpp, int64_t microbatches, int stage,
+                                    std::vector<int64_t>& per_chunk, int& first_b_chunk);
+
+class Bounds {
+ public:
+  Bounds(const Job& job, const CostParams& prm);
+  // Chunk totals of `l` (its recompute, schedule and shape) on `ps`.
+  void chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const;
+  // Lower bound of the simulated step time, seconds. `tail[s]`: time stage s needs after its last
+  // backward (dp_tail.h; empty = none); `p2p_s`: one pipeline transfer.
+  double step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                      const std::vector<double>& tail, double p2p_s) const;
+  // Peak activation bytes per stage, exactly as the event simulation accounts them.
+  void peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                        std::vector<double>& peak) const;
+  // A lower bound of the same: what is held when each stage starts its first backward.
+  void activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                                     std::vector<double>& out) const;
+  // Cached action lists (thread-safe).
+  const ScheduleInfo& schedule(Schedule s, int pp, int vpp, int64_t microbatches) const;
+  // Scratch of one thread for peak_memory_gib (a plan copy whose layout fields are overwritten).
+  struct MemScratch {
+    Plan plan;
+    StageWork st;
+  };
+  MemScratch scratch() const;
+  // Memory (GiB) of stage `s` of `l` holding `act_bytes` of activations at its peak.
+  double stage_memory_gib(const Layout& l, const PipeShape& ps, int s, double act_bytes, MemScratch& sc) const;
+  // Peak memory (GiB, max over stages) for `l` with per-stage activation peaks (empty = none);
+  // `worst` receives the breakdown of the worst stage and its index when non-null.
+  double peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& s,
+                         MemoryBreakdown* worst = nullptr, int* worst_stage = nullptr) const;
+  int64_t microbatches(const Layout& l) const { return job_.gbs() / (int64_t(l.mbs) * l.dp); }
+  const Job& job() const { return job_; }
+  const std::vector<int>& moe_prefix() const { return moe_prefix_; }
+
+ private:
+  const Job& job_;
+  CostParams prm_;
+  std::vector<int> moe_prefix_;  // MoE layers among the first i layers
+  mutable std::mutex sched_mu_;
+  mutable std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<ScheduleInfo>> sched_;
+  bool mtp_moe_ = false;
+};
+
+}  // namespace mplan::planner

@@ -1,0 +1,53 @@
+// The probe-free lower bound of a whole structure (first level of the search). Per layer type, the
+// cost of a layer without recomputation is computed from the op list (core/ops.h) with the
+// simulator's public op and collective costs, following the overlap rules of build_workload's
+// per-layer costing (simulator/workload.cpp: which TP/CP/EP transfers hide behind which GEMM or
+// attention block), for every variant a structure contains (sequence parallel on/off, TP-comm
+// overlap, CP exchange, zero-bubble split); the structure's bound takes the minimum over them. A
+// structure whose bound is already worse than the K-th best result is never expanded — for big spaces
+// that is most of them, and no probe (layer_costs.h) or per-candidate bound is computed for them.
+// Any drift from the simulator's rules is caught by the soundness tests (tests/planner).
+#pragma once
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/plan.h"
+#include "planner/bounds.h"
+#include "planner/frame.h"
+#include "simulator/cost_params.h"
+
+namespace mplan::planner {
+
+// Lower bounds of one piece's times per micro-batch: forward, backward (the part on the chain of
+// backwards: without the weight gradient when split), forward+backward+weight gradient, and
+// forward+backward.
+struct FloorPiece {
+  double F = 0, B = 0, T = 0, FB = 0;
+  // Upper bounds over the variants: backward + weight gradient, and the weight gradient alone
+  // (they bound how long the final backward of a micro-batch can take, see frame.h).
+  double BWmax = 0, Wmax = 0;
+};
+struct ShapeFloor {
+  FloorPiece dense, moe, emb, head;
+};
+
+class FloorCache {
+ public:
+  FloorCache(const Job& job, const CostParams& prm) : job_(job), prm_(prm) {}
+  // Floor of the shape (tp, cp, ep, etp, mbs), minimum over the variants allowed for it.
+  const ShapeFloor& get(int tp, int cp, int ep, int etp, int mbs);
+
+ private:
+  ShapeFloor compute(int tp, int cp, int ep, int etp, int mbs) const;
+  const Job& job_;
+  CostParams prm_;
+  std::mutex mu_;
+  std::map<std::tuple<int, int, int, int, int>, ShapeFloor> cache_;
+};
+
+// Lower bound of the step time of any candidate of a structure (frame `f` + micro-batch size).
+double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
+                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix);
+
+}  // namespace mplan::planner

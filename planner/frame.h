@@ -1,0 +1,73 @@
+// A frame: the part of a layout that fixes parameters per rank and the data-parallel groups (tp, pp,
+// vpp, layer split, cp, dp, ep, etp) — everything but the micro-batch size and the variants. Per
+// frame the planner computes once what every candidate in it shares:
+//  - memory without activations per ZeRO level (simulator/memory.cpp's stage_memory);
+//  - per stage and ZeRO level the gradient reduction, parameter all-gather and optimizer step, and
+//    per chunk the ZeRO-3 (FSDP) parameter gathers and gradient scatters;
+// and from those, for one candidate's chunk costs, what each stage must still do after its last
+// backward: the last gradient bucket of chunk 0 (ready only when that backward ends), the optimizer
+// step and the parameter all-gather the next step's first forwards cannot hide.
+// The data-parallel terms mirror simulator/workload.cpp and simulator/pipeline_sim.cpp (bucket
+// sizes, ZeRO collectives, AdamW bytes per parameter, FSDP overlap) so the step-time bound can include
+// them; tests/planner checks on sampled spaces that no bound exceeds the simulation, which catches
+// any drift between the two.
+#pragma once
+#include <array>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/rank_grid.h"
+#include "planner/bounds.h"
+#include "simulator/cost_params.h"
+
+namespace mplan::planner {
+
+struct Frame {
+  Layout base;  // tp pp vpp pipe cp dp ep etp (mbs, variants and zero unset)
+  int pipe_id = 0;
+  std::array<double, 4> static_mem{};               // GiB per ZeRO level, no activations
+  // Memory of stage s with a bytes of activations: mem_base[z][s] + mem_slope[z][s] * a (GiB;
+  // simulator/memory.cpp's stage_memory is linear in the activations).
+  std::array<std::vector<double>, 4> mem_base, mem_slope;
+  std::array<std::vector<double>, 4> opt;           // per ZeRO level, per stage, seconds
+  // Data-parallel collectives (filled by FrameBuilder::add_collectives, when the frame is expanded).
+  bool collectives = false;
+  std::array<std::vector<double>, 4> grad, gather;  // per ZeRO level, per stage, seconds
+  std::vector<int> buckets;                         // per stage
+  std::vector<double> fsdp_ag, fsdp_rs;             // per chunk (ZeRO 3), seconds per micro-batch
+};
+
+class FrameBuilder {
+ public:
+  FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b) : job_(job), prm_(prm), bounds_(b) {}
+  // Memory and optimizer terms (cheap: no group placement).
+  Frame build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros,
+              Bounds::MemScratch& ms) const;
+  // The data-parallel collectives of the frame.
+  void add_collectives(Frame& f, const PipeShape& ps, const std::vector<int>& zeros);
+
+ private:
+  const Job& job_;
+  CostParams prm_;
+  const Bounds& bounds_;
+  // dp / expert-dp placements by (tp, cp, dp, pp, etp, ep)
+  std::mutex mu_;
+  std::map<std::tuple<int, int, int, int, int, int>, std::pair<GroupPlacement, GroupPlacement>> placements_;
+};
+
+// ZeRO-3: adds to each chunk's F and B the FSDP traffic its compute does not hide.
+void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, double overlap_slowdown, std::vector<ChunkTotals>& ct);
+// Per-stage time after the last backward (see above) for candidate `l` of frame `f`. Without
+// `with_grad_bucket` the gradient bucket is left out (when `ct` only bounds the real chunk costs, the
+// bucket's share of the gradient reduction is not known).
+void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                 std::vector<double>& out, bool with_grad_bucket = true);
+// The smallest tail any candidate of the frame can have (the optimizer step only), over the ZeRO
+// levels in `zeros`.
+void min_stage_tails(const Frame& f, const std::vector<int>& zeros, std::vector<double>& out);
+// One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
+double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
+
+}  // namespace mplan::planner

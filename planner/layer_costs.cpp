@@ -1,0 +1,184 @@
+// Probe plans -> per-layer costs (see layer_costs.h).
+#include "planner/layer_costs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <numeric>
+#include <thread>
+
+namespace mplan::planner {
+
+namespace {
+
+PieceCost piece(const ChunkCost& c) {
+  PieceCost p;
+  p.F = c.F.total();
+  p.B = c.B.total();
+  p.W = c.W.total();
+  p.act = c.act_bytes;
+  p.act_w = c.act_w_bytes;
+  p.transient = c.transient_bytes;
+  return p;
+}
+
+// a - b for the additive parts; the transient (a max, not a sum) is taken as given.
+PieceCost minus(const PieceCost& a, const PieceCost& b, double transient) {
+  PieceCost r;
+  r.F = a.F - b.F;
+  r.B = a.B - b.B;
+  r.W = a.W - b.W;
+  r.act = a.act - b.act;
+  r.act_w = a.act_w - b.act_w;
+  r.transient = transient;
+  return r;
+}
+
+Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mode) {
+  Plan p;
+  p.model = job.model;
+  p.model.mtp_num_layers = 0;
+  if (moe_type) {
+    p.model.moe->first_k_dense_layers = 0;
+    p.model.moe->moe_layer_freq = 1;
+  } else {
+    p.model.moe.reset();
+  }
+  p.model.num_layers = full_mode ? 5 : 3;
+  p.cluster = job.cluster;
+  p.training = job.training;
+  ParallelConfig& q = p.parallel;
+  q.tp = k.tp;
+  q.sp = k.sp != 0;
+  q.tp_comm_overlap = k.overlap != 0;
+  q.cp = k.cp;
+  q.cp_comm_type = CpCommType(k.cp_comm);
+  q.ep = moe_type ? k.ep : 1;
+  q.etp = moe_type ? k.etp : 1;
+  int mp = k.tp * k.cp, ee = q.ep * q.etp;
+  int dp = ee / std::gcd(ee, mp);
+  q.pp = full_mode ? 4 : 3;
+  q.world_size = mp * q.pp * dp;
+  q.micro_batch_size = k.mbs;
+  p.training.global_batch_size = int64_t(k.mbs) * dp;
+  q.zero = 1;
+  q.recompute = full_mode ? Recompute::full : Recompute::selective;
+  q.recompute_num_layers = full_mode ? 1 : 0;
+  q.schedule = k.split_w ? Schedule::zero_bubble : Schedule::one_f_one_b;
+  q.attention_backend = job.parallel.attention_backend;
+  q.pipeline_layout = full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}}
+                                : std::vector<std::vector<int>>{{1}, {1}, {1}};
+  int per_node = std::max(1, p.cluster.gpus_per_node);
+  p.cluster.num_nodes = std::max(p.cluster.num_nodes, (q.world_size + per_node - 1) / per_node);
+  return p;
+}
+
+}  // namespace
+
+ShapeKey shape_of(const Layout& l) {
+  return {l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp, l.overlap, uint8_t(l.cp_comm), uint8_t(l.schedule == Schedule::zero_bubble)};
+}
+
+LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}
+
+namespace {
+bool has_dense_layers(const ModelSpec& m) {
+  return !m.moe || m.num_moe_layers() < m.num_layers || (m.mtp_num_layers > 0 && !m.is_moe_layer(m.num_layers - 1));
+}
+}  // namespace
+
+ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
+  ShapeCosts sc;
+  const ModelSpec& m = job_.model;
+  const bool has_moe = m.moe.has_value();
+  for (bool moe_type : {false, true}) {
+    if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
+    TypeCosts& tc = moe_type ? sc.moe : sc.dense;
+    Workload f = build_workload(probe_plan(job_, k, moe_type, true), prm_);
+    PieceCost r = piece(f.stages[1].chunks[0]);
+    tc.full = r;
+    tc.none = minus(piece(f.stages[2].chunks[0]), r, 0);
+    // the embedding and head ops are those of the model itself (MoE when the model is MoE)
+    if (moe_type == has_moe) {
+      sc.emb = minus(piece(f.stages[0].chunks[0]), r, 0);
+      sc.head = minus(piece(f.stages[3].chunks[0]), r, 0);
+    }
+  }
+  return sc;
+}
+
+void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const {
+  const ModelSpec& m = job_.model;
+  const bool has_moe = m.moe.has_value();
+  for (bool moe_type : {false, true}) {
+    if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
+    TypeCosts& tc = moe_type ? sc.moe : sc.dense;
+    Workload s = build_workload(probe_plan(job_, k, moe_type, false), prm_);
+    PieceCost sel = piece(s.stages[1].chunks[0]);
+    sel.transient = 0;
+    tc.selective = sel;
+    if (moe_type == has_moe) {
+      sc.emb_sel = minus(piece(s.stages[0].chunks[0]), sel, 0);
+      sc.head_sel = minus(piece(s.stages[2].chunks[0]), sel, 0);
+    }
+  }
+  sc.has_selective = true;
+}
+
+const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
+  ShapeCosts* entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(k);
+    if (it != cache_.end()) {
+      entry = it->second.get();
+      if (!selective || entry->has_selective) return *entry;
+    }
+  }
+  if (!entry) {
+    auto v = std::make_unique<ShapeCosts>(compute(k));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, inserted] = cache_.emplace(k, std::move(v));
+    if (inserted) ++probes_;
+    entry = it->second.get();
+    if (!selective || entry->has_selective) return *entry;
+  }
+  ShapeCosts tmp;  // the selective parts only (the rest of *entry is immutable)
+  compute_selective(k, tmp);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!entry->has_selective) {
+    entry->dense.selective = tmp.dense.selective;
+    entry->moe.selective = tmp.moe.selective;
+    entry->emb_sel = tmp.emb_sel;
+    entry->head_sel = tmp.head_sel;
+    entry->has_selective = true;
+    ++probes_;
+  }
+  return *entry;
+}
+
+void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
+  std::vector<ShapeKey> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& k : keys)
+      if (!cache_.count(k)) todo.push_back(k);
+  }
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end(), [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); }),
+             todo.end());
+  std::vector<std::unique_ptr<ShapeCosts>> out(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) out[i] = std::make_unique<ShapeCosts>(compute(todo[i]));
+  };
+  int n = std::max(1, std::min<int>(threads, int(todo.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (cache_.emplace(todo[i], std::move(out[i])).second) ++probes_;
+}
+
+}  // namespace mplan::planner

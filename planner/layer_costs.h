@@ -1,0 +1,74 @@
+// Per-layer action costs measured with the simulator itself. A chunk's forward/backward cost in the
+// simulator's workload is the sum of its layers' costs (plus the embedding on the first chunk and the
+// head on the last), and a layer's cost depends only on the per-rank shape of the layout (tp, sp,
+// tp-comm overlap, cp and its exchange, ep, etp, micro-batch, zero-bubble split) — not on pp, vpp,
+// dp or ZeRO. So the planner builds tiny "probe" plans (three or four pipeline stages of one or two
+// layers) with build_workload() once per shape and reads each layer type's costs off the stages:
+// probe F (full recompute of 1 layer per chunk): stages [E+R][R][R+N][R+H]
+// probe S (selective recompute):                 stages [E+S][S][S+H]
+// (E embedding, H head + loss, N plain layer, R fully recomputed layer, S selectively recomputed).
+// These are exact copies of what simulate() would charge, up to floating-point rounding.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/plan.h"
+#include "planner/layout.h"
+#include "simulator/cost_params.h"
+#include "simulator/workload.h"
+
+namespace mplan::planner {
+
+// One piece of a chunk: time per micro-batch by phase (all parts summed) and the activation memory
+// it keeps.
+struct PieceCost {
+  double F = 0, B = 0, W = 0;
+  double act = 0, act_w = 0, transient = 0;
+};
+
+// Per-layer costs of one layer type (dense MLP or MoE) in each recompute mode.
+struct TypeCosts {
+  PieceCost none, full, selective;  // full: the recomputed layer (transient = its saved bytes)
+};
+
+struct ShapeCosts {
+  TypeCosts dense, moe;
+  PieceCost emb, head, emb_sel, head_sel;  // embedding / head in plain and selective mode
+  bool has_selective = false;              // the selective-recompute parts are filled
+};
+
+// The shape of a layout that per-layer costs depend on.
+struct ShapeKey {
+  int tp, cp, ep, etp, mbs;
+  uint8_t sp, overlap, cp_comm, split_w;
+  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w); }
+  bool operator<(const ShapeKey& o) const { return tie() < o.tie(); }
+};
+ShapeKey shape_of(const Layout& l);
+
+// Cache of probe results for one job; thread-safe.
+class LayerCostCache {
+ public:
+  LayerCostCache(const Plan& job, const CostParams& prm);
+  // Costs for the shape, computed on first use; the selective-recompute parts only when asked
+  // (they need a second probe per layer type).
+  const ShapeCosts& get(const ShapeKey& k, bool selective = false);
+  // Computes many shapes (without their selective parts) on worker threads.
+  void prefill(const std::vector<ShapeKey>& keys, int threads);
+  int64_t probes() const { return probes_; }
+
+ private:
+  ShapeCosts compute(const ShapeKey& k) const;
+  void compute_selective(const ShapeKey& k, ShapeCosts& sc) const;
+  const Plan& job_;
+  CostParams prm_;
+  std::mutex mu_;
+  std::map<ShapeKey, std::unique_ptr<ShapeCosts>> cache_;
+  int64_t probes_ = 0;
+};
+
+}  // namespace mplan::planner

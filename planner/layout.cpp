@@ -1,0 +1,63 @@
+// Layout <-> ParallelConfig and the short layout names used in messages.
+#include "planner/layout.h"
+
+namespace mplan::planner {
+
+ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, AttentionBackend attn) {
+  ParallelConfig p;
+  p.world_size = world;
+  p.tp = l.tp;
+  p.sp = l.sp != 0;
+  p.pp = l.pp;
+  p.vpp = l.vpp;
+  p.cp = l.cp;
+  p.cp_comm_type = l.cp_comm;
+  p.ep = l.ep;
+  p.etp = l.etp;
+  p.zero = l.zero;
+  p.micro_batch_size = l.mbs;
+  p.recompute = l.recompute;
+  p.recompute_num_layers = l.recompute_layers;
+  p.tp_comm_overlap = l.overlap != 0;
+  p.schedule = l.schedule;
+  p.attention_backend = attn;
+  if (l.pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, l.pp, l.vpp);
+  return p;
+}
+
+Layout from_parallel(const ParallelConfig& p) {
+  Layout l;
+  l.tp = p.tp;
+  l.sp = p.sp ? 1 : 0;
+  l.pp = p.pp;
+  l.vpp = p.vpp;
+  l.cp = p.cp;
+  l.cp_comm = p.cp_comm_type;
+  l.ep = p.ep;
+  l.etp = p.etp;
+  l.dp = p.dp();
+  l.zero = p.zero;
+  l.mbs = p.micro_batch_size;
+  l.recompute = p.recompute;
+  l.recompute_layers = p.recompute_num_layers;
+  l.overlap = p.tp_comm_overlap ? 1 : 0;
+  l.schedule = p.schedule;
+  l.pipe = p.pipeline_layout.empty() ? PipeLayout::even : PipeLayout::balanced;
+  return l;
+}
+
+std::string short_name(const Layout& l) {
+  std::string s = "tp" + std::to_string(l.tp) + (l.sp ? " sp" : "") + (l.overlap ? " tpov" : "") + " pp" +
+                  std::to_string(l.pp);
+  if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
+  if (l.pipe == PipeLayout::balanced) s += " (balanced)";
+  s += " dp" + std::to_string(l.dp);
+  if (l.cp > 1) s += " cp" + std::to_string(l.cp) + "/" + to_string(l.cp_comm);
+  if (l.ep > 1 || l.etp > 1) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.etp);
+  s += " zero" + std::to_string(l.zero) + " mbs" + std::to_string(l.mbs) + " " + to_string(l.recompute);
+  if (l.recompute_layers) s += "(" + std::to_string(l.recompute_layers) + ")";
+  s += " " + to_string(l.schedule);
+  return s;
+}
+
+}  // namespace mplan::planner

@@ -1,0 +1,41 @@
+// The planner's compact layout: one candidate of the search space as small integers (cheap to copy,
+// sort and compare), its total order (ties in the ranking are broken by it, so results never depend
+// on thread timing), and its conversion to the ParallelConfig the simulator reads.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "core/model_spec.h"
+#include "core/parallel_config.h"
+
+namespace mplan::planner {
+
+enum class PipeLayout : uint8_t { even, balanced };  // balanced = balanced_pipeline_layout()
+
+struct Layout {
+  int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, dp = 1, mbs = 1;
+  int zero = 1;
+  int recompute_layers = 0;  // full recompute: first k layers of each chunk (0 = all)
+  uint8_t sp = 0, overlap = 0;  // sequence parallel, tp_comm_overlap
+  Recompute recompute = Recompute::none;
+  Schedule schedule = Schedule::one_f_one_b;
+  CpCommType cp_comm = CpCommType::p2p;
+  PipeLayout pipe = PipeLayout::even;
+
+  auto key() const {
+    return std::make_tuple(tp, sp, pp, vpp, int(pipe), cp, int(cp_comm), ep, etp, zero, mbs, int(recompute),
+                           recompute_layers, int(schedule), overlap);
+  }
+  bool operator<(const Layout& o) const { return key() < o.key(); }
+  bool operator==(const Layout& o) const { return key() == o.key(); }
+};
+
+// The ParallelConfig of `l` for a job of `world` GPUs; overlap flags on, attention backend as given.
+ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, AttentionBackend attn);
+// The Layout of a ParallelConfig (pipe = balanced when it carries an explicit pipeline_layout).
+Layout from_parallel(const ParallelConfig& p);
+// "tp8 sp pp16 vpp8 cp1 dp128 zero1 mbs1 none 1f1b" for messages.
+std::string short_name(const Layout& l);
+
+}  // namespace mplan::planner

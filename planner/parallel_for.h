@@ -1,0 +1,33 @@
+// parallel_for(n, threads, fn): runs fn(begin, end) over [0, n) in small contiguous ranges taken by
+// `threads` threads (the caller is one of them). Results must be written by index, so their order does
+// not depend on scheduling.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <thread>
+#include <vector>
+
+namespace mplan::planner {
+
+template <class Fn>
+void parallel_for(size_t n, int threads, Fn&& fn) {
+  if (n == 0) return;
+  size_t t = size_t(std::max(1, std::min<int>(threads, int(n))));
+  if (t == 1) {
+    fn(size_t(0), n);
+    return;
+  }
+  // interleave small chunks so that uneven work (some items simulate, some do not) balances
+  std::vector<std::thread> pool;
+  size_t chunk = std::max<size_t>(1, n / (t * 4));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t b; (b = next.fetch_add(chunk)) < n;) fn(b, std::min(n, b + chunk));
+  };
+  for (size_t k = 1; k < t; ++k) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace mplan::planner

@@ -1,0 +1,30 @@
+// Ranking of simulated candidates: by step time (throughput) or by peak memory (memory headroom,
+// then step time), ties broken by the layout's total order, so the order never depends on which
+// thread finished first. TopK keeps the best K.
+#pragma once
+#include <limits>
+#include <vector>
+
+#include "planner/planner.h"
+
+namespace mplan::planner {
+
+// True when `a` ranks before `b`.
+bool ranks_before(Objective obj, const Candidate& a, const Candidate& b);
+
+class TopK {
+ public:
+  TopK(Objective obj, int k) : obj_(obj), k_(size_t(k)) {}
+  void offer(Candidate c);
+  // The K-th best key (step time or peak memory); +inf while fewer than K are held.
+  double threshold() const;
+  std::vector<Candidate> take() { return std::move(items_); }
+  size_t size() const { return items_.size(); }
+
+ private:
+  Objective obj_;
+  size_t k_;
+  std::vector<Candidate> items_;  // sorted best first
+};
+
+}  // namespace mplan::planner

@@ -1,0 +1,502 @@
+// search(): best-first branch and bound over the search space.
+//  1. Enumerate the structures (space.h); count their variants and ZeRO levels; drop ZeRO levels
+//     whose weights, gradients and optimizer states alone exceed the GPU (frame.h).
+//  2. Give every structure a probe-free lower bound (floor.h) and put it on a heap.
+//  3. Pop the smallest bound. A structure is expanded: its candidates get exact per-layer costs
+//     from probes (layer_costs.h) and a tight bound (bounds.h + frame.h) and go back on the heap.
+//     A candidate joins the next batch, which is evaluated on worker threads: exact activation
+//     memory first (no simulation when it cannot fit), then simulate().
+//  4. Stop when the smallest bound left is worse than the K-th best simulated result.
+// Bounds are sound and ties are broken by the layout's total order, so the result is the exact top K
+// of simulating everything; batches have a fixed size, so neither the result nor the counts depend
+// on the number of threads.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <queue>
+#include <thread>
+
+#include "planner/bounds.h"
+#include "planner/floor.h"
+#include "planner/frame.h"
+#include "planner/layer_costs.h"
+#include "planner/parallel_for.h"
+#include "planner/planner.h"
+#include "planner/ranking.h"
+#include "planner/space.h"
+
+namespace mplan {
+
+using namespace planner;
+
+namespace {
+
+constexpr size_t kBatch = 32;        // candidates per evaluation round (fixed: results do not depend on threads)
+constexpr size_t kExpandGroup = 16;  // structures expanded together
+constexpr double kSlack = 1e-9;  // relative slack of bounds against rounding
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct StructInfo {
+  int frame = 0;
+  int mbs = 1;
+  int64_t variants = 0;  // candidates = variants x fitting ZeRO levels
+  int zeros_fit = 0;
+  double bound = 0;
+};
+
+struct Node {
+  Layout l;
+  int frame = 0;
+  double bound = 0;
+  int64_t structure = 0;
+};
+
+// Heap item: a structure or a candidate. Equal bounds pop in creation order (deterministic: the
+// expansion order does not depend on threads); the final ranking has its own total order.
+struct Item {
+  double bound;
+  int64_t order;  // structures: -(count - index); candidates: index
+  int64_t index;
+  bool is_node;
+  bool operator>(const Item& o) const { return bound != o.bound ? bound > o.bound : order > o.order; }
+};
+
+struct Evaluated {
+  Candidate cand;
+  bool fits = false, simulated = false, pruned_memory = false, pruned_bound = false;
+  int64_t violations = 0;
+  double mem_gib = 0;
+};
+
+class Searcher {
+ public:
+  Searcher(const Plan& job, const CostParams& prm, const SearchOptions& opt)
+      : job_(job), prm_(prm), opt_(opt), J_(job_), lim_{opt.fix, opt.max}, bounds_(J_, prm_), frames_b_(J_, prm_, bounds_),
+        floors_(J_, prm_), costs_(job_, prm_), top_(opt.objective, std::max(1, opt.top_k)) {
+    threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    mem_obj_ = opt.objective == Objective::memory_headroom;
+    cap_ = job.cluster.gpu.memory_gib;
+  }
+  SearchResult run();
+
+ private:
+  void prepare();
+  void expand(const std::vector<int64_t>& group);
+  double node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const;
+  // Memory (GiB) with the activations each stage holds at its first backward: a lower bound.
+  double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms) const;
+  Evaluated evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const;
+  void flush();
+  std::vector<std::string> reasons() const;
+  void note_closest(double gib, const Layout& l) {
+    if (gib > cap_ && gib < closest_gib_) {
+      closest_gib_ = gib;
+      closest_ = l;
+    }
+  }
+  double threshold() const { return opt_.exhaustive ? kInf : top_.threshold(); }
+
+  const Plan& job_;
+  CostParams prm_;
+  const SearchOptions& opt_;
+  Job J_;
+  Limits lim_;
+  Bounds bounds_;
+  FrameBuilder frames_b_;
+  FloorCache floors_;
+  mutable LayerCostCache costs_;
+  TopK top_;
+  int threads_ = 1;
+  bool mem_obj_ = false;
+  double cap_ = 0;
+  Space space_;
+  std::vector<int> zeros_;
+  std::vector<Frame> frames_;
+  std::vector<StructInfo> structs_;
+  std::vector<Node> nodes_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
+  std::vector<int64_t> batch_;
+  SearchStats st_;
+  double closest_gib_ = kInf;
+  Layout closest_;
+  int64_t nonfit_sim_ = 0;
+  double t_expand_ = 0, t_flush_ = 0, t_probe_ = 0;
+};
+
+void Searcher::prepare() {
+  zeros_ = zero_levels(lim_);
+  space_ = enumerate_structures(J_, lim_, opt_.allow_tp_across_nvlink);
+  const size_t n = space_.structures.size();
+  st_.structures = int64_t(n);
+  structs_.assign(n, StructInfo{});
+  // frames (serial: a map from the frame's sizes to its index)
+  std::map<std::tuple<int, int, int, int, int, int, int, int>, int> frame_ids;
+  std::vector<Layout> frame_base;
+  std::vector<int> frame_pipe;
+  for (size_t i = 0; i < n; ++i) {
+    const Layout& b = space_.structures[i].base;
+    auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), b.cp, b.dp, b.ep, b.etp);
+    auto [it, inserted] = frame_ids.emplace(key, int(frame_base.size()));
+    if (inserted) {
+      Layout fb = b;
+      fb.mbs = 1;
+      frame_base.push_back(fb);
+      frame_pipe.push_back(space_.structures[i].pipe_id);
+    }
+    structs_[i].frame = it->second;
+    structs_[i].mbs = b.mbs;
+  }
+  frames_.resize(frame_base.size());
+  parallel_for(frames_.size(), threads_, [&](size_t b, size_t e) {
+    Bounds::MemScratch ms = bounds_.scratch();
+    for (size_t k = b; k < e; ++k) {
+      const PipeShape& ps = space_.pipes[frame_pipe[k]];
+      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms);
+      if (!mem_obj_) frames_b_.add_collectives(frames_[k], ps, zeros_);
+    }
+  });
+  // per-layer floors of every shape
+  if (!mem_obj_) {
+    std::vector<std::tuple<int, int, int, int, int>> shapes;
+    for (const Structure& s : space_.structures) shapes.emplace_back(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
+    std::sort(shapes.begin(), shapes.end());
+    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+    parallel_for(shapes.size(), threads_, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) {
+        auto [tp, cp, ep, etp, mbs] = shapes[k];
+        floors_.get(tp, cp, ep, etp, mbs);
+      }
+    });
+  }
+  // variants (with their rejections), memory and the structure bound
+  std::mutex merge_mu;  // per-task counters are summed (order-free) under this lock
+  parallel_for(n, threads_, [&](size_t b, size_t e) {
+    Space local;
+    std::vector<Layout> vars;
+    int64_t en = 0, pr = 0;
+    for (size_t i = b; i < e; ++i) {
+      const Structure& s = space_.structures[i];
+      const PipeShape& ps = space_.pipes[s.pipe_id];
+      StructInfo& si = structs_[i];
+      vars.clear();
+      structure_variants(J_, lim_, s, ps, vars, &local);
+      si.variants = int64_t(vars.size());
+      const Frame& f = frames_[si.frame];
+      std::vector<int> fit;
+      for (int z : zeros_)
+        if (opt_.exhaustive || f.static_mem[z] <= cap_ * (1 + kSlack)) fit.push_back(z);
+      si.zeros_fit = int(fit.size());
+      en += si.variants * int64_t(zeros_.size());
+      pr += si.variants * int64_t(zeros_.size() - fit.size());
+      if (fit.empty() || si.variants == 0) {
+        si.bound = kInf;
+        continue;
+      }
+      if (mem_obj_) {
+        double m = kInf;
+        for (int z : fit) m = std::min(m, f.static_mem[z]);
+        si.bound = m * (1 - kSlack);
+      } else {
+        Layout pl = s.base;
+        pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
+        const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
+        si.bound = structure_time_lb(J_, ps, f, fit, fl, bounds_.microbatches(s.base), p2p_time(J_, prm_, pl),
+                                     bounds_.moe_prefix()) * (1 - kSlack);
+      }
+    }
+    std::lock_guard<std::mutex> lock(merge_mu);
+    st_.enumerated += en;
+    st_.pruned_memory += pr;
+    space_.rejected += local.rejected;
+    for (auto& [r, c] : local.rejected_by_rule) st_.rejected_by_rule[r] += c;
+  });
+  for (size_t i = 0; i < n; ++i) {
+    const StructInfo& si = structs_[i];
+    const Frame& f = frames_[si.frame];
+    for (int z : zeros_) {
+      Layout l = space_.structures[i].base;
+      l.zero = z;
+      note_closest(f.static_mem[z], l);
+    }
+    if (std::isfinite(si.bound)) heap_.push({si.bound, int64_t(i) - int64_t(n), int64_t(i), false});
+  }
+  st_.rejected = space_.rejected;
+  st_.enumerated += space_.rejected;
+  for (const auto& [r, c] : space_.rejected_by_rule) st_.rejected_by_rule[r] += c;
+}
+
+double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const {
+  const Frame& f = frames_[n.frame];
+  const PipeShape& ps = space_.pipes[f.pipe_id];
+  // Selective recompute only adds time, so before its probe exists the plain costs bound it.
+  Layout l = n.l;
+  bool approx = !exact && l.recompute == Recompute::selective;
+  if (approx) l.recompute = Recompute::none;
+  bounds_.chunk_totals(l, ps, costs_.get(shape_of(l), l.recompute == Recompute::selective), ct);
+  add_fsdp(f, l, ps, prm_.overlap_slowdown, ct);
+  stage_tails(f, l, ps, ct, tail, !approx);
+  return bounds_.step_time_lb(l, ps, ct, tail, p2p_time(J_, prm_, l)) * (1 - kSlack);
+}
+
+void Searcher::expand(const std::vector<int64_t>& group) {
+  // data-parallel collectives of the frames, the variants and their probes
+  std::vector<std::vector<Layout>> vars(group.size());
+  std::vector<ShapeKey> keys;
+  for (size_t g = 0; g < group.size(); ++g) {
+    const Structure& s = space_.structures[size_t(group[g])];
+    const StructInfo& si = structs_[size_t(group[g])];
+    const PipeShape& ps = space_.pipes[s.pipe_id];
+    frames_b_.add_collectives(frames_[si.frame], ps, zeros_);
+    structure_variants(J_, lim_, s, ps, vars[g], nullptr);
+    for (const Layout& v : vars[g]) keys.push_back(shape_of(v));
+  }
+  auto p0 = std::chrono::steady_clock::now();
+  costs_.prefill(keys, threads_);
+  t_probe_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  // candidate bounds, one structure per task
+  std::vector<std::vector<Node>> made(group.size());
+  parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
+    std::vector<ChunkTotals> ct;
+    std::vector<double> tail;
+    Bounds::MemScratch ms;
+    for (size_t g = b; g < e; ++g) {
+      const StructInfo& si = structs_[size_t(group[g])];
+      const Frame& f = frames_[si.frame];
+      for (const Layout& v : vars[g])
+        for (int z : zeros_) {
+          if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
+          Node n{v, si.frame, 0.0, group[g]};
+          n.l.zero = z;
+          double mem = memory_lb(n, ct, tail, ms);
+          if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
+            n.bound = kInf;  // activations at the first backward already exceed the GPU
+          else
+            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, node_bound(n, ct, tail, false));
+          made[g].push_back(n);
+        }
+    }
+  });
+  for (auto& list : made)
+    for (Node& n : list) {
+      if (n.bound == kInf) {
+        ++st_.pruned_memory;
+        continue;
+      }
+      nodes_.push_back(n);
+      heap_.push({n.bound, int64_t(nodes_.size()) - 1, int64_t(nodes_.size()) - 1, true});
+    }
+}
+
+double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act,
+                           Bounds::MemScratch&) const {
+  const Frame& f = frames_[n.frame];
+  if (n.l.recompute == Recompute::selective) return f.static_mem[n.l.zero];  // its probe comes later
+  const PipeShape& ps = space_.pipes[f.pipe_id];
+  bounds_.chunk_totals(n.l, ps, costs_.get(shape_of(n.l)), ct);
+  bounds_.activations_at_first_backward(n.l, ps, ct, act);
+  double m = 0;
+  const int z = n.l.zero;
+  for (int s = 0; s < ps.pp; ++s) m = std::max(m, f.mem_base[z][s] + f.mem_slope[z][s] * act[s]);
+  return m;
+}
+
+Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const {
+  Evaluated ev;
+  const Frame& f = frames_[n.frame];
+  const PipeShape& ps = space_.pipes[f.pipe_id];
+  std::vector<ChunkTotals> ct;
+  bounds_.chunk_totals(n.l, ps, costs_.get(shape_of(n.l), n.l.recompute == Recompute::selective), ct);
+  std::vector<double> act;
+  bounds_.peak_activations(n.l, ps, ct, act);
+  double mem = bounds_.peak_memory_gib(n.l, ps, act, ms);
+  ev.mem_gib = mem;
+  bool fits_lb = mem <= cap_ * (1 + kSlack);
+  if (!opt_.exhaustive) {
+    if (!fits_lb) {
+      ev.pruned_memory = true;
+      return ev;
+    }
+    if (mem_obj_ && mem * (1 - kSlack) > threshold) {
+      ev.pruned_bound = true;
+      return ev;
+    }
+  }
+  Plan p = job_;
+  p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel.attention_backend);
+  auto r = simulate(p, prm_);
+  ev.simulated = true;
+  if (!r) return ev;  // cannot happen for enumerated layouts
+  if (opt_.exhaustive) {  // every bound must be at or below what the simulation says
+    std::vector<double> tail;
+    std::vector<ChunkTotals> ct2;
+    double tb = mem_obj_ ? 0.0 : node_bound(n, ct2, tail, true);
+    if (r->step_time_s < tb || r->step_time_s < n.bound) ++ev.violations;
+    if (!mem_obj_ && r->step_time_s < structs_[size_t(n.structure)].bound) ++ev.violations;
+    Bounds::MemScratch ms2 = bounds_.scratch();
+    double mlb = memory_lb(n, ct2, tail, ms2);
+    if (mem * (1 - kSlack) > r->peak_memory_gib || mlb * (1 - kSlack) > r->peak_memory_gib) ++ev.violations;
+    if (r->fits && !fits_lb) ++ev.violations;
+  }
+  ev.fits = r->fits;
+  ev.mem_gib = r->peak_memory_gib;
+  ev.cand = {std::move(p), std::move(r).value()};
+  return ev;
+}
+
+void Searcher::flush() {
+  if (batch_.empty()) return;
+  auto f0 = std::chrono::steady_clock::now();
+  struct T { double& t; std::chrono::steady_clock::time_point s; ~T() { t += std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count(); } } tt{t_flush_, f0};
+  std::vector<Evaluated> out(batch_.size());
+  double thr = threshold();
+  parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
+    Bounds::MemScratch ms = bounds_.scratch();
+    for (size_t k = b; k < e; ++k) out[k] = evaluate(nodes_[size_t(batch_[k])], thr, ms);
+  });
+  for (size_t k = 0; k < out.size(); ++k) {
+    Evaluated& ev = out[k];
+    const Layout& l = nodes_[size_t(batch_[k])].l;
+    st_.bound_violations += ev.violations;
+    if (ev.pruned_memory) {
+      ++st_.pruned_memory;
+      note_closest(ev.mem_gib, l);
+    }
+    if (ev.pruned_bound) ++st_.pruned_by_bound;
+    if (!ev.simulated) continue;
+    ++st_.simulated;
+    if (!ev.fits) {
+      ++nonfit_sim_;
+      note_closest(ev.mem_gib, l);
+      continue;
+    }
+    ++st_.fits;
+    top_.offer(std::move(ev.cand));
+  }
+  batch_.clear();
+}
+
+SearchResult Searcher::run() {
+  auto t0 = std::chrono::steady_clock::now();
+  auto dbg = [&](const char* what) {
+    if (std::getenv("MPLAN_PLANNER_DEBUG"))
+      std::fprintf(stderr, "TIME %-12s %.3f s  probes %lld  nodes %zu  sim %lld\n", what,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                   (long long)costs_.probes(), nodes_.size(), (long long)st_.simulated);
+  };
+  prepare();
+  dbg("prepared");
+  SearchResult res;
+  int64_t popped_structs = 0, total_structs = int64_t(heap_.size());
+  while (true) {
+    if (opt_.cancel && opt_.cancel->load()) {
+      res.cancelled = true;
+      break;
+    }
+    if (heap_.empty() || heap_.top().bound > threshold()) {
+      if (batch_.empty()) break;
+      flush();
+      if (opt_.progress) opt_.progress(total_structs ? double(popped_structs) / double(total_structs) : 1.0);
+      continue;
+    }
+    Item it = heap_.top();
+    heap_.pop();
+    if (it.is_node) {
+      batch_.push_back(it.index);
+      if (batch_.size() >= kBatch) {
+        flush();
+        if (opt_.progress) opt_.progress(total_structs ? double(popped_structs) / double(total_structs) : 1.0);
+      }
+    } else {
+      // expand this structure and the next ones on the heap together (in parallel)
+      std::vector<int64_t> group = {it.index};
+      double thr = threshold();
+      while (group.size() < kExpandGroup && !heap_.empty() && !heap_.top().is_node && heap_.top().bound <= thr) {
+        group.push_back(heap_.top().index);
+        heap_.pop();
+      }
+      popped_structs += int64_t(group.size());
+      auto e0 = std::chrono::steady_clock::now();
+      expand(group);
+      t_expand_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
+    }
+  }
+  dbg("searched");
+  if (std::getenv("MPLAN_PLANNER_DEBUG"))
+    std::fprintf(stderr, "TIME expand %.3f (probes %.3f) flush %.3f, structures popped %lld of %lld\n", t_expand_, t_probe_,
+                 t_flush_, (long long)popped_structs, (long long)total_structs);
+  // whatever is left was pruned by its bound
+  while (!heap_.empty()) {
+    const Item& it = heap_.top();
+    if (it.is_node) {
+      ++st_.pruned_by_bound;
+    } else {
+      const StructInfo& si = structs_[size_t(it.index)];
+      st_.pruned_by_bound += si.variants * si.zeros_fit;
+    }
+    heap_.pop();
+  }
+  st_.pruned_by_bound += int64_t(batch_.size());
+  st_.probes = costs_.probes();
+  res.top = top_.take();
+  res.top_rejection_reasons = reasons();
+  st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.stats = st_;
+  return res;
+}
+
+std::vector<std::string> Searcher::reasons() const {
+  std::vector<std::pair<int64_t, std::string>> r;
+  int64_t mem = st_.pruned_memory + nonfit_sim_;
+  if (mem > 0) {
+    std::string s = "does not fit: " + std::to_string(mem) + " layouts exceed the " +
+                    std::to_string(int(std::lround(cap_))) + " GiB of " + job_.cluster.gpu.name;
+    if (std::isfinite(closest_gib_)) {
+      char b[96];
+      std::snprintf(b, sizeof b, " (closest: %.1f GiB with ", closest_gib_);
+      s += b + short_name(closest_) + ")";
+    }
+    r.push_back({mem, s});
+  }
+  for (const auto& [rule_name, n] : st_.rejected_by_rule) r.push_back({n, rule_name + ": " + std::to_string(n) + " layouts"});
+  if (space_.structures.empty() && space_.rejected == 0)
+    r.push_back({1, "no layout matches --fix/--max for " + std::to_string(J_.world) +
+                        " GPUs (tp*pp*cp*dp must equal the GPU count and dp must divide the global batch)"});
+  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (size_t k = 0; k < r.size() && k < 5; ++k) out.push_back(r[k].second);
+  return out;
+}
+
+}  // namespace
+
+Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const SearchOptions& opt) {
+  Plan job = job_in;
+  AttentionBackend attn = job.parallel.attention_backend;
+  int world = job.parallel.world_size;
+  job.parallel = ParallelConfig{};
+  job.parallel.world_size = world;
+  job.parallel.attention_backend = attn;
+  std::vector<std::string> e;
+  if (world < 1) e.push_back("the job needs at least one GPU (parallel.world_size)");
+  else if (world > job.cluster.max_gpus())
+    e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name +
+                "' has " + std::to_string(job.cluster.max_gpus()));
+  if (job.training.global_batch_size < 1) e.push_back("global batch size must be >= 1");
+  if (job.training.seq_length < 1) e.push_back("sequence length must be >= 1");
+  if (!job.cluster.gpu.peak(job.training.precision))
+    e.push_back("precision " + std::string(to_string(job.training.precision)) + " is not supported by " +
+                job.cluster.gpu.name + " (cluster.gpu.peak_tflops has no entry for it)");
+  if (auto s = check_limits(opt.fix, opt.max, world); !s.ok())
+    for (const auto& p : s.error().problems) e.push_back(p);
+  if (!e.empty()) return Error(e);
+  Searcher s(job, cal.params_for(job.cluster.gpu), opt);
+  return s.run();
+}
+
+}  // namespace mplan

@@ -1,0 +1,210 @@
+// Enumeration of the search space (see space.h).
+#include "planner/space.h"
+
+#include <algorithm>
+#include <map>
+
+namespace mplan::planner {
+
+namespace {
+
+std::vector<int> divisors(int64_t n) {
+  std::vector<int> d;
+  for (int64_t i = 1; i * i <= n; ++i)
+    if (n % i == 0) {
+      d.push_back(int(i));
+      if (i * i != n) d.push_back(int(n / i));
+    }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+struct Counter {
+  Space& sp;
+  std::map<const char*, int64_t> by_rule;
+  void reject(const char* rule) {
+    ++sp.rejected;
+    ++by_rule[rule];
+  }
+};
+
+int pipe_index(Space& sp, std::map<std::tuple<int, int, int>, int>& ids, const ModelSpec& m, int pp, int vpp, PipeLayout pipe) {
+  auto key = std::make_tuple(pp, vpp, int(pipe));
+  auto it = ids.find(key);
+  if (it != ids.end()) return it->second;
+  int id = int(sp.pipes.size());
+  sp.pipes.push_back(make_pipe_shape(m, pp, vpp, pipe));
+  ids.emplace(key, id);
+  return id;
+}
+
+}  // namespace
+
+std::vector<int> zero_levels(const Limits& lim) {
+  std::vector<int> z;
+  for (int v = 0; v <= 3; ++v)
+    if (lim.allows("zero", v)) z.push_back(v);
+  return z;
+}
+
+Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvlink) {
+  Space space;
+  Counter cnt{space, {}};
+  const ModelSpec& m = job.model();
+  const int world = job.world;
+  std::map<std::tuple<int, int, int>, int> pipe_ids;
+  Layout l;
+  for (int tp : divisors(world)) {
+    if (!lim.allows("tp", tp)) continue;
+    l = Layout{};
+    l.tp = tp;
+    l.sp = tp > 1;
+    if (!allow_tp_nvlink && tp > job.domain) { cnt.reject(rule::tp_nvlink); continue; }
+    if (m.num_attention_heads % tp != 0) { cnt.reject(rule::tp_heads); continue; }
+    if (!job.mla && m.num_query_groups % tp != 0) { cnt.reject(rule::tp_groups); continue; }
+    if (m.ffn_hidden_size % tp != 0) { cnt.reject(rule::tp_ffn); continue; }
+    for (int pp : divisors(world / tp)) {
+      if (!lim.allows("pp", pp)) continue;
+      if (pp > job.units) { cnt.reject(rule::chunks); continue; }
+      for (int cp : divisors(world / tp / pp)) {
+        if (!lim.allows("cp", cp)) continue;
+        if (cp > 1 && !lim.max.count("cp") && !lim.fix.count("cp") && job.seq() / cp < 1024) continue;
+        if (cp > 1 && job.seq() % (2 * int64_t(cp)) != 0) { cnt.reject(rule::cp_seq); continue; }
+        int dp = world / tp / pp / cp;
+        if (!lim.allows("dp", dp)) continue;
+        if (job.gbs() % dp != 0) { cnt.reject(rule::gbs_dp); continue; }
+        std::vector<int> eps = {1}, etps = {1};
+        if (job.moe) eps = divisors(m.moe->num_experts);
+        for (int ep : eps) {
+          if (!lim.allows("ep", ep)) continue;
+          if (job.moe) etps = divisors(tp);
+          for (int etp : etps) {
+            if (!lim.allows("etp", etp)) continue;
+            if (job.moe && (int64_t(tp) * cp * dp) % (int64_t(ep) * etp) != 0) { cnt.reject(rule::ep_tiling); continue; }
+            if (job.moe && m.moe->moe_ffn_hidden_size % etp != 0) { cnt.reject(rule::etp_ffn); continue; }
+            int vmax = pp == 1 ? 1 : std::max(1, job.units / pp);
+            for (int vpp = 1; vpp <= vmax; ++vpp) {
+              if (!lim.allows("vpp", vpp)) continue;
+              bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0 && pp * vpp <= m.num_layers;
+              bool balanced = pp > 1 && pp * vpp <= job.units;
+              std::vector<PipeLayout> pipes;
+              if (even) pipes.push_back(PipeLayout::even);
+              if (balanced) {
+                auto b = balanced_pipeline_layout(m, pp, vpp);
+                bool same = even;
+                if (even)
+                  for (const auto& row : b)
+                    for (int v : row) same = same && v == m.num_layers / (pp * vpp);
+                if (!same) pipes.push_back(PipeLayout::balanced);
+              }
+              if (pipes.empty()) { cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split); continue; }
+              for (PipeLayout pipe : pipes) {
+                int pid = -1;
+                for (int mbs : divisors(job.gbs() / dp)) {
+                  if (!lim.allows("mbs", mbs)) continue;
+                  int64_t micro = job.gbs() / (int64_t(mbs) * dp);
+                  if (vpp > 1 && micro % pp != 0) { cnt.reject(rule::interleaved_m); continue; }
+                  if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe);
+                  Structure st;
+                  st.base = l;
+                  st.base.pp = pp;
+                  st.base.vpp = vpp;
+                  st.base.pipe = pipe;
+                  st.base.cp = cp;
+                  st.base.dp = dp;
+                  st.base.ep = ep;
+                  st.base.etp = etp;
+                  st.base.mbs = mbs;
+                  st.base.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+                  st.pipe_id = pid;
+                  space.structures.push_back(st);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (const auto& [r, n] : cnt.by_rule) space.rejected_by_rule.emplace_back(r, n);
+  return space;
+}
+
+void structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
+                        std::vector<Layout>& out, Space* space) {
+  const ModelSpec& m = job.model();
+  auto reject = [&](const char* r) {
+    if (!space) return;
+    ++space->rejected;
+    for (auto& [name, n] : space->rejected_by_rule)
+      if (name == r) {
+        ++n;
+        return;
+      }
+    space->rejected_by_rule.emplace_back(r, 1);
+  };
+  Layout l = st.base;
+  // sequence parallel / TP-comm overlap
+  std::vector<std::pair<uint8_t, uint8_t>> tpv;
+  if (l.tp == 1) {
+    tpv = {{0, 0}};
+  } else {
+    if (!job.moe) tpv.push_back({0, 0});
+    tpv.push_back({1, 0});
+    tpv.push_back({1, 1});
+  }
+  std::vector<CpCommType> cps = {CpCommType::p2p};
+  if (l.cp > 1) cps = {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather};
+  std::vector<Schedule> scheds;
+  if (l.vpp > 1) scheds = {Schedule::interleaved};
+  else if (l.pp > 1) scheds = {Schedule::one_f_one_b, Schedule::zero_bubble};
+  else scheds = {Schedule::one_f_one_b};
+  if (lim.fixed("schedule")) {
+    Schedule f = Schedule(lim.fix.at("schedule"));
+    if (f == Schedule::gpipe && l.vpp == 1) scheds = {Schedule::gpipe};
+    else scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return s != f; }), scheds.end());
+  }
+  // recompute modes: (mode, layers)
+  std::vector<std::pair<Recompute, int>> rcs;
+  if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::none, 0});
+  if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::selective, 0});
+  if (lim.allows("recompute", 2)) {
+    if (lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::full, 0});
+    for (int k : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128})
+      if (k < ps.min_chunk && lim.allows("recompute_layers", k)) rcs.push_back({Recompute::full, k});
+    if (lim.fixed("recompute_layers")) {
+      int k = lim.fix.at("recompute_layers");
+      bool have = false;
+      for (auto& rc : rcs) have = have || (rc.first == Recompute::full && rc.second == k);
+      if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k});
+    }
+  }
+  for (auto [sp, ov] : tpv) {
+    if (!lim.allows("sp", sp) || !lim.allows("tp_comm_overlap", ov)) continue;
+    if (sp && job.seq() % (int64_t(l.tp) * l.cp) != 0) {
+      reject(rule::sp_seq);
+      continue;
+    }
+    for (CpCommType cc : cps) {
+      if (!lim.allows("cp_comm", int(cc))) continue;
+      if (cc == CpCommType::a2a &&
+          ((m.num_attention_heads / l.tp) % l.cp != 0 || (!job.mla && (m.num_query_groups / l.tp) % l.cp != 0))) {
+        reject(rule::cp_a2a);
+        continue;
+      }
+      for (auto [rc, k] : rcs)
+        for (Schedule s : scheds) {
+          Layout v = l;
+          v.sp = sp;
+          v.overlap = ov;
+          v.cp_comm = cc;
+          v.recompute = rc;
+          v.recompute_layers = k;
+          v.schedule = s;
+          out.push_back(v);
+        }
+    }
+  }
+}
+
+}  // namespace mplan::planner

@@ -1,0 +1,56 @@
+// The search space of one job. A *structure* fixes the sizes that shape the pipeline and the
+// per-rank work (tp, pp, vpp, layer split, cp, dp, ep, etp, micro-batch); its *variants* add the
+// choices that change costs but not the structure (sequence parallel and TP-comm overlap, the CP
+// exchange, recomputation, schedule); each variant is tried with every allowed ZeRO level.
+//
+// What is tried (and why):
+//  - tp: divisors of the GPUs that divide heads, query groups and the FFN width; inside one NVLink
+//    domain unless allowed. sp: on and off for dense models (MoE needs it on), with and without
+//    TP-comm overlap when on.
+//  - pp: divisors with pp*vpp <= pipeline units; an even split when the layers divide, else (and in
+//    addition, when it differs) Megatron's balanced split that counts the embedding and the loss as
+//    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, interleaved schedule for vpp > 1.
+//  - schedule: 1F1B and zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out
+//    unless fixed: it has 1F1B's bubble but holds all micro-batches' activations, so 1F1B dominates it.
+//  - cp: divisors while each rank keeps >= 1024 tokens (seq/cp >= 1024, or --max cp), with the p2p
+//    ring, all-to-all and all-gather exchanges.
+//  - ep: divisors of the experts tiling tp*cp*dp; etp: divisors of tp (Megatron's default is etp=tp).
+//  - mbs: every divisor of gbs/dp. ZeRO 0-3. recompute: none, selective, full of all layers, and
+//    full of the first k layers of each chunk for k in 1, 2, 3, 4, 6, 8, 12, 16 ... below the smallest chunk.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "planner/bounds.h"
+#include "planner/constraints.h"
+
+namespace mplan {
+struct SearchStats;
+}
+
+namespace mplan::planner {
+
+struct Structure {
+  Layout base;  // tp pp vpp pipe cp dp ep etp mbs set; the rest default
+  int pipe_id = 0;
+};
+
+struct Space {
+  std::vector<Structure> structures;
+  std::vector<PipeShape> pipes;
+  int64_t rejected = 0;
+  std::vector<std::pair<const char*, int64_t>> rejected_by_rule;
+};
+
+// All valid structures of the job within the limits; rejected partial layouts are counted per rule.
+Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_across_nvlink);
+
+// The variants of a structure (zero left at its default), appended to `out`; rejected variants are
+// counted into `space`.
+void structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
+                        std::vector<Layout>& out, Space* space);
+
+// ZeRO levels allowed by the limits.
+std::vector<int> zero_levels(const Limits& lim);
+
+}  // namespace mplan::planner
