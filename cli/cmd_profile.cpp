@@ -35,6 +35,8 @@ struct ProfileOptions {
   std::string cluster;
   std::string emit_cluster;
   std::string import;
+  std::string export_sql;
+  std::string device;
   std::string mpi_worker;  // "DEVICE:SESSION" (internal: ranks started by mplan under mpirun)
 };
 
@@ -166,7 +168,24 @@ void emit_cluster_after_profile(const std::string& db, int64_t device, const std
   write_json(path, cluster_to_json(r->cluster), "cluster " + r->cluster.name);
 }
 
+int run_export(const ProfileOptions& o) {
+  auto db = ProfileDb::open(o.db, OpenMode::read_only);
+  if (!db) throw InputError{db.error().message()};
+  auto dev = select_device(*db, o.device);
+  if (!dev) throw InputError{dev.error().message()};
+  auto sql = export_profile_sql(*db, dev->id);
+  if (!sql) throw InputError{sql.error().message()};
+  std::string e = write_text_file_atomic(o.export_sql, *sql);
+  if (!e.empty()) throw InputError{e};
+  std::cerr << "wrote device " << dev->id << " of " << o.db << " to " << o.export_sql << "\n";
+  return kExitOk;
+}
+
 int run_profile(const ProfileOptions& o) {
+  if (!o.export_sql.empty()) {
+    if (!o.backend.empty() || !o.import.empty()) throw InputError{"--export-sql takes neither --backend nor --import"};
+    return run_export(o);
+  }
   if (!o.import.empty()) {
     if (!o.backend.empty()) throw InputError{"--import loads a shipped profile; it takes no --backend"};
     return run_import(o);
@@ -202,8 +221,11 @@ int run_profile(const ProfileOptions& o) {
   if (!r) throw InputError{r.error().message()};
   for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
   std::cout << "device " << r->device_id << " in " << o.db << ": " << r->kernel_rows << " kernel rows, "
-            << r->collective_rows << " collective rows; best GEMM " << fmt(r->peak_gflops, 1)
-            << " GFLOP/s per core, memory " << fmt(r->memory_gbps, 1) << " GB/s per core\n";
+            << r->collective_rows << " collective rows";
+  if (r->kernel_rows > 0)
+    std::cout << "; best GEMM " << fmt(r->peak_gflops, 1) << " GFLOP/s per core, memory " << fmt(r->memory_gbps, 1)
+              << " GB/s per core";
+  std::cout << "\n";
   if (r->interrupted) {
     std::cerr << "mplan: interrupted; every completed batch was kept in " << o.db << "\n";
     return 130;
@@ -228,6 +250,8 @@ void add_profile_commands(CLI::App& app, Runner& run) {
   p->add_option("--cluster", o->cluster, "cuda: the preset of these GPUs (default: from the GPU name)");
   p->add_option("--emit-cluster", o->emit_cluster, "cpu: write the fitted local-cpu cluster JSON here");
   p->add_option("--import", o->import, "load a shipped GPU profile (NAME, 'all' or FILE.sql) into --db instead of measuring");
+  p->add_option("--export-sql", o->export_sql, "write one device of --db with its rows as profile SQL (the --import format)");
+  p->add_option("--device", o->device, "--export-sql: device id or name substring (default: the newest with rows)");
   p->add_option("--mpi-worker", o->mpi_worker, "internal: run as a rank of the collective part")->group("");
   p->callback([&run, o] { run = [o] { return run_profile(*o); }; });
 

@@ -193,7 +193,7 @@ class GpuRun {
     if (auto s = db_.insert_collectives(cs); !s) return s;
     res.kernel_rows += int(ks.size());
     res.collective_rows += int(cs.size());
-    bar_.step(b.name, int(b.kernels.size() + b.collectives.size()));
+    bar_.step(b.name);
     return {};
   }
 
@@ -436,7 +436,14 @@ Expected<CudaProfileResult> run_cuda_profile(const CudaProfileOptions& o) {
 
   CudaProfileResult res;
   res.device_id = *id;
-  Progress bar("profile cuda", 1, o.progress);
+  // one progress unit per committed batch: GEMM grid points per precision, attention points, and
+  // (group size, collective) pairs
+  const bool fp8 = prop.major * 10 + prop.minor >= 89;
+  int groups = 0;
+  for (int g = 2; g <= ndev; g *= 2) ++groups;
+  if (ndev >= 2 && (ndev & (ndev - 1)) != 0) ++groups;
+  const int grid = o.quick ? 1 : 9, attn = o.quick ? 1 : 3;
+  Progress bar("profile cuda", grid * (fp8 ? 2 : 1) + attn + (o.collectives ? groups * 5 : 0), o.progress);
   GpuRun s(db, *id, *sess, o, bar);
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -453,7 +460,7 @@ Expected<CudaProfileResult> run_cuda_profile(const CudaProfileOptions& o) {
   cublasLtHandle_t lt;
   cublasLtCreate(&lt);
   Status status = gemm_batches(s, lt, st, false, o, res);
-  if (status && prop.major * 10 + prop.minor >= 89) status = gemm_batches(s, lt, st, true, o, res);
+  if (status && fp8) status = gemm_batches(s, lt, st, true, o, res);
   if (status) status = attention_and_memory_batches(s, st, o, res);
   cublasLtDestroy(lt);
   cudaStreamDestroy(st);

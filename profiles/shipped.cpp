@@ -1,6 +1,8 @@
 // Shipped profiles: embedded SQL text, loading and importing (see shipped.h).
 #include "profiles/shipped.h"
 
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
@@ -33,6 +35,57 @@ Expected<std::string> shipped_profile_sql(const std::string& name) {
   std::string known;
   for (const auto& n : shipped_profile_names()) known += (known.empty() ? "" : ", ") + n;
   return Error("no shipped profile named '" + name + "'; shipped profiles: " + known);
+}
+
+namespace {
+std::string q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+std::string opt(int64_t v) { return v ? std::to_string(v) : "NULL"; }
+}  // namespace
+
+Expected<std::string> export_profile_sql(const ProfileDb& db, int64_t device_id) {
+  auto devs = db.devices();
+  if (!devs) return devs.error();
+  const Device* d = nullptr;
+  for (const auto& x : *devs)
+    if (x.id == device_id) d = &x;
+  if (!d) return Error(db.path() + ": no device " + std::to_string(device_id));
+  auto ks = db.kernels(device_id);
+  if (!ks) return ks.error();
+  auto cs = db.collectives(device_id);
+  if (!cs) return cs.error();
+  nlohmann::json peaks(d->peak_tflops);
+  std::string out = "-- Profile of device " + std::to_string(device_id) + " exported from " + db.path() + " by mplan (" +
+                    d->source + ").\n-- Load with: mplan profile --import THIS.sql --db FILE\n\n";
+  out += "INSERT INTO devices(id, kind, name, host, peak_tflops, hbm_gbps, memory_gib, sm_count, driver, libraries, created_at, "
+         "source, cluster) VALUES (1, " +
+         q(d->kind) + ", " + q(d->name) + ", " + q(d->host) + ", " + q(peaks.dump()) + ", " + num(d->hbm_gbps) + ", " +
+         num(d->memory_gib) + ", " + std::to_string(d->sm_count) + ", " + q(d->driver) + ", " + q(d->libraries.dump()) + ", " +
+         q(d->created_at) + ", " + q(d->source) + ", " + q(d->cluster) + ");\n";
+  for (const auto& r : *ks)
+    out += "INSERT INTO kernels(device_id, op, pass, dtype, m, n, k, groups, batch, heads, q_len, kv_len, head_dim, causal, "
+           "flops, bytes, reps, median_us, p10_us, p90_us, impl, source) VALUES (1, " +
+           q(r.op) + ", " + q(r.pass) + ", " + q(r.dtype) + ", " + opt(r.m) + ", " + opt(r.n) + ", " + opt(r.k) + ", " +
+           opt(r.groups) + ", " + opt(r.batch) + ", " + opt(r.heads) + ", " + opt(r.q_len) + ", " + opt(r.kv_len) + ", " +
+           opt(r.head_dim) + ", " + (r.heads ? std::to_string(r.causal ? 1 : 0) : "NULL") + ", " + num(r.flops) + ", " +
+           num(r.bytes) + ", " + std::to_string(r.reps) + ", " + num(r.median_us) + ", " + num(r.p10_us) + ", " +
+           num(r.p90_us) + ", " + q(r.impl) + ", " + q(r.source) + ");\n";
+  for (const auto& r : *cs)
+    out += "INSERT INTO collectives(device_id, op, group_size, members_per_node, domains, bytes, dtype, reps, median_us, "
+           "p10_us, p90_us, algbw_gbps, busbw_gbps, transport, impl, source) VALUES (1, " +
+           q(r.op) + ", " + std::to_string(r.group_size) + ", " + std::to_string(r.members_per_node) + ", " +
+           std::to_string(r.domains) + ", " + std::to_string(r.bytes) + ", " + q(r.dtype) + ", " + std::to_string(r.reps) +
+           ", " + num(r.median_us) + ", " + num(r.p10_us) + ", " + num(r.p90_us) + ", " + num(r.algbw_gbps) + ", " +
+           num(r.busbw_gbps) + ", " + q(r.transport) + ", " + q(r.impl) + ", " + q(r.source) + ");\n";
+  return out;
 }
 
 Expected<ProfileDb> load_profile_sql(const std::string& sql, const std::string& what) {

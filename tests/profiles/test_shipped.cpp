@@ -2,9 +2,12 @@
 // match their presets, and the committed calibrations are what `mplan calibrate` produces from them.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
+#include "core/json_fields.h"
 #include "core/presets.h"
 #include "profiles/calibrate.h"
 #include "profiles/shipped.h"
@@ -82,4 +85,43 @@ TEST(Shipped, CommittedCalibrationsAreReproducible) {
     EXPECT_EQ(committed["fit"]["classes"].size(), r->fit.classes.size()) << name;
     if (!r->fit.kernel_ids.empty() || !r->fit.collective_ids.empty()) EXPECT_GT(compared, 0) << name;
   }
+}
+
+TEST(Shipped, CommittedLocalCpuCalibrationIsReproducible) {
+  std::string dir = std::string(MPLAN_SOURCE_DIR) + "/data/calibration/local-cpu/";
+  std::vector<std::string> problems;
+  auto sql = read_text_file(dir + "profile.sql", problems);
+  auto cal_text = read_text_file(dir + "calibration.json", problems);
+  ASSERT_TRUE(sql && cal_text) << problems.front();
+  std::string db = ::testing::TempDir() + "/mplan_local_cpu_" + std::to_string(::getpid()) + ".db";
+  std::remove(db.c_str());
+  {
+    auto d = ProfileDb::open(db);
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(import_profile_sql(d.value(), *sql, "local-cpu/profile.sql"));
+  }
+  auto committed = nlohmann::json::parse(*cal_text);
+  auto then = calibration_from_json(committed, CostParams{});
+  ASSERT_TRUE(then) << then.error().message();
+  CalibrateOptions o;
+  o.db = db;
+  o.base = then->params;
+  o.store = false;
+  auto r = calibrate(o);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->cluster.name, "local-cpu");
+  for (const auto& cls : r->fit.classes)
+    for (const auto& [pname, value] : cls.params) {
+      double want = committed["fit"]["classes"][cls.name]["fitted"][pname].get<double>();
+      EXPECT_NEAR(value, want, 1e-6 * std::max(1.0, std::abs(want))) << cls.name << " " << pname;
+    }
+  // the committed cluster is the one this profile generates
+  auto cl_text = read_text_file(dir + "local-cpu.json", problems);
+  ASSERT_TRUE(cl_text);
+  auto cl = cluster_from_json(nlohmann::json::parse(*cl_text));
+  ASSERT_TRUE(cl) << cl.error().message();
+  EXPECT_TRUE(unsourced_cluster_fields(*cl).empty());
+  EXPECT_DOUBLE_EQ(cl->scale_up_bw_gbps, r->cluster.scale_up_bw_gbps);
+  EXPECT_NEAR(cl->scale_up_latency_us, r->cluster.scale_up_latency_us, 1e-6);
+  EXPECT_DOUBLE_EQ(*cl->gpu.peak(Precision::fp32), *r->cluster.gpu.peak(Precision::fp32));
 }
