@@ -1,8 +1,440 @@
-// `mplan search, explain, export`: subcommands over the planner library (owned by that part).
+// `mplan search, explain, export, search-check`: subcommands over the planner library.
+//   search        the best layouts of a job (table|json|csv, --out DIR writes the top K as plan files)
+//   explain       why a plan wins or loses against the usual alternatives
+//   export        a plan as Megatron-LM arguments, a torchtitan TOML or a normalised plan file
+//   search-check  quality benchmark: for every published run (shared/calibration CSV columns), is the
+//                 best layout found for the same job predicted at least as fast as the published one?
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+
 #include "cli/commands.h"
+#include "cli/plan_args.h"
+#include "cli/resolve.h"
+#include "cli/simulate_output.h"
+#include "cli/table.h"
+#include "core/json_fields.h"
+#include "planner/constraints.h"
+#include "planner/planner.h"
+#include "simulator/published.h"
 
 namespace mplan::cli {
 
-void add_search_commands(CLI::App& /*app*/, Runner& /*run*/) {}
+namespace {
+
+// --- search -------------------------------------------------------------------------------------
+
+struct SearchCliOptions {
+  JobArgs job;
+  int top = 10, threads = 0;
+  std::string objective = "throughput", fix, max, format = "table", out, attention = "flash";
+  bool stats = false, explain = false, allow_tp_nvlink = false, no_prune = false;
+};
+
+// "tp=8,pp=4,recompute=full" -> key/value map; numbers or the names of choice keys.
+std::map<std::string, int> parse_kv(const std::string& text, const char* flag, bool allow_choices) {
+  std::map<std::string, int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw InputError{std::string(flag) + ": expected key=value pairs like tp=8,pp=4, got '" + item + "'"};
+    std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (out.count(k)) throw InputError{std::string(flag) + ": " + k + " given twice"};
+    bool choice = false;
+    for (const auto& c : planner::choice_keys()) choice = choice || c == k;
+    if (choice) {
+      if (!allow_choices) throw InputError{std::string(flag) + " " + k + ": only --fix takes " + k};
+      auto code = planner::choice_code(k, v);
+      if (!code) throw InputError{std::string(flag) + " " + k + "=" + v + " is not a valid choice"};
+      out[k] = *code;
+      continue;
+    }
+    try {
+      size_t used = 0;
+      int n = std::stoi(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+      out[k] = n;
+    } catch (const std::exception&) {
+      throw InputError{std::string(flag) + " " + k + "=" + v + ": expected an integer"};
+    }
+  }
+  return out;
+}
+
+std::string recompute_name(const ParallelConfig& p) {
+  std::string s = to_string(p.recompute);
+  if (p.recompute == Recompute::full && p.recompute_num_layers > 0) s += "(" + std::to_string(p.recompute_num_layers) + ")";
+  return s;
+}
+
+double exposed_comm(const StepReport& r) {
+  const TimeBreakdown& t = r.time;
+  return t.tp_comm_exposed + t.cp_comm_exposed + t.ep_comm_exposed + t.dp_comm_exposed + t.pp_p2p_exposed;
+}
+
+std::vector<std::string> result_header() {
+  return {"rank", "tp", "sp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "mbs", "recompute", "schedule", "step time s",
+          "tokens/s/GPU", "MFU", "peak memory / capacity GiB", "bubble %", "exposed comm %"};
+}
+
+std::vector<std::string> result_row(size_t rank, const Candidate& c) {
+  const ParallelConfig& p = c.plan.parallel;
+  const StepReport& r = c.report;
+  std::string vpp = std::to_string(p.vpp) + (p.pipeline_layout.empty() ? "" : "*");
+  std::string cp = std::to_string(p.cp) + (p.cp > 1 ? " " + to_string(p.cp_comm_type) : "");
+  std::string sp = p.sp ? (p.tp_comm_overlap ? "on+ov" : "on") : "off";
+  return {std::to_string(rank),
+          std::to_string(p.tp),
+          sp,
+          std::to_string(p.pp),
+          vpp,
+          std::to_string(p.dp()),
+          cp,
+          std::to_string(p.ep),
+          std::to_string(p.etp),
+          std::to_string(p.zero),
+          std::to_string(p.micro_batch_size),
+          recompute_name(p),
+          to_string(p.schedule),
+          fmt(r.step_time_s, 3),
+          fmt(r.tokens_per_s_per_gpu, 0),
+          fmt_pct(r.mfu),
+          fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 0),
+          fmt(100 * r.bubble_fraction, 1),
+          fmt(r.step_time_s > 0 ? 100 * exposed_comm(r) / r.step_time_s : 0, 1)};
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
+}
+
+void print_stats(std::ostream& o, const SearchStats& s) {
+  o << "search statistics:\n";
+  TextTable t({"count", "layouts"});
+  t.add_row({"enumerated", std::to_string(s.enumerated)});
+  t.add_row({"rejected by a rule", std::to_string(s.rejected)});
+  for (const auto& [rule, n] : s.rejected_by_rule) t.add_row({"  " + rule, std::to_string(n)});
+  t.add_row({"pruned: does not fit (memory bound)", std::to_string(s.pruned_memory)});
+  t.add_row({"pruned: cannot beat the top K (time bound)", std::to_string(s.pruned_by_bound)});
+  t.add_row({"fully simulated", std::to_string(s.simulated)});
+  t.add_row({"  of which fit", std::to_string(s.fits)});
+  t.add_row({"structures (tp pp vpp split cp dp ep etp mbs)", std::to_string(s.structures)});
+  t.add_row({"per-layer cost probes", std::to_string(s.probes)});
+  o << t.render() << "wall time " << fmt(s.wall_s, 3) << " s\n";
+}
+
+// Progress on stderr once the search has run for a second.
+struct Progress {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+  std::mutex mu;
+  bool shown = false;
+  void operator()(double f) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto now = std::chrono::steady_clock::now();
+    if (now - start < std::chrono::seconds(1) || now - last < std::chrono::milliseconds(200)) return;
+    last = now;
+    shown = true;
+    std::cerr << "\rsearching: " << int(std::lround(100 * std::clamp(f, 0.0, 1.0))) << "% of the candidate structures"
+              << std::flush;
+  }
+  void done() {
+    if (shown) std::cerr << "\r" << std::string(50, ' ') << "\r" << std::flush;
+  }
+};
+
+int run_search(const SearchCliOptions& o) {
+  Plan job = job_skeleton(o.job);
+  job.parallel.attention_backend = o.attention == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+  Calibration cal = load_calibration(o.job.calibration);
+  SearchOptions so;
+  so.top_k = o.top;
+  so.threads = o.threads;
+  so.objective = o.objective == "memory-headroom" ? Objective::memory_headroom : Objective::throughput;
+  so.fix = parse_kv(o.fix, "--fix", true);
+  so.max = parse_kv(o.max, "--max", false);
+  so.allow_tp_across_nvlink = o.allow_tp_nvlink;
+  so.exhaustive = o.no_prune;
+  auto progress = std::make_shared<Progress>();
+  so.progress = [progress](double f) { (*progress)(f); };
+  auto res = search(job, cal, so);
+  progress->done();
+  if (!res) {
+    std::string msg = "search:";
+    for (const auto& p : res.error().problems) msg += "\n  - " + p;
+    throw InputError{msg};
+  }
+  const SearchResult& r = *res;
+  if (!o.out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out, ec);
+    if (ec) throw InputError{"--out " + o.out + ": " + ec.message()};
+    for (size_t i = 0; i < r.top.size(); ++i) {
+      Plan p = r.top[i].plan;
+      p.meta = {{"written_by", "mplan search"}, {"rank", i + 1}, {"objective", o.objective},
+                {"predicted", {{"step_time_s", r.top[i].report.step_time_s},
+                               {"tokens_per_s_per_gpu", r.top[i].report.tokens_per_s_per_gpu},
+                               {"mfu", r.top[i].report.mfu},
+                               {"peak_memory_gib", r.top[i].report.peak_memory_gib}}}};
+      char name[32];
+      std::snprintf(name, sizeof name, "plan-%02zu.json", i + 1);
+      auto st = write_plan_file((std::filesystem::path(o.out) / name).string(), p);
+      if (!st.ok()) throw InputError{"--out: " + st.error().message()};
+    }
+  }
+  if (o.format == "json") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (size_t i = 0; i < r.top.size(); ++i) {
+      nlohmann::json j = report_to_json(r.top[i].report);
+      j["rank"] = i + 1;
+      j["layout"] = parallel_to_json(r.top[i].plan.parallel);
+      arr.push_back(std::move(j));
+    }
+    std::cout << arr.dump(2) << "\n";
+    if (o.stats) print_stats(std::cerr, r.stats);
+    return kExitOk;
+  }
+  if (o.format == "csv") {
+    auto h = result_header();
+    for (size_t i = 0; i < h.size(); ++i) std::cout << (i ? "," : "") << csv_cell(h[i]);
+    std::cout << "\n";
+    for (size_t k = 0; k < r.top.size(); ++k) {
+      auto row = result_row(k + 1, r.top[k]);
+      for (size_t i = 0; i < row.size(); ++i) std::cout << (i ? "," : "") << csv_cell(row[i]);
+      std::cout << "\n";
+    }
+    if (o.stats) print_stats(std::cerr, r.stats);
+    return kExitOk;
+  }
+  const Plan& any = job;
+  std::cout << any.model.name << " on " << any.parallel.world_size << " x " << any.cluster.gpu.name << " (" << any.cluster.name
+            << "), global batch " << any.training.global_batch_size << " x seq " << any.training.seq_length << ", "
+            << to_string(any.training.precision) << "; best " << o.top << " by " << o.objective << "\n\n";
+  TextTable t(result_header());
+  for (size_t k = 0; k < r.top.size(); ++k) t.add_row(result_row(k + 1, r.top[k]));
+  std::cout << t.render();
+  if (!r.top.empty()) std::cout << "(vpp* = balanced pipeline layout counting the embedding and the loss as layers)\n";
+  if (r.top.empty()) {
+    std::cout << "\nno layout fits; the most frequent reasons layouts were rejected:\n";
+    for (const auto& s : r.top_rejection_reasons) std::cout << "  - " << s << "\n";
+  }
+  if (o.stats) {
+    std::cout << "\n";
+    print_stats(std::cout, r.stats);
+  }
+  if (o.explain && !r.top.empty()) {
+    auto ex = explain_search(r, cal);
+    if (!ex) throw InputError{ex.error().message()};
+    std::cout << "\n" << *ex;
+  }
+  if (!o.out.empty()) std::cout << "\nwrote " << r.top.size() << " plan files to " << o.out << "\n";
+  return kExitOk;
+}
+
+// --- explain / export ---------------------------------------------------------------------------
+
+struct ExplainCliOptions {
+  std::string plan, calibration;
+};
+
+int run_explain(const ExplainCliOptions& o) {
+  Plan plan = require_plan(o.plan);
+  auto text = explain_plan(plan, load_calibration(o.calibration));
+  if (!text) throw InputError{text.error().message()};
+  std::cout << *text;
+  return kExitOk;
+}
+
+struct ExportCliOptions {
+  std::string plan, format = "megatron", out;
+};
+
+int run_export(const ExportCliOptions& o) {
+  Plan plan = require_plan(o.plan);
+  std::string text;
+  if (o.format == "megatron") {
+    text = export_megatron_args(plan);
+  } else if (o.format == "torchtitan") {
+    auto t = export_torchtitan_toml(plan);
+    if (!t) {
+      std::string msg = "this layout cannot be exported to torchtitan:";
+      for (const auto& p : t.error().problems) msg += "\n  - " + p;
+      throw InputError{msg};
+    }
+    text = *t;
+  } else {
+    text = plan_to_json(plan).dump(2) + "\n";
+  }
+  if (o.out.empty()) {
+    std::cout << text;
+  } else {
+    std::string err = write_text_file_atomic(o.out, text);
+    if (!err.empty()) throw InputError{"--out: " + err};
+    std::cout << "wrote " << o.out << "\n";
+  }
+  return kExitOk;
+}
+
+// --- search-check -------------------------------------------------------------------------------
+
+struct CheckCliOptions {
+  std::string runs, calibration, rows, format = "table";
+  int threads = 0;
+};
+
+int run_search_check(const CheckCliOptions& o) {
+  auto rows = read_csv_file(o.runs);
+  if (!rows) throw InputError{"--runs: " + rows.error().message()};
+  Calibration cal = load_calibration(o.calibration);
+  std::set<std::string> only;
+  {
+    std::stringstream ss(o.rows);
+    std::string id;
+    while (std::getline(ss, id, ','))
+      if (!id.empty()) only.insert(id);
+  }
+  TextTable t({"row", "model", "GPUs", "published layout", "step s", "best layout found", "step s", "ratio", "verdict"});
+  nlohmann::json js = nlohmann::json::array();
+  int checked = 0, ok = 0, better = 0, worse = 0, skipped = 0, pub_nofit = 0;
+  std::vector<double> ratios;
+  for (const CsvRow& row : *rows) {
+    const std::string& id = row.get("row_id");
+    if (!only.empty() && !only.count(id)) continue;
+    auto run = published_run_from_row(row);
+    if (!run) {
+      ++skipped;
+      continue;
+    }
+    const Plan& pub = run->plan;
+    CostParams prm = cal.params_for(pub.cluster.gpu);
+    auto pr = simulate(pub, prm);
+    if (!pr) {
+      ++skipped;
+      continue;
+    }
+    Plan job = pub;
+    SearchOptions so;
+    so.top_k = 1;
+    so.threads = o.threads;
+    so.allow_tp_across_nvlink = pub.parallel.tp > pub.cluster.placement_domain();
+    auto sr = search(job, cal, so);
+    if (!sr) {
+      ++skipped;
+      continue;
+    }
+    ++checked;
+    std::string verdict, best_layout = "-", best_step = "-", ratio_s = "-";
+    double ratio = NAN;
+    if (sr->top.empty()) {
+      verdict = pr->fits ? "WORSE: nothing found" : "nothing fits (published does not fit either)";
+      if (pr->fits) ++worse;
+    } else {
+      const Candidate& b = sr->top[0];
+      ratio = b.report.step_time_s / pr->step_time_s;
+      ratios.push_back(ratio);
+      best_layout = layout_summary(b.plan.parallel);
+      best_step = fmt(b.report.step_time_s, 3);
+      ratio_s = fmt(ratio, 3);
+      if (!pr->fits) {
+        verdict = "published does not fit (predicted " + fmt(pr->peak_memory_gib, 1) + " GiB)";
+        ++pub_nofit;
+        ++ok;
+      } else if (ratio <= 1 + 1e-9) {
+        ++ok;
+        verdict = ratio < 0.995 ? "better: " + fmt_pct(1 - ratio) + " faster" : "ok (same)";
+        if (ratio < 0.995) ++better;
+      } else {
+        ++worse;
+        verdict = "WORSE";
+      }
+    }
+    t.add_row({id, run->model_name.substr(0, 20), std::to_string(pub.parallel.world_size), layout_summary(pub.parallel),
+               fmt(pr->step_time_s, 3), best_layout, best_step, ratio_s, verdict});
+    js.push_back({{"row_id", id}, {"model", run->model_name}, {"gpus", pub.parallel.world_size},
+                  {"published", parallel_to_json(pub.parallel)}, {"published_step_time_s", pr->step_time_s},
+                  {"published_fits", pr->fits}, {"best", sr->top.empty() ? nlohmann::json() : parallel_to_json(sr->top[0].plan.parallel)},
+                  {"best_step_time_s", sr->top.empty() ? nlohmann::json() : nlohmann::json(sr->top[0].report.step_time_s)},
+                  {"ratio", std::isnan(ratio) ? nlohmann::json() : nlohmann::json(ratio)}, {"verdict", verdict},
+                  {"search_wall_s", sr->stats.wall_s}, {"simulated", sr->stats.simulated}});
+    std::cerr << "\r" << checked << " rows checked" << std::flush;
+  }
+  std::cerr << "\r" << std::string(30, ' ') << "\r";
+  if (o.format == "json") {
+    std::cout << js.dump(2) << "\n";
+  } else {
+    std::cout << t.render() << "\n";
+    double gmean = 0;
+    for (double r : ratios) gmean += std::log(r);
+    gmean = ratios.empty() ? 1 : std::exp(gmean / double(ratios.size()));
+    std::cout << checked << " rows checked: " << ok << " at least as fast as published (" << better
+              << " more than 0.5% faster; " << pub_nofit << " where the published layout does not fit in the simulator), "
+              << worse << " worse; " << skipped << " rows not expressible; geometric mean ratio " << fmt(gmean, 3) << "\n";
+  }
+  return worse == 0 ? kExitOk : kExitInternal;
+}
+
+}  // namespace
+
+void add_search_commands(CLI::App& app, Runner& run) {
+  {
+    auto o = std::make_shared<SearchCliOptions>();
+    auto* sub = app.add_subcommand("search", "Search every layout of a job and rank those that fit");
+    add_job_options(sub, o->job, true);
+    sub->add_option("--top", o->top, "how many layouts to keep (default 10)")->check(CLI::PositiveNumber);
+    sub->add_option("--objective", o->objective, "throughput|memory-headroom")
+        ->check(CLI::IsMember({"throughput", "memory-headroom"}));
+    sub->add_option("--fix", o->fix,
+                    "fixed choices, e.g. tp=8,pp=4 (keys tp pp vpp cp ep etp dp mbs zero recompute_layers, and sp=on|off, "
+                    "tp_comm_overlap=on|off, recompute=none|selective|full, schedule=gpipe|1f1b|interleaved|zb, "
+                    "cp_comm=p2p|a2a|allgather)");
+    sub->add_option("--max", o->max, "upper limits, e.g. tp=8,pp=32 (keys tp pp vpp cp ep etp dp mbs zero recompute_layers)");
+    sub->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+    sub->add_flag("--stats", o->stats, "print how many layouts were enumerated, rejected, pruned and simulated");
+    sub->add_option("--format", o->format, "table|json|csv")->check(format_choice({"table", "json", "csv"}));
+    sub->add_option("--out", o->out, "write the top layouts as mplan.plan/1 files into this directory");
+    sub->add_flag("--explain", o->explain, "explain why the winner won");
+    sub->add_option("--attention", o->attention, "flash|unfused attention kernels of the training code")
+        ->check(CLI::IsMember({"flash", "unfused"}));
+    sub->add_flag("--allow-tp-across-nvlink", o->allow_tp_nvlink, "also try tensor-parallel groups spanning NVLink domains");
+    sub->add_flag("--no-prune", o->no_prune, "simulate every valid layout (slow; checks the pruning bounds)");
+    sub->callback([&run, o] { run = [o] { return run_search(*o); }; });
+  }
+  {
+    auto o = std::make_shared<ExplainCliOptions>();
+    auto* sub = app.add_subcommand("explain", "Explain why a plan wins or loses against the usual alternatives");
+    sub->add_option("--plan", o->plan, "mplan.plan/1 file")->required();
+    sub->add_option("--calibration", o->calibration, "calibration JSON (mplan.calibration/1)");
+    sub->callback([&run, o] { run = [o] { return run_explain(*o); }; });
+  }
+  {
+    auto o = std::make_shared<ExportCliOptions>();
+    auto* sub = app.add_subcommand("export", "Export a plan as Megatron-LM arguments, a torchtitan TOML or a plan file");
+    sub->add_option("--plan", o->plan, "mplan.plan/1 file")->required();
+    sub->add_option("--format", o->format, "megatron|torchtitan|plan")->check(format_choice({"megatron", "torchtitan", "plan"}));
+    sub->add_option("--out", o->out, "write to this file instead of stdout");
+    sub->callback([&run, o] { run = [o] { return run_export(*o); }; });
+  }
+  {
+    auto o = std::make_shared<CheckCliOptions>();
+    auto* sub = app.add_subcommand("search-check",
+                                   "Quality benchmark: is the best layout found at least as fast as each published run?");
+    sub->add_option("--runs", o->runs, "CSV with the columns of shared/calibration/published_runs_dev.csv")->required();
+    sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
+    sub->add_option("--rows", o->rows, "only these row ids (comma-separated)");
+    sub->add_option("--threads", o->threads, "worker threads per search")->check(CLI::NonNegativeNumber);
+    sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
+    sub->callback([&run, o] { run = [o] { return run_search_check(*o); }; });
+  }
+}
 
 }  // namespace mplan::cli

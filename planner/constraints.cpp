@@ -121,7 +121,9 @@ std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bo
     if ((int64_t(l.tp) * l.cp * l.dp) % (int64_t(l.ep) * l.etp) != 0) return rule::ep_tiling;
     if (m.moe->moe_ffn_hidden_size % l.etp != 0) return rule::etp_ffn;
   }
-  if (l.pp * l.vpp > (l.pipe == PipeLayout::balanced ? job.units : m.num_layers)) return rule::chunks;
+  if (l.vpp > 1 && l.pp == 1) return rule::vpp_pp;
+  if (l.pipe == PipeLayout::even && l.pp * l.vpp > m.num_layers) return rule::chunks;
+  if (planner_rules && l.pipe == PipeLayout::balanced && l.pp * l.vpp > job.units) return rule::chunks;
   if (l.pipe == PipeLayout::even && (m.num_layers % l.pp != 0 || (m.num_layers / l.pp) % l.vpp != 0))
     return rule::layers_split;
   if (job.gbs() % (int64_t(l.mbs) * l.dp) != 0) return rule::gbs_dp;

@@ -51,6 +51,7 @@ inline constexpr const char* ep_tiling = "ep*etp does not divide tp*cp*dp";
 inline constexpr const char* etp_ffn = "etp does not divide moe_ffn_hidden_size";
 inline constexpr const char* gbs_dp = "gbs not a multiple of mbs*dp";
 inline constexpr const char* interleaved_m = "interleaved schedule needs micro-batches divisible by pp";
+inline constexpr const char* vpp_pp = "vpp > 1 needs pp > 1";
 inline constexpr const char* chunks = "more pipeline chunks than layers (pp*vpp)";
 inline constexpr const char* layers_split = "layers do not split evenly over pp*vpp and no balanced layout was allowed";
 inline constexpr const char* limits = "outside --fix/--max";

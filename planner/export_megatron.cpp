@@ -1,6 +1,325 @@
-// placeholder
+// Megatron-LM command-line arguments for a plan (names and constraints as in Megatron-LM's
+// megatron/training/arguments.py), and the reverse parse used by round-trip tests.
+// Constraints kept: --sequence-parallel only with tp > 1 (Megatron turns it off at tp 1), and
+// --tp-comm-overlap only with it; one of --num-layers-per-virtual-pipeline-stage,
+// --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout; the first/last-stage
+// options only with --num-virtual-stages-per-pipeline-rank for interleaving; --overlap-param-gather
+// only with --overlap-grad-reduce and the distributed optimizer or Megatron FSDP;
+// --recompute-method never with selective recomputation; --moe-grouped-gemm only with --bf16.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
 #include "planner/planner.h"
+
 namespace mplan {
-std::string export_megatron_args(const Plan&) { return ""; }
-Expected<MegatronLayout> parse_megatron_args(const std::string&) { return Error("todo"); }
+
+namespace {
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
 }
+
+// Megatron's --pipeline-model-parallel-layout: stages in model order (chunk-major), '|' between
+// them; E = embedding, t = decoder layer, m = MTP layer, L = loss.
+std::string layout_string(const ModelSpec& m, const ParallelConfig& p) {
+  auto n = layers_per_stage_chunk(m, p);
+  std::string out;
+  int total = p.pp * p.vpp;
+  for (int k = 0; k < total; ++k) {
+    int s = k % p.pp, c = k / p.pp;
+    if (k) out += "|";
+    if (k == 0) out += "E";
+    int t = n[s][c];
+    if (t == 1) out += "t";
+    else if (t > 1) out += "t*" + std::to_string(t);
+    if (k == total - 1) {
+      for (int i = 0; i < m.mtp_num_layers; ++i) out += "m";
+      out += "L";
+    }
+  }
+  return out;
+}
+
+// Megatron's --moe-layer-freq pattern for the model's MoE placement.
+std::string moe_pattern(const ModelSpec& m) {
+  const MoeSpec& e = *m.moe;
+  if (e.first_k_dense_layers == 0) return std::to_string(e.moe_layer_freq);
+  std::string s = "([0]*" + std::to_string(e.first_k_dense_layers);
+  int moe_run = 0;
+  for (int i = e.first_k_dense_layers; i < m.num_layers; ++i) moe_run += m.is_moe_layer(i) ? 1 : 0;
+  if (e.moe_layer_freq == 1) return s + "+[1]*" + std::to_string(moe_run) + ")";
+  // general pattern: list every layer
+  s = "[";
+  for (int i = 0; i < m.num_layers; ++i) s += std::string(i ? "," : "") + (m.is_moe_layer(i) ? "1" : "0");
+  return s + "]";
+}
+
+}  // namespace
+
+std::string export_megatron_args(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& p = plan.parallel;
+  const TrainingSpec& t = plan.training;
+  std::vector<std::string> notes, a;
+  auto arg = [&](const std::string& name, const std::string& value = "") { a.push_back(value.empty() ? name : name + " " + value); };
+  auto iarg = [&](const std::string& name, int64_t v) { arg(name, std::to_string(v)); };
+  // model
+  iarg("--num-layers", m.num_layers);
+  iarg("--hidden-size", m.hidden_size);
+  iarg("--ffn-hidden-size", m.ffn_hidden_size);
+  iarg("--num-attention-heads", m.num_attention_heads);
+  if (!m.mla) {
+    if (m.num_query_groups != m.num_attention_heads) {
+      arg("--group-query-attention");
+      iarg("--num-query-groups", m.num_query_groups);
+    }
+    if (m.kv_channels != m.hidden_size / m.num_attention_heads) iarg("--kv-channels", m.kv_channels);
+  }
+  iarg("--seq-length", t.seq_length);
+  iarg("--max-position-embeddings", std::max<int64_t>(t.seq_length, m.max_position_embeddings));
+  iarg("--vocab-size", m.vocab_size);
+  if (m.activation == Activation::swiglu) arg("--swiglu");
+  if (m.activation == Activation::squared_relu) arg("--squared-relu");
+  arg("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
+  arg("--position-embedding-type", m.position_embedding == PositionEmbedding::rope ? "rope" : "learned_absolute");
+  if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
+  if (!m.add_bias_linear) arg("--disable-bias-linear");
+  if (m.add_qkv_bias && !m.add_bias_linear) arg("--add-qkv-bias");
+  if (m.qk_layernorm) arg("--qk-layernorm");
+  arg("--attention-dropout", num(m.attention_dropout));
+  arg("--hidden-dropout", num(m.hidden_dropout));
+  if (m.mla) {
+    arg("--multi-latent-attention");
+    if (m.mla->q_lora_rank > 0) iarg("--q-lora-rank", m.mla->q_lora_rank);
+    iarg("--kv-lora-rank", m.mla->kv_lora_rank);
+    iarg("--qk-head-dim", m.mla->qk_head_dim);
+    iarg("--qk-pos-emb-head-dim", m.mla->qk_rope_head_dim);
+    iarg("--v-head-dim", m.mla->v_head_dim);
+  }
+  if (m.mtp_num_layers > 0) iarg("--mtp-num-layers", m.mtp_num_layers);
+  bool bf16_flag = t.precision != Precision::fp16 && t.precision != Precision::fp32 && t.precision != Precision::tf32;
+  if (m.moe) {
+    iarg("--num-experts", m.moe->num_experts);
+    iarg("--moe-router-topk", m.moe->top_k);
+    iarg("--moe-ffn-hidden-size", m.moe->moe_ffn_hidden_size);
+    if (m.moe->shared_expert_ffn_hidden_size > 0)
+      iarg("--moe-shared-expert-intermediate-size", m.moe->shared_expert_ffn_hidden_size);
+    if (m.moe->first_k_dense_layers > 0 || m.moe->moe_layer_freq != 1) arg("--moe-layer-freq", "\"" + moe_pattern(m) + "\"");
+    arg("--moe-token-dispatcher-type", "alltoall");
+    if (bf16_flag) arg("--moe-grouped-gemm");
+  }
+  // parallel layout
+  iarg("--tensor-model-parallel-size", p.tp);
+  bool sp = p.sp && p.tp > 1;
+  if (sp) arg("--sequence-parallel");
+  if (p.tp_comm_overlap && sp) arg("--tp-comm-overlap");
+  iarg("--pipeline-model-parallel-size", p.pp);
+  if (!p.pipeline_layout.empty()) {
+    arg("--pipeline-model-parallel-layout", "\"" + layout_string(m, p) + "\"");
+  } else if (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage) {
+    if (p.num_layers_in_first_pipeline_stage) iarg("--decoder-first-pipeline-num-layers", p.num_layers_in_first_pipeline_stage);
+    if (p.num_layers_in_last_pipeline_stage) iarg("--decoder-last-pipeline-num-layers", p.num_layers_in_last_pipeline_stage);
+    if (p.vpp > 1) iarg("--num-virtual-stages-per-pipeline-rank", p.vpp);
+  } else if (p.vpp > 1) {
+    iarg("--num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
+  }
+  if (p.cp > 1) {
+    iarg("--context-parallel-size", p.cp);
+    arg("--cp-comm-type", to_string(p.cp_comm_type));
+  }
+  if (m.moe) {
+    iarg("--expert-model-parallel-size", p.ep);
+    iarg("--expert-tensor-parallel-size", p.etp);
+  }
+  // batch
+  iarg("--micro-batch-size", p.micro_batch_size);
+  iarg("--global-batch-size", t.global_batch_size);
+  // data parallelism and ZeRO
+  if (p.zero == 1) arg("--use-distributed-optimizer");
+  if (p.zero >= 2) {
+    arg("--use-megatron-fsdp");
+    arg("--data-parallel-sharding-strategy", p.zero == 3 ? "optim_grads_params" : "optim_grads");
+    arg("--use-distributed-optimizer");
+    arg("--no-gradient-accumulation-fusion");
+    arg("--ckpt-format", "fsdp_dtensor");
+  }
+  if (p.overlap_grad_reduce) arg("--overlap-grad-reduce");
+  if (p.overlap_param_gather && p.overlap_grad_reduce && p.zero >= 1) arg("--overlap-param-gather");
+  // recomputation
+  if (p.recompute == Recompute::selective) arg("--recompute-granularity", "selective");
+  if (p.recompute == Recompute::full) {
+    arg("--recompute-granularity", "full");
+    if (p.recompute_num_layers > 0) {
+      arg("--recompute-method", "block");
+      iarg("--recompute-num-layers", p.recompute_num_layers);
+    } else {
+      arg("--recompute-method", "uniform");
+      iarg("--recompute-num-layers", 1);
+    }
+  }
+  // precision
+  switch (t.precision) {
+    case Precision::bf16: arg("--bf16"); break;
+    case Precision::fp16: arg("--fp16"); break;
+    case Precision::fp8: arg("--bf16"); arg("--fp8-format", "hybrid"); break;
+    case Precision::mxfp8: arg("--bf16"); arg("--fp8-format", "e4m3"); arg("--fp8-recipe", "mxfp8"); break;
+    case Precision::nvfp4: arg("--bf16"); arg("--fp4-format", "e2m1"); break;
+    default: break;  // fp32: Megatron's default
+  }
+  if (p.attention_backend == AttentionBackend::unfused) arg("--attention-backend", "unfused");
+  // what Megatron-LM cannot express
+  if (p.schedule == Schedule::zero_bubble)
+    notes.push_back("the zero-bubble schedule (ZB-H1) mplan ranked is not a Megatron-LM option: these arguments run 1F1B");
+  if (p.schedule == Schedule::gpipe) notes.push_back("GPipe is not a Megatron-LM schedule: these arguments run 1F1B");
+  if (p.tp_comm_overlap && !sp) notes.push_back("TP-comm overlap dropped: it needs sequence parallelism, which needs tp > 1");
+  if (m.moe && p.ep > 1 && t.precision == Precision::fp16)
+    notes.push_back("Megatron-LM does not support expert parallelism with --fp16");
+  if (plan.training.method == TrainingMethod::lora) notes.push_back("LoRA adapters are not part of these arguments");
+
+  std::ostringstream out;
+  out << "# Megatron-LM arguments for " << m.name << " on " << p.world_size << " x " << plan.cluster.gpu.name << " ("
+      << plan.cluster.name << "), written by mplan export\n";
+  out << "# run with WORLD_SIZE=" << p.world_size << " (data-parallel size " << p.dp() << " = GPUs / (tp*pp*cp))\n";
+  for (const auto& n : notes) out << "# note: " << n << "\n";
+  for (size_t i = 0; i < a.size(); ++i) out << a[i] << (i + 1 < a.size() ? " \\\n" : "\n");
+  return out.str();
+}
+
+Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
+  // tokens: whitespace-separated, "double quotes" kept together, '\' line continuations and # comments dropped
+  std::vector<std::string> tok;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t i = 0;
+    while (i < line.size()) {
+      if (line[i] == '#') break;
+      if (std::isspace(static_cast<unsigned char>(line[i])) || line[i] == '\\') {
+        ++i;
+        continue;
+      }
+      std::string w;
+      if (line[i] == '"') {
+        size_t j = line.find('"', i + 1);
+        if (j == std::string::npos) return Error("unterminated quote in: " + line);
+        w = line.substr(i + 1, j - i - 1);
+        i = j + 1;
+      } else {
+        while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) w += line[i++];
+      }
+      tok.push_back(w);
+    }
+  }
+  MegatronLayout r;
+  ParallelConfig& p = r.parallel;
+  p.zero = 0;
+  p.overlap_grad_reduce = false;
+  p.overlap_param_gather = false;
+  std::string layout, sharding;
+  int nlpvs = 0;
+  bool fsdp = false, dist_opt = false;
+  std::string fp8, fp4;
+  bool bf16 = false, fp16 = false;
+  std::vector<std::string> problems;
+  for (size_t i = 0; i < tok.size(); ++i) {
+    const std::string& k = tok[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= tok.size()) {
+        problems.push_back(k + " needs a value");
+        return "0";
+      }
+      return tok[++i];
+    };
+    auto ival = [&]() { return std::stoll(val()); };
+    if (k == "--tensor-model-parallel-size") p.tp = int(ival());
+    else if (k == "--pipeline-model-parallel-size") p.pp = int(ival());
+    else if (k == "--context-parallel-size") p.cp = int(ival());
+    else if (k == "--cp-comm-type") p.cp_comm_type = parse_cp_comm_type(val()).value_or(CpCommType::p2p);
+    else if (k == "--expert-model-parallel-size") p.ep = int(ival());
+    else if (k == "--expert-tensor-parallel-size") p.etp = int(ival());
+    else if (k == "--sequence-parallel") p.sp = true;
+    else if (k == "--tp-comm-overlap") p.tp_comm_overlap = true;
+    else if (k == "--num-layers-per-virtual-pipeline-stage") nlpvs = int(ival());
+    else if (k == "--num-virtual-stages-per-pipeline-rank") p.vpp = int(ival());
+    else if (k == "--pipeline-model-parallel-layout") layout = val();
+    else if (k == "--decoder-first-pipeline-num-layers") p.num_layers_in_first_pipeline_stage = int(ival());
+    else if (k == "--decoder-last-pipeline-num-layers") p.num_layers_in_last_pipeline_stage = int(ival());
+    else if (k == "--micro-batch-size") p.micro_batch_size = int(ival());
+    else if (k == "--global-batch-size") r.global_batch_size = ival();
+    else if (k == "--seq-length") r.seq_length = ival();
+    else if (k == "--num-layers") r.num_layers = int(ival());
+    else if (k == "--use-distributed-optimizer") dist_opt = true;
+    else if (k == "--use-megatron-fsdp") fsdp = true;
+    else if (k == "--data-parallel-sharding-strategy") sharding = val();
+    else if (k == "--overlap-grad-reduce") p.overlap_grad_reduce = true;
+    else if (k == "--overlap-param-gather") p.overlap_param_gather = true;
+    else if (k == "--recompute-granularity") p.recompute = parse_recompute(val()).value_or(Recompute::none);
+    else if (k == "--recompute-method") {
+      std::string mth = val();
+      if (mth == "uniform") p.recompute_num_layers = -1;  // resolved below
+    } else if (k == "--recompute-num-layers") {
+      int v = int(ival());
+      if (p.recompute_num_layers != -1) p.recompute_num_layers = v;
+    } else if (k == "--bf16") bf16 = true;
+    else if (k == "--fp16") fp16 = true;
+    else if (k == "--fp8-format") fp8 = val();
+    else if (k == "--fp8-recipe") {
+      if (val() == "mxfp8") fp8 = "mxfp8";
+    } else if (k == "--fp4-format") fp4 = val();
+    else if (k == "--attention-backend") p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) ++i;  // other option's value
+  }
+  if (!problems.empty()) return Error(problems);
+  if (p.recompute_num_layers == -1) p.recompute_num_layers = 0;
+  if (!p.sp) p.tp_comm_overlap = false;
+  if (!layout.empty()) {
+    // stages in model order (chunk-major); count t (t*n) per stage
+    std::vector<int> stage;
+    size_t i = 0;
+    int cur = 0;
+    while (i <= layout.size()) {
+      if (i == layout.size() || layout[i] == '|') {
+        stage.push_back(cur);
+        cur = 0;
+        ++i;
+        continue;
+      }
+      if (layout[i] == 't') {
+        int cnt = 1;
+        if (i + 1 < layout.size() && layout[i + 1] == '*') {
+          size_t j = i + 2;
+          std::string d;
+          while (j < layout.size() && std::isdigit(static_cast<unsigned char>(layout[j]))) d += layout[j++];
+          cnt = d.empty() ? 1 : std::stoi(d);
+          i = j;
+        } else {
+          ++i;
+        }
+        cur += cnt;
+        continue;
+      }
+      ++i;  // E, L, m, commas
+    }
+    if (p.pp < 1 || stage.size() % size_t(p.pp) != 0)
+      return Error("--pipeline-model-parallel-layout has " + std::to_string(stage.size()) + " stages, not a multiple of pp");
+    p.vpp = int(stage.size()) / p.pp;
+    p.pipeline_layout.assign(p.pp, std::vector<int>(p.vpp, 0));
+    for (size_t k = 0; k < stage.size(); ++k) p.pipeline_layout[k % p.pp][k / p.pp] = stage[k];
+  } else if (nlpvs > 0 && r.num_layers > 0) {
+    p.vpp = r.num_layers / p.pp / nlpvs;
+  }
+  p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  p.zero = fsdp ? (sharding == "optim_grads_params" ? 3 : sharding == "optim_grads" ? 2 : 0) : dist_opt ? 1 : 0;
+  if (!fp4.empty()) r.precision = Precision::nvfp4;
+  else if (fp8 == "mxfp8") r.precision = Precision::mxfp8;
+  else if (!fp8.empty()) r.precision = Precision::fp8;
+  else if (bf16) r.precision = Precision::bf16;
+  else if (fp16) r.precision = Precision::fp16;
+  else r.precision = Precision::fp32;
+  return r;
+}
+
+}  // namespace mplan

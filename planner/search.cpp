@@ -336,11 +336,17 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
     std::vector<double> tail;
     std::vector<ChunkTotals> ct2;
     double tb = mem_obj_ ? 0.0 : node_bound(n, ct2, tail, true);
-    if (r->step_time_s < tb || r->step_time_s < n.bound) ++ev.violations;
-    if (!mem_obj_ && r->step_time_s < structs_[size_t(n.structure)].bound) ++ev.violations;
     Bounds::MemScratch ms2 = bounds_.scratch();
     double mlb = memory_lb(n, ct2, tail, ms2);
-    if (mem * (1 - kSlack) > r->peak_memory_gib || mlb * (1 - kSlack) > r->peak_memory_gib) ++ev.violations;
+    double sb = structs_[size_t(n.structure)].bound;
+    double key = mem_obj_ ? r->peak_memory_gib : r->step_time_s;  // what the node and structure bounds bound
+    bool bad_t = r->step_time_s < tb || key < n.bound || key < structs_[size_t(n.structure)].bound;
+    bool bad_m = mem * (1 - kSlack) > r->peak_memory_gib || mlb * (1 - kSlack) > r->peak_memory_gib;
+    if (bad_t) ++ev.violations;
+    if (bad_m) ++ev.violations;
+    if ((bad_t || bad_m) && std::getenv("MPLAN_PLANNER_DEBUG"))
+      std::fprintf(stderr, "VIOLATION %s: step %.9g node %.9g exact %.9g structure %.9g | mem %.9g lb %.9g first-b %.9g\n",
+                   short_name(n.l).c_str(), r->step_time_s, n.bound, tb, sb, r->peak_memory_gib, mem, mlb);
     if (r->fits && !fits_lb) ++ev.violations;
   }
   ev.fits = r->fits;
