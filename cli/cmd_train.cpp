@@ -4,7 +4,10 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iomanip>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,11 +16,18 @@
 
 #include "cli/commands.h"
 #include "cli/resolve.h"
+#include "core/json_fields.h"
 #include "executor/backend/blas_config.h"
 #include "executor/comm/mpi_comm.h"
 #include "executor/train/launch.h"
 #include "executor/train/run.h"
 #include "executor/train/run_record.h"
+#include "cli/table.h"
+#include "core/counting.h"
+#if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
+#include "profiles/calibrate.h"
+#include "simulator/simulator.h"
+#endif
 
 namespace mplan::cli {
 
@@ -28,6 +38,7 @@ struct TrainCliOptions {
   std::string backend = "cpu";
   std::string format = "table";
   std::string runs_db;
+  std::string summary_out;  // internal: rank 0 writes the run summary JSON here (mplan verify)
   int max_ranks_per_core = 8;
   exec::TrainOptions t;
 };
@@ -73,10 +84,21 @@ int run_job(const TrainCliOptions& o, const Plan& plan) {
   out.format = o.format;
   out.out = &std::cout;
   out.info = o.format == "json" ? &std::cerr : &std::cout;
-  if (!o.runs_db.empty()) {
-    std::string db = o.runs_db;
-    out.sink = [db](const exec::RunSummary& s) { return exec::write_run_to_db(db, s, nlohmann::json::object()); };
+  std::string db = o.runs_db, summary = o.summary_out;
+  nlohmann::json prediction = nlohmann::json::object();
+  if (const char* p = std::getenv("MPLAN_PREDICTION_FILE")) {  // set by mplan verify
+    std::ifstream in(p);
+    if (in) prediction = nlohmann::json::parse(in, nullptr, false);
+    if (prediction.is_discarded()) prediction = nlohmann::json::object();
   }
+  if (!db.empty() || !summary.empty())
+    out.sink = [db, summary, prediction](const exec::RunSummary& s) -> std::string {
+      if (!summary.empty()) {
+        std::string e = write_text_file_atomic(summary, exec::summary_to_json(s).dump(1) + "\n");
+        if (!e.empty()) return e;
+      }
+      return db.empty() ? "" : exec::write_run_to_db(db, s, prediction);
+    };
   int code = exec::train_job(plan, o.t, out, MPI_COMM_WORLD);
   std::cout.flush();
   std::cerr.flush();
@@ -114,6 +136,162 @@ int run_train(const TrainCliOptions& o) {
   return run_job(o, plan);
 }
 
+// ---- mplan verify: train, simulate the same plan on the profiled local-cpu cluster, compare ----
+
+struct VerifyOptions {
+  std::string plan, db, format = "table", runs_db, data = "synthetic";
+  int steps = 6;
+  uint64_t seed = 1234;
+};
+
+#if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
+double pct_error(double predicted, double measured) {
+  return measured != 0 ? 100.0 * (predicted - measured) / measured : 0.0;
+}
+
+std::string fixed(double v, int d) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(d) << v;
+  return os.str();
+}
+
+int run_verify(const VerifyOptions& o) {
+  Plan plan = require_plan(o.plan);
+  if (o.db.empty())
+    throw InputError{"mplan verify needs this machine's CPU profile: run 'mplan profile --backend cpu --db FILE' "
+                     "(--quick takes under a minute) and pass --db FILE"};
+  profiles::CalibrateOptions co;
+  co.db = o.db;
+  co.store = false;
+  auto cal = profiles::calibrate(co);
+  if (!cal) throw InputError{"--db " + o.db + ": " + cal.error().message()};
+  if (cal.value().device.kind != "cpu")
+    throw InputError{"--db " + o.db + ": the newest device is '" + cal.value().device.name +
+                     "', not a CPU; verify predicts the CPU executor from a CPU profile of this machine"};
+  Plan sim_plan = plan;
+  sim_plan.cluster = cal.value().cluster;
+  sim_plan.training.precision = Precision::fp32;
+  if (plan.parallel.world_size > sim_plan.cluster.max_gpus())
+    throw InputError{"verify predicts one rank per core: world_size=" + std::to_string(plan.parallel.world_size) +
+                     " exceeds the " + std::to_string(sim_plan.cluster.max_gpus()) +
+                     " cores of the local-cpu cluster; choose a plan with fewer ranks"};
+  auto rep = simulate(sim_plan, cal.value().calibration.params);
+  if (!rep) throw InputError{"cannot simulate the plan on the local-cpu cluster: " + rep.error().message()};
+  exec::TrainOptions t;
+  t.steps = o.steps;
+  t.data = o.data;
+  auto problems = exec::preflight(plan, t, exec::machine_info());
+  if (!problems.empty()) {
+    std::string msg = "cannot train " + o.plan + " on this machine:";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw InputError{msg};
+  }
+  // train in a child job (mpirun for world > 1) that writes its summary for us
+  std::string dir = std::filesystem::temp_directory_path() / ("mplan-verify-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string summary = dir + "/summary.json", pred = dir + "/prediction.json";
+  std::ofstream(pred) << report_to_json(rep.value()).dump();
+  setenv("MPLAN_PREDICTION_FILE", pred.c_str(), 1);
+  std::vector<std::string> args = {own_argv()[0], "train", "--plan", o.plan, "--steps", std::to_string(o.steps),
+                                   "--seed", std::to_string(o.seed), "--data", o.data, "--format", "json",
+                                   "--peak-gflops", fixed(sim_plan.cluster.gpu.peak(Precision::fp32).value_or(0) * 1e3, 3),
+                                   "--summary-out", summary};
+  if (!o.runs_db.empty()) args.insert(args.end(), {"--runs-db", o.runs_db});
+  std::cerr << "mplan verify: training " << o.plan << " for " << o.steps << " steps on " << plan.parallel.world_size
+            << " rank(s)\n";
+  const int world = plan.parallel.world_size;
+  ParallelConfig par = plan.parallel;
+  int code = exec::run_launcher(world > 1 ? exec::mpirun_command(world, args, exec::machine_info()) : args,
+                                [par](int r) { return exec::describe_rank(par, r); }, true);
+  nlohmann::json sj;
+  {
+    std::ifstream in(summary);
+    if (code == 0 && in) sj = nlohmann::json::parse(in, nullptr, false);
+  }
+  std::filesystem::remove_all(dir);
+  if (code != 0) return code;
+  if (!sj.is_object()) throw std::runtime_error("the training job wrote no summary");
+  // measured: median step time over the steps after the first, peak memory, MFU on the cluster's peak
+  std::vector<double> times;
+  double mem = 0;
+  const auto& steps = sj["steps"];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (i > 0 || steps.size() == 1) times.push_back(steps[i]["step_time_s"].get<double>());
+    mem = std::max(mem, steps[i]["peak_memory_gib"].get<double>());
+  }
+  std::sort(times.begin(), times.end());
+  const double t_meas = times.size() % 2 ? times[times.size() / 2]
+                                         : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  const double flops =
+      model_flops_per_step(plan.model, plan.training.global_batch_size, plan.training.seq_length, AttentionFlops::causal);
+  const double peak = sim_plan.cluster.gpu.peak(Precision::fp32).value_or(0) * 1e12;
+  const double mfu_meas = flops / (t_meas * world * peak);
+  const StepReport& r = rep.value();
+  std::map<std::string, std::pair<double, double>> ops;  // name -> (measured, predicted)
+  std::map<std::string, int64_t> calls;
+  for (const auto& op : sj["ops"]) {
+    ops[op["name"]].first = op["time_s"];
+    calls[op["name"]] = op["calls"];
+  }
+  for (const OpTime& op : r.ops) ops[op.name].second = op.time_s;
+  std::vector<std::pair<std::string, std::pair<double, double>>> rows(ops.begin(), ops.end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  nlohmann::json oj = nlohmann::json::array();
+  for (auto& [name, mp] : rows)
+    oj.push_back({{"name", name}, {"measured_s", mp.first}, {"predicted_s", mp.second}, {"calls", calls[name]},
+                  {"error_pct", mp.first > 0 && mp.second > 0 ? nlohmann::json(pct_error(mp.second, mp.first))
+                                                              : nlohmann::json(nullptr)}});
+  nlohmann::json j = {
+      {"plan", o.plan},
+      {"cluster", sim_plan.cluster.name},
+      {"device", cal.value().device.name},
+      {"steps", o.steps},
+      {"predicted", {{"step_time_s", r.step_time_s}, {"peak_memory_gib", r.peak_memory_gib}, {"mfu", r.mfu}}},
+      {"measured", {{"step_time_s", t_meas}, {"peak_memory_gib", mem}, {"mfu", mfu_meas}}},
+      {"error_pct", {{"step_time", pct_error(r.step_time_s, t_meas)}, {"peak_memory", pct_error(r.peak_memory_gib, mem)}}},
+      {"ops", oj}};
+  if (o.format == "json") {
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.value().device.name << "), "
+            << o.steps << " steps (median of steps 2.." << o.steps << ")\n\n";
+  TextTable top({"", "predicted", "measured", "error"});
+  top.add_row({"step time (s)", fixed(r.step_time_s, 4), fixed(t_meas, 4), fixed(pct_error(r.step_time_s, t_meas), 1) + "%"});
+  top.add_row({"peak memory (GiB)", fixed(r.peak_memory_gib, 3), fixed(mem, 3),
+               fixed(pct_error(r.peak_memory_gib, mem), 1) + "%"});
+  top.add_row({"MFU", fixed(100 * r.mfu, 1) + "%", fixed(100 * mfu_meas, 1) + "%", ""});
+  std::cout << top.render() << "\nper op (per step, slowest rank; sorted by measured time)\n";
+  TextTable t2({"op", "calls", "measured ms", "predicted ms", "error"});
+  for (auto& [name, mp] : rows)
+    t2.add_row({name, std::to_string(calls[name]), mp.first > 0 ? fixed(1e3 * mp.first, 2) : "-",
+                mp.second > 0 ? fixed(1e3 * mp.second, 2) : "-",
+                mp.first > 0 && mp.second > 0 ? fixed(pct_error(mp.second, mp.first), 1) + "%" : "-"});
+  std::cout << t2.render();
+  std::cout << "\nmeasured MFU uses the profiled core peak (" << fixed(peak / 1e9, 1)
+            << " GFLOP/s) like the prediction; memory is the process peak RSS of the largest rank\n";
+  return kExitOk;
+}
+#else
+int run_verify(const VerifyOptions&) {
+  throw InputError{"mplan verify needs the simulator and profiles libraries, which this build lacks"};
+}
+#endif
+
+void add_verify_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<VerifyOptions>();
+  auto* sub = app.add_subcommand("verify", "Train a plan here and compare step time, memory, MFU and every op with "
+                                           "the simulator's prediction on the profiled local-cpu cluster");
+  sub->add_option("--plan", o->plan, "plan file (mplan.plan/1 JSON)")->required();
+  sub->add_option("--steps", o->steps, "training steps (the first is a warm-up, default 6)")->check(CLI::Range(2, 100000));
+  sub->add_option("--db", o->db, "profile database of this machine (mplan profile --backend cpu --db FILE)");
+  sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
+  sub->add_option("--seed", o->seed, "seed of the initialisation and the data order");
+  sub->add_option("--data", o->data, "synthetic, or a text file");
+  sub->add_option("--runs-db", o->runs_db, "also store the run (with the prediction) in this runs database");
+  sub->callback([&run, o] { run = [o] { return run_verify(*o); }; });
+}
+
 }  // namespace
 
 void add_train_commands(CLI::App& app, Runner& run) {
@@ -141,7 +319,9 @@ void add_train_commands(CLI::App& app, Runner& run) {
   sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)");
   sub->add_option("--max-ranks-per-core", o->max_ranks_per_core, "refuse plans needing more ranks per core (default 8)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--summary-out", o->summary_out, "internal: write the run summary JSON here")->group("");
   sub->callback([&run, o] { run = [o] { return run_train(*o); }; });
+  add_verify_command(app, run);
 }
 
 }  // namespace mplan::cli

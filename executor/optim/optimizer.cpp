@@ -14,7 +14,7 @@ DistributedOptimizer::DistributedOptimizer(Exec& ex, const OptimConfig& cfg) : c
   for (ParamClass c : {ParamClass::dense, ParamClass::expert}) {
     const int i = int(c);
     const int64_t n = ex.ps.size(c);
-    sharded_[i] = ex.d.zero >= 1 && group(ex, c)->size() > 1;
+    sharded_[i] = ex.d.zero >= 1 && group(ex, c)->size() > 1 && n > 0;
     if (sharded_[i]) {
       Comm* g = group(ex, c);
       const int64_t shard = n / g->size();
@@ -55,7 +55,7 @@ void DistributedOptimizer::reduce_grads(Exec& ex, ParamClass c) {
   if (sharded_[int(c)]) {
     OpTimers::Scope t(ex.timers, "dp_reduce_scatter");
     g->reduce_scatter_sum(grads.data(), shard_grad_[int(c)].data(), n / g->size());
-  } else if (g->size() > 1) {
+  } else if (g->size() > 1 && n > 0) {
     OpTimers::Scope t(ex.timers, "dp_allreduce");
     g->all_reduce_sum(grads.data(), n);
   }

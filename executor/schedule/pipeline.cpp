@@ -85,8 +85,10 @@ void PipelineEngine::run(Exec& ex, std::vector<ModelChunk>& chunks, const std::f
     }
   }
   if (!wq.empty()) throw std::logic_error("schedule left deferred weight gradients");
-  OpTimers::Scope t(ex.timers, "pp_send_recv");
-  pp->wait_sends();
+  if (pp_ > 1) {
+    OpTimers::Scope t(ex.timers, "pp_send_recv");
+    pp->wait_sends();
+  }
 }
 
 }  // namespace mplan::exec

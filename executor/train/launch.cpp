@@ -108,7 +108,8 @@ std::vector<std::string> mpirun_command(int world, const std::vector<std::string
   c.insert(c.end(), {"--mca", "btl", "self,vader"});
   for (const std::string& kv : blas_environment()) c.insert(c.end(), {"-x", kv});
   c.insert(c.end(), {"-x", "MPLAN_LAUNCHED=1"});
-  if (const char* f = std::getenv("MPLAN_FAULT")) c.insert(c.end(), {"-x", std::string("MPLAN_FAULT=") + f});
+  for (const char* var : {"MPLAN_FAULT", "MPLAN_PREDICTION_FILE"})
+    if (const char* f = std::getenv(var)) c.insert(c.end(), {"-x", std::string(var) + "=" + f});
   c.insert(c.end(), args.begin(), args.end());
   return c;
 }
@@ -123,7 +124,8 @@ std::string describe_rank(const ParallelConfig& p, int rank) {
   return s;
 }
 
-int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std::string(int)>& describe) {
+int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std::string(int)>& describe,
+                 bool stdout_to_stderr) {
   // rank 0 reports the job's exit code through a file so that every rank can exit 0 and mpirun
   // stays quiet for ordinary outcomes (bad input, divergence)
   char exit_path[] = "/tmp/mplan-exit-XXXXXX";
@@ -139,6 +141,7 @@ int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std
   pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) {
+    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     close(err_pipe[0]);
     close(err_pipe[1]);

@@ -30,7 +30,8 @@ std::vector<std::string> mpirun_command(int world, const std::vector<std::string
 
 // Runs the command, passing its output through; when a rank dies, prints which one (and where it
 // sits in the layout, via `describe_rank`). Returns the exit code (128 + signal when killed).
-int run_launcher(const std::vector<std::string>& cmd, const std::function<std::string(int)>& describe_rank = nullptr);
+int run_launcher(const std::vector<std::string>& cmd, const std::function<std::string(int)>& describe_rank = nullptr,
+                 bool stdout_to_stderr = false);
 // "tp 0, cp 0, dp 1, pp 1" for a rank of the plan's grid.
 std::string describe_rank(const ParallelConfig& p, int rank);
 

@@ -74,6 +74,23 @@ std::vector<OpStat> median_ops(const std::vector<StepMetrics>& steps) {
   return out;
 }
 
+nlohmann::json summary_to_json(const RunSummary& s) {
+  nlohmann::json steps = nlohmann::json::array(), ops = nlohmann::json::array();
+  for (const StepMetrics& m : s.steps)
+    steps.push_back({{"step", m.step},
+                     {"loss", m.loss},
+                     {"step_time_s", m.step_time_s},
+                     {"tokens_per_s", m.tokens_per_s},
+                     {"tflops_per_rank", m.tflops_per_rank},
+                     {"mfu", m.mfu},
+                     {"peak_memory_gib", m.peak_memory_gib},
+                     {"tensor_peak_gib", m.tensor_peak_gib}});
+  for (const OpStat& o : s.ops) ops.push_back({{"name", o.op}, {"time_s", o.seconds}, {"calls", o.calls}});
+  return {{"plan", plan_to_json(s.plan)}, {"backend", s.backend},   {"data", s.data},
+          {"world_size", s.world_size},   {"started_at", s.started_at}, {"gemm_peak_gflops_per_core", s.peak_gflops},
+          {"steps", steps},               {"ops", ops}};
+}
+
 int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, MPI_Comm base) {
   int rank = 0;
   MPI_Comm_rank(base, &rank);

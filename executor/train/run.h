@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 
@@ -33,6 +34,10 @@ struct RunOutput {
   // error message or ""
   std::function<std::string(const RunSummary&)> sink;
 };
+
+// The summary as JSON (what `mplan train --summary-out` writes and `mplan verify` reads): plan,
+// per-step metrics, median per-op times, backend.
+nlohmann::json summary_to_json(const RunSummary& s);
 
 // Runs the job on `base` (MPI must be initialised). Returns the process exit code.
 int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, MPI_Comm base = MPI_COMM_WORLD);

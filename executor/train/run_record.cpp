@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -50,6 +51,7 @@ nlohmann::json software_info(const RunSummary& s) {
   int len = 0;
   MPI_Get_library_version(mpi, &len);
   std::string mpi_s(mpi, size_t(len));
+  mpi_s.erase(std::find(mpi_s.begin(), mpi_s.end(), '\0'), mpi_s.end());
   if (auto nl = mpi_s.find('\n'); nl != std::string::npos) mpi_s.resize(nl);
   return {{"compiler", std::string("gcc ") + __VERSION__},
           {"backend", s.backend},

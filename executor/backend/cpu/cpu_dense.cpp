@@ -7,6 +7,7 @@
 
 #include "executor/backend/blas_config.h"
 #include "executor/backend/cpu/cpu_backend.h"
+#include "executor/backend/cpu/vec_math.h"
 
 namespace mplan::exec {
 
@@ -211,9 +212,9 @@ void CpuBackend::rope_backward(float* dx, const int32_t* pos, int64_t N, int64_t
 // activations
 namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-// tanh through one expf (glibc's expf is much faster than tanhf); saturates correctly at +-inf
-inline float fast_tanh(float a) { return 1.0f - 2.0f / (1.0f + std::exp(2.0f * a)); }
+inline float silu(float x) { return x / (1.0f + vexp(-x)); }
+// tanh through one exp (vectorisable vexp); saturates correctly at +-inf
+inline float fast_tanh(float a) { return 1.0f - 2.0f / (1.0f + vexp(2.0f * a)); }
 }  // namespace
 
 void CpuBackend::act_forward(ActKind a, float* out, const float* inp, int64_t N, int64_t F) {
@@ -265,7 +266,7 @@ void CpuBackend::act_backward(ActKind a, float* dinp, const float* dout, const f
         float* dg = dinp + n * 2 * F;
         float* du = dg + F;
         for (int64_t i = 0; i < F; ++i) {
-          float s = 1.0f / (1.0f + std::exp(-g[i]));
+          float s = 1.0f / (1.0f + vexp(-g[i]));
           du[i] = d[i] * g[i] * s;
           dg[i] = d[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
         }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "executor/backend/cpu/cpu_backend.h"
+#include "executor/backend/cpu/vec_math.h"
 
 namespace mplan::exec {
 
@@ -69,11 +70,9 @@ void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits,
     const float m = gmax[n];
     int64_t t = int64_t(targets[n]) - vstart;
     tlogit[n] = (t >= 0 && t < valid) ? l[t] : 0.0f;
+    for (int64_t c = 0; c < valid; ++c) l[c] = vexp(l[c] - m);
     double s = 0;
-    for (int64_t c = 0; c < valid; ++c) {
-      l[c] = std::exp(l[c] - m);
-      s += l[c];
-    }
+    for (int64_t c = 0; c < valid; ++c) s += l[c];
     sumexp[n] = float(s);
   }
 }
