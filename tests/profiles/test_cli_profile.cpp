@@ -177,3 +177,19 @@ TEST(CliProfile, InterruptKeepsCompletedBatches) {
   ASSERT_EQ(check.step(), SQLITE_ROW);
   EXPECT_EQ(check.text(0), "ok");
 }
+
+TEST(CliProfile, RunsFitImprovesThroughputErrorOfItsGpu) {
+  // ../shared/calibration is on every development machine and CI runner (see ../shared/README.md)
+  std::string csv = std::string(MPLAN_SOURCE_DIR) + "/../shared/calibration/published_runs_dev.csv";
+  ASSERT_EQ(::access(csv.c_str(), R_OK), 0) << csv << " is missing";
+  std::string out = temp_path("h100-runs.json");
+  auto r = run_mplan("calibrate --shipped dgx-h100 --runs " + csv + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("run family"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(slurp(out));
+  const auto& runs = j["fit"]["runs"];
+  EXPECT_GT(runs["rows_used"].get<int>(), 10);
+  EXPECT_LT(runs["mape_after_pct"].get<double>(), runs["mape_before_pct"].get<double>());
+  EXPECT_TRUE(runs["fitted"].contains("overlap_slowdown"));
+  EXPECT_EQ(run_mplan("calibrate --shipped dgx-h100 --runs /nonexistent.csv").code, 2);
+}
