@@ -248,6 +248,7 @@ QWidget* MainWindow::buildBreakdownTab() {
   breakdown_chart_->setModel(breakdown_);
   auto* table = makeTable(breakdown_);
   table->setSelectionMode(QAbstractItemView::NoSelection);
+  table->horizontalHeader()->setStretchLastSection(false);
   connect(breakdown_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(breakdown_chart_);
@@ -262,6 +263,7 @@ QWidget* MainWindow::buildMemoryTab() {
   memory_chart_->setModel(memory_);
   auto* table = makeTable(memory_);
   table->setSelectionMode(QAbstractItemView::NoSelection);
+  table->horizontalHeader()->setStretchLastSection(false);
   connect(memory_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(memory_chart_);

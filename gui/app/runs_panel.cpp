@@ -65,6 +65,9 @@ RunsPanel::RunsPanel(QWidget* parent) : QWidget(parent) {
   split->addWidget(lower);
   split->setStretchFactor(0, 5);
   split->setStretchFactor(1, 4);
+  split->setSizes({520, 480});
+  upper->setSizes({600, 400});
+  lower->setSizes({560, 440});
 
   auto* v = new QVBoxLayout(this);
   v->addLayout(top);

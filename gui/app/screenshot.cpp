@@ -10,6 +10,7 @@
 
 #include "gui/app/inputs_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/widgets/timeline_view.h"
 #include "gui/models/demo_runs.h"
 #include "gui/models/format.h"
 
@@ -66,6 +67,11 @@ ScreenshotResult takeScreenshots(MainWindow& w, const ScreenshotOptions& opt) {
   w.waitForExplanation(60000);
   shot(MainWindow::ResultsTab, "results");
   shot(MainWindow::TimelineTab, "timeline");
+  // the start of the step up close: warm-up bubbles, block labels
+  const TimelineData& tl = w.timelineView()->timeline();
+  w.timelineView()->showRange(0, std::max(tl.step_time_s, tl.pipeline_end_s) * opt.zoom_fraction);
+  shot(MainWindow::TimelineTab, "timeline-zoom");
+  w.timelineView()->showAll();
   shot(MainWindow::MemoryTab, "memory");
   std::vector<int> ranks;
   for (int i = 0; i < std::min(opt.compare, w.resultsModel()->rowCount()); ++i) ranks.push_back(i);

@@ -1,5 +1,5 @@
 // `mplan-gui --screenshot DIR`: runs a search headless, opens each view with the best plan and writes
-// one PNG per view (results, timeline, breakdown, memory, runs) to DIR. Shared with the end-to-end test.
+// one PNG per view (results, timeline, timeline-zoom, breakdown, memory, runs) to DIR. Shared with the end-to-end test.
 #pragma once
 #include <QSize>
 #include <QString>
@@ -17,6 +17,7 @@ struct ScreenshotOptions {
   QString runs_db;         // empty: a synthetic demo database (tagged "synthetic") in a temporary dir
   QSize size{1600, 1000};  // window size in pixels
   int compare = 4;         // plans side by side in the breakdown view
+  double zoom_fraction = 0.15;  // timeline-zoom.png shows this first part of the step
   int timeout_ms = 600000;
 };
 

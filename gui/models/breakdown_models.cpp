@@ -38,7 +38,7 @@ void TimeBreakdownModel::setPlans(std::vector<Entry> plans) {
 
 int TimeBreakdownModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(plans_.size()); }
 
-int TimeBreakdownModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : MfuColumn + 1; }
+int TimeBreakdownModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant TimeBreakdownModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
@@ -46,7 +46,7 @@ QVariant TimeBreakdownModel::data(const QModelIndex& index, int role) const {
   const int c = index.column();
   double v = 0;
   if (c == 0) return role == Qt::DisplayRole || role == ValueRole ? QVariant(e.label) : QVariant();
-  if (c <= kComponents) v = componentValue(e.report.time, c - 1);
+  if (c >= FirstComponentColumn) v = componentValue(e.report.time, c - FirstComponentColumn);
   else if (c == StepTimeColumn) v = e.report.step_time_s;
   else v = e.report.mfu;
   if (role == ValueRole) return v;
@@ -54,7 +54,7 @@ QVariant TimeBreakdownModel::data(const QModelIndex& index, int role) const {
     if (c == MfuColumn) return formatPercent(v);
     double share = e.report.step_time_s > 0 ? v / e.report.step_time_s : 0;
     if (v == 0 && c != StepTimeColumn) return QString("–");
-    return c == StepTimeColumn ? formatTime(v) : QString("%1 (%2)").arg(formatTime(v), formatPercent(share));
+    return c == StepTimeColumn ? formatTime(v) : QString("%1 (%2)").arg(formatTime(v), formatPercent(share, share < 0.1 ? 1 : 0));
   }
   if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   return {};
@@ -64,7 +64,7 @@ QVariant TimeBreakdownModel::headerData(int section, Qt::Orientation o, int role
   if (role != Qt::DisplayRole) return {};
   if (o == Qt::Vertical) return section >= 0 && section < rowCount() ? QVariant(section + 1) : QVariant();
   if (section == 0) return QString("plan");
-  if (section >= 1 && section <= kComponents) return componentName(section - 1);
+  if (section >= FirstComponentColumn && section < ColumnCount) return componentName(section - FirstComponentColumn);
   if (section == StepTimeColumn) return QString("step time");
   if (section == MfuColumn) return QString("MFU");
   return {};

@@ -15,10 +15,12 @@ class TimeBreakdownModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   static constexpr int ValueRole = Qt::UserRole;
-  // Columns: 0 plan label, 1..kComponents time components, then step time, MFU.
+  // Columns: 0 plan label, 1 MFU, 2 step time, then the kComponents time components.
   static constexpr int kComponents = 9;
-  static constexpr int StepTimeColumn = kComponents + 1;
-  static constexpr int MfuColumn = kComponents + 2;
+  static constexpr int MfuColumn = 1;
+  static constexpr int StepTimeColumn = 2;
+  static constexpr int FirstComponentColumn = 3;
+  static constexpr int ColumnCount = FirstComponentColumn + kComponents;
   static QString componentName(int k);  // "compute", "recompute", "TP comm" ... "optimizer"
   static double componentValue(const TimeBreakdown& t, int k);
 

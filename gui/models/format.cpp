@@ -57,6 +57,7 @@ QString layoutLabel(const ParallelConfig& p) {
   if (p.etp > 1) parts << QString("etp%1").arg(p.etp);
   parts << QString("mbs%1").arg(p.micro_batch_size);
   parts << QString("z%1").arg(p.zero);
+  if (p.tp_comm_overlap) parts << "tpov";
   if (p.recompute == Recompute::selective) parts << "sel";
   if (p.recompute == Recompute::full) parts << (p.recompute_num_layers > 0 ? QString("full%1").arg(p.recompute_num_layers) : QString("full"));
   return parts.join(' ');

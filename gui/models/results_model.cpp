@@ -32,11 +32,11 @@ const ColumnInfo kColumns[ResultsModel::ColumnCount] = {
     {"Recompute", "recompute", "Activation recomputation"},
     {"Schedule", "schedule", "Pipeline schedule"},
     {"Step time", "step", "Predicted time of one optimizer step (filter in seconds)"},
-    {"Tokens/s/GPU", "tokens", "Predicted training throughput per GPU"},
+    {"Tok/s/GPU", "tokens", "Predicted training throughput per GPU"},
     {"MFU", "mfu", "Model FLOPs utilisation (causal-halved FLOPs; filter in percent)"},
     {"Memory", "memory", "Peak memory of the worst rank / GPU capacity (filter in GiB)"},
     {"Bubble", "bubble", "Pipeline bubble share of the step (filter in percent)"},
-    {"Exposed comm", "comm", "Communication not hidden behind compute, share of the step (filter in percent)"},
+    {"Exp. comm", "comm", "Communication not hidden behind compute, share of the step (filter in percent)"},
 };
 
 double exposedComm(const TimeBreakdown& t) {

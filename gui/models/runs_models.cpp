@@ -108,7 +108,10 @@ QVariant RunsListModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) {
     switch (c) {
       case Id: return qlonglong(r.id);
-      case Started: return QString::fromStdString(r.started_at).replace('T', ' ').remove('Z');
+      case Started: {
+        QString t = QString::fromStdString(r.started_at).replace('T', ' ').remove('Z');
+        return t.size() == 19 && t.endsWith(":00") ? t.left(16) : t;  // seconds only when they say something
+      }
       case PlanLabel: return labels_[size_t(index.row())];
       case Source: return QString::fromStdString(r.source);
       case Steps: return QString("%1/%2").arg(sm.steps_measured).arg(sm.steps_total);
@@ -140,7 +143,7 @@ QVariant RunsListModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunsListModel::headerData(int section, Qt::Orientation o, int role) const {
-  static const char* names[ColumnCount] = {"ID", "Started", "Plan", "Source", "Steps", "MFU", "Predicted", "vs pred.", "Status", "Tags"};
+  static const char* names[ColumnCount] = {"ID", "Started", "Plan", "MFU", "Predicted", "vs pred.", "Status", "Steps", "Source", "Tags"};
   if (o == Qt::Horizontal && role == Qt::DisplayRole && section >= 0 && section < ColumnCount) return QString(names[section]);
   return {};
 }

@@ -38,7 +38,7 @@ bool singleModel(const RunsSnapshot& s);
 class RunsListModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Id, Started, PlanLabel, Source, Steps, Mfu, PredictedMfu, VsPrediction, Status, Tags, ColumnCount };
+  enum Column { Id, Started, PlanLabel, Mfu, PredictedMfu, VsPrediction, Status, Steps, Source, Tags, ColumnCount };
   static constexpr int SortRole = Qt::UserRole;
   static constexpr int RunIdRole = Qt::UserRole + 1;
 

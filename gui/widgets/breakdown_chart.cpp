@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "gui/models/format.h"
+#include "gui/models/time_to_pixel.h"
 #include "gui/widgets/palette.h"
 
 namespace mplan::gui {
@@ -23,6 +24,15 @@ void clearChart(QChart* chart) {
     chart->removeAxis(a);
     delete a;
   }
+}
+
+void setNiceRange(QValueAxis* axis, double max) {
+  if (!(max > 0)) max = 1;
+  auto ticks = niceTicks(0, max, 6);
+  double step = ticks.size() > 1 ? ticks[1] - ticks[0] : max;
+  double top = std::ceil(max / step - 1e-9) * step;
+  axis->setRange(0, top);
+  axis->setTickCount(int(std::lround(top / step)) + 1);
 }
 
 BreakdownChart::BreakdownChart(QWidget* parent) : QChartView(parent) {
@@ -101,8 +111,13 @@ void BreakdownChart::rebuild() {
   for (int i = 0; i < n; ++i) mfu_->append(i, std::round(plans[size_t(i)].report.mfu * 1000.0) / 10.0);
   c->addSeries(mfu_);
 
+  // two lines per plan: "#1 tp4 sp pp8 vpp12" / "dp4 mbs2 z2" (labels are rich text)
   QStringList cats;
-  for (const auto& p : plans) cats << p.label;
+  for (const auto& p : plans) {
+    QStringList words = p.label.split(' ');
+    int half = (int(words.size()) + 1) / 2;
+    cats << words.mid(0, half).join(' ') + "<br>" + words.mid(half).join(' ');
+  }
   auto* x = new QBarCategoryAxis;
   x->append(cats);
   c->addAxis(x, Qt::AlignBottom);
@@ -111,17 +126,15 @@ void BreakdownChart::rebuild() {
 
   auto* y = new QValueAxis;
   y->setTitleText(ms ? "time per step (ms)" : "time per step (s)");
-  y->setRange(0, maxStep * scale * 1.12);
-  y->setLabelFormat(ms ? "%.0f" : "%.2f");
-  y->applyNiceNumbers();
+  setNiceRange(y, maxStep * scale * 1.06);
+  y->setLabelFormat(ms ? "%.0f" : "%.1f");
   c->addAxis(y, Qt::AlignLeft);
   bars_->attachAxis(y);
 
   auto* y2 = new QValueAxis;
   y2->setTitleText("MFU (%)");
-  y2->setRange(0, std::min(100.0, std::max(10.0, maxMfu * 100 * 1.35)));
+  setNiceRange(y2, std::min(100.0, std::max(10.0, maxMfu * 100 * 1.25)));
   y2->setLabelFormat("%.0f");
-  y2->applyNiceNumbers();
   c->addAxis(y2, Qt::AlignRight);
   mfu_->attachAxis(y2);
 }

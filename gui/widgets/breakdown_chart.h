@@ -8,6 +8,7 @@
 
 class QStackedBarSeries;
 class QScatterSeries;
+class QValueAxis;
 
 namespace mplan::gui {
 
@@ -29,6 +30,8 @@ class BreakdownChart : public QChartView {
 };
 
 // Shared by the charts: removes every series and axis of a chart.
-void clearChart(class QChart* chart);
+void clearChart(QChart* chart);
+// Sets a value axis to [0, a nice number above `max`] with ticks at nice steps.
+void setNiceRange(QValueAxis* axis, double max);
 
 }  // namespace mplan::gui

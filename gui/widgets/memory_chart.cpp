@@ -6,10 +6,13 @@
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QLegend>
+#include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
 #include <QtCharts/QStackedBarSeries>
 #include <QtCharts/QValueAxis>
 #include <algorithm>
+#include <cmath>
 
 #include "gui/models/format.h"
 #include "gui/widgets/breakdown_chart.h"
@@ -37,6 +40,7 @@ void MemoryChart::rebuild() {
   clearChart(c);
   bars_ = nullptr;
   capacity_ = nullptr;
+  totals_ = nullptr;
   const int n = model_ ? model_->rowCount() : 0;
   if (n == 0) {
     c->setTitle("Memory per stage: select a plan in the results table");
@@ -80,22 +84,39 @@ void MemoryChart::rebuild() {
   capacity_->append(n - 0.5, cap);
   c->addSeries(capacity_);
 
+  totals_ = new QScatterSeries;
+  totals_->setName("total");
+  totals_->setMarkerSize(1);
+  totals_->setColor(Qt::transparent);
+  totals_->setBorderColor(Qt::transparent);
+  totals_->setPointLabelsVisible(true);
+  totals_->setPointLabelsFormat("@yPoint GiB");
+  totals_->setPointLabelsClipping(false);
+  QFont tf = font();
+  tf.setBold(true);
+  totals_->setPointLabelsFont(tf);
+  for (int r = 0; r < n; ++r)
+    totals_->append(r, std::round(model_->index(r, MemoryModel::TotalColumn).data(MemoryModel::ValueRole).toDouble() * 10) / 10);
+  c->addSeries(totals_);
+  for (QLegendMarker* m : c->legend()->markers(totals_)) m->setVisible(false);
+
   QStringList cats;
   for (int r = 0; r < n; ++r)
-    cats << QString("stage %1 (%2 layers)").arg(r).arg(model_->index(r, 1).data(MemoryModel::ValueRole).toInt());
+    cats << QString("stage %1<br>%2 layers").arg(r).arg(model_->index(r, 1).data(MemoryModel::ValueRole).toInt());
   auto* x = new QBarCategoryAxis;
   x->append(cats);
   c->addAxis(x, Qt::AlignBottom);
   bars_->attachAxis(x);
   capacity_->attachAxis(x);
+  totals_->attachAxis(x);
   auto* y = new QValueAxis;
   y->setTitleText("GiB per GPU");
-  y->setRange(0, std::max(cap, maxTotal) * 1.1);
+  setNiceRange(y, std::max(cap, maxTotal) * 1.08);
   y->setLabelFormat("%.0f");
-  y->applyNiceNumbers();
   c->addAxis(y, Qt::AlignLeft);
   bars_->attachAxis(y);
   capacity_->attachAxis(y);
+  totals_->attachAxis(y);
 }
 
 }  // namespace mplan::gui

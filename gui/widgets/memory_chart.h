@@ -7,6 +7,7 @@
 
 class QStackedBarSeries;
 class QLineSeries;
+class QScatterSeries;
 
 namespace mplan::gui {
 
@@ -25,6 +26,7 @@ class MemoryChart : public QChartView {
   MemoryModel* model_ = nullptr;
   QStackedBarSeries* bars_ = nullptr;
   QLineSeries* capacity_ = nullptr;
+  QScatterSeries* totals_ = nullptr;  // invisible points carrying the total above each bar
 };
 
 }  // namespace mplan::gui

@@ -175,7 +175,7 @@ void PredictedMeasuredChart::setSnapshot(const RunsSnapshot& s) {
     for (auto* ser : order) delete ser;
     return;
   }
-  c->setTitle("<b>Measured vs predicted MFU</b> per run");
+  c->setTitle("<b>Measured vs predicted MFU</b> per run (colours as in MFU over time)");
   double span = std::max(2.0, hi - lo);
   lo = std::max(0.0, lo - span * 0.1), hi = std::min(100.0, hi + span * 0.1);
   int ticks = 5;
@@ -215,6 +215,7 @@ void PredictedMeasuredChart::setSnapshot(const RunsSnapshot& s) {
     c->addSeries(ser);
     ser->attachAxis(x);
     ser->attachAxis(y);
+    hideLegend(c, ser);  // the plans are named in the MFU-over-time legend
   }
 }
 
@@ -264,9 +265,7 @@ void OpCompareChart::rebuild() {
   series->append(meas);
   series->setBarWidth(0.8);
   c->addSeries(series);
-  c->setTitle(QString("<b>Per-op time, run #%1</b> — predicted vs measured (top %2)")
-                  .arg(model_->runId())
-                  .arg(ops_));
+  c->setTitle(QString("<b>Per-op time, run #%1</b>: predicted vs measured").arg(model_->runId()));
   auto* y = new QBarCategoryAxis;
   y->append(cats);
   c->addAxis(y, Qt::AlignLeft);

@@ -144,6 +144,17 @@ void TimelineView::showAll() {
   emit viewChanged();
 }
 
+void TimelineView::showRange(double start_s, double end_s) {
+  map_.showAll();
+  if (end_s > start_s) {
+    double full = map_.span();
+    map_.zoomAt(map_.x0, full / (end_s - start_s));
+    map_.panPixels(-(start_s - map_.start_s) * map_.pixelsPerSecond());
+  }
+  update();
+  emit viewChanged();
+}
+
 void TimelineView::resizeEvent(QResizeEvent*) { layoutLanes(); }
 
 bool TimelineView::event(QEvent* e) {

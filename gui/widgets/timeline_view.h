@@ -35,6 +35,8 @@ class TimelineView : public QWidget {
   void zoomIn();
   void zoomOut();
   void showAll();
+  // Shows [start_s, end_s] (clamped to the data).
+  void showRange(double start_s, double end_s);
 
  signals:
   void viewChanged();

@@ -61,8 +61,8 @@ class TestEndToEnd : public QObject {
     opt.size = QSize(1400, 900);
     ScreenshotResult r = takeScreenshots(w, opt);
     QVERIFY2(r.exit_code == 0, qPrintable(r.message));
-    QCOMPARE(r.files.size(), 5);
-    for (const char* v : {"results", "timeline", "breakdown", "memory", "runs"})
+    QCOMPARE(r.files.size(), 6);
+    for (const char* v : {"results", "timeline", "timeline-zoom", "breakdown", "memory", "runs"})
       QVERIFY2(QFile::exists(QDir(opt.dir).filePath(QString(v) + ".png")), v);
 
     // results: rows, the best one selected, search finished

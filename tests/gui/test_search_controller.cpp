@@ -13,13 +13,24 @@
 using namespace mplan;
 using namespace mplan::gui;
 
-Q_DECLARE_METATYPE(mplan::gui::SearchOutcome)
+namespace {
+
+// Keeps every outcome the controller reports (copies, in order).
+struct Outcomes {
+  std::vector<SearchOutcome> got;
+  explicit Outcomes(SearchController& c) {
+    QObject::connect(&c, &SearchController::finished, [this](const SearchOutcome& o) { got.push_back(o); });
+  }
+  bool wait(int ms, size_t n = 1) {
+    return QTest::qWaitFor([&] { return got.size() >= n; }, ms);
+  }
+};
+
+}  // namespace
 
 class TestSearch : public QObject {
   Q_OBJECT
  private slots:
-  void initTestCase() { qRegisterMetaType<SearchOutcome>(); }
-
   void runsOffTheUiThreadWithProgress() {
     SearchController c;
     std::atomic<bool> offThread{false};
@@ -36,7 +47,7 @@ class TestSearch : public QObject {
       return r;
     });
     QSignalSpy progress(&c, &SearchController::progressChanged);
-    QSignalSpy done(&c, &SearchController::finished);
+    Outcomes done(c);
     QVERIFY(c.start(gui_test::llamaJob(), shipped_calibration(), {}));
     QVERIFY(c.isRunning());
     QVERIFY(!c.start(gui_test::llamaJob(), shipped_calibration(), {}));  // one at a time
@@ -45,7 +56,7 @@ class TestSearch : public QObject {
     QVERIFY(!c.isRunning());
     QVERIFY(progress.count() >= 3);  // start, some intermediate values, end
     QCOMPARE(progress.last().at(0).toInt(), 1000);
-    auto out = done.first().at(0).value<SearchOutcome>();
+    const SearchOutcome& out = done.got.front();
     QVERIFY(out.ok);
     QCOMPARE(int(out.result.top.size()), 1);
     QCOMPARE(out.result.stats.enumerated, int64_t(42));
@@ -59,13 +70,13 @@ class TestSearch : public QObject {
       r.cancelled = opt.cancel->load();
       return r;
     });
-    QSignalSpy done(&c, &SearchController::finished);
+    Outcomes done(c);
     QVERIFY(c.start(gui_test::llamaJob(), shipped_calibration(), {}));
     QTest::qWait(50);
     c.cancel();
     QVERIFY(c.cancelRequested());
     QVERIFY(done.wait(5000));
-    auto out = done.first().at(0).value<SearchOutcome>();
+    const SearchOutcome& out = done.got.front();
     QVERIFY(out.ok);
     QVERIFY(out.result.cancelled);
   }
@@ -75,10 +86,10 @@ class TestSearch : public QObject {
     c.setSearchFunction([](const Plan&, const Calibration&, const SearchOptions&) -> Expected<SearchResult> {
       return Error("--fix tp=16 conflicts with --max tp=8");
     });
-    QSignalSpy done(&c, &SearchController::finished);
+    Outcomes done(c);
     c.start(gui_test::llamaJob(), shipped_calibration(), {});
     QVERIFY(done.wait(5000));
-    auto out = done.first().at(0).value<SearchOutcome>();
+    const SearchOutcome& out = done.got.front();
     QVERIFY(!out.ok);
     QVERIFY(out.error.contains("conflicts"));
 
@@ -87,9 +98,9 @@ class TestSearch : public QObject {
     });
     c.start(gui_test::llamaJob(), shipped_calibration(), {});
     QVERIFY(c.waitForFinished(5000));
-    out = done.last().at(0).value<SearchOutcome>();
-    QVERIFY(!out.ok);
-    QVERIFY(out.error.contains("boom"));
+    QCOMPARE(int(done.got.size()), 2);
+    QVERIFY(!done.got.back().ok);
+    QVERIFY(done.got.back().error.contains("boom"));
   }
 
   void destroyingWhileRunningCancels() {
@@ -108,12 +119,12 @@ class TestSearch : public QObject {
 
   void realSearchOnASmallJob() {
     SearchController c;
-    QSignalSpy done(&c, &SearchController::finished);
+    Outcomes done(c);
     SearchOptions opt;
     opt.top_k = 5;
     QVERIFY(c.start(gui_test::llamaJob(), shipped_calibration(), opt));
     QVERIFY(done.wait(300000));
-    auto out = done.first().at(0).value<SearchOutcome>();
+    const SearchOutcome& out = done.got.front();
     QVERIFY2(out.ok, qPrintable(out.error));
     QVERIFY(!out.result.top.empty());
     QVERIFY(int(out.result.top.size()) <= 5);
@@ -127,12 +138,12 @@ class TestSearch : public QObject {
 
   void noFeasibleLayoutGivesReasons() {
     SearchController c;
-    QSignalSpy done(&c, &SearchController::finished);
+    Outcomes done(c);
     Plan job = gui_test::llamaJob(1, 8, 4096);
     job.model = model_preset("llama3.1-405b").value();  // 405B on one GPU fits nowhere
     QVERIFY(c.start(job, shipped_calibration(), {}));
     QVERIFY(done.wait(300000));
-    auto out = done.first().at(0).value<SearchOutcome>();
+    const SearchOutcome& out = done.got.front();
     QVERIFY2(out.ok, qPrintable(out.error));
     QVERIFY(out.result.top.empty());
     QVERIFY(!out.result.top_rejection_reasons.empty());
