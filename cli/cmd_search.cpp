@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/plan_args.h"
 #include "cli/resolve.h"
@@ -144,6 +146,7 @@ struct Progress {
     auto now = std::chrono::steady_clock::now();
     if (now - start < std::chrono::seconds(1) || now - last < std::chrono::milliseconds(200)) return;
     last = now;
+    if (!isatty(2)) return;
     shown = true;
     std::cerr << "\rsearching: " << int(std::lround(100 * std::clamp(f, 0.0, 1.0))) << "% of the candidate structures"
               << std::flush;
@@ -366,9 +369,9 @@ int run_search_check(const CheckCliOptions& o) {
                   {"best_step_time_s", sr->top.empty() ? nlohmann::json() : nlohmann::json(sr->top[0].report.step_time_s)},
                   {"ratio", std::isnan(ratio) ? nlohmann::json() : nlohmann::json(ratio)}, {"verdict", verdict},
                   {"search_wall_s", sr->stats.wall_s}, {"simulated", sr->stats.simulated}});
-    std::cerr << "\r" << checked << " rows checked" << std::flush;
+    if (isatty(2)) std::cerr << "\r" << checked << " rows checked" << std::flush;
   }
-  std::cerr << "\r" << std::string(30, ' ') << "\r";
+  if (isatty(2)) std::cerr << "\r" << std::string(30, ' ') << "\r";
   if (o.format == "json") {
     std::cout << js.dump(2) << "\n";
   } else {

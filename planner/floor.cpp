@@ -18,7 +18,7 @@ namespace {
 
 FloorPiece min_piece(const FloorPiece& a, const FloorPiece& b) {
   return {std::min(a.F, b.F),   std::min(a.B, b.B),           std::min(a.T, b.T),
-          std::min(a.FB, b.FB), std::max(a.BWmax, b.BWmax), std::max(a.Wmax, b.Wmax)};
+          std::min(a.FB, b.FB), std::max(a.BWmax, b.BWmax), std::max(a.Wmax, b.Wmax), std::min(a.BWmin, b.BWmin)};
 }
 
 struct Variant {
@@ -28,8 +28,21 @@ struct Variant {
   GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
 };
 
+// Compute costs of an op list's ops (those do not depend on the overlap variant).
+std::vector<OpCost> op_costs(const std::vector<Op>& ops, const Variant& v, const ClusterSpec& cl, const CostParams& prm) {
+  std::vector<OpCost> oc(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind != OpKind::comm) {
+      bool bf16 = is_fp8_family(v.prec) && (ops[i].name == "lm_head_gemm" || ops[i].name == "router");
+      oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : v.prec, cl, prm);
+      if (v.frozen) oc[i].bwd_weight_s = 0;
+    }
+  return oc;
+}
+
 // Per-layer cost of an op list without recomputation, as build_workload's costing charges it.
-FloorPiece cost_list(const std::vector<Op>& ops, const Variant& v, const ClusterSpec& cl, const CostParams& prm) {
+FloorPiece cost_list(const std::vector<Op>& ops, const std::vector<OpCost>& oc, const Variant& v, const ClusterSpec& cl,
+                     const CostParams& prm) {
   auto overlapped = [&](double c, double g, int n = 1) {
     if (c <= 0) return 0.0;
     return std::max(c, g * (1.0 + prm.overlap_slowdown)) - g + std::min(c, g) / std::max(1, n);
@@ -42,13 +55,6 @@ FloorPiece cost_list(const std::vector<Op>& ops, const Variant& v, const Cluster
       default: return v.tp_pl;
     }
   };
-  std::vector<OpCost> oc(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].kind != OpKind::comm) {
-      bool bf16 = is_fp8_family(v.prec) && (ops[i].name == "lm_head_gemm" || ops[i].name == "router");
-      oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : v.prec, cl, prm);
-      if (v.frozen) oc[i].bwd_weight_s = 0;
-    }
   auto gemm_after = [&](size_t i) -> const OpCost* {
     for (size_t j = i + 1; j < ops.size(); ++j)
       if (ops[j].kind == OpKind::gemm) return &oc[j];
@@ -111,7 +117,7 @@ FloorPiece cost_list(const std::vector<Op>& ops, const Variant& v, const Cluster
       B += t;
     }
   }
-  return {F, B, F + B + W, F + B, B + W, W};
+  return {F, B, F + B + W, F + B, B + W, W, B + W};
 }
 
 }  // namespace
@@ -150,14 +156,15 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   int first_moe = 0;
   while (m.moe && first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
   const double inf = std::numeric_limits<double>::infinity();
-  FloorPiece big{inf, inf, inf, inf, 0, 0};
+  FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
   ShapeFloor out{big, big, big, big};
   std::vector<std::pair<int, int>> tpv = {{0, 0}};  // (sp, overlap)
   if (tp > 1) tpv = job_.moe ? std::vector<std::pair<int, int>>{{1, 0}, {1, 1}}
                              : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}};
   std::vector<OpContext::CpComm> cps = {OpContext::CpComm::p2p};
   if (cp > 1) cps = {OpContext::CpComm::p2p, OpContext::CpComm::a2a, OpContext::CpComm::allgather};
-  for (auto [sp, ov] : tpv)
+  std::vector<int> sps = tp == 1 ? std::vector<int>{0} : job_.moe ? std::vector<int>{1} : std::vector<int>{0, 1};
+  for (int sp : sps)
     for (auto cc : cps) {
       OpContext oc;
       oc.tp = tp;
@@ -172,13 +179,18 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
       oc.flash_attention = p.parallel.attention_backend == AttentionBackend::flash;
       std::vector<Op> dense_ops = layer_ops(dense_model, 0, oc), moe_ops, emb = embedding_ops(m, oc), head = head_ops(m, oc);
       if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
-      v.ovl = ov != 0;
-      for (bool split : {false, true}) {
-        v.split = split;
-        out.dense = min_piece(out.dense, cost_list(dense_ops, v, cl, prm_));
-        if (m.moe) out.moe = min_piece(out.moe, cost_list(moe_ops, v, cl, prm_));
-        out.emb = min_piece(out.emb, cost_list(emb, v, cl, prm_));
-        out.head = min_piece(out.head, cost_list(head, v, cl, prm_));
+      auto dense_c = op_costs(dense_ops, v, cl, prm_), moe_c = op_costs(moe_ops, v, cl, prm_);
+      auto emb_c = op_costs(emb, v, cl, prm_), head_c = op_costs(head, v, cl, prm_);
+      for (auto [tsp, ov] : tpv) {
+        if (tsp != sp) continue;
+        v.ovl = ov != 0;
+        for (bool split : {false, true}) {
+          v.split = split;
+          out.dense = min_piece(out.dense, cost_list(dense_ops, dense_c, v, cl, prm_));
+          if (m.moe) out.moe = min_piece(out.moe, cost_list(moe_ops, moe_c, v, cl, prm_));
+          out.emb = min_piece(out.emb, cost_list(emb, emb_c, v, cl, prm_));
+          out.head = min_piece(out.head, cost_list(head, head_c, v, cl, prm_));
+        }
       }
     }
   if (!m.moe) out.moe = out.dense;
@@ -186,12 +198,15 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
 }
 
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
-                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix) {
+                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
+                         double overlap_slowdown) {
   const ModelSpec& m = job.model();
   const int pp = ps.pp, vpp = ps.vpp;
   const double mb = double(microbatches);
   const bool mtp_moe = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
-  std::vector<FloorPiece> ch(size_t(pp) * vpp);
+  thread_local std::vector<FloorPiece> ch, z3;
+  thread_local std::vector<double> tail, starts;
+  ch.assign(size_t(pp) * vpp, FloorPiece{});
   for (int s = 0; s < pp; ++s)
     for (int c = 0; c < vpp; ++c) {
       size_t i = size_t(s) * vpp + c;
@@ -205,6 +220,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
         t.FB += k * p.FB;
         t.BWmax += k * p.BWmax;
         t.Wmax += k * p.Wmax;
+        t.BWmin += k * p.BWmin;
       };
       add(fl.dense, n - moe);
       add(fl.moe, moe);
@@ -214,46 +230,81 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
         add(fl.head, 1 + m.mtp_num_layers);
       }
     }
-  // what each stage must do after its last backward, the smallest over the ZeRO levels
-  std::vector<double> tail(pp, 0.0);
-  for (int s = 0; s < pp; ++s) {
-    const FloorPiece& c0 = ch[size_t(s) * vpp];
-    double best = std::numeric_limits<double>::infinity();
-    for (int z : zeros) {
-      if (f.opt[z].empty()) continue;
-      double t = f.opt[z][s];
-      if (f.collectives) {
-        int k = f.buckets[s];
-        t += f.gather[z][s] / k;
-        if (vpp == 1) {  // one chunk: every bucket waits for the last backward
-          double d0 = c0.BWmax + (pp - s - 1) * c0.Wmax;
-          t += std::max(f.grad[z][s] / k, f.grad[z][s] - d0 * (k - 1) / k);
-        }
+  // what stage s must do after its last backward with ZeRO level z
+  auto tail_of = [&](int z, int s) {
+    if (f.opt[z].empty()) return 0.0;
+    double t = f.opt[z][s];
+    if (f.collectives) {
+      const FloorPiece& c0 = ch[size_t(s) * vpp];
+      int k = f.buckets[s];
+      t += f.gather[z][s] / k;
+      if (vpp == 1) {  // one chunk: every bucket waits for the last backward
+        double d0 = c0.BWmax + (pp - s - 1) * c0.Wmax;
+        t += std::max(f.grad[z][s] / k, f.grad[z][s] - d0 * (k - 1) / k);
+      } else {  // chunk 0's share of the buckets waits for its last backward, which ends the compute
+        double bw_max = 0;
+        for (int c = 0; c < vpp; ++c) bw_max += ch[size_t(s) * vpp + c].BWmax;
+        double share_lb = bw_max > 0 ? c0.BWmin / bw_max : 0;
+        t += std::max(0.0, f.grad[z][s] * share_lb - c0.BWmax);
       }
-      best = std::min(best, t);
     }
-    tail[s] = std::isfinite(best) ? best : 0.0;
-  }
-  double start = 0, best = 0;
-  std::vector<double> starts(pp);
-  for (int s = 0; s < pp; ++s) {
-    starts[s] = start;
-    start += ch[size_t(s) * vpp].F + p2p_s;
-  }
-  double last_b_next = 0;
-  for (int s = pp - 1; s >= 0; --s) {
-    double busy = 0, fb = 0;
-    for (int c = 0; c < vpp; ++c) {
-      busy += ch[size_t(s) * vpp + c].T;
-      fb += ch[size_t(s) * vpp + c].FB;
+    return t;
+  };
+  // the chain bound of bounds.h over chunk pieces, with per-stage tails
+  auto chain = [&](const std::vector<FloorPiece>& pc, const std::vector<double>& tail) {
+    double start = 0, best = 0, last_b_next = 0;
+    starts.resize(pp);
+    for (int s = 0; s < pp; ++s) {
+      starts[s] = start;
+      start += pc[size_t(s) * vpp].F + p2p_s;
     }
-    double own = starts[s] + mb * fb;
-    double last_b = s == pp - 1 ? own : std::max(own, last_b_next + ch[size_t(s) * vpp].B + p2p_s);
-    double ce = std::max(starts[s] + mb * busy, last_b);
-    best = std::max(best, ce + tail[s]);
-    last_b_next = last_b;
+    for (int s = pp - 1; s >= 0; --s) {
+      double busy = 0, fb = 0;
+      for (int c = 0; c < vpp; ++c) {
+        busy += pc[size_t(s) * vpp + c].T;
+        fb += pc[size_t(s) * vpp + c].FB;
+      }
+      double own = starts[s] + mb * fb;
+      double last_b = s == pp - 1 ? own : std::max(own, last_b_next + pc[size_t(s) * vpp].B + p2p_s);
+      double ce = std::max(starts[s] + mb * busy, last_b);
+      best = std::max(best, ce + tail[s]);
+      last_b_next = last_b;
+    }
+    return best;
+  };
+  double best = std::numeric_limits<double>::infinity();
+  tail.resize(pp);
+  // ZeRO 0-2: the smallest tail of the allowed levels
+  bool any = false;
+  for (int s = 0; s < pp; ++s) tail[s] = std::numeric_limits<double>::infinity();
+  for (int z : zeros)
+    if (z < 3) {
+      any = true;
+      for (int s = 0; s < pp; ++s) tail[s] = std::min(tail[s], tail_of(z, s));
+    }
+  if (any) best = chain(ch, tail);
+  // ZeRO 3: the FSDP gathers and scatters each chunk cannot hide. With g a lower bound of a chunk's
+  // compute, g + overlapped(c, g) is a lower bound of the chunk with its traffic (increasing in g).
+  if (std::find(zeros.begin(), zeros.end(), 3) != zeros.end()) {
+    z3 = ch;
+    if (!f.fsdp_ag.empty()) {
+      auto overlapped = [&](double c, double g, int n) {
+        if (c <= 0) return 0.0;
+        return std::max(c, g * (1.0 + overlap_slowdown)) - g + std::min(c, g) / std::max(1, n);
+      };
+      for (size_t i = 0; i < z3.size(); ++i) {
+        double F = ch[i].F + overlapped(f.fsdp_ag[i], ch[i].F, ps.layers[i]);
+        double B = ch[i].B + overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ch[i].B, ps.layers[i]);
+        z3[i].F = F;
+        z3[i].B = B;
+        z3[i].FB = std::max(ch[i].FB, F + B);
+        z3[i].T = std::max(ch[i].T, F + B);
+      }
+    }
+    for (int s = 0; s < pp; ++s) tail[s] = tail_of(3, s);
+    best = std::min(best, chain(z3, tail));
   }
-  return best;
+  return std::isfinite(best) ? best : 0.0;
 }
 
 }  // namespace mplan::planner

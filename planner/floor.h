@@ -27,6 +27,7 @@ struct FloorPiece {
   // Upper bounds over the variants: backward + weight gradient, and the weight gradient alone
   // (they bound how long the final backward of a micro-batch can take, see frame.h).
   double BWmax = 0, Wmax = 0;
+  double BWmin = 0;  // the smallest backward + weight gradient (a lower bound of a chunk's share of them)
 };
 struct ShapeFloor {
   FloorPiece dense, moe, emb, head;
@@ -48,6 +49,7 @@ class FloorCache {
 
 // Lower bound of the step time of any candidate of a structure (frame `f` + micro-batch size).
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
-                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix);
+                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
+                         double overlap_slowdown);
 
 }  // namespace mplan::planner

@@ -143,17 +143,6 @@ void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std
   }
 }
 
-void min_stage_tails(const Frame& f, const std::vector<int>& zeros, std::vector<double>& out) {
-  size_t pp = size_t(f.base.pp);
-  out.assign(pp, std::numeric_limits<double>::infinity());
-  for (int z : zeros) {
-    if (f.opt[z].empty()) continue;
-    for (size_t s = 0; s < pp; ++s) out[s] = std::min(out[s], f.opt[z][s]);
-  }
-  for (double& v : out)
-    if (!std::isfinite(v)) v = 0;
-}
-
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l) {
   if (l.pp <= 1) return 0;
   const Plan& p = *job.plan;

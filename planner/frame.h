@@ -64,9 +64,6 @@ void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, double overl
 // bucket's share of the gradient reduction is not known).
 void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                  std::vector<double>& out, bool with_grad_bucket = true);
-// The smallest tail any candidate of the frame can have (the optimizer step only), over the ZeRO
-// levels in `zeros`.
-void min_stage_tails(const Frame& f, const std::vector<int>& zeros, std::vector<double>& out);
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 

@@ -120,13 +120,28 @@ class Searcher {
   std::vector<Frame> frames_;
   std::vector<StructInfo> structs_;
   std::vector<Node> nodes_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;  // candidates
+  std::vector<Item> order_;  // structures, best bound first
+  size_t next_struct_ = 0;
+  // the smallest item of the heap and the structure list
+  bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
+  const Item& peek() const {
+    if (next_struct_ >= order_.size()) return heap_.top();
+    if (heap_.empty()) return order_[next_struct_];
+    const Item& s = order_[next_struct_];
+    return heap_.top() > s ? s : heap_.top();
+  }
+  Item pop() {
+    if (next_struct_ < order_.size() && (heap_.empty() || heap_.top() > order_[next_struct_])) return order_[next_struct_++];
+    Item it = heap_.top();
+    heap_.pop();
+    return it;
+  }
   std::vector<int64_t> batch_;
   SearchStats st_;
   double closest_gib_ = kInf;
   Layout closest_;
   int64_t nonfit_sim_ = 0;
-  double t_expand_ = 0, t_flush_ = 0, t_probe_ = 0;
 };
 
 void Searcher::prepare() {
@@ -178,15 +193,12 @@ void Searcher::prepare() {
   std::mutex merge_mu;  // per-task counters are summed (order-free) under this lock
   parallel_for(n, threads_, [&](size_t b, size_t e) {
     Space local;
-    std::vector<Layout> vars;
     int64_t en = 0, pr = 0;
     for (size_t i = b; i < e; ++i) {
       const Structure& s = space_.structures[i];
       const PipeShape& ps = space_.pipes[s.pipe_id];
       StructInfo& si = structs_[i];
-      vars.clear();
-      structure_variants(J_, lim_, s, ps, vars, &local);
-      si.variants = int64_t(vars.size());
+      si.variants = structure_variants(J_, lim_, s, ps, nullptr, &local);
       const Frame& f = frames_[si.frame];
       std::vector<int> fit;
       for (int z : zeros_)
@@ -207,7 +219,7 @@ void Searcher::prepare() {
         pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
         const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
         si.bound = structure_time_lb(J_, ps, f, fit, fl, bounds_.microbatches(s.base), p2p_time(J_, prm_, pl),
-                                     bounds_.moe_prefix()) * (1 - kSlack);
+                                     bounds_.moe_prefix(), prm_.overlap_slowdown) * (1 - kSlack);
       }
     }
     std::lock_guard<std::mutex> lock(merge_mu);
@@ -224,8 +236,9 @@ void Searcher::prepare() {
       l.zero = z;
       note_closest(f.static_mem[z], l);
     }
-    if (std::isfinite(si.bound)) heap_.push({si.bound, int64_t(i) - int64_t(n), int64_t(i), false});
+    if (std::isfinite(si.bound)) order_.push_back({si.bound, int64_t(i) - int64_t(n), int64_t(i), false});
   }
+  std::sort(order_.begin(), order_.end(), [](const Item& a, const Item& b) { return b > a; });
   st_.rejected = space_.rejected;
   st_.enumerated += space_.rejected;
   for (const auto& [r, c] : space_.rejected_by_rule) st_.rejected_by_rule[r] += c;
@@ -253,12 +266,10 @@ void Searcher::expand(const std::vector<int64_t>& group) {
     const StructInfo& si = structs_[size_t(group[g])];
     const PipeShape& ps = space_.pipes[s.pipe_id];
     frames_b_.add_collectives(frames_[si.frame], ps, zeros_);
-    structure_variants(J_, lim_, s, ps, vars[g], nullptr);
+    structure_variants(J_, lim_, s, ps, &vars[g], nullptr);
     for (const Layout& v : vars[g]) keys.push_back(shape_of(v));
   }
-  auto p0 = std::chrono::steady_clock::now();
   costs_.prefill(keys, threads_);
-  t_probe_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   // candidate bounds, one structure per task
   std::vector<std::vector<Node>> made(group.size());
   parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
@@ -344,7 +355,7 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
     bool bad_m = mem * (1 - kSlack) > r->peak_memory_gib || mlb * (1 - kSlack) > r->peak_memory_gib;
     if (bad_t) ++ev.violations;
     if (bad_m) ++ev.violations;
-    if ((bad_t || bad_m) && std::getenv("MPLAN_PLANNER_DEBUG"))
+    if ((bad_t || bad_m) && std::getenv("MPLAN_PLANNER_DEBUG"))  // which bound broke, for whoever debugs it
       std::fprintf(stderr, "VIOLATION %s: step %.9g node %.9g exact %.9g structure %.9g | mem %.9g lb %.9g first-b %.9g\n",
                    short_name(n.l).c_str(), r->step_time_s, n.bound, tb, sb, r->peak_memory_gib, mem, mlb);
     if (r->fits && !fits_lb) ++ev.violations;
@@ -357,8 +368,6 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
 
 void Searcher::flush() {
   if (batch_.empty()) return;
-  auto f0 = std::chrono::steady_clock::now();
-  struct T { double& t; std::chrono::steady_clock::time_point s; ~T() { t += std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count(); } } tt{t_flush_, f0};
   std::vector<Evaluated> out(batch_.size());
   double thr = threshold();
   parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
@@ -389,29 +398,21 @@ void Searcher::flush() {
 
 SearchResult Searcher::run() {
   auto t0 = std::chrono::steady_clock::now();
-  auto dbg = [&](const char* what) {
-    if (std::getenv("MPLAN_PLANNER_DEBUG"))
-      std::fprintf(stderr, "TIME %-12s %.3f s  probes %lld  nodes %zu  sim %lld\n", what,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                   (long long)costs_.probes(), nodes_.size(), (long long)st_.simulated);
-  };
   prepare();
-  dbg("prepared");
   SearchResult res;
-  int64_t popped_structs = 0, total_structs = int64_t(heap_.size());
+  int64_t popped_structs = 0, total_structs = int64_t(order_.size());
   while (true) {
     if (opt_.cancel && opt_.cancel->load()) {
       res.cancelled = true;
       break;
     }
-    if (heap_.empty() || heap_.top().bound > threshold()) {
+    if (!have_next() || peek().bound > threshold()) {
       if (batch_.empty()) break;
       flush();
       if (opt_.progress) opt_.progress(total_structs ? double(popped_structs) / double(total_structs) : 1.0);
       continue;
     }
-    Item it = heap_.top();
-    heap_.pop();
+    Item it = pop();
     if (it.is_node) {
       batch_.push_back(it.index);
       if (batch_.size() >= kBatch) {
@@ -422,30 +423,20 @@ SearchResult Searcher::run() {
       // expand this structure and the next ones on the heap together (in parallel)
       std::vector<int64_t> group = {it.index};
       double thr = threshold();
-      while (group.size() < kExpandGroup && !heap_.empty() && !heap_.top().is_node && heap_.top().bound <= thr) {
-        group.push_back(heap_.top().index);
-        heap_.pop();
-      }
+      while (group.size() < kExpandGroup && have_next() && !peek().is_node && peek().bound <= thr) group.push_back(pop().index);
       popped_structs += int64_t(group.size());
-      auto e0 = std::chrono::steady_clock::now();
       expand(group);
-      t_expand_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
     }
   }
-  dbg("searched");
-  if (std::getenv("MPLAN_PLANNER_DEBUG"))
-    std::fprintf(stderr, "TIME expand %.3f (probes %.3f) flush %.3f, structures popped %lld of %lld\n", t_expand_, t_probe_,
-                 t_flush_, (long long)popped_structs, (long long)total_structs);
   // whatever is left was pruned by its bound
-  while (!heap_.empty()) {
-    const Item& it = heap_.top();
+  while (have_next()) {
+    Item it = pop();
     if (it.is_node) {
       ++st_.pruned_by_bound;
     } else {
       const StructInfo& si = structs_[size_t(it.index)];
       st_.pruned_by_bound += si.variants * si.zeros_fit;
     }
-    heap_.pop();
   }
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes();

@@ -130,8 +130,8 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   return space;
 }
 
-void structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
-                        std::vector<Layout>& out, Space* space) {
+int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
+                           std::vector<Layout>* out, Space* space) {
   const ModelSpec& m = job.model();
   auto reject = [&](const char* r) {
     if (!space) return;
@@ -179,6 +179,7 @@ void structure_variants(const Job& job, const Limits& lim, const Structure& st, 
       if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k});
     }
   }
+  int64_t count = 0;
   for (auto [sp, ov] : tpv) {
     if (!lim.allows("sp", sp) || !lim.allows("tp_comm_overlap", ov)) continue;
     if (sp && job.seq() % (int64_t(l.tp) * l.cp) != 0) {
@@ -192,6 +193,8 @@ void structure_variants(const Job& job, const Limits& lim, const Structure& st, 
         reject(rule::cp_a2a);
         continue;
       }
+      count += int64_t(rcs.size()) * int64_t(scheds.size());
+      if (!out) continue;
       for (auto [rc, k] : rcs)
         for (Schedule s : scheds) {
           Layout v = l;
@@ -201,10 +204,11 @@ void structure_variants(const Job& job, const Limits& lim, const Structure& st, 
           v.recompute = rc;
           v.recompute_layers = k;
           v.schedule = s;
-          out.push_back(v);
+          out->push_back(v);
         }
     }
   }
+  return count;
 }
 
 }  // namespace mplan::planner

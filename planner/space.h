@@ -45,10 +45,10 @@ struct Space {
 // All valid structures of the job within the limits; rejected partial layouts are counted per rule.
 Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_across_nvlink);
 
-// The variants of a structure (zero left at its default), appended to `out`; rejected variants are
-// counted into `space`.
-void structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
-                        std::vector<Layout>& out, Space* space);
+// The variants of a structure (zero left at its default), appended to `out` when given; rejected
+// variants are counted into `space` when given. Returns how many there are.
+int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
+                           std::vector<Layout>* out, Space* space);
 
 // ZeRO levels allowed by the limits.
 std::vector<int> zero_levels(const Limits& lim);
