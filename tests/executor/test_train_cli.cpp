@@ -174,3 +174,32 @@ TEST(TrainCli, RefusesPlansThisMachineCannotRun) {
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
 }
+
+TEST(VerifyCli, ComparesMeasuredAndPredictedPerOp) {
+  if (run_mplan("verify --help").code != 0) GTEST_SKIP() << "this build has no simulator/profiles (no mplan verify)";
+  std::string db = tmpdir() + "/profile.db";
+  auto prof = run_mplan("profile --backend cpu --quick --no-progress --db " + db);
+  ASSERT_EQ(prof.code, 0) << prof.err;
+  auto r = run_mplan("verify --plan " + write_plan("llama", {{"world_size", 1}}) + " --steps 3 --format json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  for (const char* side : {"predicted", "measured"})
+    for (const char* k : {"step_time_s", "peak_memory_gib", "mfu"}) {
+      ASSERT_TRUE(j[side].contains(k)) << side << "." << k;
+      EXPECT_GT(j[side][k].get<double>(), 0) << side << "." << k;
+    }
+  EXPECT_TRUE(j["error_pct"].contains("step_time"));
+  EXPECT_TRUE(j["error_pct"].contains("peak_memory"));
+  bool qkv = false;
+  for (const auto& op : j["ops"]) {
+    if (op["name"] == "qkv_gemm") {
+      qkv = true;
+      EXPECT_GT(op["measured_s"].get<double>(), 0);
+      EXPECT_GT(op["predicted_s"].get<double>(), 0);
+    }
+  }
+  EXPECT_TRUE(qkv) << r.out;
+  auto no_db = run_mplan("verify --plan " + write_plan("llama", {{"world_size", 1}}));
+  EXPECT_EQ(no_db.code, 2);
+  EXPECT_NE(no_db.err.find("mplan profile --backend cpu"), std::string::npos) << no_db.err;
+}

@@ -1,0 +1,211 @@
+// Executor building blocks on one process: layout-independent initialisation and shard gather/load,
+// learning-rate schedule, data assembly per rank (context-parallel chunks, DP split), byte tokenizer,
+// checkpoint files (checksum, truncation, atomic commit and pruning), MoE capacity dropping, and the
+// plan checks made before launching.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "executor/backend/cpu/cpu_backend.h"
+#include "executor/checkpoint/checkpoint.h"
+#include "executor/data/data_source.h"
+#include "executor/model/params.h"
+#include "executor/optim/lr_schedule.h"
+#include "executor/train/launch.h"
+#include "executor/train/trainer.h"
+#include "mpi_env.h"
+#include "test_plans.h"
+
+using namespace mplan;
+using namespace mplan::exec;
+namespace fs = std::filesystem;
+
+namespace {
+std::string tmp(const std::string& name) {
+  std::string d = ::testing::TempDir() + "/mplan_units_" + std::to_string(getpid()) + "_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+}  // namespace
+
+TEST(Params, InitialisationDependsOnlyOnNameAndGlobalIndex) {
+  CpuBackend be;
+  ParamStore whole, rows0, rows1, cols1;
+  ParamSpec s;
+  s.name = "w";
+  s.rows = 6;
+  s.cols = 4;
+  s.map = ShardMap::whole(6, 4);
+  whole.add(s);
+  s.rows = 3;
+  s.map = ShardMap::rows(6, 4, 0, 3);
+  rows0.add(s);
+  s.rows = 4;  // one padding row (like a padded vocabulary shard)
+  s.map = ShardMap::rows(6, 4, 3, 6);
+  rows1.add(s);
+  s.rows = 6;
+  s.cols = 2;
+  s.map = ShardMap::cols(6, 4, 2);
+  cols1.add(s);
+  for (ParamStore* p : {&whole, &rows0, &rows1, &cols1}) p->allocate(be, 1, 1, 99);
+  const float* w = whole.w(0);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(rows0.w(0)[i * 4 + j], w[i * 4 + j]);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(rows1.w(0)[i * 4 + j], w[(i + 3) * 4 + j]);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(rows1.w(0)[12 + j], 0.0f);  // padding row
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 2; ++j) EXPECT_EQ(cols1.w(0)[i * 2 + j], w[i * 4 + 2 + j]);
+  // the shards reassemble the whole tensor, and a full tensor loads back into shards
+  auto full = ParamStore::assemble({rows0.serialize_shards(), rows1.serialize_shards()});
+  ASSERT_EQ(full["w"].size(), 24u);
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(full["w"][size_t(i)], w[i]);
+  double mean = 0, var = 0;
+  ParamStore big;
+  s.name = "stats";
+  s.rows = 200;
+  s.cols = 200;
+  s.map = ShardMap::whole(200, 200);
+  big.add(s);
+  big.allocate(be, 1, 1, 5);
+  for (int i = 0; i < 40000; ++i) mean += big.w(0)[i] / 40000.0;
+  for (int i = 0; i < 40000; ++i) var += (big.w(0)[i] - mean) * (big.w(0)[i] - mean) / 40000.0;
+  EXPECT_NEAR(mean, 0.0, 3e-4);
+  EXPECT_NEAR(std::sqrt(var), 0.02, 3e-4);
+  std::map<std::string, std::vector<float>> f2 = {{"w", std::vector<float>(24, 1.5f)}};
+  EXPECT_TRUE(cols1.load_full(f2).empty());
+  EXPECT_EQ(cols1.w(0)[5], 1.5f);
+}
+
+TEST(LrSchedule, WarmupThenCosineToMin) {
+  LrSchedule s{1e-3f, 1e-4f, 10, 110};
+  EXPECT_FLOAT_EQ(s.at(1), 1e-4f);
+  EXPECT_FLOAT_EQ(s.at(10), 1e-3f);
+  EXPECT_NEAR(s.at(60), 5.5e-4f, 1e-9);
+  EXPECT_FLOAT_EQ(s.at(110), 1e-4f);
+  EXPECT_FLOAT_EQ(s.at(500), 1e-4f);
+  EXPECT_GT(s.at(30), s.at(31));
+}
+
+TEST(Data, RanksSeeTheirContextChunksAndDataParallelShare) {
+  auto plan = plan_from_json(test::plan_json(test::tiny_model("llama"),
+                                             {{"world_size", 4}, {"cp", 2}, {"micro_batch_size", 2}}, 8, 32));
+  ASSERT_TRUE(plan) << plan.error().message();
+  auto src = make_synthetic_data(3, 255);
+  std::vector<int32_t> seq(33);
+  for (int cp = 0; cp < 2; ++cp)
+    for (int dp = 0; dp < 2; ++dp) {
+      RankCoord c;
+      c.cp = cp;
+      c.dp = dp;
+      LayoutDims d = make_layout_dims(plan.value(), c);
+      EXPECT_EQ(d.Tl, 16);
+      Micro m = make_micro(*src, d, 5, 1);
+      // cp rank r holds chunks r and 3 - r of 4 chunks of 8 tokens
+      std::vector<int32_t> want;
+      for (int ch : {cp, 3 - cp})
+        for (int t = 0; t < 8; ++t) want.push_back(ch * 8 + t);
+      EXPECT_EQ(m.seq_pos, want);
+      // sequence of (b = 1) is global index step * gbs + dp * (gbs / dp) + mb * mbs + b
+      src->sequence(5 * 8 + dp * 4 + 1 * 2 + 1, 32, seq.data());
+      for (int t = 0; t < 16; ++t) {
+        EXPECT_EQ(m.tokens[size_t(16 + t)], seq[size_t(want[size_t(t)])]);
+        EXPECT_EQ(m.targets[size_t(16 + t)], seq[size_t(want[size_t(t)] + 1)]);
+      }
+    }
+  EXPECT_EQ(ByteTokenizer::decode(ByteTokenizer::encode("h\xc3\xa9llo")), "h\xc3\xa9llo");
+  EXPECT_EQ(ByteTokenizer::encode("A")[0], 65);
+}
+
+TEST(Checkpoint, ChecksumTruncationAndAtomicCommit) {
+  std::string root = tmp("ck");
+  std::vector<float> a = {1, 2, 3}, b = {4, 5};
+  for (int step : {2, 4, 6}) {
+    fs::create_directories(checkpoint_step_dir(root, step, true));
+    ASSERT_TRUE(write_rank_file(checkpoint_rank_file(checkpoint_step_dir(root, step, true), 0), {{"step", step}},
+                                {{a.data(), 3}, {b.data(), 2}})
+                    .ok());
+    ASSERT_TRUE(commit_checkpoint(root, step, {{"step", step}}).ok());
+  }
+  auto latest = latest_checkpoint(root);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(fs::path(latest.value()).filename(), "step_00000006");
+  EXPECT_FALSE(fs::exists(checkpoint_step_dir(root, 2, false)));  // pruned: two are kept
+  EXPECT_TRUE(fs::exists(checkpoint_step_dir(root, 4, false)));
+  std::vector<float> a2(3), b2(2);
+  nlohmann::json h;
+  const std::string f = checkpoint_rank_file(latest.value(), 0);
+  ASSERT_TRUE(read_rank_file(f, &h, {{a2.data(), 3}, {b2.data(), 2}}).ok());
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(b2, b);
+  EXPECT_EQ(h["step"], 6);
+  // a flipped byte fails the checksum; a wrong size is reported; the header check can refuse
+  {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(-10, std::ios::end);
+    io.put('\x7f');
+  }
+  auto st = read_rank_file(f, &h, {{a2.data(), 3}, {b2.data(), 2}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("checksum"), std::string::npos);
+  st = read_rank_file(checkpoint_rank_file(checkpoint_step_dir(root, 4, false), 0), &h, {{a2.data(), 3}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("trailing"), std::string::npos);
+  st = read_rank_file(checkpoint_rank_file(checkpoint_step_dir(root, 4, false), 0), &h, {{a2.data(), 3}, {b2.data(), 2}},
+                      [](const nlohmann::json&) { return Status(Error("different layout")); });
+  EXPECT_FALSE(st.ok());
+  // no checkpoint at all
+  EXPECT_FALSE(latest_checkpoint(tmp("empty")));
+}
+
+TEST(Moe, CapacityFactorDropsTokensAndStillTrains) {
+  auto plan = plan_from_json(test::plan_json(test::tiny_model("moe"), {{"world_size", 1}, {"micro_batch_size", 2}}));
+  ASSERT_TRUE(plan);
+  TrainOptions opt;
+  opt.steps = 2;
+  opt.peak_gflops = 1;
+  auto dropless = Trainer::create(plan.value(), opt, MPI_COMM_SELF);
+  opt.moe_capacity_factor = 0.5f;  // half the balanced load: many routed copies are dropped
+  auto capped = Trainer::create(plan.value(), opt, MPI_COMM_SELF);
+  ASSERT_TRUE(dropless && capped);
+  StepMetrics a = dropless.value()->step(), b = capped.value()->step();
+  EXPECT_TRUE(a.finite && b.finite);
+  EXPECT_NE(a.loss, b.loss);
+  EXPECT_GT(a.aux_loss, 0);
+  EXPECT_NEAR(a.aux_loss, 3 * 1e-2, 0.005);  // about coeff per MoE layer (3 of 4) near balance
+  EXPECT_TRUE(capped.value()->step().finite);
+}
+
+TEST(Preflight, RefusesWhatThisMachineCannotRun) {
+  MachineInfo mi;
+  mi.cores = 2;
+  mi.mem_available_gib = 1.0;
+  auto ok = plan_from_json(test::plan_json(test::tiny_model("gpt"), {{"world_size", 8}, {"micro_batch_size", 1}}));
+  ASSERT_TRUE(ok);
+  TrainOptions opt;
+  EXPECT_TRUE(preflight(ok.value(), opt, mi).empty());
+  auto p = preflight(ok.value(), opt, mi, 2);  // at most 2 ranks per core
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("ranks per core"), std::string::npos);
+  nlohmann::json big = test::tiny_model("gpt");
+  big["hidden_size"] = 4096;
+  big["num_attention_heads"] = 32;
+  auto huge = plan_from_json(test::plan_json(big, {{"world_size", 1}, {"micro_batch_size", 1}}, 8, 32));
+  ASSERT_TRUE(huge);
+  p = preflight(huge.value(), opt, mi);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("GiB available"), std::string::npos);
+  nlohmann::json mla = test::tiny_model("llama");
+  mla["mla"] = {{"kv_lora_rank", 16}, {"qk_head_dim", 16}, {"qk_rope_head_dim", 8}, {"v_head_dim", 16}};
+  auto m = plan_from_json(test::plan_json(mla, {{"world_size", 1}, {"micro_batch_size", 1}}));
+  ASSERT_TRUE(m) << m.error().message();
+  p = preflight(m.value(), opt, mi);
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("multi-head latent attention"), std::string::npos);
+  opt.resume = true;
+  p = preflight(ok.value(), opt, mi);
+  EXPECT_NE(p.back().find("--resume needs --checkpoint-dir"), std::string::npos);
+}
