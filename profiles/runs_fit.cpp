@@ -1,24 +1,11 @@
-// Step-level fit to measured runs (see runs_fit.h); needs the simulator library.
+// Step-level fit to measured runs (see runs_fit.h).
 #include "profiles/runs_fit.h"
 
-#ifdef MPLAN_PROFILES_HAVE_SIMULATOR
 #include "simulator/fit_runs.h"
 #include "simulator/published.h"
 #include "simulator/validate.h"
-#endif
 
 namespace mplan::profiles {
-
-#ifndef MPLAN_PROFILES_HAVE_SIMULATOR
-
-bool runs_fit_available() { return false; }
-Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec&, Calibration&) {
-  return Error("--runs " + csv + ": fitting end-to-end runs needs the simulator, which this build does not have");
-}
-
-#else
-
-bool runs_fit_available() { return true; }
 
 Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec& cluster, Calibration& cal) {
   auto all = read_csv_file(csv);
@@ -59,7 +46,5 @@ Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec& 
   }
   return res;
 }
-
-#endif
 
 }  // namespace mplan::profiles

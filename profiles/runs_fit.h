@@ -27,9 +27,6 @@ struct RunsFitResult {
   std::vector<std::string> notes;
 };
 
-// True when this build has the simulator (else fit_runs_csv returns an error saying so).
-bool runs_fit_available();
-
 // Fits `cal` (updated in place) to the rows of `csv` whose GPU is `cluster`'s.
 Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec& cluster, Calibration& cal);
 

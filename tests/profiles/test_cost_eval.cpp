@@ -1,16 +1,13 @@
-// The fit's copy of the cost formulas: closed forms, and (when the simulator library is built) the
-// same numbers as the simulator's own functions, so the copy cannot drift silently.
+// Profile rows are costed exactly like the ops the simulator costs: GEMM rows as GEMMs of their
+// shape, backward rows as the backward of the rebuilt forward op, collective rows on their placement.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/presets.h"
 #include "profiles/cost_eval.h"
-
-#ifdef MPLAN_PROFILES_HAVE_SIMULATOR
 #include "simulator/collectives.h"
 #include "simulator/compute_cost.h"
-#endif
 
 using namespace mplan;
 using namespace mplan::profiles;
@@ -27,16 +24,9 @@ TEST(CostEval, RingAllReduceIsAlphaBeta) {
   EXPECT_NEAR(t, 6 * alpha + 2.0 * (n - 1) / n * bytes / bw, 1e-12);
 }
 
-TEST(CostEval, WaveQuantisation) {
-  CostParams p;
-  // 132 SMs, 128x256 tiles: 132 tiles is one full wave, 133 tiles need two
-  EXPECT_DOUBLE_EQ(eval_wave_eff(128 * 132, 256, 1, 132, p), 1.0);
-  EXPECT_NEAR(eval_wave_eff(128 * 133, 256, 1, 132, p), 133.0 / 264.0, 1e-12);
-  EXPECT_DOUBLE_EQ(eval_wave_eff(100, 100, 1, 1, p), 1.0);
-}
-
 TEST(CostEval, OpClasses) {
   EXPECT_EQ(op_kind_of("fc1_gemm"), OpKind::gemm);
+  EXPECT_EQ(op_kind_of("gemm"), OpKind::gemm);
   EXPECT_EQ(op_kind_of("router"), OpKind::gemm);
   EXPECT_EQ(op_kind_of("attn_core"), OpKind::attention);
   EXPECT_EQ(op_kind_of("final_norm"), OpKind::norm);
@@ -46,27 +36,50 @@ TEST(CostEval, OpClasses) {
   for (const auto& name : op_vocabulary()) EXPECT_FALSE(to_string(op_kind_of(name)).empty()) << name;
 }
 
-#ifdef MPLAN_PROFILES_HAVE_SIMULATOR
-TEST(CostEval, MatchesSimulator) {
-  for (const char* preset : {"dgx-h100", "gb200-nvl72", "dgx-a100-80g"}) {
-    ClusterSpec c = *cluster_preset(preset);
-    CostParams p = default_cost_params(c);
-    for (Precision prec : {Precision::bf16, Precision::fp8})
-      for (int64_t m : {64, 1000, 8192})
-        for (int64_t n : {256, 4096, 12288})
-          for (int64_t k : {128, 4096}) {
-            if (!c.gpu.peak(prec)) continue;
-            GemmShape s{m, n, k, 1};
-            EXPECT_DOUBLE_EQ(eval_gemm_time_s(s, prec, c, p), gemm_time_s(s, prec, c, p)) << preset << " " << m << "x" << n << "x" << k;
-          }
-    for (Collective coll : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::all_to_all,
-                            Collective::send_recv})
-      for (double bytes : {1024.0, 1e6, 1e9})
-        for (auto [n, d] : {std::pair{2, 1}, std::pair{8, 1}, std::pair{16, 2}, std::pair{64, 8}}) {
-          GroupPlacement g{n, d, n / d, true};
-          EXPECT_DOUBLE_EQ(eval_collective_time_s(coll, bytes, n, d, n / d, c, p), collective_time_s(coll, bytes, g, c, p))
-              << preset << " " << to_string(coll) << " n=" << n << " domains=" << d;
-        }
+TEST(CostEval, RowsCostLikeTheSimulatorsOps) {
+  ClusterSpec c = *cluster_preset("dgx-h100");
+  CostParams p = default_cost_params(c);
+  ModelSpec m = *model_preset("llama3-8b");
+  OpContext ctx;
+  ctx.seq = 4096;
+  for (const Op& op : layer_ops(m, 0, ctx)) {
+    if (op.kind == OpKind::comm) continue;
+    OpCost want = compute_op_cost(op, Precision::bf16, c, p);
+    KernelRow r;
+    r.op = op.name;
+    r.dtype = "bf16";
+    if (op.kind == OpKind::gemm) {
+      r.m = op.gemm.m, r.n = op.gemm.n, r.k = op.gemm.k, r.groups = op.gemm.groups;
+      EXPECT_DOUBLE_EQ(predict_kernel_s(r, c, p), want.fwd_s) << op.name;
+      r.m = op.gemm.m, r.n = op.gemm.k, r.k = op.gemm.n;  // dgrad as the profiler stores it
+      EXPECT_DOUBLE_EQ(predict_kernel_s(r, c, p), want.bwd_input_s) << op.name;
+      r.m = op.gemm.k, r.n = op.gemm.n, r.k = op.gemm.m;  // wgrad
+      EXPECT_DOUBLE_EQ(predict_kernel_s(r, c, p), want.bwd_weight_s) << op.name;
+      continue;
+    }
+    r.pass = "fwd";
+    r.flops = op.fwd_flops;
+    r.bytes = op.fwd_bytes;
+    EXPECT_DOUBLE_EQ(predict_kernel_s(r, c, p), want.fwd_s) << op.name;
+    r.pass = "bwd";
+    r.flops = 2 * op.fwd_flops;
+    r.bytes = 2 * op.fwd_bytes;
+    EXPECT_DOUBLE_EQ(predict_kernel_s(r, c, p), want.bwd_input_s) << op.name;
   }
 }
-#endif
+
+TEST(CostEval, CollectiveRowsUseTheirPlacement) {
+  ClusterSpec c = *cluster_preset("dgx-b200");
+  CostParams p = default_cost_params(c);
+  CollectiveRow r;
+  r.op = "all_reduce";
+  r.group_size = 32;
+  r.domains = 4;
+  r.bytes = 1 << 28;
+  GroupPlacement g{32, 4, 8, true};
+  EXPECT_DOUBLE_EQ(predict_collective_s(r, c, p), collective_time_s(Collective::all_reduce, double(r.bytes), g, c, p));
+  r.op = "send_recv";
+  r.group_size = 8;
+  r.domains = 1;
+  EXPECT_DOUBLE_EQ(predict_collective_s(r, c, p), p2p_time_s(double(r.bytes), true, c, p));
+}
