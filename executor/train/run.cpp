@@ -125,6 +125,9 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
     if (p.zero >= 2)
       *out.info << "  note: zero=" << p.zero << " runs with the numerics of zero=1 (gradients and parameters are not "
                 << "additionally sharded in memory by the CPU executor)\n";
+    if (p.cp > 1 && p.cp_comm_type != CpCommType::p2p)
+      *out.info << "  note: cp_comm_type=" << to_string(p.cp_comm_type)
+                << " runs as the load-balanced p2p ring on the CPU executor\n";
     if (p.recompute == Recompute::selective)
       *out.info << "  note: recompute=selective keeps what flash attention keeps (q, k, v, out, softmax statistics); "
                 << "nothing more is recomputed\n";

@@ -80,6 +80,9 @@ inline std::vector<LayoutCase> equivalence_layouts() {
       {"recompute_full", "moe", J{{"world_size", 1}, {"recompute", "full"}}},
       {"moe_tp2_ep2", "moe", J{{"world_size", 4}, {"tp", 2}, {"sp", true}, {"ep", 2}}},
       {"moe_pp2_cp2", "moe", J{{"world_size", 4}, {"pp", 2}, {"cp", 2}, {"ep", 2}}},
+      {"pp2_uneven", "gpt", J{{"world_size", 2}, {"pp", 2}, {"num_layers_in_first_pipeline_stage", 1},
+                              {"num_layers_in_last_pipeline_stage", 3}}},
+      {"dp2_zero3", "qwen", J{{"world_size", 2}, {"zero", 3}}},
   };
 }
 
