@@ -121,7 +121,7 @@ std::string csv_cell(const std::string& s) {
   return o + "\"";
 }
 
-void print_stats(std::ostream& o, const SearchStats& s) {
+void print_stats(std::ostream& o, const SearchStats& s, bool audit) {
   o << "search statistics:\n";
   TextTable t({"count", "layouts"});
   t.add_row({"enumerated", std::to_string(s.enumerated)});
@@ -133,6 +133,7 @@ void print_stats(std::ostream& o, const SearchStats& s) {
   t.add_row({"  of which fit", std::to_string(s.fits)});
   t.add_row({"structures (tp pp vpp split cp dp ep etp mbs)", std::to_string(s.structures)});
   t.add_row({"per-layer cost probes", std::to_string(s.probes)});
+  if (audit) t.add_row({"bounds above the simulation (--no-prune audit; must be 0)", std::to_string(s.bound_violations)});
   o << t.render() << "wall time " << fmt(s.wall_s, 3) << " s\n";
 }
 
@@ -204,7 +205,7 @@ int run_search(const SearchCliOptions& o) {
       arr.push_back(std::move(j));
     }
     std::cout << arr.dump(2) << "\n";
-    if (o.stats) print_stats(std::cerr, r.stats);
+    if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
     return kExitOk;
   }
   if (o.format == "csv") {
@@ -216,7 +217,7 @@ int run_search(const SearchCliOptions& o) {
       for (size_t i = 0; i < row.size(); ++i) std::cout << (i ? "," : "") << csv_cell(row[i]);
       std::cout << "\n";
     }
-    if (o.stats) print_stats(std::cerr, r.stats);
+    if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
     return kExitOk;
   }
   const Plan& any = job;
@@ -233,7 +234,7 @@ int run_search(const SearchCliOptions& o) {
   }
   if (o.stats) {
     std::cout << "\n";
-    print_stats(std::cout, r.stats);
+    print_stats(std::cout, r.stats, o.no_prune);
   }
   if (o.explain && !r.top.empty()) {
     auto ex = explain_search(r, cal);

@@ -30,7 +30,11 @@ std::string f3(double v) {
   std::snprintf(b, sizeof b, "%.3f", v);
   return b;
 }
-std::string pct(double frac) { return f1(100 * frac) + "%"; }
+std::string pct(double frac) {
+  char b[32];
+  std::snprintf(b, sizeof b, std::abs(frac) < 0.001 && frac != 0 ? "%.3f%%" : "%.1f%%", 100 * frac);
+  return b;
+}
 std::string signed_pct(double frac) { return (frac >= 0 ? "+" : "") + pct(frac); }
 
 // Plain text table: first column left-aligned, the rest right-aligned.

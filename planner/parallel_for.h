@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -18,16 +20,26 @@ void parallel_for(size_t n, int threads, Fn&& fn) {
     fn(size_t(0), n);
     return;
   }
-  // interleave small chunks so that uneven work (some items simulate, some do not) balances
+  // interleave small chunks so that uneven work (some items simulate, some do not) balances; the
+  // first exception of any thread is rethrown here once all have stopped
   std::vector<std::thread> pool;
   size_t chunk = std::max<size_t>(1, n / (t * 4));
   std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
   auto work = [&] {
-    for (size_t b; (b = next.fetch_add(chunk)) < n;) fn(b, std::min(n, b + chunk));
+    try {
+      for (size_t b; (b = next.fetch_add(chunk)) < n;) fn(b, std::min(n, b + chunk));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+      next = n;  // stop handing out work
+    }
   };
   for (size_t k = 1; k < t; ++k) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace mplan::planner

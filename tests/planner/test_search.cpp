@@ -87,6 +87,23 @@ TEST(Search, PrunedEqualsExhaustiveNvl72AndMemoryObjective) {
   check_against_exhaustive(test::job(test::tiny_dense(), test::cluster("dgx-h100", 6), 8, 16, 2048), o, "memory objective");
 }
 
+// Slices of the benchmark models at scale (big layers, hundreds of GPUs): same top K, sound bounds.
+TEST(Search, PrunedEqualsExhaustiveLargeModelSlices) {
+  SearchOptions o;
+  o.top_k = 5;
+  o.threads = 2;
+  o.fix = {{"tp", 8}, {"cp", 1}, {"mbs", 1}, {"pp", 16}};
+  o.max = {{"vpp", 4}};
+  Plan big = test::job(model_preset("llama3.1-405b").value(), test::cluster("dgx-h100"), 1024, 128, 8192);
+  check_against_exhaustive(big, o, "llama3.1-405b slice");
+  EXPECT_FALSE(run(big, o).top.empty());
+  o.fix = {{"tp", 2}, {"ep", 8}, {"cp", 1}, {"mbs", 1}, {"pp", 8}, {"vpp", 1}};
+  o.max = {};
+  Plan ds = test::job(model_preset("deepseek-v3").value(), test::cluster("dgx-h100"), 512, 512, 4096, Precision::fp8);
+  check_against_exhaustive(ds, o, "deepseek-v3 slice");
+  EXPECT_FALSE(run(ds, o).top.empty());
+}
+
 // Sampled small spaces: random jobs, limits and K; pruning never changes the top K.
 TEST(Search, PruningSoundOnSampledSpaces) {
   std::mt19937 rng(20240611);
