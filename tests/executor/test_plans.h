@@ -26,6 +26,7 @@ inline nlohmann::json cpu_cluster() {
 // llama: SwiGLU, RMSNorm, RoPE, GQA (4 heads, 2 groups), untied, vocabulary 255 (padded under tp)
 // qwen: llama + q/k layernorm + qkv bias
 // moe: llama-style with 4 experts top-2 (layer 0 dense), a shared expert, untied
+// moeb: moe with GELU, LayerNorm and biases on every linear layer (router, experts, shared expert)
 inline nlohmann::json tiny_model(const std::string& kind) {
   nlohmann::json m = {{"name", "tiny-" + kind}, {"num_layers", 4}, {"hidden_size", 64}, {"num_attention_heads", 4},
                       {"vocab_size", 256}};
@@ -37,7 +38,8 @@ inline nlohmann::json tiny_model(const std::string& kind) {
               {"num_query_groups", 2}, {"ffn_hidden_size", 128}});
     if (kind == "llama") m["vocab_size"] = 255;
     if (kind == "qwen") m.update({{"qk_layernorm", true}, {"add_qkv_bias", true}});
-    if (kind == "moe")
+    if (kind == "moeb") m.update({{"add_bias_linear", true}, {"activation", "gelu"}, {"norm", "layernorm"}});
+    if (kind == "moe" || kind == "moeb")
       m["moe"] = {{"num_experts", 4}, {"top_k", 2}, {"moe_ffn_hidden_size", 64}, {"shared_expert_ffn_hidden_size", 32},
                   {"first_k_dense_layers", 1}};
   }
@@ -83,6 +85,9 @@ inline std::vector<LayoutCase> equivalence_layouts() {
       {"pp2_uneven", "gpt", J{{"world_size", 2}, {"pp", 2}, {"num_layers_in_first_pipeline_stage", 1},
                               {"num_layers_in_last_pipeline_stage", 3}}},
       {"dp2_zero3", "qwen", J{{"world_size", 2}, {"zero", 3}}},
+      {"tp2_sp_gpt", "gpt", J{{"world_size", 2}, {"tp", 2}, {"sp", true}}},
+      {"moe_tp2_etp2", "moe", J{{"world_size", 4}, {"tp", 2}, {"sp", true}, {"ep", 2}, {"etp", 2}}},
+      {"moeb_ep2_etp2", "moeb", J{{"world_size", 4}, {"ep", 2}, {"etp", 2}, {"zero", 1}}},
   };
 }
 
