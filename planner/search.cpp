@@ -72,6 +72,7 @@ struct Evaluated {
   bool fits = false, simulated = false, pruned_memory = false, pruned_bound = false;
   int64_t violations = 0;
   double mem_gib = 0;
+  std::string invalid;  // validate_layout's first complaint (the planner's rules should make this impossible)
 };
 
 class Searcher {
@@ -341,8 +342,11 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
   Plan p = job_;
   p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel.attention_backend);
   auto r = simulate(p, prm_);
+  if (!r) {  // simulate() validates every layout; the enumerator's rules should never let one through
+    ev.invalid = r.error().problems.empty() ? "invalid layout" : r.error().problems.front();
+    return ev;
+  }
   ev.simulated = true;
-  if (!r) return ev;  // cannot happen for enumerated layouts
   if (opt_.exhaustive) {  // every bound must be at or below what the simulation says
     std::vector<double> tail;
     std::vector<ChunkTotals> ct2;
@@ -383,6 +387,10 @@ void Searcher::flush() {
       note_closest(ev.mem_gib, l);
     }
     if (ev.pruned_bound) ++st_.pruned_by_bound;
+    if (!ev.invalid.empty()) {
+      ++st_.rejected;
+      ++st_.rejected_by_rule["validate_layout: " + ev.invalid];
+    }
     if (!ev.simulated) continue;
     ++st_.simulated;
     if (!ev.fits) {
