@@ -5,7 +5,6 @@
 #include "simulator/compute_cost.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace mplan::profiles {
 

@@ -20,10 +20,6 @@ namespace mplan::profiles {
 
 namespace {
 
-struct CollSpec {
-  Collective coll;
-};
-
 std::vector<int64_t> sizes(bool quick) {
   std::vector<int64_t> s;
   for (int64_t b = 1024; b <= (quick ? (int64_t(16) << 20) : (int64_t(256) << 20)); b *= 4) s.push_back(b);

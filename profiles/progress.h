@@ -11,7 +11,6 @@ class Progress {
   Progress(std::string title, int total, bool enabled = true);
   void step(const std::string& what, int n = 1);  // n more units done, now working on `what`
   void finish(const std::string& summary);
-  void set_total(int total) { total_ = total; }
 
  private:
   void draw(const std::string& what);
