@@ -1,9 +1,10 @@
 // search(): best-first branch and bound over the search space.
 //  1. Enumerate the structures (space.h); count their variants and ZeRO levels; drop ZeRO levels
 //     whose weights, gradients and optimizer states alone exceed the GPU (frame.h).
-//  2. Give every structure a probe-free lower bound (floor.h) and put it on a heap.
-//  3. Pop the smallest bound. A structure is expanded: its candidates get exact per-layer costs
-//     from probes (layer_costs.h) and a tight bound (bounds.h + frame.h) and go back on the heap.
+//  2. Give every structure a probe-free lower bound (floor.h); sort them.
+//  3. Take the smallest bound of the structures and the candidate heap. A structure is expanded (with
+//     the next ones, in parallel): its candidates get exact per-layer costs from probes
+//     (layer_costs.h) and a tight bound (bounds.h + frame.h) and go on the heap.
 //     A candidate joins the next batch, which is evaluated on worker threads: exact activation
 //     memory first (no simulation when it cannot fit), then simulate().
 //  4. Stop when the smallest bound left is worse than the K-th best simulated result.
@@ -13,12 +14,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <thread>
 
@@ -57,7 +58,7 @@ struct Node {
   int64_t structure = 0;
 };
 
-// Heap item: a structure or a candidate. Equal bounds pop in creation order (deterministic: the
+// A structure or a candidate in best-first order. Equal bounds pop in creation order (deterministic: the
 // expansion order does not depend on threads); the final ranking has its own total order.
 struct Item {
   double bound;
