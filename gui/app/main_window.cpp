@@ -4,6 +4,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QElapsedTimer>
 #include <QEventLoop>
 #include <QTimer>
 #include <QFileDialog>
@@ -118,11 +119,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(ship
     explain_text_ = explain_watcher_.result();
     if (current_) showPlan(*current_, current_rank_);
   });
+  connect(&trace_watcher_, &QFutureWatcher<TraceOutcome>::finished, this, &MainWindow::onTraceReady);
   updateActions();
   resize(1500, 950);
 }
 
-MainWindow::~MainWindow() { explain_watcher_.waitForFinished(); }
+MainWindow::~MainWindow() {
+  explain_watcher_.waitForFinished();
+  trace_watcher_.waitForFinished();
+}
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   controller_->cancel();
@@ -363,6 +368,7 @@ void MainWindow::showCandidates(std::vector<Candidate> candidates) {
     timeline_->clear();
     plan_header_->clear();
     shown_plan_key_.clear();
+    pending_plan_key_.clear();
     current_trace_ = {};
   }
   updateActions();
@@ -409,16 +415,24 @@ void MainWindow::onSelectionChanged() {
 void MainWindow::showPlan(const Candidate& c, int rank) {
   QString label = QString("#%1 %2").arg(rank).arg(layoutLabel(c.plan.parallel));
   QString key = QString::fromStdString(plan_to_json(c.plan).dump());
-  if (key != shown_plan_key_) {
-    auto rep = simulateWithTrace(c.plan, calibration_);
-    if (!rep) {
-      showBanner("Could not simulate the selected plan:\n" + QString::fromStdString(rep.error().message()));
-      return;
-    }
-    current_trace_ = rep.value();
-    shown_plan_key_ = key;
-    timeline_->setTimeline(buildTimeline(current_trace_), label + " — " + jobLabel(c.plan));
-    memory_->setReport(label, c.report.per_stage.empty() ? current_trace_ : c.report);
+  if (key != shown_plan_key_ && key != pending_plan_key_) {
+    // the timeline needs a simulation with the trace: off the UI thread
+    pending_plan_key_ = key;
+    if (!c.report.per_stage.empty()) memory_->setReport(label, c.report);
+    Plan plan = c.plan;
+    Calibration cal = calibration_;
+    QString title = label + " — " + jobLabel(c.plan);
+    trace_watcher_.setFuture(QtConcurrent::run([plan, cal, key, title, label]() {
+      TraceOutcome out{key, title, label, {}, {}, {}};
+      auto rep = simulateWithTrace(plan, cal);
+      if (!rep) {
+        out.error = QString::fromStdString(rep.error().message());
+        return out;
+      }
+      out.report = std::move(rep).value();
+      out.timeline = buildTimeline(out.report);
+      return out;
+    }));
   }
   const StepReport& r = c.report;
   plan_header_->setText(QString("<b>%1</b> &nbsp; MFU %2 · %3 tokens/s/GPU · peak %4 of %5")
@@ -446,6 +460,21 @@ void MainWindow::showPlan(const Candidate& c, int rank) {
   updateActions();
 }
 
+void MainWindow::onTraceReady() {
+  TraceOutcome out = trace_watcher_.result();
+  if (out.key != pending_plan_key_) return;  // a newer selection is on its way
+  pending_plan_key_.clear();
+  if (!out.error.isEmpty()) {
+    showBanner("Could not simulate the selected plan:\n" + out.error);
+    return;
+  }
+  current_trace_ = std::move(out.report);
+  shown_plan_key_ = out.key;
+  timeline_->setTimeline(std::move(out.timeline), out.title);
+  if (memory_->rowCount() == 0 || memory_->label() != out.label) memory_->setReport(out.label, current_trace_);
+  updateActions();
+}
+
 void MainWindow::requestExplanation(const Candidate& c) {
   Plan plan = c.plan;
   Calibration cal = calibration_;
@@ -462,13 +491,19 @@ void MainWindow::updateFilterInfo() {
   filter_info_->setStyleSheet(bad ? "color: #8A1F11;" : "color: #555;");
 }
 
-bool MainWindow::waitForExplanation(int timeout_ms) {
-  if (explain_watcher_.isFinished()) return true;
-  QEventLoop loop;
-  connect(&explain_watcher_, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
-  QTimer::singleShot(timeout_ms, &loop, &QEventLoop::quit);
-  loop.exec();
-  return explain_watcher_.isFinished();
+bool MainWindow::waitForBackgroundWork(int timeout_ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!(explain_watcher_.isFinished() && trace_watcher_.isFinished() && pending_plan_key_.isEmpty())) {
+    if (t.elapsed() > timeout_ms) return false;
+    QEventLoop loop;
+    connect(&explain_watcher_, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
+    connect(&trace_watcher_, &QFutureWatcher<TraceOutcome>::finished, &loop, &QEventLoop::quit);
+    QTimer::singleShot(50, &loop, &QEventLoop::quit);
+    loop.exec();
+  }
+  QCoreApplication::sendPostedEvents();
+  return true;
 }
 
 void MainWindow::setDetails(const QString& html) { details_->setHtml(html); }

@@ -10,6 +10,7 @@
 #include "gui/models/breakdown_models.h"
 #include "gui/models/results_model.h"
 #include "gui/models/search_controller.h"
+#include "gui/models/timeline_data.h"
 
 class QLabel;
 class QLineEdit;
@@ -63,8 +64,9 @@ class MainWindow : public QMainWindow {
   bool exportTraceTo(const QString& path);
   // Copies the Megatron-LM arguments of the current plan to the clipboard; returns them ("" on error).
   QString copyMegatronArgs();
-  // Waits (processing events) until the planner's explanation of the current plan arrived.
-  bool waitForExplanation(int timeout_ms);
+  // Waits (processing events) until the current plan's timeline and explanation, computed in the
+  // background, arrived.
+  bool waitForBackgroundWork(int timeout_ms);
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -109,6 +111,15 @@ class MainWindow : public QMainWindow {
   StepReport current_trace_;  // the current plan simulated with its timeline
   QString shown_plan_key_;    // plan JSON of what the timeline and memory views show
   QFutureWatcher<QString> explain_watcher_;
+  struct TraceOutcome {
+    QString key, title, label;
+    QString error;  // empty = ok
+    StepReport report;
+    TimelineData timeline;
+  };
+  void onTraceReady();
+  QFutureWatcher<TraceOutcome> trace_watcher_;
+  QString pending_plan_key_;  // plan whose timeline is being simulated
   int explain_seq_ = 0;
   QString explain_text_;
 };

@@ -64,7 +64,7 @@ ScreenshotResult takeScreenshots(MainWindow& w, const ScreenshotOptions& opt) {
     res.best = QString("%1: step %2, MFU %3, peak %4")
                    .arg(layoutLabel(c->plan.parallel), formatTime(c->report.step_time_s), formatPercent(c->report.mfu),
                         formatGiB(c->report.peak_memory_gib));
-  w.waitForExplanation(60000);
+  w.waitForBackgroundWork(60000);
   shot(MainWindow::ResultsTab, "results");
   shot(MainWindow::TimelineTab, "timeline");
   // the start of the step up close: warm-up bubbles, block labels
@@ -76,6 +76,7 @@ ScreenshotResult takeScreenshots(MainWindow& w, const ScreenshotOptions& opt) {
   std::vector<int> ranks;
   for (int i = 0; i < std::min(opt.compare, w.resultsModel()->rowCount()); ++i) ranks.push_back(i);
   w.selectRanks(ranks);
+  w.waitForBackgroundWork(60000);
   shot(MainWindow::BreakdownTab, "breakdown");
   w.selectRanks({0});
 

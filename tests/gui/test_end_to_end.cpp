@@ -52,7 +52,9 @@ class TestEndToEnd : public QObject {
   void searchSelectAndGrabEveryView() {
     MainWindow w;
     ScreenshotOptions opt;
-    opt.dir = dir_.filePath("shots");
+    // MPLAN_GUI_SCREENSHOTS=DIR keeps the PNGs (e.g. to look at them); default: a temporary dir
+    opt.dir = qEnvironmentVariableIsEmpty("MPLAN_GUI_SCREENSHOTS") ? dir_.filePath("shots")
+                                                                  : qEnvironmentVariable("MPLAN_GUI_SCREENSHOTS");
     opt.inputs.model = "llama3-8b";
     opt.inputs.cluster = "dgx-h100";
     opt.inputs.gpus = 64;
@@ -115,6 +117,7 @@ class TestEndToEnd : public QObject {
 
     // exports of the best plan
     w.selectRanks({0});
+    QVERIFY(w.waitForBackgroundWork(60000));
     const QString planFile = dir_.filePath("best.plan.json");
     QVERIFY(w.savePlanTo(planFile));
     auto back = read_plan_file(planFile.toStdString());
@@ -149,6 +152,7 @@ class TestEndToEnd : public QObject {
     const QString planFile = dir_.filePath("best.plan.json");
     QVERIFY(QFile::exists(planFile));
     QVERIFY(w.openPlanFile(planFile));
+    QVERIFY(w.waitForBackgroundWork(60000));
     QCOMPARE(w.resultsModel()->rowCount(), 1);
     QVERIFY(w.currentPlan());
     QVERIFY(!w.timelineView()->timeline().empty());
