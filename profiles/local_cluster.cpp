@@ -22,6 +22,7 @@ ClusterSpec local_cpu_cluster(const Device& d, const std::vector<CollectiveRow>&
   ClusterSpec c;
   c.name = "local-cpu";
   c.gpu.name = d.name;
+  c.gpu.arch = "cpu";
   auto pk = d.peak_tflops.find("fp32");
   c.gpu.peak_tflops[Precision::fp32] = pk != d.peak_tflops.end() && pk->second > 0 ? pk->second : 1e-3;
   c.gpu.memory_gib = d.memory_gib > 0 ? d.memory_gib : 1;
