@@ -19,12 +19,22 @@ bool hasArg(int argc, char** argv, const char* name) {
   return false;
 }
 
+QtMessageHandler g_default_handler = nullptr;
+
+// Headless runs: drop the offscreen platform's notes that are no problems.
+void quietHandler(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+  if (msg.contains("propagateSizeHints") || msg.startsWith("QStandardPaths: XDG_RUNTIME_DIR not set")) return;
+  if (g_default_handler) g_default_handler(type, ctx, msg);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // headless screenshots need no display
-  if (hasArg(argc, argv, "--screenshot") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-    qputenv("QT_QPA_PLATFORM", "offscreen");
+  if (hasArg(argc, argv, "--screenshot")) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    g_default_handler = qInstallMessageHandler(quietHandler);
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName("mplan-gui");
   QApplication::setApplicationVersion("0.1");

@@ -1,7 +1,6 @@
 // Runs a planner search off the UI thread (QtConcurrent) with progress and cancellation, and hands
 // the outcome back on the thread that owns the controller. No widgets: tested headless.
 #pragma once
-#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QObject>
 #include <QString>
