@@ -47,7 +47,8 @@ struct Op {
   std::string name;  // vocabulary name, e.g. "qkv_gemm"
   OpKind kind = OpKind::elementwise;
   // Forward work per rank per micro-batch. Backward work is derived by the cost model:
-  // gemm: dgrad = wgrad = fwd_flops; attention: bwd = 2.5 x fwd (flash recomputes scores);
+  // gemm: dgrad = wgrad = fwd_flops; attention: bwd = 2 x fwd FLOPs (the flash recompute of the
+  // scores is absorbed in the backward efficiency attn_bwd_eff);
   // memory-bound ops: bwd moves ~2x the forward bytes.
   double fwd_flops = 0;
   double fwd_bytes = 0;  // HBM bytes read + written in the forward

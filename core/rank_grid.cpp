@@ -159,14 +159,49 @@ GroupPlacement RankGrid::placement(const std::vector<int>& group, int domain_siz
 }
 
 GroupPlacement RankGrid::placement(Dim d, int domain_size) const {
-  // Groups along one dimension differ only by an offset; a sample of base ranks spread over the
-  // grid is checked and the worst placement (most domains spanned) is reported.
+  // Groups along one dimension differ only by an offset: a sample of groups spread over the grid is
+  // checked and the worst placement (most domains spanned) is reported. Members of a group are
+  // increasing ranks base + k*stride, so each domain holds one run of them: count runs without
+  // allocating.
+  const bool expert = d == Dim::etp || d == Dim::ep || d == Dim::edp;
+  const Dim dense_order[4] = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
+  const Dim expert_order[4] = {Dim::etp, Dim::ep, Dim::edp, Dim::pp};
+  const Dim* order = expert ? expert_order : dense_order;
+  int64_t stride = 1;
+  for (int i = 0; i < 4 && order[i] != d; ++i) stride *= size(order[i]);
+  const int n = size(d);
+  const int64_t world = world_size(), dom = std::max(1, domain_size);
+  const int samples = int(std::min<int64_t>(world, 16));
   GroupPlacement worst;
-  int n = world_size();
-  int samples = std::min(n, 16);
   for (int i = 0; i < samples; ++i) {
-    int rank = int((int64_t(n) * i) / samples);
-    GroupPlacement p = placement(group_of(rank, d), domain_size);
+    int64_t rank = (world * i) / samples;
+    int64_t base = rank - ((rank / stride) % n) * stride;
+    GroupPlacement p;
+    p.size = n;
+    if (stride >= dom) {  // consecutive members at least a domain apart: one per domain
+      p.domains = n;
+      p.max_per_domain = 1;
+      p.uniform = true;
+    } else {
+      p.domains = 0;
+      p.max_per_domain = 0;
+      int64_t r = base, boundary = (base / dom + 1) * dom;
+      int run = 0, min_run = n + 1;
+      for (int k = 0; k < n; ++k, r += stride) {
+        if (r >= boundary) {
+          ++p.domains;
+          p.max_per_domain = std::max(p.max_per_domain, run);
+          min_run = std::min(min_run, run);
+          run = 0;
+          boundary = (r / dom + 1) * dom;
+        }
+        ++run;
+      }
+      ++p.domains;
+      p.max_per_domain = std::max(p.max_per_domain, run);
+      min_run = std::min(min_run, run);
+      p.uniform = min_run == p.max_per_domain;
+    }
     if (i == 0 || p.domains > worst.domains || (p.domains == worst.domains && !p.uniform)) worst = p;
   }
   return worst;

@@ -68,7 +68,9 @@ OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const C
     case OpKind::comm:
       break;
     default: {
-      double t = op.fwd_bytes / hbm(c, p);
+      // memory-bound on GPUs; on CPUs the transcendental work of some ops can dominate, hence the max
+      double vec_peak = (c.gpu.peak(Precision::fp32) ? *c.gpu.peak(Precision::fp32) : 1e3) * 1e12;
+      double t = std::max(op.fwd_bytes / hbm(c, p), op.fwd_flops / vec_peak);
       r.fwd_s = t + overhead(p);
       r.bwd_input_s = 2.0 * t + overhead(p);
       if (op.kind == OpKind::embedding) r.bwd_weight_s = 0;
