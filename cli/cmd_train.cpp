@@ -311,7 +311,8 @@ void add_train_commands(CLI::App& app, Runner& run) {
       ->check(format_choice({"table", "json"}));
   sub->add_option("--lr", o->t.lr, "peak learning rate (default 1e-3)")->check(CLI::PositiveNumber);
   sub->add_option("--warmup", o->t.warmup_steps, "warm-up steps (default steps/10)");
-  sub->add_option("--lr-decay-steps", o->t.lr_decay_steps, "cosine decay length (default: --steps)");
+  sub->add_option("--lr-decay-steps", o->t.lr_decay_steps,
+                  "cosine decay length (default: --steps; a resumed run keeps its checkpoint's)");
   sub->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay (default 0.1)");
   sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)");
   sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)");

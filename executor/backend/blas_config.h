@@ -27,7 +27,8 @@ std::string blas_corename();  // e.g. "Haswell", "SkylakeX", "Prescott"
 std::string blas_config();    // openblas_get_config()
 std::string blas_description();  // "OpenBLAS (<config>), <core> kernels, 1 thread"
 
-// Measured single-thread sgemm speed, GFLOP/s, of an n x n x n product (best of `reps`).
+// Measured single-thread sgemm speed, GFLOP/s, of an n x n x n product (best of `reps`, on the
+// thread's CPU time so that a busy machine does not lower it).
 double measure_gemm_gflops(int n = 1024, int reps = 3);
 
 }  // namespace mplan::exec

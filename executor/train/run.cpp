@@ -134,6 +134,12 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
     if (opt.resume) *out.info << "  resumed from " << t.last_checkpoint() << " at step " << t.step_index() << "\n";
     out.info->flush();
   }
+  if (t.step_index() >= opt.steps) {
+    if (lead)
+      *out.info << "mplan: the checkpoint is at step " << t.step_index() << ", not before --steps " << opt.steps
+                << "; nothing to train (raise --steps to continue)\n";
+    return 0;
+  }
   bool header = true;
   while (t.step_index() < opt.steps) {
     StepMetrics m = t.step();
