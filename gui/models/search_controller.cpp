@@ -54,6 +54,8 @@ bool SearchController::start(const Plan& job, const Calibration& cal, SearchOpti
       }
     } catch (const std::exception& e) {
       out.error = QString("The search failed: ") + e.what();
+    } catch (...) {
+      out.error = "The search failed with an unknown error.";
     }
     return out;
   }));
