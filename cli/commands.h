@@ -27,6 +27,7 @@ void add_search_commands(CLI::App& app, Runner& run);    // search, explain, exp
 void add_profile_commands(CLI::App& app, Runner& run);   // profile, calibrate            (cmd_profile.cpp)
 void add_train_commands(CLI::App& app, Runner& run);     // train, verify                 (cmd_train.cpp)
 void add_runs_commands(CLI::App& app, Runner& run);      // runs, regress                 (cmd_runs.cpp)
+void add_gui_command(CLI::App& app, Runner& run);        // gui -> mplan-gui               (cmd_gui.cpp)
 
 // --format table|json validator shared by subcommands.
 CLI::Validator format_choice(std::initializer_list<const char*> choices);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
 #ifdef MPLAN_HAVE_RUNS
   add_runs_commands(app, run);
 #endif
+  add_gui_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
