@@ -42,6 +42,9 @@ struct CostParams {
   // Compute slows down by this fraction while a collective runs concurrently on the same GPU
   // (SM and memory contention of overlapped communication).
   double overlap_slowdown = 0.10;
+  // 1 when communication runs on its own stream beside compute (GPUs); 0 when every collective blocks
+  // the compute (the CPU executor's MPI calls): then nothing is overlapped.
+  double comm_overlap = 1.0;
   // --- step-level ---
   double optimizer_overhead_s = 0.0;  // fixed per-step cost (data loading, logging, sync)
   // --- memory ---

@@ -37,6 +37,8 @@ std::string label(const Action& a) {
 
 PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std::vector<TraceEvent>* trace,
                                  std::vector<MemoryCounter>* mem) {
+  const bool overlap_grad = p.overlap_grad_reduce && w.comm_overlap;
+  const bool overlap_gather = p.overlap_param_gather && w.comm_overlap;
   const int pp = p.pp, vpp = p.vpp, m = w.microbatches;
   std::vector<std::vector<Action>> lists(pp);
   for (int s = 0; s < pp; ++s) lists[s] = schedule_actions(p.schedule, pp, vpp, m, s);
@@ -165,7 +167,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
         auto [b0, b1] = last_b[s][c];
         if (w.split_w) b1 = free_at[s];  // weight gradients complete with the deferred W passes
         for (int j = 0; j < k; ++j) {
-          double ready = p.overlap_grad_reduce ? b0 + (b1 - b0) * double(j + 1) / k : sr.compute_end_s;
+          double ready = overlap_grad ? b0 + (b1 - b0) * double(j + 1) / k : sr.compute_end_s;
           double st0 = std::max(dp_free, ready);
           dp_free = st0 + t_chunk / k;
           if (trace) trace->push_back({s, "dp", "grad reduce c" + std::to_string(c), st0, t_chunk / k, 'C', -1, c});
@@ -175,7 +177,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
     double grad_exposed = std::max(0.0, dp_free - sr.compute_end_s);
     double gather_exposed = 0;
     if (st.dp_param_gather_s > 0) {
-      if (p.overlap_param_gather) {
+      if (overlap_gather) {
         // overlapped with the next step's first forward passes on this stage
         double window = 0;
         for (int c = 0; c < vpp; ++c) window += st.chunks[c].F.total();

@@ -37,6 +37,7 @@ struct Ctx {
 // Exposed time of a communication of length c overlapped with compute g (chunked in n pieces).
 double overlapped(const Ctx& x, double c, double g, int n = 1) {
   if (c <= 0) return 0;
+  if (x.prm.comm_overlap < 0.5) return c;  // blocking communication: nothing hides
   double gs = g * (1.0 + x.prm.overlap_slowdown);
   return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
 }
@@ -198,6 +199,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
   Workload w;
   w.microbatches = int(p.num_microbatches(plan.training.global_batch_size));
   w.split_w = schedule_splits_weight_grad(p.schedule);
+  w.comm_overlap = prm.comm_overlap >= 0.5;
   RankGrid grid(p);
   int dom = std::max(1, cl.placement_domain());
   Ctx x{plan, plan.training.frozen_base(), prm, cl, p, w.split_w, grid.placement(Dim::tp, dom), grid.placement(Dim::cp, dom),

@@ -64,6 +64,7 @@ struct Workload {
   double p2p_s = 0;                // transfer time of one such tensor
   int microbatches = 0;
   bool split_w = false;
+  bool comm_overlap = true;  // collectives may run beside compute (CostParams::comm_overlap)
   std::vector<std::string> warnings;
 };
 
