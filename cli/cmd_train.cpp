@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/resolve.h"
 #include "core/json_fields.h"
+#include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
 #include "executor/comm/mpi_comm.h"
 #include "executor/train/launch.h"
@@ -69,8 +70,9 @@ void check_backend(const std::string& backend) {
   if (backend == "cpu") return;
   if (!has_cuda_device())
     throw InputError{"--backend cuda: this machine has no NVIDIA GPU (no /dev/nvidia0); train with --backend cpu"};
-  throw InputError{"--backend cuda: the CUDA backend of the executor is not built into this mplan yet; "
-                   "train with --backend cpu"};
+  if (!exec::cuda_backend_built())
+    throw InputError{"--backend cuda: this mplan was built without CUDA (configure where nvcc exists); "
+                     "train with --backend cpu"};
 }
 
 // Inside the MPI job (or a single process): run the ranks' training loop.
@@ -99,7 +101,9 @@ int run_job(const TrainCliOptions& o, const Plan& plan) {
       }
       return db.empty() ? "" : exec::write_run_to_db(db, s, prediction);
     };
-  int code = exec::train_job(plan, o.t, out, MPI_COMM_WORLD);
+  exec::TrainOptions topt = o.t;
+  topt.backend = o.backend;
+  int code = exec::train_job(plan, topt, out, MPI_COMM_WORLD);
   std::cout.flush();
   std::cerr.flush();
   MPI_Finalize();

@@ -3,11 +3,14 @@
 #include "profiles/profile_db.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <thread>
 
 namespace mplan::profiles {
 
@@ -183,8 +186,18 @@ Expected<ProfileDb> ProfileDb::open(const std::string& path, OpenMode mode) {
   if (!c) return c.error();
   Connection conn = std::move(c).value();
   if (!memory) {
-    Statement wal(conn, "PRAGMA journal_mode = WAL");
-    if (!wal.ok() || wal.step() != SQLITE_ROW) return Status(write_error(conn, path, "cannot switch to WAL")).error();
+    // Switching to WAL takes an exclusive lock and SQLite answers SQLITE_BUSY at once (no busy
+    // handler) while another process holds a shared lock, e.g. several writers opening a new file
+    // together: retry with a short sleep until the busy timeout.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (int attempt = 0;; ++attempt) {
+      Statement wal(conn, "PRAGMA journal_mode = WAL");
+      int rc = wal.ok() ? wal.step() : conn.errcode();
+      if (rc == SQLITE_ROW) break;
+      if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline)
+        return Status(write_error(conn, path, "cannot switch to WAL")).error();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt * 7 + ::getpid()) % 10));
+    }
   }
   std::string e = conn.exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
   if (!e.empty()) return Error(path + ": " + e);

@@ -3,11 +3,14 @@
 #include "runs/runs_db.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "runs/schema.h"
 #include "runs/sqlite_util.h"
@@ -290,6 +293,23 @@ Probe probe(sqlite3* db, bool check_integrity) {
   return p;
 }
 
+// Switching to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once (without the
+// busy handler) when another connection holds a shared lock meanwhile, e.g. several processes
+// opening a new file together. Retry with a short jittered sleep until the busy timeout.
+void set_wal_mode(sqlite3* raw) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Stmt q(raw, "PRAGMA journal_mode = WAL");
+      q.step();
+      return;
+    } catch (const SqlError& e) {
+      if ((e.code != SQLITE_BUSY && e.code != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt * 7 + ::getpid()) % 10));
+  }
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
@@ -320,6 +340,7 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
   // 1. Look before writing anything: foreign, newer or damaged files stay as they are.
   Probe p;
   try {
+    ReadTxn snapshot(raw);  // one consistent view: another process may be creating the schema right now
     p = probe(raw, exists && size > 0 && size <= kIntegrityCheckMaxBytes);
   } catch (const SqlError& e) {
     if (e.code == SQLITE_BUSY)
@@ -339,10 +360,7 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
   // 2. Ours or empty: WAL, durability, foreign keys, then migrate under the write lock.
   try {
     sql_exec(raw, "PRAGMA foreign_keys = ON", "enabling foreign keys");
-    {
-      Stmt q(raw, "PRAGMA journal_mode = WAL");
-      q.step();
-    }
+    set_wal_mode(raw);
     sql_exec(raw, "PRAGMA synchronous = FULL", "setting durability");
     if (!ours || p.user_version < kRunsSchemaVersion) {
       WriteTxn txn(raw);

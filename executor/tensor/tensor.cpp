@@ -27,6 +27,16 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, MemoryTracker* tracker) {
   return t;
 }
 
+Tensor Tensor::adopt(std::shared_ptr<float> storage, std::vector<int64_t> shape) {
+  Tensor t;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  t.shape_ = std::move(shape);
+  t.numel_ = n;
+  t.ptr_ = std::move(storage);
+  return t;
+}
+
 std::string Tensor::shape_str() const {
   std::string s = "(";
   for (size_t i = 0; i < shape_.size(); ++i) {

@@ -32,6 +32,9 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor of `shape` counted by `tracker` (may be null).
   static Tensor zeros(std::vector<int64_t> shape, MemoryTracker* tracker);
+  // Tensor over memory a backend allocated (e.g. CUDA managed memory); the deleter of `storage`
+  // returns it and uncounts it.
+  static Tensor adopt(std::shared_ptr<float> storage, std::vector<int64_t> shape);
 
   float* data() { return ptr_.get(); }
   const float* data() const { return ptr_.get(); }

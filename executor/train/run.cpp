@@ -117,11 +117,13 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
               << ", mbs " << p.micro_batch_size << ", gbs " << plan.training.global_batch_size << ", seq "
               << plan.training.seq_length << "\n"
               << "  backend " << sum.backend << "; measured GEMM peak " << fixed(sum.peak_gflops, 1)
-              << " GFLOP/s per core (MFU denominator)\n"
+              << " GFLOP/s per " << (t.backend().name() == "cpu" ? "core" : "GPU") << " (MFU denominator)\n"
               << "  data " << sum.data << "; seed " << opt.seed << "\n";
     if (plan.training.precision != Precision::fp32)
       *out.info << "  note: the plan's precision is " << to_string(plan.training.precision)
-                << "; the CPU backend computes in fp32\n";
+                << (t.backend().name() == "cpu" ? "; the CPU backend computes in fp32\n"
+                                                : "; the CUDA backend runs bf16 GEMMs (fp32 accumulation, fp32 master "
+                                                  "weights) and every other op in fp32\n");
     if (p.zero >= 2)
       *out.info << "  note: zero=" << p.zero << " runs with the numerics of zero=1 (gradients and parameters are not "
                 << "additionally sharded in memory by the CPU executor)\n";

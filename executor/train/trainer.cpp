@@ -14,8 +14,8 @@
 
 #include "core/counting.h"
 #include "core/units.h"
+#include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
-#include "executor/backend/cpu/cpu_backend.h"
 #include "executor/checkpoint/checkpoint.h"
 
 namespace mplan::exec {
@@ -81,11 +81,15 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
   t->plan_ = plan;
   t->opt_ = opt;
   set_blas_single_thread();
-  t->groups_ = make_process_groups(base, plan.parallel);
+  auto setup = make_backend(opt.backend, plan, base);
+  if (!setup) return setup.error();
+  t->backend_ = std::move(setup.value().backend);
+  t->tagger_ = std::move(setup.value().tagger);
+  t->timers_.set_tagger(t->tagger_.get());
+  t->groups_ = make_backend_groups(*t->backend_, base, plan.parallel);
   t->dims_ = make_layout_dims(plan, t->groups_.coord);
   t->dims_.moe_aux_coeff = opt.moe_aux_coeff;
   t->dims_.moe_capacity_factor = opt.moe_capacity_factor;
-  t->backend_ = std::make_unique<CpuBackend>();
   t->params_ = std::make_unique<ParamStore>();
   const ParallelConfig& p = plan.parallel;
   const int s = t->groups_.coord.pp;
@@ -115,10 +119,11 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
     if (!d) return d.error();
     t->data_ = std::move(d).value();
   }
-  t->cores_ = std::max(1u, std::thread::hardware_concurrency());
+  // MFU counts one core per rank on the CPU, one GPU per rank on CUDA
+  t->cores_ = t->backend_->name() == "cpu" ? int(std::max(1u, std::thread::hardware_concurrency())) : size;
   double peak = opt.peak_gflops;
   if (peak <= 0) {
-    if (t->groups_.rank == 0) peak = measure_gemm_gflops(1024, 3);
+    if (t->groups_.rank == 0) peak = backend_peak_gflops(*t->backend_);
     t->groups_.world->all_reduce_max(&peak, 1);
   }
   t->peak_gflops_ = peak;
@@ -173,7 +178,10 @@ StepMetrics Trainer::step() {
     m.finite = r.finite;
   }
   double dt = now_s() - t0;
-  double mem[3] = {dt, process_peak_rss_bytes(), double(backend_->memory().peak())};
+  if (tagger_) timers_.override_seconds(tagger_->take_step_seconds());
+  // peak memory: the process on the CPU; the device tensors on a GPU
+  const double peak_bytes = backend_->name() == "cpu" ? process_peak_rss_bytes() : double(backend_->memory().peak());
+  double mem[3] = {dt, peak_bytes, double(backend_->memory().peak())};
   groups_.world->all_reduce_max(mem, 3);
   m.step_time_s = mem[0];
   m.peak_memory_gib = mem[1] / kGiB;

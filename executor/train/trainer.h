@@ -20,6 +20,7 @@
 namespace mplan::exec {
 
 struct TrainOptions {
+  std::string backend = "cpu";  // cpu | cuda (see backend/backend_factory.h)
   int steps = 10;          // total optimizer steps of the run (a resumed run continues up to it)
   uint64_t seed = 1234;    // initialisation and data
   std::string data = "synthetic";
@@ -95,6 +96,7 @@ class Trainer {
   ProcessGroups groups_;
   LayoutDims dims_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<OpTagger> tagger_;  // device times per op (CUDA); null on the CPU
   std::unique_ptr<ParamStore> params_;
   OpTimers timers_;
   std::vector<ModelChunk> chunks_;

@@ -1,6 +1,7 @@
 // Runs database: round trip, tags, summaries, migration from schema 1 and from an empty file,
 // refusal (and no change) of newer, foreign, garbage and corrupt files, and concurrent writers in
 // several processes losing no rows.
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -315,11 +316,18 @@ TEST(RunsDb, ConcurrentWritersInSeveralProcessesLoseNothing) {
       char c;
       if (read(go[0], &c, 1) != 0) _exit(3);  // wait until the parent closes the pipe: all start together
       auto db = RunsDb::open(path);           // the first ones race to create the schema
-      if (!db.ok()) _exit(1);
+      if (!db.ok()) {
+        std::fprintf(stderr, "proc %d: open: %s\n", p, db.error().message().c_str());
+        _exit(1);
+      }
       for (int i = 0; i < kRunsEach; ++i) {
         RunRecord r = make_run("2024-01-01T00:00:" + std::to_string(10 + i) + "Z", 0.3 + 0.01 * p, kSteps);
         r.host = "proc-" + std::to_string(p);
-        if (!db.value()->add_run(r).ok()) _exit(2);
+        auto added = db.value()->add_run(r);
+        if (!added.ok()) {
+          std::fprintf(stderr, "proc %d: add_run: %s\n", p, added.error().message().c_str());
+          _exit(2);
+        }
       }
       _exit(0);
     }

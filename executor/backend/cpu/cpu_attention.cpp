@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "executor/backend/cpu/cpu_backend.h"
-#include "executor/backend/cpu/vec_math.h"
+#include "executor/backend/kernel_math.h"
 
 namespace mplan::exec {
 
@@ -32,7 +32,7 @@ bool scores(float* S, const float* q, int64_t ldq, const float* k, int64_t ldk, 
               S, int(bk));
   for (int64_t i = 0; i < bq; ++i)
     for (int64_t j = 0; j < bk; ++j)
-      if (kpos[j] > qpos[i]) S[i * bk + j] = kNegInf;
+      if (!km::attn_visible(kpos[j], qpos[i])) S[i * bk + j] = kNegInf;
   return true;
 }
 
@@ -69,10 +69,10 @@ void CpuBackend::attention_forward(float* out, float* lse, const float* q, const
               std::fill(Si, Si + bk, 0.0f);
               continue;
             }
-            const float corr = vexp(m[size_t(i)] - mn);
+            const float corr = km::vexp(m[size_t(i)] - mn);
             float sum = 0;
             for (int64_t j = 0; j < bk; ++j) {
-              Si[j] = vexp(Si[j] - mn);
+              Si[j] = km::vexp(Si[j] - mn);
               sum += Si[j];
             }
             l[size_t(i)] = l[size_t(i)] * corr + sum;
@@ -99,9 +99,8 @@ void CpuBackend::attention_forward(float* out, float* lse, const float* q, const
             for (int64_t d = 0; d < s.Dv; ++d) oi[d] = ai[d] * inv;
             li = lb;
           } else {  // merge two partial softmax results
-            const float mx = std::max(li, lb);
-            const float lnew = mx + std::log(std::exp(li - mx) + std::exp(lb - mx));
-            const float wa = std::exp(li - lnew), wb = std::exp(lb - lnew) * inv;
+            float wa, wb;
+            const float lnew = km::lse_merge(li, lb, inv, &wa, &wb);
             for (int64_t d = 0; d < s.Dv; ++d) oi[d] = oi[d] * wa + ai[d] * wb;
             li = lnew;
           }
@@ -154,7 +153,7 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
               std::fill(Pi, Pi + bk, 0.0f);
               continue;
             }
-            for (int64_t j = 0; j < bk; ++j) Pi[j] = vexp(Pi[j] - li);
+            for (int64_t j = 0; j < bk; ++j) Pi[j] = km::vexp(Pi[j] - li);
           }
           // dV (bk, Dv) += P^T (bk, bq) @ dO (bq, Dv)
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(s.Dv), int(bq), 1.0f, P.data(), int(bk),
@@ -166,7 +165,7 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
             const float di = dh[i0 + i];
             float* Pi = P.data() + i * bk;
             const float* dPi = dP.data() + i * bk;
-            for (int64_t j = 0; j < bk; ++j) Pi[j] = Pi[j] * (dPi[j] - di) * s.scale;  // P becomes dS
+            for (int64_t j = 0; j < bk; ++j) Pi[j] = km::attn_dscore(Pi[j], dPi[j], di, s.scale);  // P becomes dS
           }
           // dQ (bq, D) += dS @ K ; dK (bk, D) += dS^T @ Q
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(s.D), int(bk), 1.0f, P.data(), int(bk),

@@ -7,7 +7,7 @@
 
 #include "executor/backend/blas_config.h"
 #include "executor/backend/cpu/cpu_backend.h"
-#include "executor/backend/cpu/vec_math.h"
+#include "executor/backend/kernel_math.h"
 
 namespace mplan::exec {
 
@@ -104,10 +104,10 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
     double v = 0;
     for (int64_t i = 0; i < C; ++i) v += (x[i] - m) * (x[i] - m);
     v /= double(C);
-    float s = float(1.0 / std::sqrt(v + double(eps)));
+    float s = km::rstd_from_var(v, eps);
     float* o = out + n * C;
     float mf = float(m);
-    for (int64_t i = 0; i < C; ++i) o[i] = (x[i] - mf) * s * w[i] + (b ? b[i] : 0.0f);
+    for (int64_t i = 0; i < C; ++i) o[i] = km::layernorm_apply(x[i], mf, s, w[i], b ? b[i] : 0.0f);
     mean[n] = mf;
     rstd[n] = s;
   }
@@ -123,7 +123,7 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
     float m = mean[n], s = rstd[n];
     double dnorm_mean = 0, dnorm_norm_mean = 0;
     for (int64_t i = 0; i < C; ++i) {
-      float norm = (x[i] - m) * s;
+      float norm = km::layernorm_xhat(x[i], m, s);
       float dnorm = w[i] * d[i];
       dnorm_mean += dnorm;
       dnorm_norm_mean += double(dnorm) * norm;
@@ -131,11 +131,10 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
     float a = float(dnorm_mean / double(C)), bb = float(dnorm_norm_mean / double(C));
     float* di = dinp + n * C;
     for (int64_t i = 0; i < C; ++i) {
-      float norm = (x[i] - m) * s;
-      float dnorm = w[i] * d[i];
+      float norm = km::layernorm_xhat(x[i], m, s);
       if (db) db[i] += d[i];
       if (dw) dw[i] += norm * d[i];
-      float g = (dnorm - a - norm * bb) * s;
+      float g = km::layernorm_dx(x[i], d[i], w[i], m, s, a, bb);
       di[i] = accumulate ? di[i] + g : g;
     }
   }
@@ -148,9 +147,9 @@ void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, cons
     const float* x = inp + n * C;
     double ss = 0;
     for (int64_t i = 0; i < C; ++i) ss += double(x[i]) * x[i];
-    float s = float(1.0 / std::sqrt(ss / double(C) + double(eps)));
+    float s = km::rstd_from_var(ss / double(C), eps);
     float* o = out + n * C;
-    for (int64_t i = 0; i < C; ++i) o[i] = x[i] * s * w[i];
+    for (int64_t i = 0; i < C; ++i) o[i] = km::rmsnorm_apply(x[i], s, w[i]);
     rstd[n] = s;
   }
 }
@@ -164,11 +163,11 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, con
     float s = rstd[n];
     double dot = 0;
     for (int64_t i = 0; i < C; ++i) dot += double(w[i]) * d[i] * x[i];
-    float c = float(dot / double(C)) * s * s;
+    float c = km::rmsnorm_row_coef(dot / double(C), s);
     float* di = dinp + n * C;
     for (int64_t i = 0; i < C; ++i) {
       if (dw) dw[i] += d[i] * x[i] * s;
-      float g = s * (w[i] * d[i] - x[i] * c);
+      float g = km::rmsnorm_dx(x[i], d[i], w[i], s, c);
       di[i] = accumulate ? di[i] + g : g;
     }
   }
@@ -180,21 +179,13 @@ namespace {
 void rope_apply(float* x, const int32_t* pos, int64_t N, int64_t H, int64_t D, float base, float sign) {
   const int64_t half = D / 2;
   std::vector<float> inv(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = 1.0f / std::pow(base, float(2 * i) / float(D));
+  for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = km::rope_inv_freq(i, D, base);
   std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
   for (int64_t n = 0; n < N; ++n) {
-    for (int64_t i = 0; i < half; ++i) {
-      float ang = float(pos[n]) * inv[size_t(i)];
-      cs[size_t(i)] = std::cos(ang);
-      sn[size_t(i)] = sign * std::sin(ang);
-    }
+    for (int64_t i = 0; i < half; ++i) km::rope_cos_sin(pos[n], inv[size_t(i)], sign, &cs[size_t(i)], &sn[size_t(i)]);
     for (int64_t h = 0; h < H; ++h) {
       float* v = x + (n * H + h) * D;
-      for (int64_t i = 0; i < half; ++i) {
-        float a = v[i], b = v[i + half];
-        v[i] = a * cs[size_t(i)] - b * sn[size_t(i)];
-        v[i + half] = a * sn[size_t(i)] + b * cs[size_t(i)];
-      }
+      for (int64_t i = 0; i < half; ++i) km::rope_rotate(&v[i], &v[i + half], cs[size_t(i)], sn[size_t(i)]);
     }
   }
 }
@@ -209,34 +200,21 @@ void CpuBackend::rope_backward(float* dx, const int32_t* pos, int64_t N, int64_t
 }
 
 // ---------------------------------------------------------------------------------------------
-// activations
-namespace {
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-inline float silu(float x) { return x / (1.0f + vexp(-x)); }
-// tanh through one exp (vectorisable vexp); saturates correctly at +-inf
-inline float fast_tanh(float a) { return 1.0f - 2.0f / (1.0f + vexp(2.0f * a)); }
-}  // namespace
-
+// activations (per-element math in kernel_math.h, shared with the CUDA kernels)
 void CpuBackend::act_forward(ActKind a, float* out, const float* inp, int64_t N, int64_t F) {
   switch (a) {
-    case ActKind::gelu:  // out (N, F) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-      for (int64_t i = 0; i < N * F; ++i) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + fast_tanh(kGeluScale * (x + 0.044715f * x * x * x)));
-      }
+    case ActKind::gelu:  // out (N, F) = gelu(inp)
+      for (int64_t i = 0; i < N * F; ++i) out[i] = km::gelu_forward(inp[i]);
       break;
     case ActKind::squared_relu:  // out = relu(x)^2
-      for (int64_t i = 0; i < N * F; ++i) {
-        float x = inp[i] > 0 ? inp[i] : 0.0f;
-        out[i] = x * x;
-      }
+      for (int64_t i = 0; i < N * F; ++i) out[i] = km::sqrelu_forward(inp[i]);
       break;
     case ActKind::swiglu:  // inp (N, 2F) = [gate | up]; out (N, F) = silu(gate) * up
       for (int64_t n = 0; n < N; ++n) {
         const float* g = inp + n * 2 * F;
         const float* u = g + F;
         float* o = out + n * F;
-        for (int64_t i = 0; i < F; ++i) o[i] = silu(g[i]) * u[i];
+        for (int64_t i = 0; i < F; ++i) o[i] = km::swiglu_forward(g[i], u[i]);
       }
       break;
   }
@@ -245,18 +223,10 @@ void CpuBackend::act_forward(ActKind a, float* out, const float* inp, int64_t N,
 void CpuBackend::act_backward(ActKind a, float* dinp, const float* dout, const float* inp, int64_t N, int64_t F) {
   switch (a) {
     case ActKind::gelu:
-      for (int64_t i = 0; i < N * F; ++i) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float arg = kGeluScale * (x + cube);
-        float t = fast_tanh(arg);
-        float sech2 = 1.0f - t * t;
-        float local = 0.5f * (1.0f + t) + x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = local * dout[i];
-      }
+      for (int64_t i = 0; i < N * F; ++i) dinp[i] = km::gelu_backward(inp[i], dout[i]);
       break;
     case ActKind::squared_relu:
-      for (int64_t i = 0; i < N * F; ++i) dinp[i] = inp[i] > 0 ? 2.0f * inp[i] * dout[i] : 0.0f;
+      for (int64_t i = 0; i < N * F; ++i) dinp[i] = km::sqrelu_backward(inp[i], dout[i]);
       break;
     case ActKind::swiglu:
       for (int64_t n = 0; n < N; ++n) {
@@ -265,11 +235,7 @@ void CpuBackend::act_backward(ActKind a, float* dinp, const float* dout, const f
         const float* d = dout + n * F;
         float* dg = dinp + n * 2 * F;
         float* du = dg + F;
-        for (int64_t i = 0; i < F; ++i) {
-          float s = 1.0f / (1.0f + vexp(-g[i]));
-          du[i] = d[i] * g[i] * s;
-          dg[i] = d[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-        }
+        for (int64_t i = 0; i < F; ++i) km::swiglu_backward(g[i], u[i], d[i], &dg[i], &du[i]);
       }
       break;
   }

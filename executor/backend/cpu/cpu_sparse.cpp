@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "executor/backend/cpu/cpu_backend.h"
-#include "executor/backend/cpu/vec_math.h"
+#include "executor/backend/kernel_math.h"
 
 namespace mplan::exec {
 
@@ -70,7 +70,7 @@ void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits,
     const float m = gmax[n];
     int64_t t = int64_t(targets[n]) - vstart;
     tlogit[n] = (t >= 0 && t < valid) ? l[t] : 0.0f;
-    for (int64_t c = 0; c < valid; ++c) l[c] = vexp(l[c] - m);
+    for (int64_t c = 0; c < valid; ++c) l[c] = km::vexp(l[c] - m);
     double s = 0;
     for (int64_t c = 0; c < valid; ++c) s += l[c];
     sumexp[n] = float(s);
@@ -85,7 +85,7 @@ void CpuBackend::xent_backward(float* logits, const float* gmax, const float* gs
     (void)gmax;  // the forward already subtracted it
     const float inv = 1.0f / gsumexp[n], d = dloss[n];
     const int64_t t = int64_t(targets[n]) - vstart;
-    for (int64_t c = 0; c < valid; ++c) l[c] = l[c] * inv * d;
+    for (int64_t c = 0; c < valid; ++c) l[c] = km::xent_grad(l[c], inv, d);
     if (t >= 0 && t < valid) l[t] -= d;
     for (int64_t c = valid; c < V; ++c) l[c] = 0;
   }
@@ -106,7 +106,7 @@ void CpuBackend::moe_route_forward(float* probs, int32_t* idx, float* weights, c
     for (int64_t e = 0; e < E; ++e) probs[n * E + e] = float(std::exp(l[e] - m) / s);
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+                      [&](int32_t a, int32_t b) { return km::topk_before(l[a], a, l[b], b); });
     float mk = l[order[0]];
     double sk = 0;
     for (int64_t j = 0; j < k; ++j) sk += std::exp(l[order[size_t(j)]] - mk);
@@ -127,14 +127,14 @@ void CpuBackend::moe_route_backward(float* dlogits, const float* dweights, const
       const float* dw = dweights + n * k;
       float s = 0;
       for (int64_t j = 0; j < k; ++j) s += w[j] * dw[j];
-      for (int64_t j = 0; j < k; ++j) dl[idx[n * k + j]] += w[j] * (dw[j] - s);
+      for (int64_t j = 0; j < k; ++j) dl[idx[n * k + j]] += km::softmax_backward(w[j], dw[j], s);
     }
     if (dprobs) {
       const float* p = probs + n * E;
       const float* dp = dprobs + n * E;
       float s = 0;
       for (int64_t e = 0; e < E; ++e) s += p[e] * dp[e];
-      for (int64_t e = 0; e < E; ++e) dl[e] += p[e] * (dp[e] - s);
+      for (int64_t e = 0; e < E; ++e) dl[e] += km::softmax_backward(p[e], dp[e], s);
     }
   }
 }
@@ -169,24 +169,12 @@ void CpuBackend::row_dot(float* out, const float* a, const float* b, int64_t n, 
 // ---------------------------------------------------------------------------------------------
 // AdamW exactly as torch.optim.AdamW (decoupled weight decay, bias-corrected moments)
 void CpuBackend::adamw(float* param, const float* grad, float* m, float* v, int64_t n, const AdamWArgs& a) {
-  const float bc1 = 1.0f - std::pow(a.beta1, float(a.step));
-  const float bc2 = 1.0f - std::pow(a.beta2, float(a.step));
-  const float step_size = a.lr / bc1;
-  const float inv_bc2_sqrt = 1.0f / std::sqrt(bc2);
-  const float decay = 1.0f - a.lr * a.weight_decay;
-  const float b1 = a.beta1, b2 = a.beta2, c1 = 1.0f - a.beta1, c2 = 1.0f - a.beta2, eps = a.eps;
+  const km::AdamWConsts k = km::adamw_consts(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.step);
   float* __restrict p = param;
   const float* __restrict g = grad;
   float* __restrict mm = m;
   float* __restrict vv = v;
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
-    const float mi = b1 * mm[i] + c1 * gi;
-    const float vi = b2 * vv[i] + c2 * gi * gi;
-    mm[i] = mi;
-    vv[i] = vi;
-    p[i] = p[i] * decay - step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
-  }
+  for (int64_t i = 0; i < n; ++i) km::adamw_update(&p[i], g[i], &mm[i], &vv[i], k);
 }
 
 }  // namespace mplan::exec

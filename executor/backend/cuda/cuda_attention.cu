@@ -1,0 +1,455 @@
+// Flash attention on CUDA (fp32, SIMT): scores are never stored in global memory, the forward keeps
+// only the output and the log-sum-exp per row, the backward recomputes probabilities tile by tile.
+// Tiles of 32 queries x 32 keys, 256 threads = 8 warps; a warp owns 4 rows of the tile it
+// accumulates (queries in the forward and dQ kernels, keys in the dK/dV kernel) with one lane per
+// key (or query) while scoring and one lane per head-dimension column (in chunks of 32, NC chunks)
+// while accumulating; probabilities move between the two layouts by warp shuffles, so the only
+// shared memory is the Q/K/V/dO tiles (padded where lanes stride across rows).
+// Masking is by global position (key j visible to query i when kpos[j] <= qpos[i]), as on the CPU,
+// so the same kernels serve whole sequences and the key blocks of context-parallel ring attention.
+// The backward is deterministic: dK/dV and dQ come from two kernels, each output element owned by
+// one block (no atomics). Per-element formulas (exp, merge, dS) are those of kernel_math.h.
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "executor/backend/cuda/cuda_kernels.h"
+
+namespace mplan::exec::gpu {
+
+namespace {
+
+constexpr int BQ = kAttnBQ, BK = kAttnBK, NT = kAttnThreads, NW = NT / 32, RPW = BQ / NW;
+static_assert(BQ == 32 && BK == 32 && RPW * NW == BQ && RPW * NW == BK, "tile shape assumed below");
+
+__device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000); }
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+__device__ __forceinline__ int warp_max_int(int v) {
+  for (int off = 16; off > 0; off /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+__device__ __forceinline__ int warp_min_int(int v) {
+  for (int off = 16; off > 0; off /= 2) v = min(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// element (b, t, h, d) of a (B, T, H, Dim) tensor
+__device__ __forceinline__ int64_t at(int64_t b, int64_t t, int64_t h, int64_t d, int64_t T, int64_t H,
+                                      int64_t Dim) {
+  return ((b * T + t) * H + h) * Dim + d;
+}
+
+// rows [r0, r0 + n) of head h of x (B, T, H, Dim) -> smem (BQ or BK rows, row stride ld), zero padded
+__device__ void load_rows(float* sm, int ld, const float* x, int64_t b, int64_t r0, int n, int64_t h, int64_t T,
+                          int64_t H, int64_t Dim) {
+  const int rows = BQ;  // == BK
+  for (int e = threadIdx.x; e < rows * Dim; e += NT) {
+    const int r = e / int(Dim), d = e % int(Dim);
+    sm[r * ld + d] = r < n ? x[at(b, r0 + r, h, d, T, H, Dim)] : 0.0f;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// forward: grid (Tq tiles, Hq, B)
+
+template <int NC>
+__global__ void __launch_bounds__(NT) attn_forward_kernel(float* out, float* lse, const float* q, const float* k,
+                                                          const float* v, const int32_t* qpos, const int32_t* kpos,
+                                                          AttnDims a, bool merge) {
+  extern __shared__ float smem[];
+  const int D = int(a.D), Dv = int(a.Dv);
+  float* Qs = smem;               // (BQ, D)
+  float* Ks = Qs + BQ * D;        // (BK, D + 1)
+  float* Vs = Ks + BK * (D + 1);  // (BK, Dv)
+  __shared__ int qp[BQ], kp[BK];
+  __shared__ int s_qmax;
+  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * BQ;
+  const int64_t hk = h / (a.Hq / a.Hkv);
+  const int bq = int(min(int64_t(BQ), a.Tq - i0));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  load_rows(Qs, D, q, b, i0, bq, h, a.Tq, a.Hq, D);
+  if (threadIdx.x < BQ) qp[threadIdx.x] = threadIdx.x < bq ? qpos[i0 + threadIdx.x] : INT_MIN;
+  __syncthreads();
+  if (warp == 0) {
+    const int m = warp_max_int(qp[lane]);
+    if (lane == 0) s_qmax = m;
+  }
+  float acc[RPW][NC], m_run[RPW], l_run[RPW];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    m_run[r] = neg_inf(), l_run[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+  }
+  for (int64_t j0 = 0; j0 < a.Tk; j0 += BK) {
+    const int bk = int(min(int64_t(BK), a.Tk - j0));
+    __syncthreads();  // the previous tile is consumed; s_qmax is written
+    if (threadIdx.x < BK) kp[threadIdx.x] = threadIdx.x < bk ? kpos[j0 + threadIdx.x] : INT_MAX;
+    __syncthreads();
+    if (!__syncthreads_or(threadIdx.x < BK && kp[threadIdx.x] <= s_qmax)) continue;  // fully masked tile
+    load_rows(Ks, D + 1, k, b, j0, bk, hk, a.Tk, a.Hkv, D);
+    load_rows(Vs, Dv, v, b, j0, bk, hk, a.Tk, a.Hkv, Dv);
+    __syncthreads();
+    // scores of this warp's rows, lane = key
+    float s[RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) s[r] = 0.0f;
+    for (int d = 0; d < D; ++d) {
+      const float kv = Ks[lane * (D + 1) + d];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) s[r] += Qs[(warp * RPW + r) * D + d] * kv;
+    }
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const int i = warp * RPW + r;
+      const bool vis = i < bq && lane < bk && km::attn_visible(kp[lane], qp[i]);
+      const float sc = vis ? s[r] * a.scale : neg_inf();
+      const float mn = fmaxf(m_run[r], warp_max(sc));
+      float p = 0.0f, corr = 1.0f;
+      if (mn != neg_inf()) {
+        corr = km::vexp(m_run[r] - mn);
+        p = km::vexp(sc - mn);
+        l_run[r] = l_run[r] * corr + warp_sum(p);
+        m_run[r] = mn;
+      }
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] *= corr;
+      s[r] = p;
+    }
+    // acc (row, lane + 32 c) += sum_j p_j V[j]
+    for (int j = 0; j < bk; ++j) {
+      float pj[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) pj[r] = __shfl_sync(0xffffffffu, s[r], j);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const int d = lane + 32 * c;
+        const float vv = d < Dv ? Vs[j * Dv + d] : 0.0f;
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) acc[r][c] += pj[r] * vv;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    const int i = warp * RPW + r;
+    if (i >= bq) continue;
+    float* o = out + at(b, i0 + i, h, 0, a.Tq, a.Hq, Dv);
+    float* li = lse + (b * a.Hq + h) * a.Tq + i0 + i;
+    const float lold = *li;
+    __syncwarp();
+    if (l_run[r] == 0.0f) {  // no visible key in this block
+      if (!merge) {
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+          if (lane + 32 * c < Dv) o[lane + 32 * c] = 0.0f;
+        if (lane == 0) *li = neg_inf();
+      }
+      continue;
+    }
+    const float lb = m_run[r] + km::llog(l_run[r]), inv = 1.0f / l_run[r];
+    if (!merge || lold == neg_inf()) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+        if (lane + 32 * c < Dv) o[lane + 32 * c] = acc[r][c] * inv;
+      if (lane == 0) *li = lb;
+    } else {  // merge with the running result of earlier key blocks
+      float wa, wb;
+      const float lnew = km::lse_merge(lold, lb, inv, &wa, &wb);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const int d = lane + 32 * c;
+        if (d < Dv) o[d] = o[d] * wa + acc[r][c] * wb;
+      }
+      if (lane == 0) *li = lnew;
+    }
+  }
+}
+
+// delta (B, Hq, Tq) = rowsum(dout * out): one warp per row
+__global__ void attn_prepare_kernel(float* delta, const float* dout, const float* out, AttnDims a) {
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= a.B * a.Hq * a.Tq) return;
+  const int64_t i = row % a.Tq, bh = row / a.Tq, h = bh % a.Hq, b = bh / a.Hq;
+  const int64_t off = at(b, i, h, 0, a.Tq, a.Hq, a.Dv);
+  float s = 0;
+  for (int64_t d = lane; d < a.Dv; d += 32) s += dout[off + d] * out[off + d];
+  s = warp_sum(s);
+  if (lane == 0) delta[row] = s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// backward dQ: grid (Tq tiles, Hq, B); dQ (+)= dS K per query tile, over all key tiles
+
+template <int NC>
+__global__ void __launch_bounds__(NT) attn_backward_dq_kernel(float* dq, const float* dout, const float* lse,
+                                                              const float* delta, const float* q, const float* k,
+                                                              const float* v, const int32_t* qpos,
+                                                              const int32_t* kpos, AttnDims a) {
+  extern __shared__ float smem[];
+  const int D = int(a.D), Dv = int(a.Dv);
+  float* Qs = smem;                // (BQ, D)
+  float* dOs = Qs + BQ * D;        // (BQ, Dv)
+  float* Ks = dOs + BQ * Dv;       // (BK, D + 1)
+  float* Vs = Ks + BK * (D + 1);   // (BK, Dv + 1)
+  __shared__ int qp[BQ], kp[BK];
+  __shared__ float ls[BQ], dl[BQ];
+  __shared__ int s_qmax;
+  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * BQ;
+  const int64_t hk = h / (a.Hq / a.Hkv);
+  const int bq = int(min(int64_t(BQ), a.Tq - i0));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  load_rows(Qs, D, q, b, i0, bq, h, a.Tq, a.Hq, D);
+  load_rows(dOs, Dv, dout, b, i0, bq, h, a.Tq, a.Hq, Dv);
+  if (threadIdx.x < BQ) {
+    const int t = threadIdx.x;
+    qp[t] = t < bq ? qpos[i0 + t] : INT_MIN;
+    ls[t] = t < bq ? lse[(b * a.Hq + h) * a.Tq + i0 + t] : neg_inf();
+    dl[t] = t < bq ? delta[(b * a.Hq + h) * a.Tq + i0 + t] : 0.0f;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    const int m = warp_max_int(qp[lane]);
+    if (lane == 0) s_qmax = m;
+  }
+  float acc[RPW][NC];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+  for (int64_t j0 = 0; j0 < a.Tk; j0 += BK) {
+    const int bk = int(min(int64_t(BK), a.Tk - j0));
+    __syncthreads();
+    if (threadIdx.x < BK) kp[threadIdx.x] = threadIdx.x < bk ? kpos[j0 + threadIdx.x] : INT_MAX;
+    __syncthreads();
+    if (!__syncthreads_or(threadIdx.x < BK && kp[threadIdx.x] <= s_qmax)) continue;
+    load_rows(Ks, D + 1, k, b, j0, bk, hk, a.Tk, a.Hkv, D);
+    load_rows(Vs, Dv + 1, v, b, j0, bk, hk, a.Tk, a.Hkv, Dv);
+    __syncthreads();
+    float s[RPW], dp[RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) s[r] = dp[r] = 0.0f;
+    for (int d = 0; d < D; ++d) {
+      const float kv = Ks[lane * (D + 1) + d];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) s[r] += Qs[(warp * RPW + r) * D + d] * kv;
+    }
+    for (int d = 0; d < Dv; ++d) {
+      const float vv = Vs[lane * (Dv + 1) + d];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) dp[r] += dOs[(warp * RPW + r) * Dv + d] * vv;
+    }
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const int i = warp * RPW + r;
+      const bool vis = i < bq && lane < bk && ls[i] != neg_inf() && km::attn_visible(kp[lane], qp[i]);
+      const float p = vis ? km::vexp(s[r] * a.scale - ls[i]) : 0.0f;
+      s[r] = km::attn_dscore(p, dp[r], dl[i], a.scale);  // s becomes dS
+    }
+    for (int j = 0; j < bk; ++j) {
+      float dsj[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) dsj[r] = __shfl_sync(0xffffffffu, s[r], j);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const int d = lane + 32 * c;
+        const float kv = d < D ? Ks[j * (D + 1) + d] : 0.0f;
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) acc[r][c] += dsj[r] * kv;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    const int i = warp * RPW + r;
+    if (i >= bq) continue;
+    float* o = dq + at(b, i0 + i, h, 0, a.Tq, a.Hq, D);
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+      if (lane + 32 * c < D) o[lane + 32 * c] += acc[r][c];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// backward dK, dV: grid (Tk tiles, Hkv, B); over every query head of the group and query tile:
+// dV (+)= P^T dO, dK (+)= dS^T Q
+
+template <int NC>
+__global__ void __launch_bounds__(NT) attn_backward_dkv_kernel(float* dk, float* dv, const float* dout,
+                                                               const float* lse, const float* delta, const float* q,
+                                                               const float* k, const float* v, const int32_t* qpos,
+                                                               const int32_t* kpos, AttnDims a) {
+  extern __shared__ float smem[];
+  const int D = int(a.D), Dv = int(a.Dv);
+  float* Qs = smem;                 // (BQ, D + 1)
+  float* dOs = Qs + BQ * (D + 1);   // (BQ, Dv + 1)
+  float* Ks = dOs + BQ * (Dv + 1);  // (BK, D)
+  float* Vs = Ks + BK * D;          // (BK, Dv)
+  __shared__ int qp[BQ], kp[BK];
+  __shared__ float ls[BQ], dl[BQ];
+  __shared__ int s_kmin;
+  const int64_t b = blockIdx.z, hk = blockIdx.y, j0 = int64_t(blockIdx.x) * BK;
+  const int64_t group = a.Hq / a.Hkv;
+  const int bk = int(min(int64_t(BK), a.Tk - j0));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  load_rows(Ks, D, k, b, j0, bk, hk, a.Tk, a.Hkv, D);
+  load_rows(Vs, Dv, v, b, j0, bk, hk, a.Tk, a.Hkv, Dv);
+  if (threadIdx.x < BK) kp[threadIdx.x] = threadIdx.x < bk ? kpos[j0 + threadIdx.x] : INT_MAX;
+  __syncthreads();
+  if (warp == 0) {
+    const int m = warp_min_int(kp[lane]);
+    if (lane == 0) s_kmin = m;
+  }
+  float adk[RPW][NC], adv[RPW][NC];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) adk[r][c] = adv[r][c] = 0.0f;
+  for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+    for (int64_t i0 = 0; i0 < a.Tq; i0 += BQ) {
+      const int bq = int(min(int64_t(BQ), a.Tq - i0));
+      __syncthreads();
+      if (threadIdx.x < BQ) {
+        const int t = threadIdx.x;
+        qp[t] = t < bq ? qpos[i0 + t] : INT_MIN;
+        ls[t] = t < bq ? lse[(b * a.Hq + h) * a.Tq + i0 + t] : neg_inf();
+        dl[t] = t < bq ? delta[(b * a.Hq + h) * a.Tq + i0 + t] : 0.0f;
+      }
+      __syncthreads();
+      if (!__syncthreads_or(threadIdx.x < BQ && qp[threadIdx.x] >= s_kmin)) continue;
+      load_rows(Qs, D + 1, q, b, i0, bq, h, a.Tq, a.Hq, D);
+      load_rows(dOs, Dv + 1, dout, b, i0, bq, h, a.Tq, a.Hq, Dv);
+      __syncthreads();
+      // lane = query i of the tile; rows r = this warp's keys
+      float s[RPW], dp[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) s[r] = dp[r] = 0.0f;
+      for (int d = 0; d < D; ++d) {
+        const float qv = Qs[lane * (D + 1) + d];
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) s[r] += Ks[(warp * RPW + r) * D + d] * qv;
+      }
+      for (int d = 0; d < Dv; ++d) {
+        const float ov = dOs[lane * (Dv + 1) + d];
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) dp[r] += Vs[(warp * RPW + r) * Dv + d] * ov;
+      }
+      float p[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) {
+        const int j = warp * RPW + r;
+        const bool vis = lane < bq && j < bk && ls[lane] != neg_inf() && km::attn_visible(kp[j], qp[lane]);
+        p[r] = vis ? km::vexp(s[r] * a.scale - ls[lane]) : 0.0f;
+        s[r] = km::attn_dscore(p[r], dp[r], dl[lane], a.scale);  // dS
+      }
+      for (int i = 0; i < bq; ++i) {
+        float pi[RPW], dsi[RPW];
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+          pi[r] = __shfl_sync(0xffffffffu, p[r], i);
+          dsi[r] = __shfl_sync(0xffffffffu, s[r], i);
+        }
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const int d = lane + 32 * c;
+          const float ov = d < Dv ? dOs[i * (Dv + 1) + d] : 0.0f;
+          const float qv = d < D ? Qs[i * (D + 1) + d] : 0.0f;
+#pragma unroll
+          for (int r = 0; r < RPW; ++r) {
+            adv[r][c] += pi[r] * ov;
+            adk[r][c] += dsi[r] * qv;
+          }
+        }
+      }
+    }
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    const int j = warp * RPW + r;
+    if (j >= bk) continue;
+    float* ok = dk + at(b, j0 + j, hk, 0, a.Tk, a.Hkv, D);
+    float* ov = dv + at(b, j0 + j, hk, 0, a.Tk, a.Hkv, Dv);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const int d = lane + 32 * c;
+      if (d < D) ok[d] += adk[r][c];
+      if (d < Dv) ov[d] += adv[r][c];
+    }
+  }
+}
+
+void check_launch(const char* what) {
+  cudaError_t e = cudaPeekAtLastError();
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    fprintf(stderr, "CUDA kernel launch %s failed: %s\n", what, cudaGetErrorString(e));
+    abort();
+  }
+}
+
+dim3 grid_of(const AttnLaunch& l) { return dim3(unsigned(l.grid_x), unsigned(l.grid_y), unsigned(l.grid_z)); }
+
+}  // namespace
+
+bool attention_set_smem_limit(int64_t bytes) {
+  const int v = int(bytes);
+  bool ok = true;
+  ok &= cudaFuncSetAttribute(attn_forward_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) == cudaSuccess;
+  ok &= cudaFuncSetAttribute(attn_forward_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) == cudaSuccess;
+  ok &= cudaFuncSetAttribute(attn_backward_dq_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
+        cudaSuccess;
+  ok &= cudaFuncSetAttribute(attn_backward_dq_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
+        cudaSuccess;
+  ok &= cudaFuncSetAttribute(attn_backward_dkv_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
+        cudaSuccess;
+  ok &= cudaFuncSetAttribute(attn_backward_dkv_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
+        cudaSuccess;
+  return ok;
+}
+
+void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
+                       const int32_t* kpos, const AttnDims& a, bool merge, const AttnLaunch& l, cudaStream_t s) {
+  if (l.dim_chunks == 4)
+    attn_forward_kernel<4><<<grid_of(l), NT, size_t(l.smem_bytes), s>>>(out, lse, q, k, v, qpos, kpos, a, merge);
+  else
+    attn_forward_kernel<8><<<grid_of(l), NT, size_t(l.smem_bytes), s>>>(out, lse, q, k, v, qpos, kpos, a, merge);
+  check_launch("attention_forward");
+}
+
+void attention_prepare(float* delta, const float* dout, const float* out, const AttnDims& a, cudaStream_t s) {
+  RowLaunch l = warp_per_row_launch(a.B * a.Hq * a.Tq);
+  if (l.grid == 0) return;
+  attn_prepare_kernel<<<unsigned(l.grid), l.block, 0, s>>>(delta, dout, out, a);
+  check_launch("attention_prepare");
+}
+
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
+                        const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
+                        const AttnDims& a, const AttnLaunch& l_dq, const AttnLaunch& l_dkv, cudaStream_t s) {
+  if (l_dq.dim_chunks == 4)
+    attn_backward_dq_kernel<4><<<grid_of(l_dq), NT, size_t(l_dq.smem_bytes), s>>>(dq, dout, lse, delta, q, k, v, qpos,
+                                                                                 kpos, a);
+  else
+    attn_backward_dq_kernel<8><<<grid_of(l_dq), NT, size_t(l_dq.smem_bytes), s>>>(dq, dout, lse, delta, q, k, v, qpos,
+                                                                                 kpos, a);
+  check_launch("attention_backward_dq");
+  if (l_dkv.dim_chunks == 4)
+    attn_backward_dkv_kernel<4><<<grid_of(l_dkv), NT, size_t(l_dkv.smem_bytes), s>>>(dk, dv, dout, lse, delta, q, k,
+                                                                                    v, qpos, kpos, a);
+  else
+    attn_backward_dkv_kernel<8><<<grid_of(l_dkv), NT, size_t(l_dkv.smem_bytes), s>>>(dk, dv, dout, lse, delta, q, k,
+                                                                                    v, qpos, kpos, a);
+  check_launch("attention_backward_dkv");
+}
+
+}  // namespace mplan::exec::gpu

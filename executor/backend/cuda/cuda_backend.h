@@ -1,0 +1,156 @@
+// The CUDA backend: the Backend interface on one GPU. Tensors are fp32 in CUDA managed memory
+// (cuda_memory.h) so the executor's host-driven layers keep working unchanged; GEMMs run through
+// cuBLASLt (fp32, or bf16 operands with fp32 accumulation when the plan trains in bf16: the fp32
+// parameter buffer is the master copy and AdamW-updated ranges get bf16 working copies, refreshed
+// once per update); every other op is a kernel of cuda_kernels.cu / cuda_attention.cu using the
+// per-element math of kernel_math.h. Ops run on one compute stream and end with a stream
+// synchronisation (the layers read results on the host right after an op); communication runs on
+// the NCCL communicator's own stream. Host index arrays (tokens, positions, routing) are staged.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/backend/backend.h"
+#include "executor/backend/cuda/cuda_gemm.h"
+#include "executor/backend/cuda/launch_config.h"
+#include "executor/backend/cuda/cuda_memory.h"
+
+namespace mplan::exec {
+
+struct CudaBackendOptions {
+  int device = 0;
+  gpu::GemmPrecision gemm = gpu::GemmPrecision::fp32;
+  bool sync_each_op = true;  // false only for device-resident callers (benchmarks)
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaBackendOptions& o);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  std::string describe() const override;
+  Tensor alloc(std::vector<int64_t> shape) override;
+
+  cudaStream_t stream() const { return stream_; }
+  int device() const { return opt_.device; }
+  gpu::GemmPrecision gemm_precision() const { return opt_.gemm; }
+  void synchronize();
+  // Measured GEMM speed in GFLOP/s (n^3 products in this backend's GEMM precision, best of reps).
+  double measure_gemm_gflops(int n = 4096, int reps = 5);
+
+  void zero(float* x, int64_t n) override;
+  void copy(float* dst, const float* src, int64_t n) override;
+  void add(float* out, const float* a, const float* b, int64_t n) override;
+  void accumulate(float* dst, const float* src, int64_t n) override;
+  void scale(float* x, float s, int64_t n) override;
+  double sum_squares(const float* x, int64_t n) override;
+  bool all_finite(const float* x, int64_t n) override;
+  void add_bias(float* out, const float* bias, int64_t M, int64_t N) override;
+  void bias_backward(float* dbias, const float* dout, int64_t M, int64_t N) override;
+
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
+                      int64_t N, bool accumulate = false) override;
+  void matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K, int64_t N,
+                             bool accumulate) override;
+  void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
+                              int64_t N) override;
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                         int64_t N, int64_t C, float eps) override;
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                          const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C,
+                       float eps) override;
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
+                        int64_t N, int64_t C, bool accumulate) override;
+
+  void rope_forward(float* x, const int32_t* pos, int64_t N, int64_t H, int64_t D, float base) override;
+  void rope_backward(float* dx, const int32_t* pos, int64_t N, int64_t H, int64_t D, float base) override;
+
+  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
+                         const int32_t* kpos, const AttnShape& s, bool merge) override;
+  void attention_backward_prepare(float* delta, const float* dout, const float* out, const AttnShape& s) override;
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
+                          const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
+                          const AttnShape& s) override;
+
+  void act_forward(ActKind a, float* out, const float* inp, int64_t N, int64_t F) override;
+  void act_backward(ActKind a, float* dinp, const float* dout, const float* inp, int64_t N, int64_t F) override;
+
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
+                         int64_t rows) override;
+  void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C,
+                          int64_t vstart, int64_t rows) override;
+  void position_forward(float* out, const float* wpe, const int32_t* pos, int64_t N, int64_t C) override;
+  void position_backward(float* dwpe, const float* dout, const int32_t* pos, int64_t N, int64_t C) override;
+
+  void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64_t valid) override;
+  void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
+                          const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) override;
+  void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets,
+                     const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) override;
+
+  void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
+                         int64_t k) override;
+  void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
+                          const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k) override;
+  void gather_rows(float* dst, const float* src, const int32_t* rows, int64_t n, int64_t C) override;
+  void scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n,
+                        int64_t C) override;
+  void scale_rows(float* x, const float* s, int64_t n, int64_t C) override;
+  void row_dot(float* out, const float* a, const float* b, int64_t n, int64_t C) override;
+
+  void adamw(float* param, const float* grad, float* m, float* v, int64_t n, const AdamWArgs& a) override;
+
+ private:
+  // Device scratch that grows on demand (plain device memory; only kernels touch it).
+  struct Scratch {
+    void* p = nullptr;
+    size_t bytes = 0;
+  };
+  void* scratch(Scratch& s, size_t bytes);
+  // Device view of an index/float array the caller may hold on the host (staged into `slot`).
+  const int32_t* dev_ints(const int32_t* p, int64_t n, int slot);
+  const float* dev_floats(const float* p, int64_t n, int slot);
+  // Host copy of an index array that may live on the device.
+  const int32_t* host_ints(const int32_t* p, int64_t n, std::vector<int32_t>& keep);
+  // dst[rows[i]] += (w ? w[i] : 1) src[i] via a CSR built on the host (deterministic, CPU order);
+  // rows outside [0, limit) are skipped (vocabulary shards).
+  void scatter_rows(float* dst, const float* src, const int32_t* rows_host, int64_t offset, int64_t limit,
+                    const float* w, int64_t n, int64_t C);
+  // bf16 operand for a GEMM: the working copy of an AdamW-updated range, else converted into `slot`.
+  const void* gemm_operand(const float* x, int64_t n, bool weight, int slot);
+  void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
+            int64_t N);
+  gpu::AttnLaunch attn_launch(int kind, const AttnShape& s) const;
+  void done();  // end of an op: synchronise (sync_each_op) and surface asynchronous errors
+
+  CudaBackendOptions opt_;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<gpu::ManagedPool> pool_;
+  std::unique_ptr<gpu::LtGemm> lt_;
+  Scratch reduce_, column_, bf16_[2], stage_[4];
+  double* host_result_ = nullptr;  // pinned
+  int64_t max_smem_ = 0;
+  std::string device_name_;
+  int sm_major_ = 0, sm_minor_ = 0, sm_count_ = 0;
+  size_t device_bytes_ = 0;
+  // bf16 working copies of AdamW-updated ranges: start -> (elements, copy, version converted at)
+  struct Working {
+    int64_t n = 0;
+    __nv_bfloat16* copy = nullptr;
+    uint64_t version = 0;
+  };
+  std::map<const float*, Working> working_;
+  uint64_t param_version_ = 1;  // bumped by every AdamW update
+};
+
+}  // namespace mplan::exec

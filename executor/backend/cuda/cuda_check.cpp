@@ -1,0 +1,25 @@
+// Fatal CUDA/cuBLASLt/NCCL errors: message with host, rank, file and line, then abort the job.
+#include "executor/backend/cuda/cuda_check.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace mplan::exec::gpu {
+
+void fatal_error(const char* call, const char* error, const char* file, int line) {
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  int rank = -1, inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (inited && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "mplan: CUDA error on %s rank %d: %s failed: %s (%s:%d)\n", host, rank, call, error, file, line);
+  std::fflush(stderr);
+  if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+}  // namespace mplan::exec::gpu

@@ -1,0 +1,71 @@
+// NcclComm: Comm over an NCCL communicator for device (and managed) buffers, on its own
+// communication stream. Collectives wait for the compute stream through an event, then run on the
+// communication stream; the calls are blocking like the MPI implementation's (the executor's
+// layers communicate synchronously), so the stream pair is where overlap would start. Variable
+// collectives are NCCL groups of send/recv (all-to-all(v), all-gather(v)) or of reduces
+// (reduce-scatter(v)); a ring step (sendrecv) is one NCCL group. Host buffers (loss and norm sums,
+// counts, bytes) and the tag-matched pipeline messages (isend/recv, staged through host memory) go
+// through the group's MPI communicator, which NcclComm owns.
+#pragma once
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "executor/comm/mpi_comm.h"
+
+namespace mplan::exec {
+
+class NcclComm final : public Comm {
+ public:
+  // Collective over the members of `mpi`: rank 0 creates the NCCL unique id and broadcasts it over
+  // MPI (as nccl-tests does), every member joins with its MPI rank. The current CUDA device is used.
+  NcclComm(std::unique_ptr<MpiComm> mpi, cudaStream_t compute);
+  ~NcclComm() override;
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  int rank() const override { return mpi_->rank(); }
+  int size() const override { return mpi_->size(); }
+  const std::vector<int>& members() const override { return mpi_->members(); }
+  cudaStream_t stream() const { return stream_; }
+
+  void all_reduce_sum(float* x, int64_t n) override;
+  void all_reduce_sum(double* x, int64_t n) override;
+  void all_reduce_max(float* x, int64_t n) override;
+  void all_reduce_max(double* x, int64_t n) override;
+  void all_gather(const float* send, float* recv, int64_t n_each) override;
+  void reduce_scatter_sum(const float* send, float* recv, int64_t n_each) override;
+  void all_to_all_v(const float* send, const std::vector<int64_t>& send_counts, float* recv,
+                    const std::vector<int64_t>& recv_counts) override;
+  void all_to_all_counts(const std::vector<int64_t>& send, std::vector<int64_t>& recv) override;
+  std::vector<int64_t> all_gather_counts(const std::vector<int64_t>& mine) override;
+  void all_gather_v(const float* send, float* recv, const std::vector<int64_t>& counts) override;
+  void reduce_scatter_v(const float* send, float* recv, const std::vector<int64_t>& counts) override;
+  void broadcast(float* x, int64_t n, int root) override;
+  void broadcast_bytes(std::string& bytes, int root) override;
+  std::vector<std::string> gather_bytes(const std::string& mine, int root) override;
+  void isend(const float* buf, int64_t n, int peer, int tag) override;
+  void recv(float* buf, int64_t n, int peer, int tag) override;
+  void wait_sends() override;
+  void sendrecv(const float* send, int64_t ns, int dst, float* recv, int64_t nr, int src, int tag) override;
+  void barrier() override;
+
+ private:
+  void begin();   // the communication stream waits for the compute stream
+  void finish();  // blocks until the communication stream is done
+  void all_reduce(void* x, int64_t n, ncclDataType_t t, ncclRedOp_t op);
+
+  std::unique_ptr<MpiComm> mpi_;
+  ncclComm_t nccl_ = nullptr;
+  cudaStream_t compute_ = nullptr, stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+  std::deque<std::vector<float>> send_staging_;  // host copies of pending isends
+};
+
+// True when `p` is device or managed memory (NCCL's); false for host memory.
+bool is_device_pointer(const void* p);
+
+}  // namespace mplan::exec
