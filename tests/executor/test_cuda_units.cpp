@@ -301,6 +301,38 @@ TEST(LaunchConfig, AttentionTilesAndLimits) {
   EXPECT_FALSE(gpu::attention_launch(AttnKernel::forward, 70000, 64, 64, 1, 1, 64, 64, 0).ok);  // gridDim.z
 }
 
+// The opt-in limit per block (cudaDevAttrMaxSharedMemoryPerBlockOptin) covers static + dynamic shared
+// memory: cudaFuncSetAttribute(MaxDynamicSharedMemorySize, optin) fails on every GPU as soon as the
+// kernel has any __shared__ array (the attention kernels have qp/kp/ls/dl), and the launch check must
+// use what is left after them.
+TEST(LaunchConfig, AttentionDynamicSharedMemoryExcludesStaticArrays) {
+  using gpu::AttnKernel;
+  const int64_t a100 = 166912, h100 = 232448;  // opt-in bytes per block of sm_80 and sm_90/sm_100
+  const int64_t static_bytes = 528;  // qp, kp, ls, dl, s_qmax of the backward kernels (ptxas -v, sm_80)
+  EXPECT_EQ(gpu::attention_dynamic_smem_limit(a100, static_bytes), a100 - static_bytes);
+  EXPECT_LT(gpu::attention_dynamic_smem_limit(h100, static_bytes), h100);
+  EXPECT_EQ(gpu::attention_dynamic_smem_limit(100, 200), 0);
+  // Llama's head dim 128 already needs more than the 48 KiB default (so the opt-in is required) ...
+  EXPECT_GT(gpu::attention_launch(AttnKernel::forward, 1, 64, 64, 1, 1, 128, 128, 0).smem_bytes, 48 * 1024);
+  // ... and head dim 256 still fits an A100 after the static arrays
+  for (auto k : {AttnKernel::forward, AttnKernel::backward_dq, AttnKernel::backward_dkv}) {
+    const auto l = gpu::attention_launch(k, 1, 64, 64, 1, 1, 256, 256,
+                                         gpu::attention_dynamic_smem_limit(a100, static_bytes));
+    EXPECT_TRUE(l.ok) << l.error;
+    EXPECT_LE(l.smem_bytes + static_bytes, a100);
+  }
+}
+
+TEST(LaunchConfig, BlockPerRowStaysWithinTheKernelsLaunchBounds) {
+  for (int64_t len : {int64_t(1), int64_t(2047), int64_t(2048), int64_t(8191), int64_t(8192), int64_t(50304),
+                      int64_t(1) << 20}) {
+    const auto l = gpu::block_per_row_launch(3, len);
+    EXPECT_LE(l.block, gpu::kMaxRowBlock) << len;
+    EXPECT_EQ(l.block % gpu::kWarp, 0) << len;  // block_sum/block_max assume whole warps
+  }
+  EXPECT_EQ(gpu::block_per_row_launch(3, 50304).block, gpu::kMaxRowBlock);
+}
+
 TEST(LaunchConfig, PointerAlignmentAndSizeClasses) {
   alignas(256) static float buf[128];
   EXPECT_EQ(gpu::pointer_alignment(buf), 256);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "executor/backend/cuda/cuda_check.h"
 #include "executor/backend/cuda/cuda_kernels.h"
 
 namespace mplan::exec::gpu {
@@ -390,31 +391,45 @@ __global__ void __launch_bounds__(NT) attn_backward_dkv_kernel(float* dk, float*
 
 void check_launch(const char* what) {
   cudaError_t e = cudaPeekAtLastError();
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    fprintf(stderr, "CUDA kernel launch %s failed: %s\n", what, cudaGetErrorString(e));
-    abort();
-  }
+  if (e != cudaSuccess) fatal_error(what, cudaGetErrorString(e), __FILE__, __LINE__);
 }
 
 dim3 grid_of(const AttnLaunch& l) { return dim3(unsigned(l.grid_x), unsigned(l.grid_y), unsigned(l.grid_z)); }
 
 }  // namespace
 
-bool attention_set_smem_limit(int64_t bytes) {
-  const int v = int(bytes);
-  bool ok = true;
-  ok &= cudaFuncSetAttribute(attn_forward_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) == cudaSuccess;
-  ok &= cudaFuncSetAttribute(attn_forward_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) == cudaSuccess;
-  ok &= cudaFuncSetAttribute(attn_backward_dq_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
-        cudaSuccess;
-  ok &= cudaFuncSetAttribute(attn_backward_dq_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
-        cudaSuccess;
-  ok &= cudaFuncSetAttribute(attn_backward_dkv_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
-        cudaSuccess;
-  ok &= cudaFuncSetAttribute(attn_backward_dkv_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, v) ==
-        cudaSuccess;
-  return ok;
+int64_t attention_set_smem_limit(int64_t optin_bytes) {
+  // The opt-in limit bounds static + dynamic shared memory of a block: each kernel may request at
+  // most optin - its static shared memory (the qp/kp/ls/dl arrays) as dynamic memory; asking for
+  // the whole opt-in amount fails with cudaErrorInvalidValue.
+  const struct {
+    const void* f;
+    const char* name;
+  } kernels[] = {
+      {reinterpret_cast<const void*>(attn_forward_kernel<4>), "attn_forward_kernel<4>"},
+      {reinterpret_cast<const void*>(attn_forward_kernel<8>), "attn_forward_kernel<8>"},
+      {reinterpret_cast<const void*>(attn_backward_dq_kernel<4>), "attn_backward_dq_kernel<4>"},
+      {reinterpret_cast<const void*>(attn_backward_dq_kernel<8>), "attn_backward_dq_kernel<8>"},
+      {reinterpret_cast<const void*>(attn_backward_dkv_kernel<4>), "attn_backward_dkv_kernel<4>"},
+      {reinterpret_cast<const void*>(attn_backward_dkv_kernel<8>), "attn_backward_dkv_kernel<8>"},
+  };
+  int64_t usable = optin_bytes;
+  for (const auto& k : kernels) {
+    cudaFuncAttributes attr{};
+    cudaError_t e = cudaFuncGetAttributes(&attr, k.f);
+    if (e == cudaSuccess) {
+      const int64_t dyn = attention_dynamic_smem_limit(optin_bytes, int64_t(attr.sharedSizeBytes));
+      e = cudaFuncSetAttribute(k.f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn));
+      if (dyn < usable) usable = dyn;
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      fprintf(stderr, "CUDA: setting the dynamic shared memory limit of %s failed: %s\n", k.name,
+              cudaGetErrorString(e));
+      return -1;
+    }
+  }
+  return usable;
 }
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,

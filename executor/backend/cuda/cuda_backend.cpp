@@ -25,9 +25,11 @@ CudaBackend::CudaBackend(const CudaBackendOptions& o) : opt_(o) {
   device_bytes_ = prop.totalGlobalMem;
   int optin = 0;
   MPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, opt_.device));
-  max_smem_ = optin;
-  if (!attention_set_smem_limit(max_smem_)) fatal_error("attention_set_smem_limit", "cudaFuncSetAttribute failed",
-                                                        __FILE__, __LINE__);
+  // dynamic shared memory left to the attention kernels after their static arrays
+  max_smem_ = attention_set_smem_limit(optin);
+  if (max_smem_ <= 0)
+    fatal_error("attention_set_smem_limit", "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) failed",
+                __FILE__, __LINE__);
   pool_ = std::make_shared<ManagedPool>(opt_.device);
   lt_ = std::make_unique<LtGemm>();
   MPLAN_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_result_), sizeof(double)));
@@ -80,7 +82,7 @@ void CudaBackend::done() {
 void* CudaBackend::scratch(Scratch& s, size_t bytes) {
   if (bytes <= s.bytes) return s.p;
   MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  cudaFree(s.p);
+  MPLAN_CUDA_CHECK(cudaFree(s.p));
   s.bytes = std::max(bytes, s.bytes * 3 / 2);
   MPLAN_CUDA_CHECK(cudaMalloc(&s.p, s.bytes));
   return s.p;

@@ -85,8 +85,11 @@ struct AttnDims {
   int64_t B = 0, Tq = 0, Tk = 0, Hq = 0, Hkv = 0, D = 0, Dv = 0;
   float scale = 1.0f;
 };
-// Raises the kernels' dynamic shared-memory limit to `bytes` (once per device; returns false on error).
-bool attention_set_smem_limit(int64_t bytes);
+// Raises every attention kernel's dynamic shared-memory limit to what the device's opt-in limit per
+// block leaves after the kernel's static shared memory (once per device). Returns the dynamic bytes
+// every attention kernel may then be launched with (the `max_smem_bytes` of attention_launch), or -1
+// on error (printed).
+int64_t attention_set_smem_limit(int64_t optin_bytes);
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
                        const int32_t* kpos, const AttnDims& a, bool merge, const AttnLaunch& l, cudaStream_t s);
 void attention_prepare(float* delta, const float* dout, const float* out, const AttnDims& a, cudaStream_t s);

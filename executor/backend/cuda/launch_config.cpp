@@ -27,7 +27,7 @@ BlockRowLaunch block_per_row_launch(int64_t rows, int64_t row_len) {
   BlockRowLaunch l;
   if (rows <= 0) return l;
   l.grid = rows;
-  l.block = row_len >= 8192 ? 1024 : row_len >= 2048 ? 512 : kBlock;
+  l.block = row_len >= 8192 ? kMaxRowBlock : row_len >= 2048 ? 512 : kBlock;
   return l;
 }
 
@@ -92,8 +92,8 @@ AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int
   }
   if (max_smem_bytes > 0 && l.smem_bytes > max_smem_bytes) {
     l.error = "attention tile needs " + std::to_string(l.smem_bytes) + " B of shared memory; the device allows " +
-              std::to_string(max_smem_bytes) + " B per block (head dims " + std::to_string(D) + "/" +
-              std::to_string(Dv) + ")";
+              std::to_string(max_smem_bytes) + " B of dynamic shared memory per block (head dims " +
+              std::to_string(D) + "/" + std::to_string(Dv) + ")";
     return l;
   }
   l.ok = true;

@@ -27,7 +27,9 @@ struct RowLaunch {
 };
 RowLaunch warp_per_row_launch(int64_t rows);
 
-// One block per row (cross-entropy rows of a vocabulary shard): wider blocks for long rows.
+// One block per row (cross-entropy rows of a vocabulary shard): wider blocks for long rows, at most
+// kMaxRowBlock threads (the kernels' __launch_bounds__).
+constexpr int kMaxRowBlock = 1024;
 struct BlockRowLaunch {
   int64_t grid = 0;
   int block = kBlock;
@@ -65,9 +67,17 @@ struct AttnLaunch {
   int dim_chunks = 0;      // 4 or 8: accumulators per thread and row = dim_chunks
   int64_t smem_bytes = 0;  // dynamic shared memory
 };
-// B, Tq, Tk, Hq, Hkv, D, Dv as in Backend::AttnShape; max_smem = the device's opt-in limit per block.
+// B, Tq, Tk, Hq, Hkv, D, Dv as in Backend::AttnShape; max_smem = the dynamic shared memory a kernel
+// may use: attention_dynamic_smem_limit(the device's opt-in limit per block, its static shared memory).
 AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int64_t Hq, int64_t Hkv, int64_t D,
                             int64_t Dv, int64_t max_smem_bytes);
+
+// The opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin) bounds static + dynamic shared memory of
+// one block, so the largest dynamic request (cudaFuncAttributeMaxDynamicSharedMemorySize) of a kernel
+// with `static_bytes` of __shared__ arrays is the difference (0 when nothing is left).
+inline int64_t attention_dynamic_smem_limit(int64_t optin_bytes, int64_t static_bytes) {
+  return optin_bytes > static_bytes ? optin_bytes - static_bytes : 0;
+}
 
 // Bytes aligned up (allocator granularity, cuBLASLt alignment).
 inline int64_t align_up(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
