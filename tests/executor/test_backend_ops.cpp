@@ -427,10 +427,12 @@ TEST(BackendOps, Embeddings) {
   for (Dev* d : {&out, &dW, &dWP}) EXPECT_GUARDS(*d);
 }
 
-TEST(BackendOps, CrossEntropy) {
-  const int64_t N = 33, V = 300, valid = 290, vstart = 512;
-  auto logits = randv(N * V, 80, -5, 5);
-  auto targets = randi(N, 81, 400, 900);  // some in this shard, some in padding columns, some elsewhere
+namespace {
+void check_xent(int64_t N, int64_t V, int64_t valid, int64_t vstart, uint32_t seed) {
+  SCOPED_TRACE("N=" + std::to_string(N) + " V=" + std::to_string(V) + " valid=" + std::to_string(valid));
+  auto logits = randv(N * V, seed, -5, 5);
+  // some in this shard, some in padding columns, some elsewhere
+  auto targets = randi(N, seed + 1, int32_t(vstart - 100), int32_t(vstart + V + 100));
   Dev L(*g_gpu, logits), gmax(*g_gpu, N), both(*g_gpu, 2 * N);
   g_gpu->xent_rowmax(gmax.p(), L.p(), N, V, valid);
   std::vector<float> rl = logits, rmax(static_cast<size_t>(N)), rboth(static_cast<size_t>(2 * N));
@@ -446,6 +448,13 @@ TEST(BackendOps, CrossEntropy) {
   g_cpu->xent_backward(rl.data(), rmax.data(), rboth.data(), targets.data(), dloss.data(), N, V, valid, vstart);
   expect_close("xent_backward", L.vec(), rl, 1e-5, 1e-7);
   for (Dev* d : {&L, &gmax, &both}) EXPECT_GUARDS(*d);
+}
+}  // namespace
+
+TEST(BackendOps, CrossEntropy) {
+  check_xent(33, 300, 290, 512, 80);      // 256-thread rows
+  check_xent(5, 3000, 2999, 0, 82);       // 512-thread rows
+  check_xent(3, 50304, 50257, 50304, 84);  // 1024-thread rows (GPT-2 vocabulary shard)
 }
 
 TEST(BackendOps, MoeRoutingAndRows) {

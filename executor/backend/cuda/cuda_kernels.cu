@@ -5,8 +5,7 @@
 // launch_config.h; per-element formulas from kernel_math.h.
 #include "executor/backend/cuda/cuda_kernels.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include "executor/backend/cuda/cuda_check.h"
 
 namespace mplan::exec::gpu {
 
@@ -65,13 +64,11 @@ __device__ float block_max(float v) {
 }
 
 void check_launch(const char* what) {
-  // launch-configuration errors surface here; asynchronous faults at the backend's next sync
+  // launch-configuration errors surface here; asynchronous faults at the backend's next sync.
+  // fatal_error names host and rank and aborts the whole MPI job (a plain abort() of one rank can
+  // leave the others waiting in a collective).
   cudaError_t e = cudaPeekAtLastError();
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    fprintf(stderr, "CUDA kernel launch %s failed: %s\n", what, cudaGetErrorString(e));
-    abort();
-  }
+  if (e != cudaSuccess) fatal_error(what, cudaGetErrorString(e), __FILE__, __LINE__);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,7 +120,7 @@ template <bool kNonFinite>
 void reduce(double* result, double* partials, const float* x, int64_t n, cudaStream_t s) {
   ReduceLaunch l = reduce_launch(n);
   if (l.grid == 0) {
-    cudaMemsetAsync(result, 0, sizeof(double), s);
+    MPLAN_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(double), s));
     return;
   }
   reduce_partials_kernel<kNonFinite><<<unsigned(l.grid), l.block, 0, s>>>(partials, x, n);
@@ -361,14 +358,16 @@ __global__ void row_dot_kernel(float* out, const float* a, const float* b, int64
 // ---------------------------------------------------------------------------------------------
 // cross-entropy: one block per row
 
-__global__ void xent_rowmax_kernel(float* rowmax, const float* logits, int64_t V, int64_t valid) {
+// Launched with up to kMaxRowBlock (1024) threads: without __launch_bounds__ the compiler may use more
+// than 64 registers per thread and a 1024-thread launch fails ("too many resources requested").
+__global__ void __launch_bounds__(kMaxRowBlock) xent_rowmax_kernel(float* rowmax, const float* logits, int64_t V, int64_t valid) {
   const float* l = logits + int64_t(blockIdx.x) * V;
   float m = neg_inf();
   for (int64_t c = threadIdx.x; c < valid; c += blockDim.x) m = fmaxf(m, l[c]);
   m = block_max(m);
   if (threadIdx.x == 0) rowmax[blockIdx.x] = m;
 }
-__global__ void xent_sumexp_target_kernel(float* sumexp, float* tlogit, float* logits, const float* gmax,
+__global__ void __launch_bounds__(kMaxRowBlock) xent_sumexp_target_kernel(float* sumexp, float* tlogit, float* logits, const float* gmax,
                                           const int32_t* targets, int64_t V, int64_t valid, int64_t vstart) {
   const int64_t n = blockIdx.x;
   float* l = logits + n * V;
@@ -385,7 +384,7 @@ __global__ void xent_sumexp_target_kernel(float* sumexp, float* tlogit, float* l
   s = block_sum(s);
   if (threadIdx.x == 0) sumexp[n] = float(s);
 }
-__global__ void xent_backward_kernel(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss,
+__global__ void __launch_bounds__(kMaxRowBlock) xent_backward_kernel(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss,
                                      int64_t V, int64_t valid, int64_t vstart) {
   const int64_t n = blockIdx.x;
   float* l = logits + n * V;
@@ -511,9 +510,10 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dw, float* db, float* scratch, const float* dout, const float* inp,
                         const float* w, const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate,
                         cudaStream_t s) {
-  launch_rows("layernorm_backward", N, s, layernorm_dx_kernel, dinp, dout, inp, w, mean, rstd, N, C, accumulate);
+  // weight/bias gradients first: they read dout, which dinp may alias (in place, as the CPU allows)
   if (db) column_sums(db, scratch, N, C, ColPlain{dout, C}, s);
   if (dw) column_sums(dw, scratch, N, C, ColLnDw{dout, inp, mean, rstd, C}, s);
+  launch_rows("layernorm_backward", N, s, layernorm_dx_kernel, dinp, dout, inp, w, mean, rstd, N, C, accumulate);
 }
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps,
                      cudaStream_t s) {
@@ -521,8 +521,8 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, 
 }
 void rmsnorm_backward(float* dinp, float* dw, float* scratch, const float* dout, const float* inp, const float* w,
                       const float* rstd, int64_t N, int64_t C, bool accumulate, cudaStream_t s) {
+  if (dw) column_sums(dw, scratch, N, C, ColRmsDw{dout, inp, rstd, C}, s);  // before dinp (may alias dout)
   launch_rows("rmsnorm_backward", N, s, rmsnorm_dx_kernel, dinp, dout, inp, w, rstd, N, C, accumulate);
-  if (dw) column_sums(dw, scratch, N, C, ColRmsDw{dout, inp, rstd, C}, s);
 }
 
 void rope(float* x, const int32_t* pos, int64_t N, int64_t H, int64_t D, float base, float sign, cudaStream_t s) {

@@ -1,11 +1,14 @@
 // CUPTI external-correlation tagging of op scopes and per-op kernel time (see cupti_op_timer.h).
 #include "executor/backend/cuda/cupti_op_timer.h"
 
+#include <cuda_runtime.h>
 #include <cupti.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+
+#include "executor/backend/cuda/cuda_check.h"
 
 namespace mplan::exec::gpu {
 
@@ -71,7 +74,8 @@ CuptiOpTagger::CuptiOpTagger() : collector_(std::make_unique<profiles::ActivityC
 
 CuptiOpTagger::~CuptiOpTagger() {
   if (!active_) return;
-  cuptiActivityFlushAll(1);
+  (void)cudaDeviceSynchronize();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
   std::lock_guard<std::mutex> lock(g_mu);
   g_collector = nullptr;
@@ -88,7 +92,11 @@ void CuptiOpTagger::end() {
 
 std::map<std::string, double> CuptiOpTagger::take_step_seconds() {
   if (!active_) return {};
-  cuptiActivityFlushAll(1);
+  // A kernel's record exists only once it has finished: wait for every stream (compute and NCCL)
+  // before the forced flush, or the step's last kernels land in the next step's times.
+  MPLAN_CUDA_CHECK(cudaDeviceSynchronize());
+  if (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS)
+    std::fprintf(stderr, "mplan: cuptiActivityFlushAll failed; per-op GPU times may be incomplete\n");
   std::map<uint64_t, profiles::ExternalSpan> spans;
   {
     std::lock_guard<std::mutex> lock(g_mu);
