@@ -35,6 +35,8 @@ struct SearchCliOptions {
   JobArgs job;
   int top = 10, threads = 0;
   std::string objective = "throughput", fix, max, format = "table", out, attention = "flash";
+  std::string moe_dispatcher = "alltoall";
+  bool moe_force_balance = false;
   bool stats = false, explain = false, allow_tp_nvlink = false, no_prune = false;
 };
 
@@ -160,6 +162,8 @@ struct Progress {
 int run_search(const SearchCliOptions& o) {
   Plan job = job_skeleton(o.job);
   job.parallel.attention_backend = o.attention == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+  job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
+  job.parallel.moe_force_balance = o.moe_force_balance;
   Calibration cal = load_calibration(o.job.calibration);
   SearchOptions so;
   so.top_k = o.top;
@@ -409,6 +413,9 @@ void add_search_commands(CLI::App& app, Runner& run) {
     sub->add_flag("--explain", o->explain, "explain why the winner won");
     sub->add_option("--attention", o->attention, "flash|unfused attention kernels of the training code")
         ->check(CLI::IsMember({"flash", "unfused"}));
+    sub->add_option("--moe-dispatcher", o->moe_dispatcher, "MoE token dispatcher alltoall|deepep|hybridep")
+        ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
+    sub->add_flag("--moe-force-balance", o->moe_force_balance, "forced MoE load balancing (benchmarks); default: learned routing");
     sub->add_flag("--allow-tp-across-nvlink", o->allow_tp_nvlink, "also try tensor-parallel groups spanning NVLink domains");
     sub->add_flag("--no-prune", o->no_prune, "simulate every valid layout (slow; checks the pruning bounds)");
     sub->callback([&run, o] { run = [o] { return run_search(*o); }; });

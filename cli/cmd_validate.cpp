@@ -1,7 +1,9 @@
 // `mplan validate --runs FILE.csv [--memory FILE.csv] [--calibration FILE] [--format table|json]`:
 // scores the simulator against published runs (CSV columns of shared/calibration/) and prints the
 // per-row error table, MAPE, median, p90, share within 10%, per family, and skipped rows with reasons.
+// --export-plans DIR writes each scored row's plan (DIR/ROW.json) for `mplan simulate --plan`.
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +11,7 @@
 #include "cli/plan_args.h"
 #include "cli/table.h"
 #include "core/json_fields.h"
+#include "core/plan.h"
 #include "simulator/validate.h"
 
 namespace mplan::cli {
@@ -16,7 +19,7 @@ namespace mplan::cli {
 namespace {
 
 struct ValidateOptions {
-  std::string runs, memory, calibration, format = "table", fit_out;
+  std::string runs, memory, calibration, format = "table", fit_out, export_dir;
   int fit_passes = 3;
   std::string fit_params;  // comma-separated subset of default_fit_params()
   bool show_skipped = true;
@@ -40,6 +43,18 @@ nlohmann::json report_json(const ValidationReport& r) {
   }
   for (const auto& [f, s] : r.by_family) fam[f] = stats_json(s);
   return {{"rows", rows}, {"overall", stats_json(r.overall)}, {"by_family", fam}, {"skipped", r.skipped}};
+}
+
+// One plan file per scored row, so a row's prediction can be inspected with `mplan simulate --plan`.
+void export_plans(const ValidationReport& r, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError{"--export-plans: cannot create directory '" + dir + "': " + ec.message()};
+  for (const auto& x : r.rows) {
+    if (x.skipped) continue;
+    std::string err = write_text_file_atomic(dir + "/" + x.row_id + ".json", plan_to_json(x.plan).dump(2) + "\n");
+    if (!err.empty()) throw InputError{"--export-plans: " + err};
+  }
 }
 
 void print_report(const ValidationReport& r, const std::string& what, const std::string& unit) {
@@ -104,6 +119,7 @@ int run_validate(const ValidateOptions& o) {
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
     ValidationReport rep = validate_throughput(*rows, params);
+    if (!o.export_dir.empty()) export_plans(rep, o.export_dir);
     if (o.format == "json") out["throughput"] = report_json(rep);
     else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s");
   }
@@ -129,6 +145,7 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--fit", o->fit_out, "first fit the global cost parameters to --runs and write the calibration here");
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
+  sub->add_option("--export-plans", o->export_dir, "write each scored throughput row's plan to DIR/ROW.json");
   sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(CLI::PositiveNumber);
   sub->callback([&run, o] { run = [o] { return run_validate(*o); }; });
 }

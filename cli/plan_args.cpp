@@ -45,6 +45,10 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb"}));
   sub->add_option("--attention", l.attention, "flash|unfused attention kernels")->check(CLI::IsMember({"flash", "unfused"}));
   sub->add_flag("--tp-comm-overlap", l.tp_comm_overlap, "overlap TP communication with GEMMs (needs sp)");
+  sub->add_option("--moe-dispatcher", l.moe_dispatcher, "MoE token dispatcher alltoall|deepep|hybridep")
+      ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
+  sub->add_flag("--moe-force-balance", l.moe_force_balance, "forced MoE load balancing (benchmarks); default: learned routing");
+  sub->add_flag("--moe-a2a-overlap", l.moe_a2a_overlap, "overlap EP all-to-alls with another micro-batch's compute");
   sub->add_flag("--no-overlap-grad-reduce", l.no_overlap_grad_reduce, "do not overlap DP gradient reduction");
   sub->add_flag("--no-overlap-param-gather", l.no_overlap_param_gather, "do not overlap the parameter all-gather");
   sub->add_option("--first-stage-layers", l.first_stage_layers, "layers on the first pipeline stage (0 = even)")
@@ -89,6 +93,9 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   q.tp_comm_overlap = l.tp_comm_overlap;
   q.attention_backend = l.attention == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
   q.overlap_grad_reduce = !l.no_overlap_grad_reduce;
+  q.moe_dispatcher = *parse_moe_dispatcher(l.moe_dispatcher);
+  q.moe_force_balance = l.moe_force_balance;
+  q.moe_a2a_overlap = l.moe_a2a_overlap;
   q.overlap_param_gather = !l.no_overlap_param_gather;
   q.num_layers_in_first_pipeline_stage = l.first_stage_layers;
   q.num_layers_in_last_pipeline_stage = l.last_stage_layers;

@@ -23,6 +23,8 @@ struct LayoutArgs {
   bool dist_opt = false;
   std::string recompute = "none", schedule, cp_comm = "p2p", attention = "flash";
   bool tp_comm_overlap = false, no_overlap_grad_reduce = false, no_overlap_param_gather = false;
+  std::string moe_dispatcher = "alltoall";
+  bool moe_force_balance = false, moe_a2a_overlap = false;
   int first_stage_layers = 0, last_stage_layers = 0;
   std::string pipeline_layout;  // "balanced" or "a,b;c,d" (stages separated by ';', chunks by ',')
 };

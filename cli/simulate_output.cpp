@@ -18,6 +18,9 @@ std::string layout_summary(const ParallelConfig& p) {
   if (p.recompute_num_layers) s << " (" << p.recompute_num_layers << " layers)";
   s << ", " << to_string(p.schedule);
   if (p.tp_comm_overlap) s << ", tp-comm-overlap";
+  if (p.moe_dispatcher != MoeDispatcher::alltoall) s << ", " << to_string(p.moe_dispatcher);
+  if (p.moe_force_balance) s << ", forced MoE balance";
+  if (p.moe_a2a_overlap) s << ", EP a2a overlap";
   return s.str();
 }
 

@@ -223,21 +223,29 @@ void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
     // Every rank routes its sequence-parallel shard of tokens (MoE with TP requires SP).
     double Tl = d.T / tp;
     double local_experts = double(e.num_experts) / c.ep;
-    double routed = Tl * e.top_k;         // token copies leaving (and, balanced, arriving at) a rank
-    double R = routed * c.etp;            // after the expert-TP all-gather
+    const double f = c.moe_load_factor;  // the busiest rank's tokens over the mean
+    double routed = Tl * e.top_k;         // token copies leaving (and on average arriving at) a rank
+    double arriving = routed * f;         // ... arriving at the busiest rank
+    double R = routed * c.etp;            // after the expert-TP all-gather (mean; the busiest x f)
     double fe = double(e.moe_ffn_hidden_size) / c.etp;
     Op r = gemm("router", Tl, e.num_experts, h, d.a, 0);
     r.saved_bytes = Tl * e.num_experts * 4;  // fp32 routing probabilities
     ops.push_back(r);
     ops.push_back(mem_op("permute", OpKind::elementwise, 2 * routed * h * d.a, 0, 0));
-    if (c.ep > 1) ops.push_back(comm("dispatch_a2a", Collective::all_to_all, CommGroup::ep, routed * h * d.a));
-    if (c.etp > 1) ops.push_back(comm("etp_allgather", Collective::all_gather, CommGroup::etp, R * h * d.a));
+    if (c.ep > 1) ops.push_back(comm("dispatch_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a));
+    if (c.etp > 1) ops.push_back(comm("etp_allgather", Collective::all_gather, CommGroup::etp, f * R * h * d.a));
     double per_expert = R / local_experts;
-    ops.push_back(gemm("expert_fc1_gemm", per_expert, gate * fe, h, d.a, R * h * d.a, int64_t(local_experts)));
-    ops.push_back(mem_op("expert_act", OpKind::elementwise, R * fe * (gate + 1) * d.a, 4 * R * fe, R * gate * fe * d.a));
-    ops.push_back(gemm("expert_fc2_gemm", per_expert, h, fe, d.a, R * fe * d.a, int64_t(local_experts)));
-    if (c.etp > 1) ops.push_back(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, R * h * d.a));
-    if (c.ep > 1) ops.push_back(comm("combine_a2a", Collective::all_to_all, CommGroup::ep, routed * h * d.a));
+    // sized for the mean load; the busiest rank takes f times as long and keeps f times the activations
+    auto busiest = [f](Op o) {
+      o.load_scale = f;
+      o.saved_bytes *= f;
+      return o;
+    };
+    ops.push_back(busiest(gemm("expert_fc1_gemm", per_expert, gate * fe, h, d.a, R * h * d.a, int64_t(local_experts))));
+    ops.push_back(busiest(mem_op("expert_act", OpKind::elementwise, R * fe * (gate + 1) * d.a, 4 * R * fe, R * gate * fe * d.a)));
+    ops.push_back(busiest(gemm("expert_fc2_gemm", per_expert, h, fe, d.a, R * fe * d.a, int64_t(local_experts))));
+    if (c.etp > 1) ops.push_back(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a));
+    if (c.ep > 1) ops.push_back(comm("combine_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a));
     ops.push_back(mem_op("unpermute", OpKind::elementwise, 2 * routed * h * d.a, routed * h, routed * h * d.a));
     if (e.shared_expert_ffn_hidden_size > 0) {
       double fs = double(e.shared_expert_ffn_hidden_size) / tp;

@@ -61,6 +61,9 @@ struct Op {
   bool in_backward_too = true;  // comm repeated (mirrored) in backward
   // activation memory this op keeps for backward, per rank per micro-batch (bytes)
   double saved_bytes = 0;
+  // MoE expert ops on the busiest expert-parallel rank: the op is sized for the mean token count and
+  // its time scales by this factor (OpContext::moe_load_factor); 1 elsewhere
+  double load_scale = 1.0;
 };
 
 // The per-rank view of a micro-batch that op sizes depend on.
@@ -73,6 +76,9 @@ struct OpContext {
   int64_t micro_batch = 1;
   int64_t seq = 1;
   Precision precision = Precision::bf16;
+  // MoE: tokens the busiest expert-parallel rank receives over the mean (1 = perfectly balanced);
+  // its expert GEMMs, activations and incoming all-to-all traffic scale by it.
+  double moe_load_factor = 1.0;
 };
 
 // Ops of transformer layer `layer` (0-based) in execution order, forward direction.

@@ -37,6 +37,19 @@ std::string to_string(CpCommType c) {
   return "?";
 }
 std::string to_string(AttentionBackend a) { return a == AttentionBackend::flash ? "flash" : "unfused"; }
+std::string to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::alltoall: return "alltoall";
+    case MoeDispatcher::deepep: return "deepep";
+    case MoeDispatcher::hybridep: return "hybridep";
+  }
+  return "?";
+}
+std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) {
+  for (MoeDispatcher d : {MoeDispatcher::alltoall, MoeDispatcher::deepep, MoeDispatcher::hybridep})
+    if (to_string(d) == s) return d;
+  return std::nullopt;
+}
 std::optional<Recompute> parse_recompute(const std::string& s) {
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
     if (to_string(r) == s) return r;
@@ -60,7 +73,8 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   f.reject_unknown({"world_size", "tp", "sp", "pp", "vpp", "dp", "cp", "cp_comm_type", "ep", "etp", "zero",
                     "micro_batch_size", "recompute", "recompute_num_layers", "overlap_grad_reduce",
                     "overlap_param_gather", "tp_comm_overlap", "schedule", "num_layers_in_first_pipeline_stage",
-                    "num_layers_in_last_pipeline_stage", "pipeline_layout", "attention_backend"});
+                    "num_layers_in_last_pipeline_stage", "pipeline_layout", "attention_backend", "moe_dispatcher",
+                    "moe_force_balance", "moe_a2a_overlap"});
   ParallelConfig p;
   p.world_size = static_cast<int>(f.integer("world_size"));
   p.tp = static_cast<int>(f.integer_or("tp", 1));
@@ -79,6 +93,9 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", true);
   p.tp_comm_overlap = f.boolean_or("tp_comm_overlap", false);
+  p.moe_dispatcher = *parse_moe_dispatcher(f.choice_or("moe_dispatcher", {"alltoall", "deepep", "hybridep"}, "alltoall"));
+  p.moe_force_balance = f.boolean_or("moe_force_balance", false);
+  p.moe_a2a_overlap = f.boolean_or("moe_a2a_overlap", false);
   p.schedule = *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
   p.attention_backend = f.choice_or("attention_backend", {"flash", "unfused"}, "flash") == "unfused"
                             ? AttentionBackend::unfused : AttentionBackend::flash;
@@ -127,7 +144,10 @@ json parallel_to_json(const ParallelConfig& p) {
             {"overlap_param_gather", p.overlap_param_gather},
             {"tp_comm_overlap", p.tp_comm_overlap},
             {"schedule", to_string(p.schedule)},
-            {"attention_backend", to_string(p.attention_backend)}};
+            {"attention_backend", to_string(p.attention_backend)},
+            {"moe_dispatcher", to_string(p.moe_dispatcher)},
+            {"moe_force_balance", p.moe_force_balance},
+            {"moe_a2a_overlap", p.moe_a2a_overlap}};
   if (p.num_layers_in_first_pipeline_stage) j["num_layers_in_first_pipeline_stage"] = p.num_layers_in_first_pipeline_stage;
   if (p.num_layers_in_last_pipeline_stage) j["num_layers_in_last_pipeline_stage"] = p.num_layers_in_last_pipeline_stage;
   if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
@@ -257,7 +277,13 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
       e.push_back("a mixture-of-experts model with tp=" + s(p.tp) + " needs sequence parallel (sp=true), as Megatron-LM requires");
     if (m.moe->moe_ffn_hidden_size % p.etp != 0)
       e.push_back("etp=" + s(p.etp) + " does not divide moe_ffn_hidden_size=" + s(m.moe->moe_ffn_hidden_size));
+    if (p.moe_a2a_overlap && p.ep == 1) e.push_back("moe_a2a_overlap needs expert parallelism (ep > 1): with ep=1 there is no all-to-all");
+    if (p.moe_a2a_overlap && p.pp > 1 && p.vpp == 1)
+      e.push_back("moe_a2a_overlap needs pp=1 or interleaving (vpp > 1), as Megatron's combined 1F1B schedule requires; got pp=" +
+                  s(p.pp) + ", vpp=1");
   }
+  if (!m.moe && (p.moe_a2a_overlap || p.moe_force_balance || p.moe_dispatcher != MoeDispatcher::alltoall))
+    e.push_back("moe_dispatcher, moe_force_balance and moe_a2a_overlap need a mixture-of-experts model; '" + m.name + "' is dense");
   // pipeline
   std::vector<int> st;
   if (!p.pipeline_layout.empty()) {

@@ -19,6 +19,9 @@ enum class CpCommType { p2p, a2a, allgather };
 // flash: fused flash attention (scores never stored); unfused: QK^T GEMM, softmax, PV GEMM with the
 // score matrix kept for the backward (Megatron-LM before flash attention, 2021-2022).
 enum class AttentionBackend { flash, unfused };
+// MoE token dispatcher: NCCL all-to-all(v) (Megatron "alltoall"), or a flex dispatcher that sends a
+// token once per remote NVLink domain and fans it out inside the domain (DeepEP, HybridEP).
+enum class MoeDispatcher { alltoall, deepep, hybridep };
 
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
@@ -27,6 +30,8 @@ std::optional<Recompute> parse_recompute(const std::string& s);
 std::optional<Schedule> parse_schedule(const std::string& s);  // gpipe|1f1b|interleaved|zb
 std::optional<CpCommType> parse_cp_comm_type(const std::string& s);
 std::string to_string(AttentionBackend a);
+std::string to_string(MoeDispatcher d);
+std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s);
 
 struct ParallelConfig {
   int world_size = 1;  // GPUs of the job
@@ -45,6 +50,14 @@ struct ParallelConfig {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  // Megatron --moe-router-force-load-balancing (benchmarks): every expert gets the same tokens. Off =
+  // learned routing with an auxiliary balancing loss, dropless: the busiest expert-parallel rank sets
+  // the pace (see CostParams::moe_load_cv).
+  bool moe_force_balance = false;
+  // Megatron --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch overlap the
+  // compute of another (merged forward/backward of 1F1B).
+  bool moe_a2a_overlap = false;
   Schedule schedule = Schedule::one_f_one_b;
   AttentionBackend attention_backend = AttentionBackend::flash;
   int num_layers_in_first_pipeline_stage = 0;  // 0 = even split

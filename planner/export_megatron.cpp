@@ -108,7 +108,17 @@ std::string export_megatron_args(const Plan& plan) {
     if (m.moe->shared_expert_ffn_hidden_size > 0)
       iarg("--moe-shared-expert-intermediate-size", m.moe->shared_expert_ffn_hidden_size);
     if (m.moe->first_k_dense_layers > 0 || m.moe->moe_layer_freq != 1) arg("--moe-layer-freq", "\"" + moe_pattern(m) + "\"");
-    arg("--moe-token-dispatcher-type", "alltoall");
+    if (p.moe_dispatcher == MoeDispatcher::alltoall) {
+      arg("--moe-token-dispatcher-type", "alltoall");
+    } else {
+      arg("--moe-token-dispatcher-type", "flex");
+      arg("--moe-flex-dispatcher-backend", to_string(p.moe_dispatcher));
+    }
+    if (p.moe_force_balance) arg("--moe-router-force-load-balancing");
+    if (p.moe_a2a_overlap) {
+      arg("--overlap-moe-expert-parallel-comm");
+      arg("--delay-wgrad-compute");
+    }
     if (bf16_flag) arg("--moe-grouped-gemm");
   }
   // parallel layout
@@ -270,6 +280,13 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       if (val() == "mxfp8") fp8 = "mxfp8";
     } else if (k == "--fp4-format") fp4 = val();
     else if (k == "--attention-backend") p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+    else if (k == "--moe-flex-dispatcher-backend") {
+      std::string b = val();
+      if (auto d = parse_moe_dispatcher(b); d && *d != MoeDispatcher::alltoall) p.moe_dispatcher = *d;
+      else problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");
+    } else if (k == "--moe-enable-deepep") p.moe_dispatcher = MoeDispatcher::deepep;
+    else if (k == "--moe-router-force-load-balancing") p.moe_force_balance = true;
+    else if (k == "--overlap-moe-expert-parallel-comm") p.moe_a2a_overlap = true;
     else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) ++i;  // other option's value
   }
   if (!problems.empty()) return Error(problems);

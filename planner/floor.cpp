@@ -26,6 +26,7 @@ struct Variant {
   bool ovl = false, split = false, frozen = false;
   Precision prec = Precision::bf16;
   GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
+  double moe_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
 };
 
 // Compute costs of an op list's ops (those do not depend on the overlap variant).
@@ -75,7 +76,9 @@ FloorPiece cost_list(const std::vector<Op>& ops, const std::vector<OpCost>& oc, 
       (v.split ? W : B) += oc[i].bwd_weight_s;
       continue;
     }
-    double t = collective_time_s(op.collective, op.comm_bytes, placement(op.group), cl, prm);
+    double t = op.name == "dispatch_a2a" || op.name == "combine_a2a"
+                   ? moe_all_to_all_time_s(op.comm_bytes, v.moe_share, v.ep_pl, cl, prm)
+                   : collective_time_s(op.collective, op.comm_bytes, placement(op.group), cl, prm);
     const OpCost* nx = gemm_after(i);
     const OpCost* pv = gemm_before(i);
     if (op.name == "tp_allgather") {
@@ -151,6 +154,8 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.cp_pl = pl(Dim::cp);
   v.ep_pl = pl(Dim::ep);
   v.etp_pl = pl(Dim::etp);
+  if (m.moe && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
+    v.moe_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl);
   ModelSpec dense_model = m;
   dense_model.moe.reset();
   int first_moe = 0;

@@ -40,19 +40,13 @@ double flat(Collective c, double bytes, int n, const Link& l) {
 
 double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl,
                          const CostParams& p) {
+  if (c == Collective::all_to_all) return moe_all_to_all_time_s(bytes, 1.0, g, cl, p);
   int n = g.size;
   if (n <= 1 || bytes <= 0) return 0;
   Link nv = nvlink(cl, p), net = network(cl, p);
   int D = std::max(1, g.domains);
   int k = std::max(1, g.max_per_domain);
   if (c == Collective::send_recv) return D > 1 ? net.alpha + bytes / net.bw : nv.alpha + bytes / nv.bw;
-  if (c == Collective::all_to_all) {
-    // each rank sends (n-1)/n of its buffer: (k-1)/n stays in the domain, (n-k)/n crosses the network
-    double intra = bytes * double(k - 1) / n / nv.bw;
-    double inter = D > 1 ? bytes * double(n - k) / n / net.bw : 0;
-    double lat = (k > 1 ? nv.alpha : 0) + (D > 1 ? net.alpha : 0);
-    return lat * std::ceil(std::log2(double(n))) + std::max(intra, inter) / p.a2a_eff;
-  }
   if (D == 1) return flat(c, bytes, n, nv);
   if (k == 1) return flat(c, bytes, n, net);
   // hierarchical: intra-domain phase(s) on the full buffer, inter-domain phase on 1/k of it
@@ -66,6 +60,32 @@ double collective_time_s(Collective c, double bytes, const GroupPlacement& g, co
     default:
       return flat(c, bytes, n, net);
   }
+}
+
+// (the all-to-all of every group; see collectives.h)
+double moe_all_to_all_time_s(double bytes, double remote_share, const GroupPlacement& g, const ClusterSpec& cl,
+                             const CostParams& p) {
+  int n = g.size;
+  if (n <= 1 || bytes <= 0) return 0;
+  Link nv = nvlink(cl, p), net = network(cl, p);
+  int D = std::max(1, g.domains);
+  int k = std::max(1, g.max_per_domain);
+  // each rank sends (n-1)/n of its buffer: (k-1)/n stays in the domain, (n-k)/n crosses the network
+  double intra = bytes * double(k - 1) / n / nv.bw;
+  double inter = D > 1 ? remote_share * bytes * double(n - k) / n / net.bw : 0;
+  double lat = (k > 1 ? nv.alpha : 0) + (D > 1 ? net.alpha : 0);
+  return lat * std::ceil(std::log2(double(n))) + std::max(intra, inter) / p.a2a_eff;
+}
+
+double moe_remote_share(int experts, int top_k, const GroupPlacement& g) {
+  int D = std::max(1, g.domains);
+  if (D <= 1 || g.size <= 1 || experts <= 0 || top_k <= 0) return 1.0;
+  double E = experts, per_domain = E * double(std::max(1, g.max_per_domain)) / g.size;
+  double miss = 1.0;  // P(none of the k distinct experts lies in a given remote domain)
+  for (int i = 0; i < top_k && miss > 0; ++i) miss *= std::max(0.0, (E - per_domain - i) / (E - i));
+  double copies = top_k * (1.0 - per_domain / E);  // remote copies per token of a plain all-to-all
+  double sends = (E / per_domain - 1.0) * (1.0 - miss);
+  return copies > 0 ? std::min(1.0, sends / copies) : 1.0;
 }
 
 double p2p_time_s(double bytes, bool same_domain, const ClusterSpec& cl, const CostParams& p) {

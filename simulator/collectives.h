@@ -14,6 +14,19 @@ namespace mplan {
 double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl,
                          const CostParams& p);
 
+// MoE token dispatch or combine all-to-all with `bytes` = one rank's token copies (top-k per token).
+// `remote_share` scales the bytes that cross the network: 1 for NCCL all-to-all (every copy to a
+// remote expert travels on its own); below 1 for dispatchers that send a token once per remote
+// NVLink domain and fan it out there (moe_remote_share).
+double moe_all_to_all_time_s(double bytes, double remote_share, const GroupPlacement& g, const ClusterSpec& cl,
+                             const CostParams& p);
+
+// Network bytes of a domain-deduplicating dispatcher over those of a plain all-to-all, for top-k
+// routing over `experts` spread evenly over the group's ranks: a token reaches each remote domain
+// that holds at least one of its k experts once, i.e. (D-1)(1 - P(no expert in a domain)) sends
+// instead of k(D-1)/D copies.
+double moe_remote_share(int experts, int top_k, const GroupPlacement& g);
+
 // Point-to-point transfer between two ranks, in the same NVLink domain or not.
 double p2p_time_s(double bytes, bool same_domain, const ClusterSpec& cl, const CostParams& p);
 

@@ -77,6 +77,11 @@ OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const C
       break;
     }
   }
+  if (op.load_scale != 1.0) {  // MoE expert ops on the busiest expert-parallel rank
+    r.fwd_s *= op.load_scale;
+    r.bwd_input_s *= op.load_scale;
+    r.bwd_weight_s *= op.load_scale;
+  }
   return r;
 }
 

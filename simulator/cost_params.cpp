@@ -52,6 +52,7 @@ double* cost_param_ref(CostParams& p, const std::string& n) {
   if (n == "nvlink_eff") return &p.nvlink_eff;
   if (n == "network_eff") return &p.network_eff;
   if (n == "a2a_eff") return &p.a2a_eff;
+  if (n == "moe_load_cv") return &p.moe_load_cv;
   if (n == "overlap_slowdown") return &p.overlap_slowdown;
   if (n == "comm_overlap") return &p.comm_overlap;
   if (n == "optimizer_overhead_s") return &p.optimizer_overhead_s;
@@ -79,7 +80,7 @@ CostParams Calibration::params_for(const GpuSpec& g) const {
 namespace {
 #define MPLAN_COST_FIELDS(X)                                                                        \
   X(gemm_eff_max) X(gemm_half_flops) X(grouped_gemm_eff) X(attn_fwd_eff) X(attn_bwd_eff) X(hbm_eff) X(kernel_overhead_us) \
-  X(nvlink_eff) X(network_eff) X(a2a_eff) X(overlap_slowdown) X(comm_overlap) X(optimizer_overhead_s)                \
+  X(nvlink_eff) X(network_eff) X(a2a_eff) X(moe_load_cv) X(overlap_slowdown) X(comm_overlap) X(optimizer_overhead_s)                \
   X(allocator_overhead_frac) X(reserved_gib) X(comm_buffer_bytes)
 }  // namespace
 

@@ -38,7 +38,13 @@ struct CostParams {
   // Achieved bus bandwidth as a fraction of the nominal per-direction link bandwidth.
   double nvlink_eff = 0.80;
   double network_eff = 0.80;
-  double a2a_eff = 0.60;  // extra factor for all-to-all (many small messages, imbalance)
+  double a2a_eff = 0.60;  // extra factor for all-to-all (many small messages)
+  // --- MoE routing ---
+  // Coefficient of variation of the tokens per expert under learned (aux-loss, dropless) routing.
+  // The busiest of `ep` ranks, each holding E/ep experts, receives about
+  //   1 + moe_load_cv * sqrt(2 ln(ep) * ep / E)
+  // times the mean (max of ep near-normal loads); forced balance or ep = 1 gives 1.
+  double moe_load_cv = 0.5;
   // Compute slows down by this fraction while a collective runs concurrently on the same GPU
   // (SM and memory contention of overlapped communication).
   double overlap_slowdown = 0.10;

@@ -282,6 +282,26 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
     p.overlap_grad_reduce = false;
     run.notes += "gradient all-reduce not overlapped (local DDP); ";
   }
+  if (plan.model.moe) {
+    // MoE runtime choices the sources state in their notes or table titles
+    std::string text = lower(r.get("notes") + " " + r.get("source_detail"));
+    if (has(text, "hybridep")) p.moe_dispatcher = MoeDispatcher::hybridep;
+    else if (has(text, "deepep")) p.moe_dispatcher = MoeDispatcher::deepep;
+    if (p.moe_dispatcher != MoeDispatcher::alltoall) run.notes += to_string(p.moe_dispatcher) + " dispatcher; ";
+    if (has(text, "force-balanced") || has(text, "forced balance") || has(text, "forced load balancing")) {
+      p.moe_force_balance = true;
+    } else if (has(text, "routing: dropless")) {
+      p.moe_force_balance = false;
+    } else {
+      // not stated: throughput tables of NVIDIA's MoE teams force balance unless they say otherwise
+      p.moe_force_balance = true;
+      run.notes += "forced MoE balance assumed (not stated); ";
+    }
+    if (has(lower(r.get("notes")), "a2a overlap")) {
+      p.moe_a2a_overlap = true;
+      run.notes += "EP all-to-all overlap; ";
+    }
+  }
   if (run.source_id == "narayanan2021_table1" || run.source_id == "korthikanti2022_table5" ||
       run.source_id == "korthikanti2022_fig1") {
     // Megatron-LM of 2021-2022: unfused attention and dropout 0.1 (the papers' setup)

@@ -4,7 +4,13 @@
 //    backward Megatron overlaps the input re-gather with dgrad and the grad reduce-scatter with wgrad;
 //  - TP without SP: forward all-reduce exposed, backward all-reduce overlapped with wgrad;
 //  - CP p2p ring: each of the cp-1 K/V transfers overlaps one attention block;
-//  - EP/ETP all-to-all and gathers, CP a2a/all-gather: exposed;
+//  - EP/ETP all-to-all and gathers, CP a2a/all-gather: exposed, except that with moe_a2a_overlap
+//    (Megatron's merged forward/backward of two micro-batches) each EP all-to-all runs beside one
+//    compute piece of the other micro-batch: forward dispatch with the backward MLP, forward combine
+//    with the backward attention, backward dispatch with the forward MLP, backward combine with the
+//    forward attention; the compute then runs on the SMs the communication kernels leave free;
+//  - MoE load: under learned routing the busiest EP rank's token share (moe_load_factor) sets the
+//    expert compute and all-to-all time; DeepEP/HybridEP send a token once per remote NVLink domain;
 //  - ZeRO-3 (FSDP) parameter gathers and gradient scatters overlap the chunk's compute.
 // Overlapped compute slows down by params.overlap_slowdown; only the excess is exposed.
 #include "simulator/workload.h"
@@ -23,6 +29,10 @@ namespace mplan {
 
 namespace {
 
+// SMs the EP communication kernels occupy while they overlap compute (Megatron's default
+// --moe-deepep-num-sms is 20; NCCL all-to-all runs a similar number of channels).
+constexpr double kEpCommSms = 20;
+
 struct Ctx {
   const Plan& plan;
   bool frozen;  // LoRA: no weight gradients for the base model
@@ -32,6 +42,7 @@ struct Ctx {
   bool split_w;
   GroupPlacement tp, cp, ep, etp, dp, edp;
   Precision prec;
+  double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
 };
 
 // Exposed time of a communication of length c overlapped with compute g (chunked in n pieces).
@@ -60,6 +71,8 @@ const GroupPlacement& placement_of(const Ctx& x, CommGroup g) {
 }
 
 double comm_time(const Ctx& x, const Op& op) {
+  if (op.name == "dispatch_a2a" || op.name == "combine_a2a")
+    return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep, x.cl, x.prm);
   return collective_time_s(op.collective, op.comm_bytes, placement_of(x, op.group), x.cl, x.prm);
 }
 
@@ -99,8 +112,12 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   };
   size_t block_start = 0;
   bool first_input = true;
+  // MoE all-to-all overlap: compute before the dispatch ("attention" piece) and after it ("MLP")
+  double attnF = 0, attnB = 0, mlpF = 0, mlpB = 0, dispatch_t = 0, combine_t = 0;
+  bool after_dispatch = false;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (op.name == "dispatch_a2a") after_dispatch = true;
     lc.saved += op.saved_bytes;
     if (op.kind == OpKind::gemm) lc.saved_gemm += op.saved_bytes;
     // what selective (core-attention) recompute does not keep: flash's softmax statistics, or the
@@ -116,6 +133,8 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
       lc.F.compute += c.fwd_s;
       lc.B.compute += c.bwd_input_s;
       (x.split_w ? lc.W : lc.B).compute += c.bwd_weight_s;
+      (after_dispatch ? mlpF : attnF) += c.fwd_s;
+      (after_dispatch ? mlpB : attnB) += c.bwd_input_s + c.bwd_weight_s;
       if (op.kind == OpKind::attention || op.name == "attn_qk_gemm" || op.name == "attn_softmax" || op.name == "attn_pv_gemm")
         lc.attn_fwd += c.fwd_s;
       tally(lc, op.name, c.fwd_s + c.bwd_input_s + c.bwd_weight_s);
@@ -123,6 +142,8 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
     }
     double t = comm_time(x, op);
     tally(lc, op.name, 2 * t);
+    if (op.name == "dispatch_a2a") dispatch_t = t;
+    if (op.name == "combine_a2a") combine_t = t;
     const OpCost* nx = next_gemm(i);
     const OpCost* pv = prev_gemm(i);
     const bool ovl = x.p.tp_comm_overlap;
@@ -174,6 +195,16 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
       lc.B.tp += t;
     }
   }
+  if (x.p.moe_a2a_overlap && x.prm.comm_overlap >= 0.5 && dispatch_t + combine_t > 0) {
+    // each all-to-all hides behind its partner piece, slowed to the SMs left by the comm kernels
+    double sms = std::max(1, x.cl.gpu.sm_count);
+    double slow = kEpCommSms / std::max(1.0, sms - kEpCommSms);
+    auto ov = [&](double c, double g) { return std::max(c, g * (1.0 + slow)) - g; };
+    double exposed_f = ov(dispatch_t, mlpB) + ov(combine_t, attnB);
+    double exposed_b = ov(dispatch_t, mlpF) + ov(combine_t, attnF);
+    lc.F.ep += exposed_f - (dispatch_t + combine_t);
+    lc.B.ep += exposed_b - (dispatch_t + combine_t);
+  }
   lc.recompute_fwd = lc.F;
   return lc;
 }
@@ -219,6 +250,12 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
                : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
                                                    : OpContext::CpComm::allgather;
   oc.flash_attention = p.attention_backend == AttentionBackend::flash;
+  if (m.moe && p.ep > 1) {
+    const MoeSpec& e = *m.moe;
+    if (!p.moe_force_balance)
+      oc.moe_load_factor = 1.0 + prm.moe_load_cv * std::sqrt(2.0 * std::log(double(p.ep)) * p.ep / double(e.num_experts));
+    if (p.moe_dispatcher != MoeDispatcher::alltoall) x.moe_remote_share = moe_remote_share(int(e.num_experts), int(e.top_k), x.ep);
+  }
 
   // layer costs by type (dense / MoE), embedding and head
   ModelSpec dense_model = m;

@@ -119,3 +119,43 @@ TEST(ParallelConfig, JsonRoundTripAndDpCheck) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("parallel.dp: 3 disagrees"), std::string::npos);
 }
+
+TEST(ParallelConfig, MoeRuntimeOptionRules) {
+  Fixture dense;
+  dense.p.moe_force_balance = true;
+  EXPECT_NE(dense.errors().find("moe_force_balance and moe_a2a_overlap need a mixture-of-experts model"), std::string::npos);
+  Fixture f;
+  f.m = *model_preset("mixtral-8x7b");
+  f.p.tp = 2;
+  f.p.pp = 4;
+  f.p.world_size = 64;
+  f.t.global_batch_size = 64;
+  f.p.ep = 8;
+  f.p.moe_dispatcher = MoeDispatcher::deepep;
+  EXPECT_EQ(f.errors(), "");
+  f.p.moe_a2a_overlap = true;  // pp 4 without interleaving: Megatron has no combined 1F1B for it
+  EXPECT_NE(f.errors().find("moe_a2a_overlap needs pp=1 or interleaving"), std::string::npos) << f.errors();
+  f.p.vpp = 2;
+  f.p.schedule = Schedule::interleaved;
+  EXPECT_EQ(f.errors(), "");
+  f.p.ep = 1;
+  EXPECT_NE(f.errors().find("moe_a2a_overlap needs expert parallelism"), std::string::npos);
+}
+
+TEST(ParallelConfig, MoeRuntimeOptionsJson) {
+  ParallelConfig p;
+  p.world_size = 8;
+  p.ep = 8;
+  p.moe_dispatcher = MoeDispatcher::hybridep;
+  p.moe_force_balance = true;
+  auto r = parallel_from_json(parallel_to_json(p));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->moe_dispatcher, MoeDispatcher::hybridep);
+  EXPECT_TRUE(r->moe_force_balance);
+  EXPECT_FALSE(r->moe_a2a_overlap);
+  auto j = parallel_to_json(p);
+  j["moe_dispatcher"] = "nccl";
+  auto bad = parallel_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("moe_dispatcher"), std::string::npos) << bad.error().message();
+}

@@ -31,6 +31,9 @@ void expect_round_trip(const Plan& plan) {
   if (plan.model.moe) {
     EXPECT_EQ(b.ep, a.ep) << at;
     EXPECT_EQ(b.etp, a.etp) << at;
+    EXPECT_EQ(b.moe_dispatcher, a.moe_dispatcher) << at;
+    EXPECT_EQ(b.moe_force_balance, a.moe_force_balance) << at;
+    EXPECT_EQ(b.moe_a2a_overlap, a.moe_a2a_overlap) << at;
   }
   EXPECT_EQ(b.zero, a.zero) << at;
   EXPECT_EQ(b.micro_batch_size, a.micro_batch_size) << at;
@@ -90,8 +93,12 @@ TEST(Export, MegatronRoundTripOfHandMadeLayouts) {
   q.pipeline_layout = balanced_pipeline_layout(p.model, 8, 2);
   q.ep = 32, q.etp = 1, q.cp = 2, q.cp_comm_type = CpCommType::a2a, q.zero = 3;
   q.recompute = Recompute::full, q.recompute_num_layers = 1;
+  q.moe_dispatcher = MoeDispatcher::deepep, q.moe_force_balance = true, q.moe_a2a_overlap = true;
   expect_round_trip(p);
   std::string text = export_megatron_args(p);
+  EXPECT_NE(text.find("--moe-token-dispatcher-type flex"), std::string::npos) << text;
+  EXPECT_NE(text.find("--moe-flex-dispatcher-backend deepep"), std::string::npos) << text;
+  EXPECT_NE(text.find("--overlap-moe-expert-parallel-comm"), std::string::npos) << text;
   EXPECT_NE(text.find("--multi-latent-attention"), std::string::npos);
   EXPECT_NE(text.find("--mtp-num-layers 1"), std::string::npos);
   EXPECT_NE(text.find("--moe-layer-freq \"([0]*3+[1]*58)\""), std::string::npos) << text;

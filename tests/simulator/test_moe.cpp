@@ -1,0 +1,113 @@
+// MoE cost effects: learned-routing load imbalance over expert-parallel ranks, domain-deduplicating
+// dispatchers (DeepEP/HybridEP) across NVLink domains, and EP all-to-all overlap.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/presets.h"
+#include "core/rank_grid.h"
+#include "simulator/collectives.h"
+#include "simulator/simulator.h"
+
+namespace mplan {
+namespace {
+
+Plan moe_plan(int gpus, int ep) {
+  Plan p;
+  p.model = *model_preset("qwen3-30b-a3b");
+  p.cluster = *cluster_preset("dgx-h100");
+  p.training = {int64_t(gpus) * 4, 4096, Precision::bf16};
+  p.parallel.world_size = gpus;
+  p.parallel.ep = ep;
+  return p;
+}
+
+double step(const Plan& p, const CostParams& c) {
+  auto r = simulate(p, c);
+  EXPECT_TRUE(bool(r));
+  return r ? r->step_time_s : 0;
+}
+
+TEST(MoeCost, LearnedRoutingIsSlowerThanForcedBalanceOnlyWithExpertParallelism) {
+  CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
+  c.moe_load_cv = 0.6;
+  Plan p = moe_plan(8, 8);
+  Plan forced = p;
+  forced.parallel.moe_force_balance = true;
+  EXPECT_GT(step(p, c), step(forced, c) * 1.02);
+  auto mem = simulate(p, c), mem_forced = simulate(forced, c);
+  ASSERT_TRUE(mem && mem_forced);
+  EXPECT_GT(mem->peak_memory_gib, mem_forced->peak_memory_gib);  // the busiest rank holds more activations
+
+  Plan one = moe_plan(1, 1), one_forced = one;
+  one.training.global_batch_size = one_forced.training.global_batch_size = 4;
+  one_forced.parallel.moe_force_balance = true;
+  EXPECT_DOUBLE_EQ(step(one, c), step(one_forced, c));  // ep = 1: every expert on one rank, no imbalance
+
+  c.moe_load_cv = 0;
+  EXPECT_DOUBLE_EQ(step(p, c), step(forced, c));
+}
+
+TEST(MoeCost, ImbalanceGrowsWithExpertParallelSize) {
+  CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
+  c.moe_load_cv = 0.6;
+  // same ranks, experts spread over more EP ranks: the busiest rank's excess over the mean grows
+  auto excess = [&](int ep) {
+    Plan p = moe_plan(8, ep), f = p;
+    f.parallel.moe_force_balance = true;
+    return step(p, c) / step(f, c);
+  };
+  EXPECT_GT(excess(8), excess(2));
+}
+
+TEST(MoeCost, DomainDeduplicationSendsFewerNetworkBytes) {
+  // 32 ranks over 4 domains, 128 experts, top-8: a token reaches ~3.6 of 4 domains, so ~2.7 remote
+  // sends instead of 6 remote copies
+  GroupPlacement g;
+  g.size = 32;
+  g.domains = 4;
+  g.max_per_domain = 8;
+  double share = moe_remote_share(128, 8, g);
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (96.0 - i) / (128.0 - i);
+  EXPECT_NEAR(share, 3 * (1 - miss) / 6.0, 1e-12);
+  EXPECT_LT(share, 0.5);
+  // top-1: nothing to deduplicate
+  EXPECT_NEAR(moe_remote_share(128, 1, g), 1.0, 1e-12);
+  // one domain: no network traffic to scale
+  g.domains = 1;
+  g.max_per_domain = 32;
+  EXPECT_DOUBLE_EQ(moe_remote_share(128, 8, g), 1.0);
+
+  g.domains = 4;
+  g.max_per_domain = 8;
+  ClusterSpec cl = *cluster_preset("dgx-h100");
+  CostParams c = default_cost_params(cl);
+  double plain = moe_all_to_all_time_s(1e9, 1.0, g, cl, c), dedup = moe_all_to_all_time_s(1e9, share, g, cl, c);
+  EXPECT_LT(dedup, plain * 0.6);
+  EXPECT_DOUBLE_EQ(plain, collective_time_s(Collective::all_to_all, 1e9, g, cl, c));
+}
+
+TEST(MoeCost, DeepEpHelpsOnlyAcrossDomains) {
+  CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
+  Plan cross = moe_plan(16, 16), cross_deepep = cross;  // two 8-GPU nodes
+  cross_deepep.parallel.moe_dispatcher = MoeDispatcher::deepep;
+  EXPECT_LT(step(cross_deepep, c), step(cross, c));
+  Plan intra = moe_plan(8, 8), intra_deepep = intra;
+  intra_deepep.parallel.moe_dispatcher = MoeDispatcher::deepep;
+  EXPECT_DOUBLE_EQ(step(intra_deepep, c), step(intra, c));
+}
+
+TEST(MoeCost, AllToAllOverlapHidesExpertTraffic) {
+  CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
+  Plan p = moe_plan(16, 16), ov = p;
+  ov.parallel.moe_a2a_overlap = true;
+  auto a = simulate(p, c), b = simulate(ov, c);
+  ASSERT_TRUE(a && b);
+  EXPECT_LT(b->time.ep_comm_exposed, a->time.ep_comm_exposed);
+  EXPECT_LT(b->step_time_s, a->step_time_s);
+  EXPECT_NEAR(b->time.total(), b->step_time_s, 1e-9 * b->step_time_s);
+}
+
+}  // namespace
+}  // namespace mplan
