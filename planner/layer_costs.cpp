@@ -65,6 +65,8 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
   q.recompute_num_layers = full_mode ? 1 : 0;
   q.schedule = k.split_w ? Schedule::zero_bubble : Schedule::one_f_one_b;
   q.attention_backend = job.parallel.attention_backend;
+  q.moe_dispatcher = job.parallel.moe_dispatcher;  // the job's MoE runtime, as every candidate has
+  q.moe_force_balance = job.parallel.moe_force_balance;
   q.pipeline_layout = full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}}
                                 : std::vector<std::vector<int>>{{1}, {1}, {1}};
   int per_node = std::max(1, p.cluster.gpus_per_node);

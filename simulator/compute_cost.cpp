@@ -1,10 +1,13 @@
-// Roofline op costs. GEMM: flops / (peak * eff) with eff = eff_max * precision_eff * wave_eff *
-// W / (W + W_half); never faster than its HBM traffic. Backward of a GEMM is two GEMMs of the same
+// Roofline op costs. GEMM: time = (padded work + ramp) / (peak * eff_max * precision_eff), where the
+// padded work counts whole output tiles (the least wasteful of a few shapes) on every SM of every wave
+// (tile and wave quantization) and the ramp is a fixed gemm_half_flops; never faster than its HBM traffic. Backward of a GEMM is two GEMMs of the same
 // size (dgrad: m x k from m x n and n x k; wgrad: k x n from k x m and m x n).
 #include "simulator/compute_cost.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace mplan {
 
@@ -21,13 +24,22 @@ double overhead(const CostParams& p) { return p.kernel_overhead_us * 1e-6; }
 
 double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return p.gemm_eff_max;
-  double tiles = std::ceil(double(s.m) / p.gemm_tile_m) * std::ceil(double(s.n) / p.gemm_tile_n) * double(s.groups);
-  double sms = std::max(1, c.gpu.sm_count);
-  double waves = std::ceil(tiles / sms);
-  double wave_eff = tiles / (waves * sms);
   double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
-  double sat = W / (W + p.gemm_half_flops * (peak_flops(c, prec) / peak_flops(c, Precision::bf16)));
-  return p.gemm_eff_max * p.eff_for(prec) * wave_eff * sat;
+  double padded = W;  // a CPU (sm_count 1) has no tiles to quantize: its BLAS blocks are small
+  if (c.gpu.sm_count > 1) {
+    // the GPU does the work of every SM slot of every wave with whole output tiles (tile
+    // quantization: padded edge tiles; wave quantization: idle SMs of the last wave); like a BLAS
+    // heuristic, the tile shape that wastes least is used: the configured one, transposed, halved
+    const double sms = c.gpu.sm_count, TM = p.gemm_tile_m, TN = p.gemm_tile_n;
+    padded = std::numeric_limits<double>::infinity();
+    for (auto [tm, tn] : {std::pair{TM, TN}, {TN, TM}, {TM, TN / 2}, {TM / 2, TN / 2}, {TM / 2, TN / 4}}) {
+      double tiles = std::ceil(double(s.m) / tm) * std::ceil(double(s.n) / tn) * double(s.groups);
+      padded = std::min(padded, 2.0 * std::ceil(tiles / sms) * sms * tm * tn * double(s.k));
+    }
+  }
+  // plus a fixed ramp worth gemm_half_flops (at bf16 rate): small GEMMs are less efficient
+  double ramp = p.gemm_half_flops * (peak_flops(c, prec) / peak_flops(c, Precision::bf16));
+  return p.gemm_eff_max * p.eff_for(prec) * W / (padded + ramp);
 }
 
 double gemm_time_s(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {

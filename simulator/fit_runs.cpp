@@ -62,7 +62,11 @@ FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibratio
   FitResult fr;
   fr.calibration = start;
   fr.rows = int(runs.size());
-  auto [l0, m0] = fit_loss(runs, start);
+  // every fitted parameter starts inside its physical bounds (a value outside them, e.g. from an
+  // older calibration, is never kept just because nothing inside did better)
+  for (const auto& spec : which)
+    if (double* ref = calibration_ref(fr.calibration, spec.name)) *ref = std::clamp(*ref, spec.lo, spec.hi);
+  auto [l0, m0] = fit_loss(runs, fr.calibration);
   fr.loss_before = l0;
   fr.mape_before = m0;
   double best = l0;

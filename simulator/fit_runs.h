@@ -25,7 +25,7 @@ struct FitParamSpec {
 
 // The default set: per architecture (ampere, hopper, blackwell) the GEMM and attention kernel
 // efficiencies; globally the GEMM size scale, HBM, kernel overhead, NVLink, network, all-to-all,
-// overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency and the fixed per-step overhead.
+// MoE load spread, overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency and the fixed per-step overhead.
 std::vector<FitParamSpec> default_fit_params();
 
 struct FitResult {

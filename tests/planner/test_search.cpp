@@ -66,6 +66,16 @@ TEST(Search, PrunedEqualsExhaustiveMoeMlaMtpLora) {
   check_against_exhaustive(test::job(test::tiny_moe(), test::cluster("dgx-h100", 3), 8, 16, 2048, Precision::bf16,
                                      TrainingMethod::lora),
                            o, "tiny moe lora");
+  // the job's MoE runtime (forced balance, a deduplicating dispatcher across two nodes) reaches the
+  // probes and bounds as well as the candidates
+  Plan forced = test::job(test::tiny_moe(), test::cluster("dgx-h100", 4), 16, 32, 2048);
+  forced.parallel.moe_force_balance = true;
+  forced.parallel.moe_dispatcher = MoeDispatcher::deepep;
+  check_against_exhaustive(forced, o, "tiny moe, forced balance, deepep, 16 GPUs");
+  SearchResult r = run(forced, o);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_TRUE(r.top[0].plan.parallel.moe_force_balance);
+  EXPECT_EQ(r.top[0].plan.parallel.moe_dispatcher, MoeDispatcher::deepep);
 }
 
 TEST(Search, PrunedEqualsExhaustiveGptUnfusedA100) {
