@@ -161,7 +161,7 @@ struct Progress {
 
 int run_search(const SearchCliOptions& o) {
   Plan job = job_skeleton(o.job);
-  job.parallel.attention_backend = o.attention == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+  job.parallel.attention_backend = *parse_attention_backend(o.attention);
   job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
   job.parallel.moe_force_balance = o.moe_force_balance;
   Calibration cal = load_calibration(o.job.calibration);
@@ -411,8 +411,8 @@ void add_search_commands(CLI::App& app, Runner& run) {
     sub->add_option("--format", o->format, "table|json|csv")->check(format_choice({"table", "json", "csv"}));
     sub->add_option("--out", o->out, "write the top layouts as mplan.plan/1 files into this directory");
     sub->add_flag("--explain", o->explain, "explain why the winner won");
-    sub->add_option("--attention", o->attention, "flash|unfused attention kernels of the training code")
-        ->check(CLI::IsMember({"flash", "unfused"}));
+    sub->add_option("--attention", o->attention, "flash|unfused|triton attention kernels of the training code")
+        ->check(CLI::IsMember({"flash", "unfused", "triton"}));
     sub->add_option("--moe-dispatcher", o->moe_dispatcher, "MoE token dispatcher alltoall|deepep|hybridep")
         ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
     sub->add_flag("--moe-force-balance", o->moe_force_balance, "forced MoE load balancing (benchmarks); default: learned routing");

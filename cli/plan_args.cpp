@@ -43,7 +43,8 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--schedule", l.schedule, "gpipe|1f1b|interleaved|zb (default 1f1b, interleaved when vpp > 1)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb"}));
-  sub->add_option("--attention", l.attention, "flash|unfused attention kernels")->check(CLI::IsMember({"flash", "unfused"}));
+  sub->add_option("--attention", l.attention, "flash|unfused|triton attention kernels")
+      ->check(CLI::IsMember({"flash", "unfused", "triton"}));
   sub->add_flag("--tp-comm-overlap", l.tp_comm_overlap, "overlap TP communication with GEMMs (needs sp)");
   sub->add_option("--moe-dispatcher", l.moe_dispatcher, "MoE token dispatcher alltoall|deepep|hybridep")
       ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
@@ -91,7 +92,7 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   q.recompute_num_layers = l.recompute_layers;
   q.schedule = l.schedule.empty() ? (l.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b) : *parse_schedule(l.schedule);
   q.tp_comm_overlap = l.tp_comm_overlap;
-  q.attention_backend = l.attention == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+  q.attention_backend = *parse_attention_backend(l.attention);
   q.overlap_grad_reduce = !l.no_overlap_grad_reduce;
   q.moe_dispatcher = *parse_moe_dispatcher(l.moe_dispatcher);
   q.moe_force_balance = l.moe_force_balance;

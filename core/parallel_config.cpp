@@ -36,7 +36,19 @@ std::string to_string(CpCommType c) {
   }
   return "?";
 }
-std::string to_string(AttentionBackend a) { return a == AttentionBackend::flash ? "flash" : "unfused"; }
+std::string to_string(AttentionBackend a) {
+  switch (a) {
+    case AttentionBackend::flash: return "flash";
+    case AttentionBackend::unfused: return "unfused";
+    case AttentionBackend::triton: return "triton";
+  }
+  return "?";
+}
+std::optional<AttentionBackend> parse_attention_backend(const std::string& s) {
+  for (AttentionBackend a : {AttentionBackend::flash, AttentionBackend::unfused, AttentionBackend::triton})
+    if (to_string(a) == s) return a;
+  return std::nullopt;
+}
 std::string to_string(MoeDispatcher d) {
   switch (d) {
     case MoeDispatcher::alltoall: return "alltoall";
@@ -97,8 +109,7 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   p.moe_force_balance = f.boolean_or("moe_force_balance", false);
   p.moe_a2a_overlap = f.boolean_or("moe_a2a_overlap", false);
   p.schedule = *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
-  p.attention_backend = f.choice_or("attention_backend", {"flash", "unfused"}, "flash") == "unfused"
-                            ? AttentionBackend::unfused : AttentionBackend::flash;
+  p.attention_backend = *parse_attention_backend(f.choice_or("attention_backend", {"flash", "unfused", "triton"}, "flash"));
   p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0));
   p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0));
   if (f.has("pipeline_layout")) {

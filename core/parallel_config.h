@@ -18,7 +18,10 @@ enum class Schedule { gpipe, one_f_one_b, interleaved, zero_bubble };
 enum class CpCommType { p2p, a2a, allgather };
 // flash: fused flash attention (scores never stored); unfused: QK^T GEMM, softmax, PV GEMM with the
 // score matrix kept for the backward (Megatron-LM before flash attention, 2021-2022).
-enum class AttentionBackend { flash, unfused };
+// flash: fused flash attention (cuDNN / FlashAttention 2-3); unfused: Megatron-LM's QK^T, softmax, PV
+// path with the scores in memory; triton: the 2022 FlashAttention Triton kernel (llm-foundry's
+// attn_impl: triton), same memory as flash but slower (CostParams::triton_attn_eff).
+enum class AttentionBackend { flash, unfused, triton };
 // MoE token dispatcher: NCCL all-to-all(v) (Megatron "alltoall"), or a flex dispatcher that sends a
 // token once per remote NVLink domain and fans it out inside the domain (DeepEP, HybridEP).
 enum class MoeDispatcher { alltoall, deepep, hybridep };
@@ -30,6 +33,7 @@ std::optional<Recompute> parse_recompute(const std::string& s);
 std::optional<Schedule> parse_schedule(const std::string& s);  // gpipe|1f1b|interleaved|zb
 std::optional<CpCommType> parse_cp_comm_type(const std::string& s);
 std::string to_string(AttentionBackend a);
+std::optional<AttentionBackend> parse_attention_backend(const std::string& s);
 std::string to_string(MoeDispatcher d);
 std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s);
 

@@ -180,6 +180,8 @@ std::string export_megatron_args(const Plan& plan) {
     default: break;  // fp32: Megatron's default
   }
   if (p.attention_backend == AttentionBackend::unfused) arg("--attention-backend", "unfused");
+  if (p.attention_backend == AttentionBackend::triton)
+    notes.push_back("the plan was costed with the Triton FlashAttention kernel (llm-foundry); Megatron-LM uses its fused attention");
   // what Megatron-LM cannot express
   if (p.schedule == Schedule::zero_bubble)
     notes.push_back("the zero-bubble schedule (ZB-H1) mplan ranked is not a Megatron-LM option: these arguments run 1F1B");

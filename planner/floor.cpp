@@ -181,7 +181,7 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
       oc.seq = job_.seq();
       oc.precision = p.training.precision;
       oc.cp_comm = cc;
-      oc.flash_attention = p.parallel.attention_backend == AttentionBackend::flash;
+      oc.flash_attention = p.parallel.attention_backend != AttentionBackend::unfused;
       std::vector<Op> dense_ops = layer_ops(dense_model, 0, oc), moe_ops, emb = embedding_ops(m, oc), head = head_ops(m, oc);
       if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
       auto dense_c = op_costs(dense_ops, v, cl, prm_), moe_c = op_costs(moe_ops, v, cl, prm_);

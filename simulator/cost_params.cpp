@@ -47,6 +47,7 @@ double* cost_param_ref(CostParams& p, const std::string& n) {
   if (n == "grouped_gemm_eff") return &p.grouped_gemm_eff;
   if (n == "attn_fwd_eff") return &p.attn_fwd_eff;
   if (n == "attn_bwd_eff") return &p.attn_bwd_eff;
+  if (n == "triton_attn_eff") return &p.triton_attn_eff;
   if (n == "hbm_eff") return &p.hbm_eff;
   if (n == "kernel_overhead_us") return &p.kernel_overhead_us;
   if (n == "nvlink_eff") return &p.nvlink_eff;
@@ -79,7 +80,7 @@ CostParams Calibration::params_for(const GpuSpec& g) const {
 
 namespace {
 #define MPLAN_COST_FIELDS(X)                                                                        \
-  X(gemm_eff_max) X(gemm_half_flops) X(grouped_gemm_eff) X(attn_fwd_eff) X(attn_bwd_eff) X(hbm_eff) X(kernel_overhead_us) \
+  X(gemm_eff_max) X(gemm_half_flops) X(grouped_gemm_eff) X(attn_fwd_eff) X(attn_bwd_eff) X(triton_attn_eff) X(hbm_eff) X(kernel_overhead_us) \
   X(nvlink_eff) X(network_eff) X(a2a_eff) X(moe_load_cv) X(overlap_slowdown) X(comm_overlap) X(optimizer_overhead_s)                \
   X(allocator_overhead_frac) X(reserved_gib) X(comm_buffer_bytes)
 }  // namespace
@@ -151,7 +152,7 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   if (f.has("fit")) {
     if (const json* fj = f.object("fit")) c.fit = *fj;
   }
-  for (double* v : {&c.params.gemm_eff_max, &c.params.grouped_gemm_eff, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff, &c.params.hbm_eff,
+  for (double* v : {&c.params.gemm_eff_max, &c.params.grouped_gemm_eff, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff, &c.params.triton_attn_eff, &c.params.hbm_eff,
                     &c.params.nvlink_eff, &c.params.network_eff, &c.params.a2a_eff})
     if (*v <= 0 || *v > 1.0) problems.push_back("calibration.params: efficiencies must be in (0, 1]");
   if (!problems.empty()) return Error(problems);

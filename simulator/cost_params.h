@@ -30,6 +30,9 @@ struct CostParams {
   // Flash attention: achieved fraction of the dense peak, forward and backward.
   double attn_fwd_eff = 0.60;
   double attn_bwd_eff = 0.45;
+  // The 2022 FlashAttention Triton kernel (attention_backend "triton") runs at this fraction of the
+  // fused flash kernels' rate (no Hopper-specific instructions, bias handling).
+  double triton_attn_eff = 0.5;
   // Memory-bound ops: bytes / (hbm_gbps * hbm_eff).
   double hbm_eff = 0.70;
   // Fixed cost per kernel (launch + tail), microseconds.

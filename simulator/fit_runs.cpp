@@ -32,7 +32,7 @@ std::vector<FitParamSpec> default_fit_params() {
     v.push_back({std::string(arch) + "/attn_bwd_eff", 0.15, 0.85});
   }
   std::vector<FitParamSpec> global = {
-          {"gemm_half_flops", 1e7, 1e11},  {"grouped_gemm_eff", 0.3, 1.0},  {"hbm_eff", 0.3, 1.0},              {"kernel_overhead_us", 0.5, 40},
+          {"gemm_half_flops", 1e7, 1e11},  {"grouped_gemm_eff", 0.3, 1.0}, {"triton_attn_eff", 0.2, 1.0},  {"hbm_eff", 0.3, 1.0},              {"kernel_overhead_us", 0.5, 40},
           {"nvlink_eff", 0.3, 1.0},        {"network_eff", 0.3, 1.0},          {"a2a_eff", 0.1, 1.0}, {"moe_load_cv", 0.0, 2.0},
           {"overlap_slowdown", 0.0, 0.5},  {"precision_eff.fp8", 0.3, 1.0},    {"precision_eff.mxfp8", 0.3, 1.0},
           {"precision_eff.nvfp4", 0.2, 1.0}, {"optimizer_overhead_s", 0.0, 0.5}};

@@ -302,6 +302,12 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
       run.notes += "EP all-to-all overlap; ";
     }
   }
+  if (run.source_id == "llmfoundry_mpt_benchmarks") {
+    // llm-foundry's benchmark script (scripts/train/benchmarking/submit_benchmarks.py) runs
+    // --attn_impl triton by default: the 2022 FlashAttention Triton kernel
+    p.attention_backend = AttentionBackend::triton;
+    run.notes += "Triton flash attention (llm-foundry attn_impl); ";
+  }
   if (run.source_id == "narayanan2021_table1" || run.source_id == "korthikanti2022_table5" ||
       run.source_id == "korthikanti2022_fig1") {
     // Megatron-LM of 2021-2022: unfused attention and dropout 0.1 (the papers' setup)

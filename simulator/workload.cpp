@@ -98,6 +98,11 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind != OpKind::comm) {
       oc[i] = compute_op_cost(ops[i], gemm_precision(x, ops[i]), x.cl, x.prm);
+      if (ops[i].kind == OpKind::attention && x.p.attention_backend == AttentionBackend::triton) {
+        // the 2022 Triton FlashAttention kernel reaches triton_attn_eff of the fused kernels' rate
+        oc[i].fwd_s /= x.prm.triton_attn_eff;
+        oc[i].bwd_input_s /= x.prm.triton_attn_eff;
+      }
       if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
     }
   auto next_gemm = [&](size_t i) -> const OpCost* {
@@ -249,7 +254,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
   oc.cp_comm = p.cp_comm_type == CpCommType::p2p ? OpContext::CpComm::p2p
                : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
                                                    : OpContext::CpComm::allgather;
-  oc.flash_attention = p.attention_backend == AttentionBackend::flash;
+  oc.flash_attention = p.attention_backend != AttentionBackend::unfused;
   if (m.moe && p.ep > 1) {
     const MoeSpec& e = *m.moe;
     if (!p.moe_force_balance)

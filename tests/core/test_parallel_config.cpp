@@ -159,3 +159,17 @@ TEST(ParallelConfig, MoeRuntimeOptionsJson) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("moe_dispatcher"), std::string::npos) << bad.error().message();
 }
+
+TEST(ParallelConfig, AttentionBackendJson) {
+  ParallelConfig p;
+  p.world_size = 8;
+  p.attention_backend = AttentionBackend::triton;
+  auto r = parallel_from_json(parallel_to_json(p));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->attention_backend, AttentionBackend::triton);
+  auto j = parallel_to_json(p);
+  j["attention_backend"] = "xformers";
+  auto bad = parallel_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("attention_backend"), std::string::npos) << bad.error().message();
+}

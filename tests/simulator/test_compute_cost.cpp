@@ -10,7 +10,8 @@ namespace {
 TEST(GemmCost, OneWaveCostsOneTileTime) {
   ClusterSpec c = *cluster_preset("dgx-h100");
   CostParams p = default_cost_params(c);
-  p.gemm_half_flops = 0;  // isolate the quantization
+  p.gemm_half_flops = 0;  // isolate the quantization (no ramp, no memory bound)
+  p.hbm_eff = 1e6;
   p.kernel_overhead_us = 0;
   const int64_t n = 256, k = 8192;
   // while the output tiles fit in one wave over the SMs, the GEMM takes one tile's time

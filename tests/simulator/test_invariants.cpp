@@ -106,3 +106,19 @@ TEST(Simulator, LoraSkipsWeightGradients) {
   EXPECT_LT(rb->time.compute, 0.8 * ra->time.compute);
   EXPECT_EQ(rb->memory.optimizer, 0);
 }
+
+TEST(Simulator, TritonAttentionIsSlowerWithTheSameMemory) {
+  Plan p = llama70b(64, 8, 2, 1, 1, 64);
+  Plan t = p;
+  t.parallel.attention_backend = AttentionBackend::triton;
+  CostParams c = default_cost_params(p.cluster);
+  c.triton_attn_eff = 0.5;
+  auto a = simulate(p, c), b = simulate(t, c);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GT(b->step_time_s, a->step_time_s);
+  EXPECT_DOUBLE_EQ(b->peak_memory_gib, a->peak_memory_gib);
+  c.triton_attn_eff = 1.0;
+  auto same = simulate(t, c);
+  ASSERT_TRUE(same.ok());
+  EXPECT_DOUBLE_EQ(same->step_time_s, a->step_time_s);
+}
