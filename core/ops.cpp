@@ -181,7 +181,7 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     Op at;
     at.name = "attn_core";
     at.kind = OpKind::attention;
-    at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true};
+    at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true, c.triton_attention};
     // per rank with load-balanced causal chunks: half of the q x kv score matrix
     at.fwd_flops = 2.0 * d.b * d.sq * d.skv * heads * (dqk + dv) * 0.5;
     at.fwd_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv) + heads * dv);

@@ -41,6 +41,7 @@ struct GemmShape {
 struct AttnShape {
   int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim_qk = 0, head_dim_v = 0;
   bool causal = true;
+  bool triton_kernel = false;  // the 2022 FlashAttention Triton kernel (CostParams::triton_attn_eff)
 };
 
 struct Op {
@@ -73,6 +74,7 @@ struct OpContext {
   // context-parallel exchange: "p2p" ring of K/V chunks, "a2a" (Ulysses head scatter), "allgather" of K/V
   enum class CpComm { p2p, a2a, allgather } cp_comm = CpComm::p2p;
   bool flash_attention = true;  // false: unfused QK^T / softmax / PV with the scores saved
+  bool triton_attention = false;  // flash attention by the 2022 Triton kernel (same memory, slower)
   int64_t micro_batch = 1;
   int64_t seq = 1;
   Precision precision = Precision::bf16;
@@ -86,6 +88,9 @@ std::vector<Op> layer_ops(const ModelSpec& m, int layer, const OpContext& c);
 // Ops before the first layer (embedding) and after the last (final norm, LM head, loss).
 std::vector<Op> embedding_ops(const ModelSpec& m, const OpContext& c);
 std::vector<Op> head_ops(const ModelSpec& m, const OpContext& c);
+
+// The MoE token dispatch or combine all-to-all (costed by the dispatcher model, not as a plain a2a).
+inline bool is_moe_token_all_to_all(const Op& o) { return o.name == "dispatch_a2a" || o.name == "combine_a2a"; }
 
 // Op names of the vocabulary (for validation of profile rows and per-op tables).
 const std::vector<std::string>& op_vocabulary();

@@ -76,7 +76,7 @@ FloorPiece cost_list(const std::vector<Op>& ops, const std::vector<OpCost>& oc, 
       (v.split ? W : B) += oc[i].bwd_weight_s;
       continue;
     }
-    double t = op.name == "dispatch_a2a" || op.name == "combine_a2a"
+    double t = is_moe_token_all_to_all(op)
                    ? moe_all_to_all_time_s(op.comm_bytes, v.moe_share, v.ep_pl, cl, prm)
                    : collective_time_s(op.collective, op.comm_bytes, placement(op.group), cl, prm);
     const OpCost* nx = gemm_after(i);
@@ -182,6 +182,7 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
       oc.precision = p.training.precision;
       oc.cp_comm = cc;
       oc.flash_attention = p.parallel.attention_backend != AttentionBackend::unfused;
+      oc.triton_attention = p.parallel.attention_backend == AttentionBackend::triton;
       std::vector<Op> dense_ops = layer_ops(dense_model, 0, oc), moe_ops, emb = embedding_ops(m, oc), head = head_ops(m, oc);
       if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
       auto dense_c = op_costs(dense_ops, v, cl, prm_), moe_c = op_costs(moe_ops, v, cl, prm_);

@@ -75,6 +75,10 @@ OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const C
       double sat = op.fwd_flops / (op.fwd_flops + p.gemm_half_flops);
       r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead(p);
       r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead(p);
+      if (op.attn.triton_kernel) {  // the 2022 Triton kernel reaches triton_attn_eff of the fused rate
+        r.fwd_s = (r.fwd_s - overhead(p)) / p.triton_attn_eff + overhead(p);
+        r.bwd_input_s = (r.bwd_input_s - overhead(p)) / p.triton_attn_eff + overhead(p);
+      }
       break;
     }
     case OpKind::comm:

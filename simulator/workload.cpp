@@ -71,7 +71,7 @@ const GroupPlacement& placement_of(const Ctx& x, CommGroup g) {
 }
 
 double comm_time(const Ctx& x, const Op& op) {
-  if (op.name == "dispatch_a2a" || op.name == "combine_a2a")
+  if (is_moe_token_all_to_all(op))
     return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep, x.cl, x.prm);
   return collective_time_s(op.collective, op.comm_bytes, placement_of(x, op.group), x.cl, x.prm);
 }
@@ -98,11 +98,6 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind != OpKind::comm) {
       oc[i] = compute_op_cost(ops[i], gemm_precision(x, ops[i]), x.cl, x.prm);
-      if (ops[i].kind == OpKind::attention && x.p.attention_backend == AttentionBackend::triton) {
-        // the 2022 Triton FlashAttention kernel reaches triton_attn_eff of the fused kernels' rate
-        oc[i].fwd_s /= x.prm.triton_attn_eff;
-        oc[i].bwd_input_s /= x.prm.triton_attn_eff;
-      }
       if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
     }
   auto next_gemm = [&](size_t i) -> const OpCost* {
@@ -255,6 +250,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
                : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
                                                    : OpContext::CpComm::allgather;
   oc.flash_attention = p.attention_backend != AttentionBackend::unfused;
+  oc.triton_attention = p.attention_backend == AttentionBackend::triton;
   if (m.moe && p.ep > 1) {
     const MoeSpec& e = *m.moe;
     if (!p.moe_force_balance)
