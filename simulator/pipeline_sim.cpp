@@ -104,6 +104,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       // activation memory held between F and B/W
       if (a.phase == Phase::F) {
         act[s] += ch.act_bytes;
+        sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s] + ch.fwd_transient_bytes);
       } else if (a.phase == Phase::B) {
         sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s] + ch.transient_bytes);
         act[s] -= ch.act_bytes - ch.act_w_bytes;

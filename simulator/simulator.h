@@ -36,8 +36,13 @@ struct MemoryBreakdown {
   double optimizer = 0;
   double activations = 0;
   double comm_buffers = 0;
-  double other = 0;  // allocator overhead, CUDA context, workspaces
+  double other = 0;  // GEMM workspaces, allocator slack, CUDA context
+  // Parts of the total the framework's own allocator does not see (NCCL buffers, CUDA context), and its
+  // slack (reserved - allocated): reserved = total - outside_allocator, allocated = reserved - slack.
+  double outside_allocator = 0, allocator_slack = 0;
   double total() const { return weights + gradients + optimizer + activations + comm_buffers + other; }
+  double reserved() const { return total() - outside_allocator; }
+  double allocated() const { return reserved() - allocator_slack; }
 };
 
 struct StageReport {

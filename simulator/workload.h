@@ -42,9 +42,10 @@ struct OpTally {
 struct ChunkCost {
   int layers = 0;
   PhaseCost F, B, W;  // W is empty unless the schedule splits weight gradients
-  double act_bytes = 0;       // activations held from F until B(/W), per micro-batch
-  double act_w_bytes = 0;     // the part of act_bytes held until W (zero-bubble)
-  double transient_bytes = 0; // working memory during this chunk's backward (recompute, logits)
+  double act_bytes = 0;            // activations held from F until B(/W), per micro-batch
+  double act_w_bytes = 0;          // the part of act_bytes held until W (zero-bubble)
+  double transient_bytes = 0;      // working memory during this chunk's backward (recompute, gradients, logits)
+  double fwd_transient_bytes = 0;  // working memory during this chunk's forward (logits, CP K/V buffers)
   std::vector<OpTally> ops;
 };
 
@@ -52,6 +53,9 @@ struct StageWork {
   std::vector<ChunkCost> chunks;  // [vpp]
   double dense_params = 0;        // parameters on this rank (after TP split), non-expert
   double expert_params = 0;       // expert parameters on this rank (after EP x ETP split)
+  double unquantized_params = 0;  // of dense_params: embedding, LM head and norms (never fp8 linears)
+  double layer_params = 0;        // the largest transformer layer's parameters on this rank (FSDP unit)
+  int layers = 0;                 // transformer layers on this rank (all chunks)
   double dp_grad_s = 0;           // gradient reduction over DP (+ expert grads over EDP)
   double dp_param_gather_s = 0;   // parameter all-gather after the step (distributed optimizer)
   double optimizer_s = 0;         // local optimizer step
