@@ -182,6 +182,9 @@ void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVo
     for (const char* k : {"kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"}) r.put(k, k);
   }
   r.put("recompute", "recompute_granularity", norm_text, "none");
+  auto ckpt = r.raw("checkpoint_activations");  // Megatron-LM before recompute_granularity (2020-2021)
+  if (!r.raw("recompute_granularity") && ckpt) r.set("recompute", "checkpoint_activations", *ckpt,
+                                                     norm_bool(*ckpt) == "True" ? "full" : "none");
   auto fsdp = r.raw("use_torch_fsdp2"), mfsdp = r.raw("use_megatron_fsdp");
   if ((fsdp && norm_bool(*fsdp) == "True") || (mfsdp && norm_bool(*mfsdp) == "True"))
     r.set("zero", "use_torch_fsdp2/use_megatron_fsdp", "True", "3");

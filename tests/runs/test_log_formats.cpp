@@ -19,27 +19,12 @@ using mplan::Plan;
 
 namespace {
 
-LogSet read_text(const std::string& text, const std::string& name = "train.log") {
-  std::istringstream in(text);
-  std::vector<ScannedLog> files;
-  files.push_back(scan_log(in, name));
-  auto set = combine_logs(std::move(files));
-  EXPECT_TRUE(set.ok()) << (set.ok() ? "" : set.error().message());
-  return set.ok() ? set.value() : LogSet{};
-}
-
 Plan llama3() { return runs_test::load_plan("llama3_8b_h100_dp8.plan.json"); }
 
 ImportResult import_ok(const LogJob& job, const Plan& plan, ImportOptions opt = {}) {
   auto r = import_log_job(job, plan, opt);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? r.value() : ImportResult{};
-}
-
-bool has_warning(const RunRecord& r, const std::string& needle) {
-  for (const auto& w : r.warnings)
-    if (w.find(needle) != std::string::npos) return true;
-  return false;
 }
 
 }  // namespace
@@ -70,7 +55,7 @@ TEST(LogFormats, MegatronLmFullArgumentsBlockWithInterleavedRanks) {
   size_t mid = text.find("[default0]:  hidden_size");
   ASSERT_NE(mid, std::string::npos);
   text.insert(mid, "[default3]: > building GPT model ...\n[default5]:  num_layers ..... 2\n");
-  LogSet set = read_text(text);
+  LogSet set = runs_test::read_log_text(text);
   ASSERT_EQ(set.jobs.size(), 1u);
   const LogJob& job = set.jobs[0];
   EXPECT_EQ(job.launches[0].args.size(), s.args.size());
@@ -79,11 +64,19 @@ TEST(LogFormats, MegatronLmFullArgumentsBlockWithInterleavedRanks) {
   EXPECT_EQ(job.config.source, ConfigSource::megatron_args);
   ASSERT_TRUE(job.launches[0].padded_vocab);
   EXPECT_EQ(job.launches[0].padded_vocab->padded, 128256);  // already a multiple of 128
+  // The same with srun --label in front of torchrun's prefixes (two nodes).
+  std::string srun;
+  std::istringstream lines(text);
+  for (std::string l; std::getline(lines, l);) srun += (l.rfind("[default7]", 0) == 0 ? "1: " : "0: ") + l + "\n";
+  LogSet two = runs_test::read_log_text(srun);
+  ASSERT_EQ(two.jobs.size(), 1u);
+  EXPECT_EQ(two.jobs[0].launches[0].args.size(), s.args.size());
+  EXPECT_EQ(two.jobs[0].iteration_lines(), 20);
   ImportResult r = import_ok(job, plan);
   EXPECT_EQ(r.framework, "Megatron-LM");
   EXPECT_NEAR(summarize(r.run.steps, {}).mfu, 0.40, 0.002);
   EXPECT_TRUE(r.run.steps.back().peak_memory_gib);
-  EXPECT_FALSE(has_warning(r.run, "could not be checked"));
+  EXPECT_FALSE(runs_test::has_warning(r.run, "could not be checked"));
 }
 
 TEST(LogFormats, SkippedAndNanIntervalsAreNotMeasured) {
@@ -103,7 +96,7 @@ TEST(LogFormats, SkippedAndNanIntervalsAreNotMeasured) {
     if (it == 100) i.skipped = 10;
     text += log_gen::megatron_line(i) + "\n";
   }
-  LogSet set = read_text(text);
+  LogSet set = runs_test::read_log_text(text);
   ImportResult r = import_ok(set.jobs[0], plan);
   ASSERT_EQ(r.run.steps.size(), 15u);
   auto at = [&](int it) { return r.run.steps[size_t(it / 10 - 1)]; };
@@ -117,9 +110,9 @@ TEST(LogFormats, SkippedAndNanIntervalsAreNotMeasured) {
   RunSummary s = summarize(r.run.steps, {});
   EXPECT_EQ(s.steps_measured, 15 - 1 - 4);      // warm-up (iteration 10) and the skipped intervals
   EXPECT_NEAR(s.mfu, 0.40, 0.001);              // the fast skipped interval does not lift the median
-  EXPECT_TRUE(has_warning(r.run, "skipped"));
+  EXPECT_TRUE(runs_test::has_warning(r.run, "skipped"));
   EXPECT_FALSE(r.run.steps[0].peak_memory_gib); // no memory report in this log: absent, not 0
-  EXPECT_TRUE(has_warning(r.run, "no memory report"));
+  EXPECT_TRUE(runs_test::has_warning(r.run, "no memory report"));
 }
 
 TEST(LogFormats, MegatronDeepSpeedKeepsItsTflopsAndTgs) {
@@ -142,7 +135,7 @@ TEST(LogFormats, MegatronDeepSpeedKeepsItsTflopsAndTgs) {
     text += log_gen::deepspeed_line(i, 8192, 8, causal_tf * 1.12) + "\n";
     if (it == 10) text += log_gen::memory_line(0, 10, 70000) + "\n";
   }
-  LogSet set = read_text(text);
+  LogSet set = runs_test::read_log_text(text);
   ASSERT_EQ(set.jobs.size(), 1u);
   EXPECT_EQ(set.jobs[0].framework, "Megatron-DeepSpeed");
   EXPECT_EQ(set.jobs[0].config.source, ConfigSource::deepspeed_args);
@@ -181,7 +174,7 @@ TEST(LogFormats, MegatronBridgeYamlDumpAndGigabyteMemory) {
     text += "[default7]:" + log_gen::megatron_line(i) + "\n";
     if (it == 20) text += "[default0]:" + log_gen::bridge_memory_line(0, 20, 71.3) + "\n";
   }
-  LogSet set = read_text(text);
+  LogSet set = runs_test::read_log_text(text);
   ASSERT_EQ(set.jobs.size(), 1u);
   const LogJob& job = set.jobs[0];
   EXPECT_EQ(job.framework, "Megatron-Bridge");
@@ -191,7 +184,7 @@ TEST(LogFormats, MegatronBridgeYamlDumpAndGigabyteMemory) {
   EXPECT_EQ(job.launches[0].bridge_yaml.at("model.virtual_pipeline_model_parallel_size"), "None");
   EXPECT_EQ(job.launches[0].bridge_yaml.count("dataset.blend"), 0u);  // a list of lists is not read
   ImportResult r = import_ok(job, plan);
-  EXPECT_TRUE(has_warning(r.run, "model.seq_length 4096"));
+  EXPECT_TRUE(runs_test::has_warning(r.run, "model.seq_length 4096"));
   ASSERT_TRUE(r.run.steps.back().peak_memory_gib);
   EXPECT_NEAR(*r.run.steps.back().peak_memory_gib, 71.3e9 / 1073741824.0, 1e-3);  // GB are 1e9 bytes
   EXPECT_FALSE(r.run.steps[0].peak_memory_gib);  // reported after iteration 20
@@ -232,7 +225,7 @@ TEST(LogFormats, NemoProgressPrinterBarAndDeltaTiming) {
   // ProgressPrinter every 10 steps.
   std::string printer = "[NeMo I 2024-06-12 10:00:05 nemo_logging:349] Experiments will be logged at /results\n";
   for (int s = 10; s <= 100; s += 10) printer += log_gen::nemo_printer_line(s, 100, step_s, 3.0, 128) + "\n";
-  LogSet a = read_text(printer);
+  LogSet a = runs_test::read_log_text(printer);
   ASSERT_EQ(a.jobs.size(), 1u);
   EXPECT_EQ(a.jobs[0].framework, "NeMo");
   EXPECT_EQ(a.jobs[0].first_iteration(), 10);
@@ -241,19 +234,19 @@ TEST(LogFormats, NemoProgressPrinterBarAndDeltaTiming) {
   EXPECT_EQ(r.run.source, "nemo-log");
   EXPECT_NEAR(summarize(r.run.steps, {}).mfu, 0.39, 0.002);
   EXPECT_EQ(r.run.started_at, "2024-06-12T10:00:05Z");
-  EXPECT_TRUE(has_warning(r.run, "NeMo logs print no configuration"));
+  EXPECT_TRUE(runs_test::has_warning(r.run, "NeMo logs print no configuration"));
   // A Lightning progress bar: many '\r' refreshes on one physical line, one per step; repeated
   // refreshes of the same step count once.
   std::string bar;
   for (int s = 1; s <= 30; ++s) bar += log_gen::nemo_bar(s, 30, step_s, 3.0) + "\r" + log_gen::nemo_bar(s, 30, step_s, 3.0) + "\r";
-  LogSet b = read_text(bar + "\n");
+  LogSet b = runs_test::read_log_text(bar + "\n");
   ASSERT_EQ(b.jobs.size(), 1u);
   EXPECT_EQ(b.jobs[0].iteration_lines(), 30);
   EXPECT_EQ(b.jobs[0].format, "nemo-2.0 (progress-bar)");
   // DeltaTimingCallback: every step, 0-based.
   std::string delta;
   for (int s = 0; s < 25; ++s) delta += log_gen::nemo_delta_line(s, step_s, "2024-06-12 10:0" + std::to_string(s / 10) + ":00") + "\n";
-  LogSet c = read_text(delta);
+  LogSet c = runs_test::read_log_text(delta);
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_EQ(c.jobs[0].first_iteration(), 1);
   EXPECT_EQ(c.jobs[0].last_iteration(), 25);

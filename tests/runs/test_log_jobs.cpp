@@ -16,16 +16,9 @@ using mplan::Plan;
 
 namespace {
 
-LogSet read_text(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<ScannedLog> files;
-  files.push_back(scan_log(in, "slurm-4711.out"));
-  auto set = combine_logs(std::move(files));
-  EXPECT_TRUE(set.ok()) << (set.ok() ? "" : set.error().message());
-  return set.ok() ? set.value() : LogSet{};
-}
-
 Plan llama3() { return runs_test::load_plan("llama3_8b_h100_dp8.plan.json"); }
+
+LogSet read_log(const std::string& text) { return runs_test::read_log_text(text, "slurm-4711.out"); }
 
 log_gen::LaunchSpec launch(const Plan& p, int64_t first, int64_t last, double t0 = 0) {
   log_gen::LaunchSpec s;
@@ -42,7 +35,7 @@ TEST(LogJobs, SmokeJobThenRealJobAreTwoJobs) {
   smoke.model.num_layers = 2;  // the usual two-layer smoke test before the real job
   std::string text = log_gen::megatron_launch(smoke, launch(smoke, 10, 30)) +
                      log_gen::megatron_launch(plan, launch(plan, 10, 200, 600));
-  LogSet set = read_text(text);
+  LogSet set = read_log(text);
   ASSERT_EQ(set.jobs.size(), 2u);
   EXPECT_EQ(set.jobs[0].iteration_lines(), 3);
   EXPECT_EQ(set.jobs[1].iteration_lines(), 20);
@@ -70,7 +63,7 @@ TEST(LogJobs, BenchmarkPassesWithDifferentSettingsAreSeparateJobs) {
     p.parallel.micro_batch_size = mbs;
     text += log_gen::megatron_launch(p, launch(p, 10, 50, mbs * 1000.0));
   }
-  LogSet set = read_text(text);
+  LogSet set = read_log(text);
   ASSERT_EQ(set.jobs.size(), 4u);
   for (const auto& j : set.jobs) EXPECT_EQ(j.iteration_lines(), 5);
   EXPECT_TRUE(import_log_job(set.jobs[0], plan, {}).ok());
@@ -84,7 +77,7 @@ TEST(LogJobs, ResumeOfTheSameJobIsOneRunAndRerunFromScratchIsAnother) {
   first.memory_mib = 60000;
   auto resumed = launch(plan, 110, 200, 3000);  // restarted from the iteration-100 checkpoint
   resumed.memory_mib = 70000;
-  LogSet set = read_text(log_gen::megatron_launch(plan, first) + log_gen::megatron_launch(plan, resumed));
+  LogSet set = read_log(log_gen::megatron_launch(plan, first) + log_gen::megatron_launch(plan, resumed));
   ASSERT_EQ(set.jobs.size(), 1u);
   ASSERT_EQ(set.jobs[0].launches.size(), 2u);
   auto r = import_log_job(set.jobs[0], plan, {});
@@ -96,7 +89,7 @@ TEST(LogJobs, ResumeOfTheSameJobIsOneRunAndRerunFromScratchIsAnother) {
   EXPECT_NEAR(*r->run.steps[13].peak_memory_gib, 70000 / 1024.0, 1e-9);
 
   // The same configuration started again from iteration 1: a new run, not a resume.
-  LogSet again = read_text(log_gen::megatron_launch(plan, launch(plan, 10, 100)) +
+  LogSet again = read_log(log_gen::megatron_launch(plan, launch(plan, 10, 100)) +
                            log_gen::megatron_launch(plan, launch(plan, 10, 100, 5000)));
   EXPECT_EQ(again.jobs.size(), 2u);
   // Without an arguments block, a restart that continues counting is a resume; one from 1 is a new job.
@@ -104,8 +97,8 @@ TEST(LogJobs, ResumeOfTheSameJobIsOneRunAndRerunFromScratchIsAnother) {
   bare.args.clear();
   auto bare_resume = launch(plan, 60, 150, 3000);
   bare_resume.args.clear();
-  EXPECT_EQ(read_text(log_gen::megatron_launch(plan, bare) + log_gen::megatron_launch(plan, bare_resume)).jobs.size(), 1u);
-  EXPECT_EQ(read_text(log_gen::megatron_launch(plan, bare) + log_gen::megatron_launch(plan, bare)).jobs.size(), 2u);
+  EXPECT_EQ(read_log(log_gen::megatron_launch(plan, bare) + log_gen::megatron_launch(plan, bare_resume)).jobs.size(), 1u);
+  EXPECT_EQ(read_log(log_gen::megatron_launch(plan, bare) + log_gen::megatron_launch(plan, bare)).jobs.size(), 2u);
 }
 
 TEST(LogJobs, PerRankFilesAreCombined) {

@@ -43,12 +43,6 @@ ImportResult import_ok(const std::string& log_file, const std::string& plan_file
   return r.value();
 }
 
-bool has_warning(const RunRecord& r, const std::string& needle) {
-  for (const auto& w : r.warnings)
-    if (w.find(needle) != std::string::npos) return true;
-  return false;
-}
-
 }  // namespace
 
 TEST(MegatronLine, IterationLinesOfEveryVersion) {
@@ -136,7 +130,7 @@ TEST(MegatronLog, Format2020) {
   ImportResult r = import_ok("megatron_2020_gpt2_345m.log", "gpt2_345m_v100_tp2.plan.json");
   EXPECT_EQ(r.run.source, "megatron-log");
   EXPECT_EQ(r.run.started_at, "2020-11-20T09:12:44Z");  // no zone in the log, no --tz: as if UTC (warned)
-  EXPECT_TRUE(has_warning(r.run, "carry no time zone"));
+  EXPECT_TRUE(runs_test::has_warning(r.run, "carry no time zone"));
   EXPECT_EQ(r.warmup_excluded, 1);  // the first line averages iterations 1..100
   EXPECT_TRUE(r.run.steps[0].warmup);
   RunSummary s = summarize(r.run.steps, {});
@@ -165,7 +159,7 @@ TEST(MegatronLog, Format2023WithResumedJob) {
   EXPECT_FALSE(r.run.steps[1].warmup);
   EXPECT_TRUE(r.run.steps[12].warmup);
   EXPECT_FALSE(r.run.steps[13].warmup);
-  EXPECT_TRUE(has_warning(r.run, "restarts at iteration 110"));
+  EXPECT_TRUE(runs_test::has_warning(r.run, "restarts at iteration 110"));
   EXPECT_EQ(r.run.software["framework"], "Megatron-LM");
   EXPECT_EQ(r.run.software["transformer_impl"], "transformer_engine");
   RunSummary s = summarize(r.run.steps, {});
@@ -193,7 +187,7 @@ TEST(MegatronLog, Format2024ThroughputAndTimestamps) {
   // Megatron-LM of 2024 counted full attention: its throughput is ~1.125x mplan's causal FLOPs.
   const StepMetric& m = r.run.steps[20];
   EXPECT_NEAR(*m.reported_tflops_per_gpu / m.tflops_per_gpu, 57912852480.0 / 51470401536.0, 0.01);
-  EXPECT_FALSE(has_warning(r.run, "reported"));
+  EXPECT_FALSE(runs_test::has_warning(r.run, "reported"));
   EXPECT_EQ(r.run.started_at, "2024-06-12T10:11:02Z");
 }
 
@@ -245,7 +239,7 @@ TEST(MegatronLog, PlanThatContradictsTheLogIsRefused) {
   lax.allow_mismatch = true;
   auto ok = import_log_job(job, wrong, lax);
   ASSERT_TRUE(ok.ok()) << ok.error().message();
-  EXPECT_TRUE(has_warning(ok->run, "world_size = 8 but the plan has parallel.world_size = 32"));
+  EXPECT_TRUE(runs_test::has_warning(ok->run, "world_size = 8 but the plan has parallel.world_size = 32"));
 }
 
 TEST(MegatronLog, NoIterationLinesIsAnErrorNamingTheFormatsRead) {
@@ -269,18 +263,15 @@ TEST(MegatronLog, BatchRampUpUsesTheLoggedBatch) {
       "global batch size:    64 | lm loss: 5.0E+00 |\n"
       " iteration       30/     100 | consumed samples:         2240 | elapsed time per iteration (ms): 4000.0 | "
       "global batch size:   128 | lm loss: 5.0E+00 |\n";
-  std::istringstream in(text);
-  std::vector<ScannedLog> files;
-  files.push_back(scan_log(in, "ramp.log"));
-  auto set = combine_logs(std::move(files));
-  ASSERT_TRUE(set.ok());
+  LogSet set = runs_test::read_log_text(text, "ramp.log");
+  ASSERT_EQ(set.jobs.size(), 1u);
   mplan::Plan plan = runs_test::load_plan("llama3_8b_h100_dp8.plan.json");
   ImportOptions opt;
-  opt.allow_mismatch = true;  // ~2.2 s per 128 x 8k step on 8 H100 would be > 100% MFU
-  auto r = import_log_job(set->jobs.front(), plan, opt);
+  opt.allow_mismatch = true;  // 4 s per 128 x 8k step on 8 H100 would be > 100% MFU
+  auto r = import_log_job(set.jobs.front(), plan, opt);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_TRUE(has_warning(r->run, "ramp-up"));
-  EXPECT_TRUE(has_warning(r->run, "no 'arguments' block"));
+  EXPECT_TRUE(runs_test::has_warning(r->run, "ramp-up"));
+  EXPECT_TRUE(runs_test::has_warning(r->run, "no 'arguments' block"));
   // Same tokens/s at every batch size (time doubles with the batch).
   EXPECT_NEAR(r->run.steps[1].tokens_per_s, r->run.steps[2].tokens_per_s, 1e-6);
   EXPECT_NEAR(r->run.steps[2].tokens_per_s, 128.0 * 8192 / 4.0, 1e-6);

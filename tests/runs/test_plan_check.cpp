@@ -20,14 +20,7 @@ namespace {
 Plan llama3() { return runs_test::load_plan("llama3_8b_h100_dp8.plan.json"); }
 Plan mixtral() { return runs_test::load_plan("mixtral_8x7b_h100_tp2_pp4_ep8.plan.json"); }
 
-LogJob job_of(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<ScannedLog> files;
-  files.push_back(scan_log(in, "train.log"));
-  auto set = combine_logs(std::move(files));
-  EXPECT_TRUE(set.ok()) << (set.ok() ? "" : set.error().message());
-  return set.value().jobs.front();
-}
+LogJob job_of(const std::string& text) { return runs_test::read_log_text(text).jobs.front(); }
 
 LogJob megatron_job(const Plan& p, double mfu = 0.4, double reported = 1.0, bool args = true) {
   log_gen::LaunchSpec s;

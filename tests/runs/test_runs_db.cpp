@@ -97,6 +97,44 @@ void exec(const std::string& path, const char* sql) {
   sqlite3_close(db);
 }
 
+// Schema 1 exactly as the first mplan wrote it (kept here, independent of runs/schema.cpp).
+const char* kSchema1Sql = R"sql(
+    CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, plan_key TEXT NOT NULL, plan_json TEXT NOT NULL,
+      source TEXT NOT NULL, host TEXT NOT NULL DEFAULT '', software_json TEXT NOT NULL DEFAULT '{}',
+      git_commit TEXT NOT NULL DEFAULT '', started_at TEXT NOT NULL DEFAULT '',
+      prediction_json TEXT NOT NULL DEFAULT '{}',
+      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')));
+    CREATE INDEX runs_by_plan ON runs(plan_key, started_at);
+    CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+      step INTEGER NOT NULL, loss REAL NOT NULL DEFAULT 0, step_time_s REAL NOT NULL,
+      tokens_per_s REAL NOT NULL DEFAULT 0, tflops_per_gpu REAL NOT NULL DEFAULT 0, mfu REAL NOT NULL DEFAULT 0,
+      peak_memory_gib REAL NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
+    CREATE TABLE ops (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+      op TEXT NOT NULL, measured_s REAL NOT NULL DEFAULT 0, predicted_s REAL NOT NULL DEFAULT 0,
+      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
+    CREATE TABLE tags (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag TEXT NOT NULL,
+      PRIMARY KEY (run_id, tag)) WITHOUT ROWID;
+    CREATE INDEX tags_by_tag ON tags(tag);
+    PRAGMA application_id = 1836084338;
+)sql";
+
+// Schema 2's additions, as mplan wrote them.
+const char* kSchema2Sql = R"sql(
+    ALTER TABLE steps ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE steps ADD COLUMN reported_tflops_per_gpu REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN source_file TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN warnings_json TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE runs ADD COLUMN steps_total INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN steps_measured INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN step_time_s REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN tokens_per_s REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN tflops_per_gpu REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN mfu REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN mfu_spread REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN peak_memory_gib REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN predicted_mfu REAL NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 TEST(RunsDb, RoundTripWithSummaryTagsAndOrder) {
@@ -188,34 +226,16 @@ TEST(RunsDb, CreatesSchemaInEmptyExistingFile) {
   EXPECT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
 }
 
-// Schema 1 exactly as the first mplan wrote it (kept here, independent of runs/schema.cpp).
 TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
   std::string path = runs_test::temp_dir() + "/v1.db";
-  exec(path, R"sql(
-    CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, plan_key TEXT NOT NULL, plan_json TEXT NOT NULL,
-      source TEXT NOT NULL, host TEXT NOT NULL DEFAULT '', software_json TEXT NOT NULL DEFAULT '{}',
-      git_commit TEXT NOT NULL DEFAULT '', started_at TEXT NOT NULL DEFAULT '',
-      prediction_json TEXT NOT NULL DEFAULT '{}',
-      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')));
-    CREATE INDEX runs_by_plan ON runs(plan_key, started_at);
-    CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
-      step INTEGER NOT NULL, loss REAL NOT NULL DEFAULT 0, step_time_s REAL NOT NULL,
-      tokens_per_s REAL NOT NULL DEFAULT 0, tflops_per_gpu REAL NOT NULL DEFAULT 0, mfu REAL NOT NULL DEFAULT 0,
-      peak_memory_gib REAL NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
-    CREATE TABLE ops (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
-      op TEXT NOT NULL, measured_s REAL NOT NULL DEFAULT 0, predicted_s REAL NOT NULL DEFAULT 0,
-      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
-    CREATE TABLE tags (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag TEXT NOT NULL,
-      PRIMARY KEY (run_id, tag)) WITHOUT ROWID;
-    CREATE INDEX tags_by_tag ON tags(tag);
-    PRAGMA application_id = 1836084338;
+  exec(path, (std::string(kSchema1Sql) + R"sql(
     PRAGMA user_version = 1;
     INSERT INTO runs (plan_key, plan_json, source, started_at, prediction_json)
       VALUES ('tiny-old', '{"model":{"name":"tiny"}}', 'megatron-log', '2023-01-01T00:00:00Z', '{"mfu":0.5}');
     INSERT INTO steps (run_id, idx, step, step_time_s, mfu, peak_memory_gib) VALUES
       (1, 0, 10, 2.0, 0.30, 40), (1, 1, 20, 1.5, 0.40, 41), (1, 2, 30, 1.5, 0.41, 42);
     INSERT INTO tags VALUES (1, 'baseline');
-  )sql");
+  )sql").c_str());
   auto db = open_ok(path);
   ASSERT_TRUE(db);
   auto r = db->get_run(1);
@@ -243,37 +263,14 @@ TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
 // new columns take their defaults, summaries and tags stay.
 TEST(RunsDb, MigratesSchema2ZerosToNull) {
   std::string path = runs_test::temp_dir() + "/v2.db";
-  exec(path, R"sql(
-    CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, plan_key TEXT NOT NULL, plan_json TEXT NOT NULL,
-      source TEXT NOT NULL, host TEXT NOT NULL DEFAULT '', software_json TEXT NOT NULL DEFAULT '{}',
-      git_commit TEXT NOT NULL DEFAULT '', started_at TEXT NOT NULL DEFAULT '',
-      prediction_json TEXT NOT NULL DEFAULT '{}',
-      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
-      source_file TEXT NOT NULL DEFAULT '', warnings_json TEXT NOT NULL DEFAULT '[]',
-      steps_total INTEGER NOT NULL DEFAULT 0, steps_measured INTEGER NOT NULL DEFAULT 0,
-      step_time_s REAL NOT NULL DEFAULT 0, tokens_per_s REAL NOT NULL DEFAULT 0,
-      tflops_per_gpu REAL NOT NULL DEFAULT 0, mfu REAL NOT NULL DEFAULT 0, mfu_spread REAL NOT NULL DEFAULT 0,
-      peak_memory_gib REAL NOT NULL DEFAULT 0, predicted_mfu REAL NOT NULL DEFAULT 0);
-    CREATE INDEX runs_by_plan ON runs(plan_key, started_at);
-    CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
-      step INTEGER NOT NULL, loss REAL NOT NULL DEFAULT 0, step_time_s REAL NOT NULL,
-      tokens_per_s REAL NOT NULL DEFAULT 0, tflops_per_gpu REAL NOT NULL DEFAULT 0, mfu REAL NOT NULL DEFAULT 0,
-      peak_memory_gib REAL NOT NULL DEFAULT 0, warmup INTEGER NOT NULL DEFAULT 0,
-      reported_tflops_per_gpu REAL NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
-    CREATE TABLE ops (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
-      op TEXT NOT NULL, measured_s REAL NOT NULL DEFAULT 0, predicted_s REAL NOT NULL DEFAULT 0,
-      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
-    CREATE TABLE tags (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag TEXT NOT NULL,
-      PRIMARY KEY (run_id, tag)) WITHOUT ROWID;
-    CREATE INDEX tags_by_tag ON tags(tag);
-    PRAGMA application_id = 1836084338;
+  exec(path, (std::string(kSchema1Sql) + kSchema2Sql + R"sql(
     PRAGMA user_version = 2;
     INSERT INTO runs (plan_key, plan_json, source, started_at, steps_total, steps_measured, mfu)
       VALUES ('tiny-v2', '{"model":{"name":"tiny"}}', 'megatron-log', '2024-01-01T00:00:00Z', 2, 1, 0.4);
     INSERT INTO steps (run_id, idx, step, loss, step_time_s, mfu, peak_memory_gib, warmup, reported_tflops_per_gpu)
       VALUES (1, 0, 10, 0, 2.0, 0.3, 0, 1, 0), (1, 1, 20, 4.5, 1.5, 0.4, 50, 0, 410);
     INSERT INTO tags VALUES (1, 'golden');
-  )sql");
+  )sql").c_str());
   auto db = open_ok(path);
   ASSERT_TRUE(db);
   auto r = db->get_run(1);

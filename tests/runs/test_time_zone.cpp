@@ -17,12 +17,6 @@ namespace {
 
 int64_t wall(const std::string& t) { return parse_wall_clock(t).value(); }
 
-bool has_warning(const RunRecord& r, const std::string& needle) {
-  for (const auto& w : r.warnings)
-    if (w.find(needle) != std::string::npos) return true;
-  return false;
-}
-
 }  // namespace
 
 TEST(TimeZone, FixedOffsetsAndBadSpecs) {
@@ -100,32 +94,28 @@ TEST(TimeZone, ImportUsesTheStatedZoneElseTz) {
   log_gen::LaunchSpec s;
   s.args = log_gen::megatron_args(plan);
   auto import = [&](const std::string& head, ImportOptions opt) {
-    std::istringstream in(head + log_gen::megatron_launch(plan, s));
-    std::vector<ScannedLog> files;
-    files.push_back(scan_log(in, "slurm.out"));
-    auto set = combine_logs(std::move(files));
-    EXPECT_TRUE(set.ok());
-    auto r = import_log_job(set->jobs.front(), plan, opt);
+    LogSet set = runs_test::read_log_text(head + log_gen::megatron_launch(plan, s), "slurm.out");
+    auto r = import_log_job(set.jobs.front(), plan, opt);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
     return r.value();
   };
   // The log's local times (10:00:00) in the zone its Slurm header states.
   ImportResult cest = import("START TIME: Wed Jun 12 09:59:50 CEST 2024\n", {});
   EXPECT_EQ(cest.run.started_at, "2024-06-12T08:00:00Z");
-  EXPECT_FALSE(has_warning(cest.run, "time zone"));
+  EXPECT_FALSE(runs_test::has_warning(cest.run, "time zone"));
   // No zone in the log: --tz, else UTC with a warning.
   ImportOptions tz;
   tz.tz = TimeZone::parse("-05:00").value();
   EXPECT_EQ(import("", tz).run.started_at, "2024-06-12T15:00:00Z");
   ImportResult none = import("", {});
   EXPECT_EQ(none.run.started_at, "2024-06-12T10:00:00Z");
-  EXPECT_TRUE(has_warning(none.run, "carry no time zone"));
+  EXPECT_TRUE(runs_test::has_warning(none.run, "carry no time zone"));
   // The log's zone wins over a different --tz (with a note); an ambiguous one needs --tz.
   ImportResult both = import("START TIME: Wed Jun 12 09:59:50 CEST 2024\n", tz);
   EXPECT_EQ(both.run.started_at, "2024-06-12T08:00:00Z");
-  EXPECT_TRUE(has_warning(both.run, "instead of --tz"));
+  EXPECT_TRUE(runs_test::has_warning(both.run, "instead of --tz"));
   ImportResult cst = import("START TIME: Wed Jun 12 09:59:50 CST 2024\n", {});
-  EXPECT_TRUE(has_warning(cst.run, "names several zones"));
+  EXPECT_TRUE(runs_test::has_warning(cst.run, "names several zones"));
   ImportOptions shanghai;
   shanghai.tz = TimeZone::parse("+08:00").value();
   EXPECT_EQ(import("START TIME: Wed Jun 12 09:59:50 CST 2024\n", shanghai).run.started_at, "2024-06-12T02:00:00Z");
