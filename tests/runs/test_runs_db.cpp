@@ -118,7 +118,8 @@ const char* kSchema1Sql = R"sql(
     PRAGMA application_id = 1836084338;
 )sql";
 
-// Schema 2's additions, as mplan wrote them.
+// Schema 2's additions, as mplan wrote them (a copy on purpose: old files must keep migrating even if
+// runs/schema.cpp is edited).
 const char* kSchema2Sql = R"sql(
     ALTER TABLE steps ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE steps ADD COLUMN reported_tflops_per_gpu REAL NOT NULL DEFAULT 0;
