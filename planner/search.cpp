@@ -167,12 +167,12 @@ bool Searcher::prepare() {
   st_.structures = int64_t(n);
   structs_.assign(n, StructInfo{});
   // frames (serial: a map from the frame's sizes to its index)
-  std::map<std::tuple<int, int, int, int, int, int, int, int>, int> frame_ids;
+  std::map<std::tuple<int, int, int, int, int, int, int, int, int, int>, int> frame_ids;
   std::vector<Layout> frame_base;
   std::vector<int> frame_pipe;
   for (size_t i = 0; i < n; ++i) {
     const Layout& b = space_.structures[i].base;
-    auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), b.cp, b.dp, b.ep, b.etp);
+    auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), int(b.first_layers), int(b.last_layers), b.cp, b.dp, b.ep, b.etp);
     auto [it, inserted] = frame_ids.emplace(key, int(frame_base.size()));
     if (inserted) {
       Layout fb = b;
