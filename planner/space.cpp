@@ -50,7 +50,7 @@ std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp)
   std::vector<int> balanced;
   for (const auto& row : balanced_pipeline_layout(m, pp, 1)) balanced.push_back(row[0]);
   for (int k = 1; k <= 3; ++k)
-    for (int j = 0; j <= 2; ++j) {
+    for (int j = -2; j <= 2; ++j) {
       if ((L + j + k) % pp != 0) continue;
       int n = (L + j + k) / pp, first = n - j, last = n - k;
       if (first < 1 || last < 1 || n < 1) continue;

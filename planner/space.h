@@ -54,8 +54,9 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
 
 // First/last-stage layer counts tried for pp > 1 and vpp = 1 (Megatron's
 // --decoder-first/last-pipeline-num-layers): the middle stages hold n layers each, the last stage
-// n - k for k = 1..3 (it holds the LM head and the loss) and the first n - j for j = 0..2 (the
-// embedding), with the layers adding up; splits equal to the even or the balanced one are left out.
+// n - k for k = 1..3 (it holds the LM head and the loss) and the first n - j for j = -2..2 (the
+// embedding is a lookup: the first stage may take a layer or two more, or fewer), with the layers
+// adding up; splits equal to the even or the balanced one are left out.
 // Sorted, deterministic.
 std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp);
 
