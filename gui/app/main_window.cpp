@@ -241,12 +241,7 @@ QWidget* MainWindow::buildResultsTab() {
 }
 
 QWidget* MainWindow::buildTimelineTab() {
-  timeline_ = new TimelineView;
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(timeline_);
-  scroll->setWidgetResizable(true);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setFrameShape(QFrame::NoFrame);
+  timeline_ = new TimelineView;  // scrolls its lanes itself: the ruler stays pinned
   auto* bar = new QHBoxLayout;
   auto button = [&](const QString& text, const QString& tip, auto slot) {
     auto* b = new QToolButton;
@@ -255,9 +250,10 @@ QWidget* MainWindow::buildTimelineTab() {
     connect(b, &QToolButton::clicked, timeline_, slot);
     bar->addWidget(b);
   };
-  button("Zoom in", "Zoom in (+, mouse wheel)", &TimelineView::zoomIn);
-  button("Zoom out", "Zoom out (-, mouse wheel)", &TimelineView::zoomOut);
+  button("Zoom in", "Zoom in (W, +, Ctrl+wheel)", &TimelineView::zoomIn);
+  button("Zoom out", "Zoom out (S, -, Ctrl+wheel)", &TimelineView::zoomOut);
   button("Whole step", "Show the whole step (0, double click)", &TimelineView::showAll);
+  button("Zoom to selection", "Drag over the lanes to measure a range, then zoom to it (Z)", &TimelineView::zoomToSelection);
   plan_header_ = new QLabel;
   plan_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   bar->addSpacing(12);
@@ -265,7 +261,7 @@ QWidget* MainWindow::buildTimelineTab() {
   auto* w = new QWidget;
   auto* v = new QVBoxLayout(w);
   v->addLayout(bar);
-  v->addWidget(scroll, 1);
+  v->addWidget(timeline_, 1);
   return w;
 }
 
@@ -527,7 +523,17 @@ void MainWindow::showPlan(const Candidate& c, int rank) {
   row("model TFLOP/s/GPU", QString::number(r.model_tflops_per_gpu, 'f', 1));
   row("peak memory", QString("%1 of %2").arg(formatGiB(r.peak_memory_gib), formatGiB(r.capacity_gib, 0)));
   row("micro-batches", QString::number(r.num_microbatches));
-  row("bubble", formatPercent(r.bubble_fraction));
+  QString bubble = formatPercent(r.bubble_fraction);
+  if (r.bottleneck_stage >= 0 && r.step_time_s > 0)
+    bubble += QString(" = fill/drain %1 + stage imbalance %2 (critical rank: stage %3; bottleneck: stage %4)")
+                  .arg(formatPercent(r.bubble_fill_drain_s / r.step_time_s), formatPercent(r.bubble_imbalance_s / r.step_time_s))
+                  .arg(r.critical_stage)
+                  .arg(r.bottleneck_stage);
+  row("bubble", bubble.toHtmlEscaped());
+  if (c.plan.parallel.num_layers_in_first_pipeline_stage || c.plan.parallel.num_layers_in_last_pipeline_stage)
+    row("pipeline split", QString("first stage %1 layers, last stage %2 layers")
+                              .arg(c.plan.parallel.num_layers_in_first_pipeline_stage)
+                              .arg(c.plan.parallel.num_layers_in_last_pipeline_stage));
   html += "</table>";
   if (!r.warnings.empty()) {
     html += "<p><b>Warnings</b></p><ul>";
