@@ -2,17 +2,13 @@
 #include "simulator/bubbles.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <cmath>
 
 namespace mplan {
 
 namespace {
 
-std::string pct(double f) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.0f%%", 100 * f);
-  return b;
-}
+std::string pct(double f) { return std::to_string(std::lround(100 * f)) + "%"; }
 
 }  // namespace
 

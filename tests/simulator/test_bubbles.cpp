@@ -15,13 +15,7 @@ namespace {
 
 // Qwen3-30B-A3B (vocabulary 151k, hidden 2048): the LM head weighs about two layers; pp3, 64 micro-batches.
 Plan heavy_head(int first = 0, int last = 0) {
-  Plan p;
-  p.model = *model_preset("qwen3-30b-a3b");
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {512, 4096, Precision::bf16};
-  p.parallel.world_size = 24;
-  p.parallel.pp = 3;
-  p.parallel.ep = 8;
+  Plan p = preset_plan("qwen3-30b-a3b", 24, 512, 4096, 1, 3, 1, 8);
   p.parallel.num_layers_in_first_pipeline_stage = first;
   p.parallel.num_layers_in_last_pipeline_stage = last;
   return p;

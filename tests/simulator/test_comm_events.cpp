@@ -10,22 +10,13 @@
 
 #include "core/presets.h"
 #include "simulator/simulator.h"
+#include "sim_fixtures.h"
 
 namespace mplan {
 namespace {
 
-Plan make(const std::string& model, int gpus, int64_t gbs, int64_t seq, int tp, int pp, int vpp = 1) {
-  Plan p;
-  p.model = *model_preset(model);
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {gbs, seq, Precision::bf16};
-  p.parallel.world_size = gpus;
-  p.parallel.tp = tp;
-  p.parallel.sp = tp > 1;
-  p.parallel.pp = pp;
-  p.parallel.vpp = vpp;
-  p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-  return p;
+Plan make(const char* model, int gpus, int64_t gbs, int64_t seq, int tp, int pp, int vpp = 1) {
+  return preset_plan(model, gpus, gbs, seq, tp, pp, vpp);
 }
 
 struct Case {
