@@ -192,7 +192,7 @@ void TimelineView::paintLanes(QPainter& g) {
         // the hidden part pale, the exposed part (the end of the block) solid
         g.fillRect(r, stream.lighter(165));
         double ex = std::min(w, b.exposed_s * pps);
-        if (b.exposed_s > 0) g.fillRect(QRectF(r.right() - std::max(1.0, ex), r.top(), std::max(1.0, ex), r.height()), stream.darker(115));
+        if (ex >= 0.5) g.fillRect(QRectF(r.right() - std::max(1.0, ex), r.top(), std::max(1.0, ex), r.height()), stream.darker(115));
         continue;
       }
       QColor c = phaseColor(b.phase, b.chunk);

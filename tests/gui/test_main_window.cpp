@@ -58,6 +58,16 @@ SearchFunction untilCancelled() {
   };
 }
 
+// Shows the window with a search that counts its calls; the GPUs field has the focus.
+QSpinBox* showWithCountingSearch(MainWindow& w, std::atomic<int>& calls) {
+  w.searchController()->setSearchFunction(threeLayouts(&calls));
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) return nullptr;
+  QSpinBox* gpus = w.inputsPanel()->gpusBox();
+  gpus->setFocus();
+  return gpus;
+}
+
 bool searchAndWait(MainWindow& w, int gpus) {
   JobInputs in;
   in.gpus = gpus;
@@ -217,11 +227,8 @@ class TestMainWindow : public QObject {
   void enterAndShortcutsStartASearch() {
     MainWindow w;
     std::atomic<int> calls{0};
-    w.searchController()->setSearchFunction(threeLayouts(&calls));
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QSpinBox* gpus = w.inputsPanel()->gpusBox();
-    gpus->setFocus();
+    QSpinBox* gpus = showWithCountingSearch(w, calls);
+    QVERIFY(gpus);
     QTest::keyClick(gpus, Qt::Key_Return);
     QVERIFY(w.searchController()->waitForFinished(120000));
     QCOMPARE(calls.load(), 1);
@@ -236,11 +243,8 @@ class TestMainWindow : public QObject {
   void zeroGpusIsReportedNotReverted() {
     MainWindow w;
     std::atomic<int> calls{0};
-    w.searchController()->setSearchFunction(threeLayouts(&calls));
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QSpinBox* gpus = w.inputsPanel()->gpusBox();
-    gpus->setFocus();
+    QSpinBox* gpus = showWithCountingSearch(w, calls);
+    QVERIFY(gpus);
     gpus->selectAll();
     QTest::keyClicks(gpus, "0");
     QTest::keyClick(gpus, Qt::Key_Return);

@@ -14,6 +14,7 @@
 #include "gui/widgets/palette.h"
 #include "gui/widgets/timeline_view.h"
 #include "image_checks.h"
+#include "tests/simulator/sim_fixtures.h"
 
 using namespace mplan;
 using namespace mplan::gui;
@@ -21,16 +22,7 @@ using namespace mplan::gui;
 namespace {
 
 Plan plan(const char* model, int gpus, int64_t gbs, int64_t seq, int tp, int pp, int ep = 1) {
-  Plan p;
-  p.model = *model_preset(model);
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {gbs, seq, Precision::bf16};
-  p.parallel.world_size = gpus;
-  p.parallel.tp = tp;
-  p.parallel.sp = tp > 1;
-  p.parallel.pp = pp;
-  p.parallel.ep = ep;
-  return p;
+  return preset_plan(model, gpus, gbs, seq, tp, pp, 1, ep);
 }
 
 TimelineData timelineOf(const Plan& p) {
@@ -44,6 +36,14 @@ TimelineData timelineOf(const Plan& p) {
 void wheel(TimelineView& v, QPointF at, int dy, Qt::KeyboardModifiers mods = Qt::NoModifier) {
   QWheelEvent e(at, v.mapToGlobal(at), QPoint(), QPoint(0, dy), Qt::NoButton, mods, Qt::NoScrollPhase, false);
   QApplication::sendEvent(&v, &e);
+}
+
+// Shows `v` at w x h with the timeline of `p`; false when the window did not come up.
+bool showTimeline(TimelineView& v, int w, int h, const Plan& p, const QString& title) {
+  v.resize(w, h);
+  v.setTimeline(timelineOf(p), title);
+  v.show();
+  return QTest::qWaitForWindowExposed(&v);
 }
 
 // Dark (text) pixels inside a rectangle of a grabbed image.
@@ -62,10 +62,7 @@ class TestTimelineView : public QObject {
  private slots:
   void rulerStaysPinnedWhileTheLanesScroll() {
     TimelineView v;
-    v.resize(1024, 500);
-    v.setTimeline(timelineOf(plan("llama3-70b", 128, 64, 4096, 8, 16)), "llama3-70b tp8 pp16");
-    v.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    QVERIFY(showTimeline(v, 1024, 500, plan("llama3-70b", 128, 64, 4096, 8, 16), "llama3-70b tp8 pp16"));
     QCOMPARE(v.timeline().stages, 16);
     QVERIFY(v.maxVerticalOffset() > 0);  // 16 stages do not fit: the lanes scroll
     const QRect axis = v.axisRect();
@@ -107,10 +104,7 @@ class TestTimelineView : public QObject {
 
   void dragMeasuresARangeAndZIsZoomToIt() {
     TimelineView v;
-    v.resize(1200, 600);
-    v.setTimeline(timelineOf(plan("llama3-8b", 64, 256, 4096, 2, 4)), "llama3-8b pp4");
-    v.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    QVERIFY(showTimeline(v, 1200, 600, plan("llama3-8b", 64, 256, 4096, 2, 4), "llama3-8b pp4"));
     const int y = v.laneRect(0).center().y();
     const int x1 = int(v.mapping().x0) + 100, x2 = x1 + 400;
     const double t1 = v.mapping().toTime(x1), t2 = v.mapping().toTime(x2), span = v.mapping().span();
@@ -136,10 +130,7 @@ class TestTimelineView : public QObject {
 
   void overviewShowsAndMovesTheVisibleRange() {
     TimelineView v;
-    v.resize(1200, 600);
-    v.setTimeline(timelineOf(plan("llama3-8b", 64, 256, 4096, 2, 4)), "llama3-8b pp4");
-    v.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    QVERIFY(showTimeline(v, 1200, 600, plan("llama3-8b", 64, 256, 4096, 2, 4), "llama3-8b pp4"));
     const QRect o = v.overviewRect();
     QVERIFY(o.width() > 500 && o.height() >= 20);
     QVERIFY(o.bottom() < v.axisRect().top() + 1);
