@@ -10,7 +10,7 @@
 
 namespace mplan::planner {
 
-PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe) {
+PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first, int last) {
   PipeShape ps;
   ps.pp = pp;
   ps.vpp = vpp;
@@ -20,6 +20,10 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe) 
   p.vpp = vpp;
   p.world_size = pp;
   if (pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, pp, vpp);
+  if (pipe == PipeLayout::first_last) {
+    p.num_layers_in_first_pipeline_stage = first;
+    p.num_layers_in_last_pipeline_stage = last;
+  }
   auto n = layers_per_stage_chunk(m, p);
   ps.layers.assign(size_t(pp) * vpp, 0);
   ps.first.assign(size_t(pp) * vpp, 0);

@@ -22,6 +22,10 @@ ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, Atten
   p.schedule = l.schedule;
   p.attention_backend = attn;
   if (l.pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, l.pp, l.vpp);
+  if (l.pipe == PipeLayout::first_last) {
+    p.num_layers_in_first_pipeline_stage = l.first_layers;
+    p.num_layers_in_last_pipeline_stage = l.last_layers;
+  }
   return p;
 }
 
@@ -43,6 +47,11 @@ Layout from_parallel(const ParallelConfig& p) {
   l.overlap = p.tp_comm_overlap ? 1 : 0;
   l.schedule = p.schedule;
   l.pipe = p.pipeline_layout.empty() ? PipeLayout::even : PipeLayout::balanced;
+  if (p.pipeline_layout.empty() && (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage)) {
+    l.pipe = PipeLayout::first_last;
+    l.first_layers = int16_t(p.num_layers_in_first_pipeline_stage);
+    l.last_layers = int16_t(p.num_layers_in_last_pipeline_stage);
+  }
   return l;
 }
 
@@ -51,6 +60,8 @@ std::string short_name(const Layout& l) {
                   std::to_string(l.pp);
   if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
   if (l.pipe == PipeLayout::balanced) s += " (balanced)";
+  if (l.pipe == PipeLayout::first_last)
+    s += " (first " + std::to_string(l.first_layers) + ", last " + std::to_string(l.last_layers) + " layers)";
   s += " dp" + std::to_string(l.dp);
   if (l.cp > 1) s += " cp" + std::to_string(l.cp) + "/" + to_string(l.cp_comm);
   if (l.ep > 1 || l.etp > 1) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.etp);

@@ -28,17 +28,42 @@ struct Counter {
   }
 };
 
-int pipe_index(Space& sp, std::map<std::tuple<int, int, int>, int>& ids, const ModelSpec& m, int pp, int vpp, PipeLayout pipe) {
-  auto key = std::make_tuple(pp, vpp, int(pipe));
+using PipeKey = std::tuple<int, int, int, int, int>;  // pp, vpp, pipe, first, last
+
+int pipe_index(Space& sp, std::map<PipeKey, int>& ids, const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first,
+               int last) {
+  auto key = std::make_tuple(pp, vpp, int(pipe), first, last);
   auto it = ids.find(key);
   if (it != ids.end()) return it->second;
   int id = int(sp.pipes.size());
-  sp.pipes.push_back(make_pipe_shape(m, pp, vpp, pipe));
+  sp.pipes.push_back(make_pipe_shape(m, pp, vpp, pipe, first, last));
   ids.emplace(key, id);
   return id;
 }
 
 }  // namespace
+
+std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp) {
+  std::vector<std::pair<int, int>> out;
+  const int L = m.num_layers;
+  if (pp < 2) return out;
+  std::vector<int> balanced;
+  for (const auto& row : balanced_pipeline_layout(m, pp, 1)) balanced.push_back(row[0]);
+  for (int k = 1; k <= 3; ++k)
+    for (int j = -2; j <= 2; ++j) {
+      if ((L + j + k) % pp != 0) continue;
+      int n = (L + j + k) / pp, first = n - j, last = n - k;
+      if (first < 1 || last < 1 || n < 1) continue;
+      std::vector<int> st(size_t(pp), n);
+      st.front() = first;
+      st.back() = last;
+      if (st == balanced) continue;
+      out.emplace_back(first, last);
+    }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 std::vector<int> zero_levels(const Limits& lim) {
   std::vector<int> z;
@@ -52,7 +77,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   Counter cnt{space, {}};
   const ModelSpec& m = job.model();
   const int world = job.world;
-  std::map<std::tuple<int, int, int>, int> pipe_ids;
+  std::map<PipeKey, int> pipe_ids;
   Layout l;
   for (int tp : divisors(world)) {
     if (!lim.allows("tp", tp)) continue;
@@ -87,29 +112,37 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
               if (!lim.allows("vpp", vpp)) continue;
               bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0 && pp * vpp <= m.num_layers;
               bool balanced = pp > 1 && pp * vpp <= job.units;
-              std::vector<PipeLayout> pipes;
-              if (even) pipes.push_back(PipeLayout::even);
+              struct Pipe {
+                PipeLayout kind;
+                int first = 0, last = 0;
+              };
+              std::vector<Pipe> pipes;
+              if (even) pipes.push_back({PipeLayout::even});
               if (balanced) {
                 auto b = balanced_pipeline_layout(m, pp, vpp);
                 bool same = even;
                 if (even)
                   for (const auto& row : b)
                     for (int v : row) same = same && v == m.num_layers / (pp * vpp);
-                if (!same) pipes.push_back(PipeLayout::balanced);
+                if (!same) pipes.push_back({PipeLayout::balanced});
               }
+              if (vpp == 1)
+                for (auto [first, last] : uneven_stage_splits(m, pp)) pipes.push_back({PipeLayout::first_last, first, last});
               if (pipes.empty()) { cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split); continue; }
-              for (PipeLayout pipe : pipes) {
+              for (const Pipe& pipe : pipes) {
                 int pid = -1;
                 for (int mbs : divisors(job.gbs() / dp)) {
                   if (!lim.allows("mbs", mbs)) continue;
                   int64_t micro = job.gbs() / (int64_t(mbs) * dp);
                   if (vpp > 1 && micro % pp != 0) { cnt.reject(rule::interleaved_m); continue; }
-                  if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe);
+                  if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe.kind, pipe.first, pipe.last);
                   Structure st;
                   st.base = l;
                   st.base.pp = pp;
                   st.base.vpp = vpp;
-                  st.base.pipe = pipe;
+                  st.base.pipe = pipe.kind;
+                  st.base.first_layers = int16_t(pipe.first);
+                  st.base.last_layers = int16_t(pipe.last);
                   st.base.cp = cp;
                   st.base.dp = dp;
                   st.base.ep = ep;

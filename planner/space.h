@@ -10,6 +10,8 @@
 //  - pp: divisors with pp*vpp <= pipeline units; an even split when the layers divide, else (and in
 //    addition, when it differs) Megatron's balanced split that counts the embedding and the loss as
 //    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, interleaved schedule for vpp > 1.
+//    With vpp = 1 also lighter first and last stages (uneven_stage_splits): the last stage holds the
+//    LM head and the loss, often a few layers' worth of work, and then sets the pace of the pipeline.
 //  - schedule: 1F1B and zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out
 //    unless fixed: it has 1F1B's bubble but holds all micro-batches' activations, so 1F1B dominates it.
 //  - cp: divisors while each rank keeps >= 1024 tokens (seq/cp >= 1024, or --max cp), with the p2p
@@ -49,6 +51,14 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_acro
 // variants are counted into `space` when given. Returns how many there are.
 int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
                            std::vector<Layout>* out, Space* space);
+
+// First/last-stage layer counts tried for pp > 1 and vpp = 1 (Megatron's
+// --decoder-first/last-pipeline-num-layers): the middle stages hold n layers each, the last stage
+// n - k for k = 1..3 (it holds the LM head and the loss) and the first n - j for j = -2..2 (the
+// embedding is a lookup: the first stage may take a layer or two more, or fewer), with the layers
+// adding up; splits equal to the even or the balanced one are left out.
+// Sorted, deterministic.
+std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp);
 
 // ZeRO levels allowed by the limits.
 std::vector<int> zero_levels(const Limits& lim);

@@ -438,6 +438,8 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
                     collective_time_s(Collective::all_gather, st.expert_params * 2 * frac, x.edp, cl, prm);
         double rs = collective_time_s(Collective::reduce_scatter, grad_dense * frac, x.dp, cl, prm) +
                     collective_time_s(Collective::reduce_scatter, grad_expert * frac, x.edp, cl, prm);
+        ch.fsdp_gather_s = ag;
+        ch.fsdp_scatter_s = rs;
         ch.F.dp += overlapped(x, ag, ch.F.total(), std::max(1, ch.layers));
         ch.B.dp += overlapped(x, ag + rs, ch.B.total(), std::max(1, ch.layers));
       }

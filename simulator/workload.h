@@ -47,6 +47,9 @@ struct ChunkCost {
   double transient_bytes = 0;      // working memory during this chunk's backward (recompute, gradients, logits)
   double fwd_transient_bytes = 0;  // working memory during this chunk's forward (logits, CP K/V buffers)
   std::vector<OpTally> ops;
+  // ZeRO-3 only: the parameter all-gather and gradient reduce-scatter of this chunk per micro-batch,
+  // whole (F/B.dp hold what of them is exposed); for the timeline's communication events.
+  double fsdp_gather_s = 0, fsdp_scatter_s = 0;
 };
 
 struct StageWork {
