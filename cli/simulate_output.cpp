@@ -56,6 +56,7 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
   row("ep comm exposed", r.time.ep_comm_exposed);
   row("dp comm exposed", r.time.dp_comm_exposed);
   row("pp p2p exposed", r.time.pp_p2p_exposed);
+  row("offload exposed", r.time.offload_exposed);
   row("bubble: fill/drain", r.bubble_fill_drain_s);
   row("bubble: stage imbalance", r.bubble_imbalance_s);
   row("optimizer", r.time.optimizer);

@@ -46,7 +46,7 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
 // Per-chunk totals of one layout.
 struct ChunkTotals {
   double F = 0, B = 0, W = 0;       // seconds per micro-batch
-  double act = 0, act_w = 0, transient = 0;  // bytes
+  double act = 0, act_w = 0, transient = 0, fwd_transient = 0;  // bytes
 };
 
 // The action lists of one schedule shape (all stages).

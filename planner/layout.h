@@ -26,17 +26,23 @@ struct Layout {
   CpCommType cp_comm = CpCommType::p2p;
   PipeLayout pipe = PipeLayout::even;
   int16_t first_layers = 0, last_layers = 0;  // pipe == first_last only
+  uint32_t rmods = 0;    // recompute == selective: Megatron's --recompute-modules (0 = its default, core_attn)
+  uint32_t offload = 0;  // fine-grained activation offloading modules (OffloadModules bits)
 
   auto key() const {
     return std::make_tuple(tp, sp, pp, vpp, int(pipe), first_layers, last_layers, cp, int(cp_comm), ep, etp, zero, mbs,
-                           int(recompute), recompute_layers, int(schedule), overlap);
+                           int(recompute), recompute_layers, rmods, offload, int(schedule), overlap);
   }
   bool operator<(const Layout& o) const { return key() < o.key(); }
   bool operator==(const Layout& o) const { return key() == o.key(); }
 };
 
-// The ParallelConfig of `l` for a job of `world` GPUs; overlap flags on, attention backend as given.
-ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, AttentionBackend attn);
+// The ParallelConfig of `l` for a job of `world` GPUs, with the job's runtime options (copy_job_runtime).
+ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, const ParallelConfig& job);
+// The options every candidate inherits from the job rather than the search: attention kernel, MoE
+// dispatcher, routing and capacity, fp8 parameter storage, gradient and optimizer dtypes, fused loss,
+// hybrid sharding. The one place the planner's probes, candidates and bounds take them from.
+void copy_job_runtime(ParallelConfig& dst, const ParallelConfig& job);
 // The Layout of a ParallelConfig (pipe = balanced when it carries an explicit pipeline_layout,
 // first_last when it gives first/last-stage layer counts).
 Layout from_parallel(const ParallelConfig& p);

@@ -371,9 +371,7 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
     }
   }
   Plan p = job_;
-  p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel.attention_backend);
-  p.parallel.moe_dispatcher = job_.parallel.moe_dispatcher;
-  p.parallel.moe_force_balance = job_.parallel.moe_force_balance;
+  p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel);
   auto r = simulate(p, prm_);
   if (!r) {  // simulate() validates every layout; the enumerator's rules should never let one through
     ev.invalid = r.error().problems.empty() ? "invalid layout" : r.error().problems.front();
@@ -527,9 +525,7 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
   ParallelConfig keep = job.parallel;
   job.parallel = ParallelConfig{};
   job.parallel.world_size = keep.world_size;
-  job.parallel.attention_backend = keep.attention_backend;
-  job.parallel.moe_dispatcher = keep.moe_dispatcher;
-  job.parallel.moe_force_balance = keep.moe_force_balance;
+  copy_job_runtime(job.parallel, keep);
   int world = keep.world_size;
   std::vector<std::string> e;
   if (world < 1) e.push_back("the job needs at least one GPU (parallel.world_size)");

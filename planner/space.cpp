@@ -65,6 +65,33 @@ std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp)
   return out;
 }
 
+std::vector<uint32_t> recompute_module_sets(const Job& job) {
+  const ModelSpec& m = job.model();
+  if (!framework_memory(job.plan->training.framework).supports_recompute_modules) return {0};
+  auto set = [](std::initializer_list<RecomputeModule> mods) {
+    uint32_t b = 0;
+    for (RecomputeModule r : mods) b |= uint32_t(r);
+    return b;
+  };
+  using R = RecomputeModule;
+  std::vector<uint32_t> out = {0};  // Megatron's default: core_attn
+  if (!m.moe) {
+    out.push_back(set({R::core_attn, R::layernorm}));
+    out.push_back(set({R::core_attn, R::layernorm, R::mlp}));
+  } else {
+    out.push_back(set({R::layernorm, R::moe_act}));
+    out.push_back(set({R::layernorm, R::moe}));
+    if (job.mla) out.push_back(set({R::mla_up_proj, R::layernorm, R::moe_act}));
+  }
+  return out;
+}
+
+std::vector<uint32_t> offload_module_sets(const Job& job) {
+  if (!framework_memory(job.plan->training.framework).supports_activation_offload) return {0};
+  if (job.moe) return {0, uint32_t(OffloadModule::expert_fc1) | uint32_t(OffloadModule::moe_act)};
+  return {0, uint32_t(OffloadModule::core_attn) | uint32_t(OffloadModule::attn_proj)};
+}
+
 std::vector<int> zero_levels(const Limits& lim) {
   std::vector<int> z;
   for (int v = 0; v <= 3; ++v)
@@ -197,19 +224,33 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
     if (f == Schedule::gpipe && l.vpp == 1) scheds = {Schedule::gpipe};
     else scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return s != f; }), scheds.end());
   }
-  // recompute modes: (mode, layers)
-  std::vector<std::pair<Recompute, int>> rcs;
-  if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::none, 0});
-  if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::selective, 0});
+  // recompute modes: (mode, layers, selective modules, offloaded modules)
+  struct Rc {
+    Recompute mode;
+    int layers;
+    uint32_t rmods, offload;
+  };
+  std::vector<Rc> rcs;
+  const std::vector<uint32_t> offloads = offload_module_sets(job);
+  if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0))
+    for (uint32_t off : offloads) rcs.push_back({Recompute::none, 0, 0, off});
+  if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0))
+    for (uint32_t mods : recompute_module_sets(job))
+      for (uint32_t off : offloads) {
+        const bool moe_rc = (mods & uint32_t(RecomputeModule::moe)) != 0;
+        const bool moe_off = (off & (uint32_t(OffloadModule::expert_fc1) | uint32_t(OffloadModule::moe_act))) != 0;
+        if (moe_rc && moe_off) continue;  // Megatron rejects offloading what the moe module recomputes
+        rcs.push_back({Recompute::selective, 0, mods, off});
+      }
   if (lim.allows("recompute", 2)) {
-    if (lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::full, 0});
+    if (lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::full, 0, 0, 0});
     for (int k : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128})
-      if (k < ps.min_chunk && lim.allows("recompute_layers", k)) rcs.push_back({Recompute::full, k});
+      if (k < ps.min_chunk && lim.allows("recompute_layers", k)) rcs.push_back({Recompute::full, k, 0, 0});
     if (lim.fixed("recompute_layers")) {
       int k = lim.fix.at("recompute_layers");
       bool have = false;
-      for (auto& rc : rcs) have = have || (rc.first == Recompute::full && rc.second == k);
-      if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k});
+      for (auto& rc : rcs) have = have || (rc.mode == Recompute::full && rc.layers == k);
+      if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k, 0, 0});
     }
   }
   int64_t count = 0;
@@ -228,14 +269,16 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
       }
       count += int64_t(rcs.size()) * int64_t(scheds.size());
       if (!out) continue;
-      for (auto [rc, k] : rcs)
+      for (const Rc& rc : rcs)
         for (Schedule s : scheds) {
           Layout v = l;
           v.sp = sp;
           v.overlap = ov;
           v.cp_comm = cc;
-          v.recompute = rc;
-          v.recompute_layers = k;
+          v.recompute = rc.mode;
+          v.recompute_layers = rc.layers;
+          v.rmods = rc.rmods;
+          v.offload = rc.offload;
           v.schedule = s;
           out->push_back(v);
         }

@@ -17,8 +17,10 @@
 //  - cp: divisors while each rank keeps >= 1024 tokens (seq/cp >= 1024, or --max cp), with the p2p
 //    ring, all-to-all and all-gather exchanges.
 //  - ep: divisors of the experts tiling tp*cp*dp; etp: divisors of tp (Megatron's default is etp=tp).
-//  - mbs: every divisor of gbs/dp. ZeRO 0-3. recompute: none, selective, full of all layers, and
-//    full of the first k layers of each chunk for k in 1, 2, 3, 4, 6, 8, 12, 16 ... below the smallest chunk.
+//  - mbs: every divisor of gbs/dp. ZeRO 0-3. recompute: none, selective (with a few of Megatron's
+//    module sets, recompute_module_sets), full of all layers, and full of the first k layers of each
+//    chunk for k in 1, 2, 3, 4, 6, 8, 12, 16 ... below the smallest chunk; none and selective also with
+//    fine-grained activation offloading (offload_module_sets).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -59,6 +61,15 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
 // adding up; splits equal to the even or the balanced one are left out.
 // Sorted, deterministic.
 std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp);
+
+// Megatron's selective-recompute module sets the search tries (0 = its default, core_attn): for
+// dense models core_attn (+ layernorm, + mlp); for MoE models layernorm with moe_act or the whole
+// moe layer (+ mla_up_proj with MLA). Only {0} for frameworks without --recompute-modules.
+std::vector<uint32_t> recompute_module_sets(const Job& job);
+// Fine-grained activation offloading sets tried with no and selective recompute: none, and the
+// attention core and projection inputs (dense) or the expert inputs and activations (MoE); only
+// none for frameworks without it.
+std::vector<uint32_t> offload_module_sets(const Job& job);
 
 // ZeRO levels allowed by the limits.
 std::vector<int> zero_levels(const Limits& lim);

@@ -18,6 +18,20 @@ double fp8_weight_copy_bytes(Precision p, const std::string& arch) {
   }
 }
 
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
+                       int layers) {
+  st.dense_params = sp.dense / p.tp;
+  st.expert_params = sp.expert / (double(p.ep) * p.etp);
+  st.layers = layers;
+  ParamCounts pc = count_params(m);
+  const bool last = stage == p.pp - 1;
+  double head = m.tied_embeddings ? (p.pp > 1 ? double(m.vocab_size) * m.hidden_size : 0) : pc.output;
+  double emb = (stage == 0 ? pc.embedding : 0) + (last ? head : 0);
+  st.unquantized_params = (emb + (last ? pc.final_norm : 0) + layers * pc.dense_layer.norms) / p.tp;
+  auto per_rank = [&](const LayerParams& lp) { return (lp.total() - lp.experts) / p.tp + lp.experts / (double(p.ep) * p.etp); };
+  st.layer_params = layers > 0 ? std::max(per_rank(pc.dense_layer), m.moe ? per_rank(pc.moe_layer) : 0.0) : 0;
+}
+
 double dense_shard_group(const Plan& plan) {
   const ParallelConfig& p = plan.parallel;
   const FrameworkMemory fw = framework_memory(plan.training.framework);

@@ -16,6 +16,7 @@
 //  - MaxText: fp32 weights, gradients and Adam states sharded over the fsdp axis, a scanned layer gathered.
 // docs/memory.md cites the source line of each term.
 #pragma once
+#include "core/counting.h"
 #include "core/plan.h"
 #include "simulator/workload.h"
 
@@ -26,6 +27,12 @@ struct ModelStateBytes {
   double gradients = 0;   // incl. unsharded gradient buffers of FSDP
   double optimizer = 0;   // fp32 main parameters (where separate) and optimizer moments
 };
+
+// The parameter fields of a stage's StageWork (dense_params, expert_params, unquantized_params,
+// layer_params, layers) from the stage's parameter counts and layer count; shared by the simulator's
+// workload and the planner's memory bound so both see the same rank.
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
+                       int layers);
 
 // Bytes per parameter of Transformer Engine's quantized weight copy (rowwise + columnwise usages) for
 // the precision on this GPU architecture; 0 outside the fp8 family.

@@ -44,6 +44,7 @@ json report_to_json(const StepReport& r) {
             {"ep_comm_exposed", t.ep_comm_exposed},
             {"dp_comm_exposed", t.dp_comm_exposed},
             {"pp_p2p_exposed", t.pp_p2p_exposed},
+            {"offload_exposed", t.offload_exposed},
             {"bubble", t.bubble},
             {"optimizer", t.optimizer}}},
           {"memory_breakdown_gib", memory_json(r.memory)},

@@ -65,6 +65,7 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   r.time.ep_comm_exposed = cs.busy.ep;
   r.time.dp_comm_exposed = cs.busy.dp + cs.dp_exposed_s;
   r.time.pp_p2p_exposed = cs.idle_p2p_s;
+  r.time.offload_exposed = cs.busy.host;
   r.time.bubble = cs.idle_bubble_s;
   r.time.optimizer = cs.optimizer_s;
   r.bubble_fraction = r.step_time_s > 0 ? r.time.bubble / r.step_time_s : 0;

@@ -21,11 +21,12 @@ struct TimeBreakdown {
   double ep_comm_exposed = 0;
   double dp_comm_exposed = 0;
   double pp_p2p_exposed = 0;
+  double offload_exposed = 0;  // activation offloading transfers to/from host memory not hidden by compute
   double bubble = 0;
   double optimizer = 0;
   double total() const {
     return compute + recompute + tp_comm_exposed + cp_comm_exposed + ep_comm_exposed + dp_comm_exposed +
-           pp_p2p_exposed + bubble + optimizer;
+           pp_p2p_exposed + offload_exposed + bubble + optimizer;
   }
 };
 

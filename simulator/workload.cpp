@@ -24,6 +24,7 @@
 #include "core/schedule.h"
 #include "simulator/collectives.h"
 #include "simulator/compute_cost.h"
+#include "simulator/memory_states.h"
 
 namespace mplan {
 
@@ -51,6 +52,13 @@ double overlapped(const Ctx& x, double c, double g, int n = 1) {
   if (x.prm.comm_overlap < 0.5) return c;  // blocking communication: nothing hides
   double gs = g * (1.0 + x.prm.overlap_slowdown);
   return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
+}
+
+// Exposed time of moving `bytes` between device and host beside `compute` seconds of work (activation
+// offloading: device-to-host in the forward, back in the backward, on their own copy engine).
+double host_transfer(const Ctx& x, double bytes, double compute) {
+  if (bytes <= 0 || x.cl.gpu.host_link_gbps <= 0) return 0;
+  return overlapped(x, bytes / (x.cl.gpu.host_link_gbps * 1e9), compute);
 }
 
 Precision gemm_precision(const Ctx& x, const Op& op) {
@@ -86,6 +94,7 @@ struct ListCost {
   double input = 0;      // the layer input (what full recompute keeps)
   double remat_sel = 0;  // bytes selective recompute rematerialises during the backward
   double fwd_work = 0, bwd_work = 0;  // the largest working memory of one op, forward / backward
+  double offloaded = 0;  // bytes the offloaded modules move to host memory (and back)
   std::map<std::string, OpTally> tally;
 };
 
@@ -104,7 +113,10 @@ void account_saved(ListCost& lc, const Op& op, uint32_t recompute_modules, uint3
   }
   for (const SavedTensor& t : op.saved) {
     if (op_sac && op.sac_saved_bytes >= 0) break;
-    if (t.offloaded_by & offload_modules) continue;
+    if (t.offloaded_by & offload_modules) {
+      lc.offloaded += t.bytes;
+      continue;
+    }
     bool dropped = (t.dropped_by & recompute_modules) != 0;
     lc.saved += t.bytes;
     lc.saved_sel += dropped ? 0 : t.bytes;
@@ -335,6 +347,13 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
   }
   ListCost emb = cost_ops(x, embedding_ops(m, oc));
   ListCost head = cost_ops(x, head_ops(m, oc));
+  auto list_memory = [](const ListCost& lc) {
+    return ListMemory{lc.bwd_work, lc.saved + lc.bwd_work, lc.remat_sel + lc.bwd_work, lc.fwd_work};
+  };
+  w.dense_mem = list_memory(dense);
+  w.moe_mem = list_memory(m.moe ? moe : dense);
+  w.emb_mem = list_memory(emb);
+  w.head_mem = list_memory(head);
 
   auto n = layers_per_stage_chunk(m, p);
   auto sp = params_per_stage(m, p);
@@ -363,6 +382,10 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
         ch.B += lc.B.scaled(k);
         ch.W += lc.W.scaled(k);
         ch.fwd_transient_bytes = std::max(ch.fwd_transient_bytes, lc.fwd_work);
+        if (!recomputed && lc.offloaded > 0) {
+          ch.F.host += host_transfer(x, lc.offloaded, lc.F.compute) * k;
+          ch.B.host += host_transfer(x, lc.offloaded, lc.B.compute) * k;
+        }
         if (recomputed) {
           const PhaseCost& r = lc.recompute_fwd;
           ch.B.recompute += r.compute * k;
@@ -400,21 +423,20 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
       if (p.cpu_offload_layers > 0) {
         // layer-wise offloading (pp = 1): the first layers' activations wait in host memory
         int off = std::min(p.cpu_offload_layers, ch.layers);
-        for (int i = first; i < first + off; ++i) ch.act_bytes -= (m.is_moe_layer(i) ? moe : dense).saved;
+        for (int i = first; i < first + off; ++i) {
+          const ListCost& lc = m.is_moe_layer(i) ? moe : dense;
+          ch.act_bytes -= lc.saved;
+          ch.F.host += host_transfer(x, lc.saved, lc.F.compute);
+          ch.B.host += host_transfer(x, lc.saved, lc.B.compute);
+        }
         ch.act_bytes = std::max(0.0, ch.act_bytes);
       }
     }
     // parameters on this rank
-    st.dense_params = sp[s].dense / p.tp;
-    st.expert_params = sp[s].expert / (double(p.ep) * p.etp);
-    for (int c = 0; c < p.vpp; ++c) st.layers += n[s][c];
     {
-      ParamCounts pc = count_params(m);
-      double emb = (s == 0 ? pc.embedding : 0) +
-                   (s == p.pp - 1 ? (m.tied_embeddings ? (p.pp > 1 ? double(m.vocab_size) * m.hidden_size : 0) : pc.output) : 0);
-      st.unquantized_params = (emb + (s == p.pp - 1 ? pc.final_norm : 0) + st.layers * pc.dense_layer.norms) / p.tp;
-      auto per_rank = [&](const LayerParams& lp) { return (lp.total() - lp.experts) / p.tp + lp.experts / (double(p.ep) * p.etp); };
-      st.layer_params = st.layers > 0 ? std::max(per_rank(pc.dense_layer), m.moe ? per_rank(pc.moe_layer) : 0.0) : 0;
+      int layers = 0;
+      for (int c = 0; c < p.vpp; ++c) layers += n[s][c];
+      fill_stage_params(st, m, p, sp[s], s, layers);
     }
     // data-parallel gradient reduction and parameter gather (fp32 grads, bf16 params)
     int dp = p.dp();

@@ -19,8 +19,9 @@ struct PhaseCost {
   double cp = 0;  // exposed context-parallel communication
   double ep = 0;  // exposed expert-parallel communication
   double dp = 0;  // exposed FSDP (zero 3) parameter/gradient traffic
-  double total() const { return compute + recompute + tp + cp + ep + dp; }
-  PhaseCost scaled(double k) const { return {compute * k, recompute * k, tp * k, cp * k, ep * k, dp * k}; }
+  double host = 0;  // exposed activation-offloading transfers (device <-> host)
+  double total() const { return compute + recompute + tp + cp + ep + dp + host; }
+  PhaseCost scaled(double k) const { return {compute * k, recompute * k, tp * k, cp * k, ep * k, dp * k, host * k}; }
   PhaseCost& operator+=(const PhaseCost& o) {
     compute += o.compute;
     recompute += o.recompute;
@@ -28,6 +29,7 @@ struct PhaseCost {
     cp += o.cp;
     ep += o.ep;
     dp += o.dp;
+    host += o.host;
     return *this;
   }
 };
@@ -65,8 +67,16 @@ struct StageWork {
   int dp_buckets = 1;
 };
 
+// Working memory of one op list (a layer type, the embedding or the head), per micro-batch: what a
+// chunk's backward needs beyond the kept activations with no recompute, full recompute (one layer
+// rematerialised) and selective recompute, and what its forward needs (logits, CP K/V buffers).
+struct ListMemory {
+  double bwd_none = 0, bwd_full = 0, bwd_selective = 0, fwd = 0;
+};
+
 struct Workload {
   std::vector<StageWork> stages;   // [pp]
+  ListMemory dense_mem, moe_mem, emb_mem, head_mem;  // the planner's per-piece transients
   double p2p_bytes = 0;            // activation (and gradient) tensor between stages
   double p2p_s = 0;                // transfer time of one such tensor
   int microbatches = 0;

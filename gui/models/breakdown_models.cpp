@@ -9,7 +9,8 @@ namespace mplan::gui {
 
 QString TimeBreakdownModel::componentName(int k) {
   static const char* names[kComponents] = {"compute", "recompute", "TP comm",    "CP comm",         "EP comm",
-                                           "DP comm", "PP p2p",    "fill/drain", "stage imbalance", "optimizer"};
+                                           "DP comm", "PP p2p",    "fill/drain", "stage imbalance", "optimizer",
+                                           "offload"};
   return k >= 0 && k < kComponents ? QString(names[k]) : QString();
 }
 
@@ -28,6 +29,7 @@ double TimeBreakdownModel::componentValue(const StepReport& r, int k) {
     case 7: return split ? r.bubble_fill_drain_s : t.bubble;
     case 8: return split ? r.bubble_imbalance_s : 0.0;
     case 9: return t.optimizer;
+    case 10: return t.offload_exposed;
   }
   return 0;
 }

@@ -16,7 +16,7 @@ class TimeBreakdownModel : public QAbstractTableModel {
  public:
   static constexpr int ValueRole = Qt::UserRole;
   // Columns: 0 plan label, 1 MFU, 2 step time, then the kComponents time components.
-  static constexpr int kComponents = 10;
+  static constexpr int kComponents = 11;
   static constexpr int MfuColumn = 1;
   static constexpr int StepTimeColumn = 2;
   static constexpr int FirstComponentColumn = 3;

@@ -145,6 +145,9 @@ TEST(Search, MatchesBruteForce) {
   CostParams prm = shipped_calibration().params_for(jb.cluster.gpu);
   std::vector<Candidate> all;
   const int units = m.num_layers + 2;
+  // the selective-recompute module sets and offloading sets the planner documents (planner/space.h)
+  const planner::Job pj(jb);
+  const std::vector<uint32_t> rmod_sets = planner::recompute_module_sets(pj), off_sets = planner::offload_module_sets(pj);
   for (int tp : {1, 2, 4, 8})
     for (int pp : {1, 2, 4, 8})
       for (int cp : {1, 2})
@@ -157,6 +160,8 @@ TEST(Search, MatchesBruteForce) {
                     for (int cc = 0; cc < (cp > 1 ? 3 : 1); ++cc)
                       for (int rc = 0; rc < 3; ++rc)
                         for (int k : {0, 1, 2, 3, 4, 6})
+                          for (uint32_t mods : rc == 1 ? rmod_sets : std::vector<uint32_t>{0})
+                            for (uint32_t off : rc < 2 ? off_sets : std::vector<uint32_t>{0})
                           for (Schedule s : {Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
                             if (tp * pp * cp > 8 || (rc != 2 && k > 0)) continue;
                             if (s == Schedule::zero_bubble && pp == 1) continue;  // zb needs a pipeline
@@ -176,6 +181,8 @@ TEST(Search, MatchesBruteForce) {
                             p.cp_comm_type = CpCommType(cc);
                             p.recompute = Recompute(rc);
                             p.recompute_num_layers = k;
+                            p.recompute_modules.bits = mods;
+                            p.offload_modules.bits = off;
                             p.schedule = s;
                             if (uneven) {
                               auto [first, last] = planner::uneven_stage_splits(m, pp)[size_t(pv - 2)];
