@@ -31,7 +31,7 @@
 #include "planner/floor.h"
 #include "planner/frame.h"
 #include "planner/layer_costs.h"
-#include "planner/parallel_for.h"
+#include "core/parallel_for.h"
 #include "planner/planner.h"
 #include "planner/ranking.h"
 #include "planner/space.h"
