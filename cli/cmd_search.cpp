@@ -86,7 +86,7 @@ double exposed_comm(const StepReport& r) {
 
 std::vector<std::string> result_header() {
   return {"rank", "tp", "sp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "mbs", "recompute", "schedule", "step time s",
-          "tokens/s/GPU", "MFU", "peak memory / capacity GiB", "bubble %", "exposed comm %"};
+          "80% interval s", "tokens/s/GPU", "MFU", "peak memory / capacity GiB", "bubble %", "exposed comm %"};
 }
 
 std::vector<std::string> result_row(size_t rank, const Candidate& c) {
@@ -112,6 +112,9 @@ std::vector<std::string> result_row(size_t rank, const Candidate& c) {
           recompute_name(p),
           to_string(p.schedule),
           fmt(r.step_time_s, 3),
+          r.step_time_s_interval.second > 0
+              ? fmt(r.step_time_s_interval.first, 3) + "-" + fmt(r.step_time_s_interval.second, 3) + (c.tied_with_best ? " tied" : "")
+              : "-",
           fmt(r.tokens_per_s_per_gpu, 0),
           fmt_pct(r.mfu),
           fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 0),
@@ -209,6 +212,8 @@ int run_search(const SearchCliOptions& o) {
       nlohmann::json j = report_to_json(r.top[i].report);
       j["rank"] = i + 1;
       j["layout"] = parallel_to_json(r.top[i].plan.parallel);
+      j["tied_with_best"] = r.top[i].tied_with_best;
+      if (r.top[i].tied_with_best) j["separate_by"] = r.top[i].separate_by;
       arr.push_back(std::move(j));
     }
     std::cout << arr.dump(2) << "\n";
@@ -236,7 +241,9 @@ int run_search(const SearchCliOptions& o) {
   std::cout << t.render();
   if (!r.top.empty())
     std::cout << "(vpp* = balanced pipeline layout counting the embedding and the loss as layers; pp (F/L) = F layers on the "
-                 "first stage, L on the last, the rest even)\n";
+                 "first stage, L on the last, the rest even; tied = its 80% interval overlaps the winner's)\n";
+  for (size_t k = 1; k < r.top.size(); ++k)
+    if (r.top[k].tied_with_best) std::cout << "  #" << k + 1 << " vs #1: " << r.top[k].separate_by << "\n";
   if (r.top.empty()) {
     std::cout << "\nno layout fits; the most frequent reasons layouts were rejected:\n";
     for (const auto& s : r.top_rejection_reasons) std::cout << "  - " << s << "\n";
@@ -275,6 +282,12 @@ struct ExportCliOptions {
 int run_export(const ExportCliOptions& o) {
   Plan plan = require_plan(o.plan);
   std::string text;
+  // an exporter writes its own framework's configuration: a plan costed for another framework is refused
+  const Framework fw = plan.training.framework;
+  if ((o.format == "megatron" && fw != Framework::megatron) || (o.format == "torchtitan" && fw != Framework::torchtitan))
+    throw InputError{"--format " + o.format + ": the plan is for framework '" + to_string(fw) + "' (plan.framework); " +
+                     o.format + " arguments would run a layout costed for another framework. Export with --format plan, "
+                     "or plan the job with --framework " + (o.format == "megatron" ? std::string("megatron") : std::string("torchtitan"))};
   if (o.format == "megatron") {
     text = export_megatron_args(plan);
   } else if (o.format == "torchtitan") {

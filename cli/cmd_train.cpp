@@ -143,7 +143,7 @@ int run_train(const TrainCliOptions& o) {
 // ---- mplan verify: train, simulate the same plan on the profiled local-cpu cluster, compare ----
 
 struct VerifyOptions {
-  std::string plan, db, format = "table", runs_db, data = "synthetic";
+  std::string plan, db, format = "table", runs_db, data = "synthetic", framework;
   int steps = 6;
   uint64_t seed = 1234;
 };
@@ -175,6 +175,7 @@ int run_verify(const VerifyOptions& o) {
   Plan sim_plan = plan;
   sim_plan.cluster = cal.value().cluster;
   sim_plan.training.precision = Precision::fp32;
+  if (!o.framework.empty()) sim_plan.training.framework = *parse_framework(o.framework);
   if (plan.parallel.world_size > sim_plan.cluster.max_gpus())
     throw InputError{"verify predicts one rank per core: world_size=" + std::to_string(plan.parallel.world_size) +
                      " exceeds the " + std::to_string(sim_plan.cluster.max_gpus()) +
@@ -293,6 +294,8 @@ void add_verify_command(CLI::App& app, Runner& run) {
   sub->add_option("--seed", o->seed, "seed of the initialisation and the data order");
   sub->add_option("--data", o->data, "synthetic, or a text file");
   sub->add_option("--runs-db", o->runs_db, "also store the run (with the prediction) in this runs database");
+  sub->add_option("--framework", o->framework, "predict as this framework would run the plan (default: the plan's framework)")
+      ->check(CLI::IsMember(framework_choices()));
   sub->callback([&run, o] { run = [o] { return run_verify(*o); }; });
 }
 

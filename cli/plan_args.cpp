@@ -111,7 +111,7 @@ Plan job_skeleton(const JobArgs& a) {
   ParallelConfig& q = p.parallel;
   q.fp8_param_gather = a.fp8_param_gather;
   q.grad_reduce_in_bf16 = a.grad_reduce_in_bf16;
-  q.cross_entropy_fusion = a.cross_entropy_fusion;
+  q.cross_entropy_fusion = a.cross_entropy_fusion || framework_memory(*fw).default_cross_entropy_fusion;
   q.adam_states_bf16 = a.adam_states_bf16;
   q.main_params = *parse_main_params(a.main_params);
   if (a.moe_capacity_factor && !(*a.moe_capacity_factor > 0 && *a.moe_capacity_factor < 1e6))
@@ -135,7 +135,7 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   q.ep = l.ep;
   q.etp = l.etp;
   q.sp = l.sp.value_or(l.tp > 1);
-  q.zero = l.dist_opt ? 1 : l.zero;
+  q.zero = l.dist_opt ? 1 : l.zero.value_or(framework_memory(p.training.framework).default_zero);
   q.micro_batch_size = l.mbs;
   q.recompute = *parse_recompute(l.recompute);
   q.recompute_num_layers = l.recompute_layers;

@@ -33,8 +33,13 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
   out << "layout: " << layout_summary(plan.parallel) << "; " << r.num_microbatches << " micro-batches\n\n";
   TextTable s({"metric", "value"});
   s.left_align(1);
-  s.add_row({"step time", fmt(r.step_time_s, 3) + " s"});
-  s.add_row({"tokens/s per GPU", fmt(r.tokens_per_s_per_gpu, 0)});
+  const bool iv = r.step_time_s_interval.second > 0;
+  s.add_row({"step time", fmt(r.step_time_s, 3) + " s" +
+                              (iv ? " (80% interval " + fmt(r.step_time_s_interval.first, 3) + "-" + fmt(r.step_time_s_interval.second, 3) + ")" : "")});
+  s.add_row({"tokens/s per GPU", fmt(r.tokens_per_s_per_gpu, 0) +
+                                     (iv ? " (80% interval " + fmt(r.tokens_per_s_per_gpu_interval.first, 0) + "-" +
+                                               fmt(r.tokens_per_s_per_gpu_interval.second, 0) + ")"
+                                         : "")});
   s.add_row({"model TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1)});
   s.add_row({"MFU", fmt_pct(r.mfu) + " (full-attention FLOPs: " + fmt_pct(r.mfu_full_attention) + ")"});
   s.add_row({"peak memory", fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 1) + " GiB" + (r.fits ? " (fits)" : " (DOES NOT FIT)")});

@@ -59,17 +59,24 @@ FrameworkMemory framework_memory(Framework f) {
       break;
     case Framework::torchtitan:
       m.supports_cross_entropy_fusion = false;  // no fused/chunked loss at the benchmark commits
+      m.zero_levels = 0b1001;
+      m.default_zero = 3;
       m.supports_recompute_modules = false;
       m.supports_activation_offload = false;
       m.reports_reserved = true;
       break;
     case Framework::llm_foundry:
       m.shard_over_cp = false;  // no context parallelism
+      m.zero_levels = 0b1101;
+      m.default_zero = 3;
+      m.default_cross_entropy_fusion = true;
       m.supports_recompute_modules = false;
       m.supports_activation_offload = false;
       break;
     case Framework::maxtext:
       m.shard_over_cp = false;
+      m.zero_levels = 0b1000;
+      m.default_zero = 3;
       m.supports_cross_entropy_fusion = false;
       m.supports_recompute_modules = false;
       m.supports_activation_offload = false;

@@ -40,6 +40,14 @@ struct FrameworkMemory {
   // What the framework's published peak-memory figure measures: the caching allocator's reserved
   // bytes (torchtitan prints torch.cuda.max_memory_reserved) or the allocated peak.
   bool reports_reserved = false;
+  // ZeRO levels the framework has (bit z = level z): Megatron 0-3 (DDP, distributed optimizer,
+  // Megatron-FSDP optim_grads / optim_grads_params); torchtitan DDP or FSDP2; Composer NO_SHARD,
+  // SHARD_GRAD_OP, FULL_SHARD; MaxText shards over its fsdp axis.
+  unsigned zero_levels = 0xF;
+  // The level a job under this framework uses unless told otherwise.
+  int default_zero = 1;
+  // The loss is a fused cross-entropy by default (llm-foundry's MPT: loss_fn fused_crossentropy).
+  bool default_cross_entropy_fusion = false;
 };
 
 FrameworkMemory framework_memory(Framework f);

@@ -332,6 +332,12 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
     e.push_back("remat_policy is a MaxText/JAX remat policy; framework " + fwn + " has none (use recompute and recompute_modules)");
   if (p.remat_policy != RematPolicy::none && p.recompute != Recompute::selective)
     e.push_back("remat_policy needs recompute=selective (recompute=full is MaxText's 'full' policy)");
+  if (p.zero >= 0 && p.zero <= 3 && !(fw.zero_levels & (1u << p.zero))) {
+    std::string ok;
+    for (int z = 0; z <= 3; ++z)
+      if (fw.zero_levels & (1u << z)) ok += (ok.empty() ? "" : ", ") + std::to_string(z);
+    e.push_back("zero=" + s(p.zero) + " is not an option of framework " + fwn + " (it has zero " + ok + ")");
+  }
   if (p.dp_replicate > 1 && p.zero == 0) e.push_back("dp_replicate > 1 needs a sharded optimizer or FSDP (zero >= 1)");
 }
 }  // namespace

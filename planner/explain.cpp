@@ -254,7 +254,10 @@ Expected<std::string> explain_plan(const Plan& plan, const Calibration& cal) {
   o << plan.model.name << " on " << plan.parallel.world_size << " x " << plan.cluster.gpu.name << ", global batch "
     << plan.training.global_batch_size << " x seq " << plan.training.seq_length << ", " << to_string(plan.training.precision)
     << "\nlayout: " << short_name(from_parallel(plan.parallel)) << "\n";
-  o << "step " << f3(b.step_time_s) << " s, " << f1(b.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU " << pct(b.mfu)
+  o << "step " << f3(b.step_time_s) << " s";
+  if (b.step_time_s_interval.second > 0)
+    o << " (80% interval " << f3(b.step_time_s_interval.first) << "-" << f3(b.step_time_s_interval.second) << " s)";
+  o << ", " << f1(b.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU " << pct(b.mfu)
     << ", peak memory " << f1(b.peak_memory_gib) << " of " << f1(b.capacity_gib) << " GiB"
     << (b.fits ? "" : " (DOES NOT FIT)") << "\n";
   std::vector<std::string> where;

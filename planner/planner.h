@@ -58,6 +58,9 @@ struct SearchStats {
 struct Candidate {
   Plan plan;
   StepReport report;
+  // the step-time interval overlaps the winner's: statistically tied with it (mark_ties)
+  bool tied_with_best = false;
+  std::string separate_by;  // the measurement that would separate it from the winner
 };
 
 struct SearchResult {

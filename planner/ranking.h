@@ -12,6 +12,12 @@ namespace mplan::planner {
 // True when `a` ranks before `b`.
 bool ranks_before(Objective obj, const Candidate& a, const Candidate& b);
 
+// Marks the candidates whose 80 % step-time interval overlaps the first one's as tied with it, and says
+// for each which measurement would separate the two (separating_measurement).
+void mark_ties(std::vector<Candidate>& ranked);
+// Where two predictions differ most (time breakdown, then ops) and what to measure to tell them apart.
+std::string separating_measurement(const StepReport& a, const StepReport& b);
+
 class TopK {
  public:
   TopK(Objective obj, int k) : obj_(obj), k_(size_t(k)) {}

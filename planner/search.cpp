@@ -159,6 +159,9 @@ class Searcher {
 
 bool Searcher::prepare() {
   zeros_ = zero_levels(lim_);
+  // only the levels the job's framework has
+  const unsigned fw_zero = framework_memory(job_.training.framework).zero_levels;
+  zeros_.erase(std::remove_if(zeros_.begin(), zeros_.end(), [&](int z) { return !(fw_zero & (1u << z)); }), zeros_.end());
   // options of the job that need a sharded optimizer (fp8 primary weights, hybrid sharding)
   if (job_.parallel.fp8_param_gather || job_.parallel.dp_replicate > 1)
     zeros_.erase(std::remove(zeros_.begin(), zeros_.end(), 0), zeros_.end());
@@ -490,6 +493,7 @@ SearchResult Searcher::run() {
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes();
   res.top = top_.take();
+  mark_ties(res.top);
   res.top_rejection_reasons = reasons();
   st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.stats = st_;

@@ -78,6 +78,9 @@ double* cost_param_ref(CostParams& p, const std::string& n) {
 
 CostParams Calibration::params_for(const GpuSpec& g) const {
   CostParams p = params;
+  for (auto it = intervals.begin(); it != intervals.end(); ++it)
+    if (it.value().is_object() && it.value().contains("q10") && it.value().contains("q90"))
+      p.interval_q10_q90[it.key()] = {it.value()["q10"].get<double>(), it.value()["q90"].get<double>()};
   auto it = by_arch.find(g.arch);
   if (it != by_arch.end())
     for (const auto& [name, v] : it->second)

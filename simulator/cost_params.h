@@ -76,6 +76,10 @@ struct CostParams {
     return it == framework_eff.end() ? 1.0 : it->second;
   }
 
+  // 80 % prediction intervals: per family ("dense", "moe") the 10th and 90th percentiles of
+  // ln(measured / predicted) of the cross-validated residuals; filled from Calibration::intervals.
+  std::map<std::string, std::pair<double, double>> interval_q10_q90;
+
   double eff_for(Precision p) const {
     auto it = precision_eff.find(p);
     return it == precision_eff.end() ? 1.0 : it->second;

@@ -28,6 +28,8 @@ json report_to_json(const StepReport& r) {
   const TimeBreakdown& t = r.time;
   return {{"step_time_s", r.step_time_s},
           {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"tokens_per_s_per_gpu_interval", nlohmann::json::array({r.tokens_per_s_per_gpu_interval.first, r.tokens_per_s_per_gpu_interval.second})},
+          {"step_time_s_interval", nlohmann::json::array({r.step_time_s_interval.first, r.step_time_s_interval.second})},
           {"model_tflops_per_gpu", r.model_tflops_per_gpu},
           {"mfu", r.mfu},
           {"mfu_full_attention", r.mfu_full_attention},

@@ -96,6 +96,8 @@ struct MemoryCounter {
 struct StepReport {
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
+  // 80 % prediction intervals from the cross-validated residuals of the plan's family ({0, 0} = none)
+  std::pair<double, double> tokens_per_s_per_gpu_interval{0, 0}, step_time_s_interval{0, 0};
   double model_tflops_per_gpu = 0;
   double mfu = 0;                 // causal-halved model FLOPs / (time * GPUs * dense peak)
   double mfu_full_attention = 0;  // same with full-attention FLOPs

@@ -32,6 +32,7 @@ const ColumnInfo kColumns[ResultsModel::ColumnCount] = {
     {"Recompute", "recompute", "Activation recomputation"},
     {"Schedule", "schedule", "Pipeline schedule"},
     {"Step time", "step", "Predicted time of one optimizer step (filter in seconds)"},
+    {"80% interval", "interval", "Step time interval from the cross-validated errors of the model's family; 'tied' when it overlaps the winner's"},
     {"Tok/s/GPU", "tokens", "Predicted training throughput per GPU"},
     {"MFU", "mfu", "Model FLOPs utilisation (causal-halved FLOPs; filter in percent)"},
     {"Memory", "memory", "Peak memory of the worst rank / GPU capacity (filter in GiB)"},
@@ -79,6 +80,11 @@ QVariant ResultsModel::display(const Candidate& c, int row, int column) const {
     case RecomputeCol: return recomputeLabel(p);
     case ScheduleCol: return scheduleLabel(p);
     case StepTime: return formatTime(r.step_time_s);
+    case Interval:
+      if (!(r.step_time_s_interval.second > 0)) return QString("–");
+      return QString("%1 – %2%3")
+          .arg(formatTime(r.step_time_s_interval.first), formatTime(r.step_time_s_interval.second),
+               c.tied_with_best ? QString(" (tied)") : QString());
     case TokensPerGpu: return formatCount(r.tokens_per_s_per_gpu);
     case Mfu: return formatPercent(r.mfu);
     case Memory: return QString("%1 / %2").arg(r.peak_memory_gib, 0, 'f', 1).arg(formatGiB(r.capacity_gib, 0));
@@ -96,6 +102,7 @@ QVariant ResultsModel::sortValue(const Candidate& c, int row, int column) const 
     case RecomputeCol: return int(c.plan.parallel.recompute) * 1000 + c.plan.parallel.recompute_num_layers;
     case ScheduleCol: return scheduleLabel(c.plan.parallel);
     case StepTime: return r.step_time_s;
+    case Interval: return r.step_time_s_interval.first;
     case TokensPerGpu: return r.tokens_per_s_per_gpu;
     case Mfu: return r.mfu * 100.0;
     case Memory: return r.peak_memory_gib;
@@ -127,6 +134,7 @@ QVariant ResultsModel::data(const QModelIndex& index, int role) const {
             .arg(formatGiB(r.peak_memory_gib), formatGiB(r.capacity_gib), formatGiB(m.weights), formatGiB(m.gradients),
                  formatGiB(m.optimizer), formatGiB(m.activations), formatGiB(m.comm_buffers), formatGiB(m.other));
       }
+      if (col == Interval && c.tied_with_best) return QString::fromStdString("Statistically tied with #1: " + c.separate_by);
       if (col == ExposedComm) {
         const TimeBreakdown& t = r.time;
         return QString("TP %1, CP %2, EP %3, DP %4, PP %5")

@@ -16,7 +16,7 @@ class ResultsModel : public QAbstractTableModel {
  public:
   enum Column {
     Rank, Tp, Sp, Pp, Vpp, Dp, Cp, Ep, Etp, Zero, Mbs, RecomputeCol, ScheduleCol,
-    StepTime, TokensPerGpu, Mfu, Memory, Bubble, ExposedComm, ColumnCount
+    StepTime, Interval, TokensPerGpu, Mfu, Memory, Bubble, ExposedComm, ColumnCount
   };
   // Numbers in the units of the filter: seconds, tokens/s, percent, GiB.
   static constexpr int SortRole = Qt::UserRole;
