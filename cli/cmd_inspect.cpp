@@ -92,7 +92,7 @@ void add_inspect_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<InspectOptions>();
   auto* sub = app.add_subcommand("inspect", "Parameter and FLOP breakdown of a model");
   sub->add_option("--model", o->model, "preset name, mplan model JSON or Hugging Face config.json")->required();
-  sub->add_option("--seq", o->seq, "sequence length for FLOPs per token")->check(CLI::PositiveNumber);
+  sub->add_option("--seq", o->seq, "sequence length for FLOPs per token")->check(int_range(1, kMaxSeq));
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->callback([&run, o] { run = [o] { return run_inspect(*o); }; });
 }

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
+#include "core/bounded_input.h"
 #include "core/json_fields.h"
 #include "runs/import.h"
 #include "runs/megatron_log.h"
@@ -132,8 +133,8 @@ int run_import(const ImportOptions& o) {
     res.run.source_file = o.megatron_log;
   } else {
     std::vector<std::string> problems;
-    auto text = read_text_file(o.csv, problems);
-    if (!text) throw InputError{join(problems, "\n")};
+    auto text = read_input_file(o.csv, kMaxTableInputBytes, problems);
+    if (!text) throw InputError{"--csv " + join(problems, "\n")};
     res = require(runs::import_csv(*text, o.csv, plan, io));
     res.run.source_file = o.csv;
   }
@@ -371,7 +372,7 @@ void add_runs_commands(CLI::App& app, Runner& run) {
   add_db_option(list, lo->db);
   list->add_option("--plan", lo->plan, "only runs of this plan key");
   list->add_option("--tag", lo->tag, "only runs with this tag");
-  list->add_option("--limit", lo->limit, "at most N runs")->check(CLI::NonNegativeNumber);
+  list->add_option("--limit", lo->limit, "at most N runs")->check(int_range(0, 1000000000));
   list->add_option("--format", lo->format, "table|json")->check(format_choice({"table", "json"}));
   list->callback([&run, lo] { run = [lo] { return run_list(*lo); }; });
 

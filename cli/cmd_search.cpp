@@ -398,7 +398,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
     auto o = std::make_shared<SearchCliOptions>();
     auto* sub = app.add_subcommand("search", "Search every layout of a job and rank those that fit");
     add_job_options(sub, o->job, true);
-    sub->add_option("--top", o->top, "how many layouts to keep (default 10)")->check(CLI::PositiveNumber);
+    sub->add_option("--top", o->top, "how many layouts to keep (default 10)")->check(int_range(1, 100000));
     sub->add_option("--objective", o->objective, "throughput|memory-headroom")
         ->check(CLI::IsMember({"throughput", "memory-headroom"}));
     sub->add_option("--fix", o->fix,
@@ -406,7 +406,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
                     "tp_comm_overlap=on|off, recompute=none|selective|full, schedule=gpipe|1f1b|interleaved|zb, "
                     "cp_comm=p2p|a2a|allgather)");
     sub->add_option("--max", o->max, "upper limits, e.g. tp=8,pp=32 (keys tp pp vpp cp ep etp dp mbs zero recompute_layers)");
-    sub->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+    sub->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(int_range(0, 4096));
     sub->add_flag("--stats", o->stats, "print how many layouts were enumerated, rejected, pruned and simulated");
     sub->add_option("--format", o->format, "table|json|csv")->check(format_choice({"table", "json", "csv"}));
     sub->add_option("--out", o->out, "write the top layouts as mplan.plan/1 files into this directory");
@@ -442,7 +442,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
     sub->add_option("--runs", o->runs, "CSV with the columns of shared/calibration/published_runs_dev.csv")->required();
     sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
     sub->add_option("--rows", o->rows, "only these row ids (comma-separated)");
-    sub->add_option("--threads", o->threads, "worker threads per search")->check(CLI::NonNegativeNumber);
+    sub->add_option("--threads", o->threads, "worker threads per search")->check(int_range(0, 4096));
     sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
     sub->callback([&run, o] { run = [o] { return run_search_check(*o); }; });
   }

@@ -304,26 +304,29 @@ void add_train_commands(CLI::App& app, Runner& run) {
   sub->add_option("--plan", o->plan, "plan file (mplan.plan/1 JSON)")->required();
   sub->add_option("--backend", o->backend, "cpu|cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--steps", o->t.steps, "optimizer steps (a resumed run continues up to this step)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 100000000));
   sub->add_option("--seed", o->t.seed, "seed of the initialisation and the data order");
   sub->add_option("--data", o->t.data, "synthetic, or a text file read with the byte-level tokenizer");
   sub->add_option("--runs-db", o->runs_db, "store the run in this runs database (SQLite)");
   sub->add_option("--checkpoint-dir", o->t.checkpoint_dir, "write sharded checkpoints here");
-  sub->add_option("--checkpoint-every", o->t.checkpoint_every, "also checkpoint every N steps (default: at the end)");
+  sub->add_option("--checkpoint-every", o->t.checkpoint_every, "also checkpoint every N steps (default: at the end)")
+      ->check(int_range(0, 100000000));
   sub->add_flag("--resume", o->t.resume, "continue from the latest checkpoint in --checkpoint-dir");
   sub->add_option("--format", o->format, "table|json (json: one object per step and line)")
       ->check(format_choice({"table", "json"}));
-  sub->add_option("--lr", o->t.lr, "peak learning rate (default 1e-3)")->check(CLI::PositiveNumber);
-  sub->add_option("--warmup", o->t.warmup_steps, "warm-up steps (default steps/10)");
+  sub->add_option("--lr", o->t.lr, "peak learning rate (default 1e-3)")->check(real_range(0, 10, true));
+  sub->add_option("--warmup", o->t.warmup_steps, "warm-up steps (default steps/10)")->check(int_range(0, 100000000));
   sub->add_option("--lr-decay-steps", o->t.lr_decay_steps,
-                  "cosine decay length (default: --steps; a resumed run keeps its checkpoint's)");
-  sub->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay (default 0.1)");
-  sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)");
-  sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)");
-  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)");
-  sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)");
+                  "cosine decay length (default: --steps; a resumed run keeps its checkpoint's)")
+      ->check(int_range(0, 100000000));
+  sub->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay (default 0.1)")->check(real_range(0, 10));
+  sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)")->check(real_range(0, 1e6));
+  sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)")->check(real_range(0, 100));
+  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)")->check(real_range(0, 1000));
+  sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)")
+      ->check(real_range(0, kMaxPeakTflops * 1e3));
   sub->add_option("--max-ranks-per-core", o->max_ranks_per_core, "refuse plans needing more ranks per core (default 8)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 1024));
   sub->add_option("--summary-out", o->summary_out, "internal: write the run summary JSON here")->group("");
   sub->callback([&run, o] { run = [o] { return run_train(*o); }; });
   add_verify_command(app, run);

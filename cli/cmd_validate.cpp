@@ -146,7 +146,7 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--fit", o->fit_out, "first fit the global cost parameters to --runs and write the calibration here");
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
   sub->add_option("--export-plans", o->export_dir, "write each scored throughput row's plan to DIR/ROW.json");
-  sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(CLI::PositiveNumber);
+  sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(int_range(1, 1000));
   sub->callback([&run, o] { run = [o] { return run_validate(*o); }; });
 }
 

@@ -5,15 +5,16 @@
 
 #include "cli/commands.h"
 #include "cli/resolve.h"
+#include "core/bounded_input.h"
 
 namespace mplan::cli {
 
 void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   auto* m = sub->add_option("--model", a.model, "model preset, mplan model JSON or Hugging Face config.json");
   auto* c = sub->add_option("--cluster", a.cluster, "cluster preset or cluster JSON");
-  auto* g = sub->add_option("--gpus", a.gpus, "number of GPUs")->check(CLI::PositiveNumber);
-  auto* b = sub->add_option("--gbs", a.gbs, "global batch size (sequences)")->check(CLI::PositiveNumber);
-  auto* s = sub->add_option("--seq", a.seq, "sequence length")->check(CLI::PositiveNumber);
+  auto* g = sub->add_option("--gpus", a.gpus, "number of GPUs")->check(int_range(1, kMaxGpus));
+  auto* b = sub->add_option("--gbs", a.gbs, "global batch size (sequences)")->check(int_range(1, kMaxBatch));
+  auto* s = sub->add_option("--seq", a.seq, "sequence length")->check(int_range(1, kMaxSeq));
   if (required)
     for (auto* o : {m, c, g, b, s}) o->required();
   sub->add_option("--precision", a.precision, "bf16|fp16|fp8|mxfp8|nvfp4|fp32")
@@ -24,15 +25,15 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
 }
 
 void add_layout_options(CLI::App* sub, LayoutArgs& l) {
-  sub->add_option("--mbs", l.mbs, "micro-batch size")->check(CLI::PositiveNumber);
-  sub->add_option("--tp", l.tp, "tensor-parallel size")->check(CLI::PositiveNumber);
-  sub->add_option("--pp", l.pp, "pipeline-parallel size")->check(CLI::PositiveNumber);
-  sub->add_option("--vpp", l.vpp, "virtual pipeline chunks per pipeline rank")->check(CLI::PositiveNumber);
-  sub->add_option("--cp", l.cp, "context-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--mbs", l.mbs, "micro-batch size")->check(int_range(1, kMaxBatch));
+  sub->add_option("--tp", l.tp, "tensor-parallel size")->check(int_range(1, kMaxGpus));
+  sub->add_option("--pp", l.pp, "pipeline-parallel size")->check(int_range(1, kMaxGpus));
+  sub->add_option("--vpp", l.vpp, "virtual pipeline chunks per pipeline rank")->check(int_range(1, kMaxGpus));
+  sub->add_option("--cp", l.cp, "context-parallel size")->check(int_range(1, kMaxGpus));
   sub->add_option("--cp-comm", l.cp_comm, "context-parallel exchange p2p|a2a|allgather")
       ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
-  sub->add_option("--ep", l.ep, "expert-parallel size")->check(CLI::PositiveNumber);
-  sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--ep", l.ep, "expert-parallel size")->check(int_range(1, kMaxGpus));
+  sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(int_range(1, kMaxGpus));
   auto* sp = sub->add_flag_function("--sp", [&l](int64_t) { l.sp = true; }, "sequence parallel (default on when tp > 1)");
   auto* nsp = sub->add_flag_function("--no-sp", [&l](int64_t) { l.sp = false; }, "no sequence parallel");
   sp->excludes(nsp);
@@ -40,7 +41,7 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
   sub->add_flag("--dist-opt", l.dist_opt, "distributed optimizer (= --zero 1)");
   sub->add_option("--recompute", l.recompute, "none|selective|full")->check(CLI::IsMember({"none", "selective", "full"}));
   sub->add_option("--recompute-layers", l.recompute_layers, "layers per chunk recomputed with --recompute full")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, kMaxLayers));
   sub->add_option("--schedule", l.schedule, "gpipe|1f1b|interleaved|zb (default 1f1b, interleaved when vpp > 1)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb"}));
   sub->add_option("--attention", l.attention, "flash|unfused|triton attention kernels")
@@ -53,9 +54,9 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
   sub->add_flag("--no-overlap-grad-reduce", l.no_overlap_grad_reduce, "do not overlap DP gradient reduction");
   sub->add_flag("--no-overlap-param-gather", l.no_overlap_param_gather, "do not overlap the parameter all-gather");
   sub->add_option("--first-stage-layers", l.first_stage_layers, "layers on the first pipeline stage (0 = even)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, kMaxLayers));
   sub->add_option("--last-stage-layers", l.last_stage_layers, "layers on the last pipeline stage (0 = even)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, kMaxLayers));
   sub->add_option("--pipeline-layout", l.pipeline_layout,
                   "layers per chunk: 'balanced' (most even split) or 'a,b;c,d' (stages by ';', chunks by ',')");
 }
@@ -107,7 +108,10 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
     std::string num;
     auto flush = [&](bool end_stage) {
       if (num.empty()) throw InputError{"--pipeline-layout: expected numbers like '4,4;4,3', got '" + l.pipeline_layout + "'"};
-      row.push_back(std::stoi(num));
+      if (num.size() > 9 || std::stoll(num) > p.model.num_layers)
+        throw InputError{"--pipeline-layout: " + num + " layers in one chunk exceeds the model's " +
+                         std::to_string(p.model.num_layers) + " layers"};
+      row.push_back(int(std::stoll(num)));
       num.clear();
       if (end_stage) {
         q.pipeline_layout.push_back(row);
@@ -138,6 +142,8 @@ CostParams cost_params_for(const Plan& plan, const std::string& calibration_file
 
 Calibration load_calibration(const std::string& calibration_file) {
   if (calibration_file.empty()) return shipped_calibration();
+  std::string bad = check_input_file(calibration_file);
+  if (!bad.empty()) throw InputError{"--calibration " + bad};
   auto c = read_calibration_file(calibration_file, shipped_calibration().params);
   if (!c) throw InputError{c.error().message()};
   return c.value();

@@ -134,9 +134,12 @@ Status write_error(const Connection& c, const std::string& path, const std::stri
   return Error(path + ": " + what + ": " + c.errmsg());
 }
 
+// A JSON column, or `fallback` when the text is not JSON or (for an object fallback) not an object:
+// a damaged or hand-edited row must not reach code that iterates an object's keys.
 json parse_json_or(const std::string& text, json fallback) {
   json j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? fallback : j;
+  if (j.is_discarded() || (fallback.is_object() && !j.is_object())) return fallback;
+  return j;
 }
 
 const char* kKernelColumns =
@@ -162,6 +165,8 @@ Expected<ProfileDb> ProfileDb::open(const std::string& path, OpenMode mode) {
   struct stat st{};
   const bool exists = !memory && ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) return Error(path + " is a directory; give a file name to --db.");
+  if (exists && !S_ISREG(st.st_mode))
+    return Error(path + " is not a regular file (a device, FIFO or socket); give a file name to --db.");
   if (!exists && !memory && mode == OpenMode::read_only)
     return Error(path + ": no such profile database; run `mplan profile --db " + path + "` first, or check the path.");
   Inspection ins;

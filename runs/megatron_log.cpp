@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_input.h"
+
 namespace mplan::runs {
 
 namespace {
@@ -255,8 +257,10 @@ Expected<MegatronLog> parse_megatron_log(std::istream& in, const std::string& na
 }
 
 Expected<MegatronLog> parse_megatron_log_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error(path + ": cannot read the Megatron-LM log; check the path");
+  std::vector<std::string> problems;
+  auto text = read_input_file(path, kMaxTableInputBytes, problems);  // regular file or "-", size-capped
+  if (!text) return Error(problems);
+  std::istringstream in(*text);
   return parse_megatron_log(in, path);
 }
 

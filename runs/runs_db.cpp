@@ -320,6 +320,10 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
   bool is_dir = false;
   bool exists = file_size(path, size, is_dir);
   if (is_dir) return Error("runs database " + path + ": is a directory; pass --db a file name such as runs.db");
+  struct stat st{};
+  if (exists && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error("runs database " + path + ": not a regular file (a device, FIFO or socket); pass --db a file name "
+                 "such as runs.db");
   if (exists && size > 0) {
     char header[16] = {};
     std::ifstream in(path, std::ios::binary);

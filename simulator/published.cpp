@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_input.h"
 #include "core/counting.h"
 #include "core/presets.h"
 
@@ -146,11 +147,10 @@ std::optional<double> CsvRow::num(const std::string& k) const {
 }
 
 Expected<std::vector<CsvRow>> read_csv_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::vector<std::string> problems;
+  auto read = read_input_file(path, kMaxTableInputBytes, problems);
+  if (!read) return Error(problems);
+  const std::string& text = *read;
   std::vector<std::vector<std::string>> records;
   std::vector<std::string> rec;
   std::string field;

@@ -14,6 +14,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/bounded_input.h"
 #include "core/counting.h"
 #include "core/rank_grid.h"
 #include "core/schedule.h"
@@ -83,8 +84,9 @@ std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, co
     e.push_back(buf);
   }
   if (opt.data != "synthetic") {
-    std::ifstream in(opt.data);
-    if (!in) e.push_back("--data " + opt.data + ": cannot read the file; give a text file or 'synthetic'");
+    std::string bad = opt.data == "-" ? opt.data + ": every rank reads the corpus, so it must be a file"
+                                      : check_input_file(opt.data);
+    if (!bad.empty()) e.push_back("--data " + bad + "; give a text file or 'synthetic'");
     if (plan.model.vocab_size < 256)
       e.push_back("--data " + opt.data + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
                   std::to_string(plan.model.vocab_size));
