@@ -165,6 +165,8 @@ int run_search(const SearchCliOptions& o) {
   job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
   job.parallel.moe_force_balance = o.moe_force_balance;
   Calibration cal = load_calibration(o.job.calibration);
+  if (!o.job.calibration.empty())
+    if (auto w = check_calibration(cal, job.cluster.gpu, o.job.force); !w.empty()) std::cerr << w << "\n";
   SearchOptions so;
   so.top_k = o.top;
   so.threads = o.threads;
@@ -253,11 +255,15 @@ int run_search(const SearchCliOptions& o) {
 
 struct ExplainCliOptions {
   std::string plan, calibration;
+  bool force = false;
 };
 
 int run_explain(const ExplainCliOptions& o) {
   Plan plan = require_plan(o.plan);
-  auto text = explain_plan(plan, load_calibration(o.calibration));
+  Calibration cal = load_calibration(o.calibration);
+  if (!o.calibration.empty())
+    if (auto w = check_calibration(cal, plan.cluster.gpu, o.force); !w.empty()) std::cerr << w << "\n";
+  auto text = explain_plan(plan, cal);
   if (!text) throw InputError{text.error().message()};
   std::cout << *text;
   return kExitOk;
@@ -298,6 +304,7 @@ int run_export(const ExportCliOptions& o) {
 struct CheckCliOptions {
   std::string runs, calibration, rows, format = "table";
   int threads = 0;
+  bool force = false;
 };
 
 int run_search_check(const CheckCliOptions& o) {
@@ -324,6 +331,7 @@ int run_search_check(const CheckCliOptions& o) {
       continue;
     }
     const Plan& pub = run->plan;
+    if (!o.calibration.empty()) check_calibration(cal, pub.cluster.gpu, o.force);
     CostParams prm = cal.params_for(pub.cluster.gpu);
     auto pr = simulate(pub, prm);
     if (!pr) {
@@ -425,6 +433,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
     auto* sub = app.add_subcommand("explain", "Explain why a plan wins or loses against the usual alternatives");
     sub->add_option("--plan", o->plan, "mplan.plan/1 file")->required();
     sub->add_option("--calibration", o->calibration, "calibration JSON (mplan.calibration/1)");
+    add_force_option(sub, o->force);
     sub->callback([&run, o] { run = [o] { return run_explain(*o); }; });
   }
   {
@@ -441,6 +450,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
                                    "Quality benchmark: is the best layout found at least as fast as each published run?");
     sub->add_option("--runs", o->runs, "CSV with the columns of shared/calibration/published_runs_dev.csv")->required();
     sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
+    add_force_option(sub, o->force);
     sub->add_option("--rows", o->rows, "only these row ids (comma-separated)");
     sub->add_option("--threads", o->threads, "worker threads per search")->check(int_range(0, 4096));
     sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));

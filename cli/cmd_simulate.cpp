@@ -22,7 +22,7 @@ struct SimulateOptions {
 
 int run_simulate(const SimulateOptions& o) {
   Plan plan = o.plan_file.empty() ? plan_from_args(o.job, o.layout) : require_plan(o.plan_file);
-  CostParams params = cost_params_for(plan, o.job.calibration);
+  CostParams params = cost_params_for(plan, o.job.calibration, o.job.force);
   SimOptions so;
   so.trace = !o.trace_file.empty();
   auto r = simulate(plan, params, so);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/plan_args.h"
@@ -23,6 +24,7 @@ struct ValidateOptions {
   int fit_passes = 3;
   std::string fit_params;  // comma-separated subset of default_fit_params()
   bool show_skipped = true;
+  bool force = false;
 };
 
 nlohmann::json stats_json(const ErrorStats& s) {
@@ -86,13 +88,51 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
   std::cout << "\n";
 }
 
+// A CSV that lacks the columns the scoring reads would score nothing and report "MAPE 0.0%": refuse
+// it, naming the missing columns, and refuse a file of which no row could be scored.
+void require_columns(const std::vector<CsvRow>& rows, const std::string& flag, const std::string& path, bool memory) {
+  if (rows.empty()) throw InputError{flag + " " + path + ": no data rows (a header and one row per run are needed)"};
+  std::vector<std::string> need = {"model", "layers", "hidden", "heads", "vocab", "seq_len", "gpu_type", "num_gpus",
+                                   "gbs", "tp", "pp", "precision"};
+  need.insert(need.end(), memory ? std::initializer_list<std::string>{"mem_total_gib"}
+                                 : std::initializer_list<std::string>{"row_id"});
+  std::string missing;
+  for (const auto& c : need)
+    if (!rows.front().f.count(c)) missing += (missing.empty() ? "" : ", ") + c;
+  bool measured = memory || rows.front().f.count("tokens_per_sec_per_gpu") || rows.front().f.count("step_time_s") ||
+                  rows.front().f.count("tflops_per_gpu");
+  if (!measured) missing += std::string(missing.empty() ? "" : ", ") + "one of tokens_per_sec_per_gpu|step_time_s|tflops_per_gpu";
+  if (!missing.empty())
+    throw InputError{flag + " " + path + ": missing column(s) " + missing + "; the columns are those of " +
+                     (memory ? "shared/calibration/published_memory_dev.csv" : "shared/calibration/published_runs_dev.csv")};
+}
+
+void require_scored(const ValidationReport& rep, const std::string& flag, const std::string& path) {
+  if (rep.overall.n > 0) return;
+  std::string why;
+  for (const auto& x : rep.rows)
+    if (x.skipped) {
+      why = " (first row: " + x.reason + ")";
+      break;
+    }
+  throw InputError{flag + " " + path + ": none of its " + std::to_string(rep.rows.size()) + " rows could be scored" + why};
+}
+
 int run_validate(const ValidateOptions& o) {
   if (o.runs.empty() && o.memory.empty()) throw InputError{"give --runs FILE.csv and/or --memory FILE.csv"};
-  ParamsFor params = [&o](const Plan& p) { return cost_params_for(p, o.calibration); };
+  auto warned = std::make_shared<std::set<std::string>>();  // one --force warning per GPU architecture
+  ParamsFor params = [&o, warned](const Plan& p) {
+    if (o.calibration.empty()) return default_cost_params(p.cluster);
+    Calibration cal = load_calibration(o.calibration);
+    std::string w = check_calibration(cal, p.cluster.gpu, o.force);
+    if (!w.empty() && warned->insert(p.cluster.gpu.arch).second) std::cerr << w << "\n";
+    return cal.params_for(p.cluster.gpu);
+  };
   if (!o.fit_out.empty()) {
     if (o.runs.empty()) throw InputError{"--fit needs --runs FILE.csv"};
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
+    require_columns(*rows, "--runs", o.runs, false);
     auto runs = measured_runs_from_rows(*rows);
     Calibration start = load_calibration(o.calibration);
     std::vector<FitParamSpec> which;
@@ -118,7 +158,9 @@ int run_validate(const ValidateOptions& o) {
   if (!o.runs.empty()) {
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
+    require_columns(*rows, "--runs", o.runs, false);
     ValidationReport rep = validate_throughput(*rows, params);
+    require_scored(rep, "--runs", o.runs);
     if (!o.export_dir.empty()) export_plans(rep, o.export_dir);
     if (o.format == "json") out["throughput"] = report_json(rep);
     else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s");
@@ -126,7 +168,9 @@ int run_validate(const ValidateOptions& o) {
   if (!o.memory.empty()) {
     auto rows = read_csv_file(o.memory);
     if (!rows) throw InputError{"--memory: " + rows.error().message()};
+    require_columns(*rows, "--memory", o.memory, true);
     ValidationReport rep = validate_memory(*rows, params);
+    require_scored(rep, "--memory", o.memory);
     if (o.format == "json") out["memory"] = report_json(rep);
     else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB");
   }
@@ -142,6 +186,7 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--runs", o->runs, "throughput CSV (columns of shared/calibration/published_runs_dev.csv)");
   sub->add_option("--memory", o->memory, "memory CSV (columns of published_memory_dev.csv)");
   sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
+  add_force_option(sub, o->force);
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--fit", o->fit_out, "first fit the global cost parameters to --runs and write the calibration here");
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");

@@ -2,6 +2,7 @@
 #include "cli/plan_args.h"
 
 #include <cctype>
+#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/resolve.h"
@@ -22,6 +23,11 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   sub->add_option("--method", a.method, "pretrain|sft|lora (lora: frozen base weights)")
       ->check(CLI::IsMember({"pretrain", "sft", "lora"}));
   sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
+  add_force_option(sub, a.force);
+}
+
+void add_force_option(CLI::App* sub, bool& force) {
+  sub->add_flag("--force", force, "apply a --calibration fitted for another GPU architecture (refused otherwise)");
 }
 
 void add_layout_options(CLI::App* sub, LayoutArgs& l) {
@@ -135,9 +141,19 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   return p;
 }
 
-CostParams cost_params_for(const Plan& plan, const std::string& calibration_file) {
+CostParams cost_params_for(const Plan& plan, const std::string& calibration_file, bool force) {
   if (calibration_file.empty()) return default_cost_params(plan.cluster);
-  return load_calibration(calibration_file).params_for(plan.cluster.gpu);
+  Calibration cal = load_calibration(calibration_file);
+  std::string warning = check_calibration(cal, plan.cluster.gpu, force);
+  if (!warning.empty()) std::cerr << warning << "\n";
+  return cal.params_for(plan.cluster.gpu);
+}
+
+std::string check_calibration(const Calibration& cal, const GpuSpec& gpu, bool force) {
+  std::string why = calibration_mismatch(cal, gpu);
+  if (why.empty()) return "";
+  if (!force) throw InputError{"--calibration: " + why};
+  return "mplan: warning: --force: " + why.substr(0, why.find(';')) + "; applying it anyway";
 }
 
 Calibration load_calibration(const std::string& calibration_file) {

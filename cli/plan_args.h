@@ -15,6 +15,7 @@ struct JobArgs {
   int gpus = 0;
   int64_t gbs = 0, seq = 0;
   std::string calibration;  // --calibration FILE
+  bool force = false;       // --force: apply a calibration fitted for another GPU architecture
 };
 
 struct LayoutArgs {
@@ -39,9 +40,15 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l);
 // Resolves model/cluster/training of the job (no layout) into a plan skeleton.
 Plan job_skeleton(const JobArgs& a);
 // Cost parameters: --calibration FILE if given, else the shipped calibration for the cluster's GPU,
-// else the documented defaults.
-CostParams cost_params_for(const Plan& plan, const std::string& calibration_file);
+// else the documented defaults. A calibration fitted for another GPU architecture is refused (exit 2)
+// unless `force`, which applies it with a warning on stderr.
+CostParams cost_params_for(const Plan& plan, const std::string& calibration_file, bool force = false);
 // The calibration in the file, or the shipped one when `calibration_file` is empty.
 Calibration load_calibration(const std::string& calibration_file);
+// Refuses (InputError) a calibration fitted for another architecture than `gpu`'s, unless `force`;
+// then returns the warning to print ("" when the calibration applies).
+std::string check_calibration(const Calibration& cal, const GpuSpec& gpu, bool force);
+// Adds --force (apply a calibration of another GPU architecture) to a subcommand.
+void add_force_option(CLI::App* sub, bool& force);
 
 }  // namespace mplan::cli

@@ -45,6 +45,12 @@ std::string check_finite(const StepMetric& m) {
               F{"reported_tflops_per_gpu", m.reported_tflops_per_gpu}})
     if (!std::isfinite(f.v)) return "step " + std::to_string(m.step) + ": " + f.name + " is not a finite number";
   if (m.step_time_s < 0) return "step " + std::to_string(m.step) + ": step_time_s is negative";
+  // physical limits: no training step lasts 11 days, no GPU holds an exabyte
+  if (m.step_time_s > 1e6)
+    return "step " + std::to_string(m.step) + ": step_time_s = " + std::to_string(m.step_time_s) +
+           " s is more than 11 days per step; not a measurement (check the log's elapsed time units)";
+  if (m.peak_memory_gib > 1e6 || m.tokens_per_s > 1e15 || m.tflops_per_gpu > 1e6 || m.reported_tflops_per_gpu > 1e6)
+    return "step " + std::to_string(m.step) + ": a throughput or memory value is beyond any real machine";
   return "";
 }
 

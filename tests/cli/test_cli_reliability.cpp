@@ -113,3 +113,55 @@ TEST(CliReliability, InputsRefuseDevicesAndFifosWithoutBlocking) {
     }
   }
 }
+
+TEST(CliReliability, CalibrationOfAnotherArchitectureNeedsForce) {
+  auto cal = run_mplan("calibrate --shipped dgx-a100-80g --out " + tmp("a100.json"));
+  ASSERT_EQ(cal.code, 0) << cal.err;
+  EXPECT_TRUE(has(slurp(tmp("a100.json")), "\"arch\": \"ampere\""));
+  auto r = run_mplan("simulate " + kJob + "--gpus 8 --tp 8 --calibration " + tmp("a100.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "fitted for ampere")) << r.err;
+  EXPECT_TRUE(has(r.err, "--force")) << r.err;
+  auto s = run_mplan("search " + kJob + "--gpus 8 --top 1 --calibration " + tmp("a100.json"));
+  EXPECT_EQ(s.code, 2) << s.err;
+  auto f = run_mplan("simulate " + kJob + "--gpus 8 --tp 8 --calibration " + tmp("a100.json") + " --force");
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(has(f.err, "warning")) << f.err;
+  auto same = run_mplan("simulate --model llama3-8b --cluster dgx-a100-80g --gbs 64 --seq 2048 --gpus 8 --tp 8 "
+                        "--calibration " + tmp("a100.json"));
+  EXPECT_EQ(same.code, 0) << same.err;
+}
+
+TEST(CliReliability, ValidateRefusesCsvWithoutItsColumns) {
+  std::ofstream(tmp("other.csv")) << "name,value\nx,1\ny,2\n";
+  auto r = run_mplan("validate --runs " + tmp("other.csv"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.err, "missing column(s)")) << r.err;
+  EXPECT_FALSE(has(r.out, "MAPE")) << r.out;
+  std::ofstream(tmp("empty.csv")) << "row_id,model\n";
+  auto e = run_mplan("validate --memory " + tmp("empty.csv"));
+  EXPECT_EQ(e.code, 2) << e.out;
+}
+
+TEST(CliReliability, ImpossibleInputNumbersAreRefusedNotPrinted) {
+  std::ofstream(tmp("peak.json")) << R"({"name": "x", "gpu": {"name": "G", "arch": "hopper", "peak_tflops": {"bf16": 1e308},
+    "memory_gib": 80, "hbm_gbps": 3350, "sm_count": 132}, "gpus_per_node": 8, "scale_up_bw_gbps": 450,
+    "scale_up_latency_us": 2, "scale_out_bw_gbps": 50, "scale_out_latency_us": 5, "num_nodes": 4})";
+  auto r = run_mplan("simulate --model llama3-8b --cluster " + tmp("peak.json") + " --gbs 64 --seq 2048 --gpus 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "peak_tflops.bf16")) << r.err;
+  EXPECT_FALSE(has(r.out, "inf") || has(r.out, "nan")) << r.out;
+  // a Megatron log whose elapsed time is 1e308 ms is not a step
+  std::string log = tmp("huge.log");
+  std::ofstream out(log);
+  for (int i = 1; i <= 20; ++i)
+    out << " iteration " << i << "/ 100 | consumed samples: " << 64 * i
+        << " | elapsed time per iteration (ms): " << (i == 15 ? "1e308" : "1000.0")
+        << " | learning rate: 1.0E-04 | global batch size: 64 | lm loss: 5.0 | loss scale: 1.0 |"
+           " number of skipped iterations: 0 | number of nan iterations: 0 |\n";
+  out.close();
+  auto imp = run_mplan("runs import --db " + tmp("huge.db") + " --megatron-log " + log + " --plan " + plan_file() +
+                       " --no-predict --allow-mismatch");
+  EXPECT_EQ(imp.code, 2) << imp.out << imp.err;
+  EXPECT_TRUE(has(imp.err, "step_time_s")) << imp.err;
+}
