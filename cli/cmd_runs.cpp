@@ -1,5 +1,6 @@
 // `mplan runs import|list|show|tag` and `mplan regress`: the runs database (runs/), imports of
 // Megatron-LM logs and CSV files, and the MFU regression gate (exit 1 on a regression).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -208,7 +209,8 @@ int run_list(const ListOptions& o) {
                "predicted", "peak GiB", "tags"});
   for (const auto& r : rows) {
     const auto& s = r.summary;
-    t.add_row({std::to_string(r.id), r.started_at.substr(0, 16), r.plan_key, r.source,
+    t.add_row({std::to_string(r.id), r.started_at.substr(0, 16), r.plan_key,
+               r.source + (r.status == "completed" ? "" : " (" + r.status + ")"),
                std::to_string(s.steps_measured) + "/" + std::to_string(s.steps_total), num_cell(s.step_time_s, 3),
                num_cell(s.tokens_per_s, 0), num_cell(s.tflops_per_gpu, 1), mfu_cell(s.mfu), mfu_cell(s.predicted_mfu),
                num_cell(s.peak_memory_gib, 1), join(r.tags, ",")});
@@ -232,7 +234,7 @@ int run_show(const ShowOptions& o) {
     return kExitOk;
   }
   const auto& s = r.summary;
-  std::cout << "run " << r.id << "  " << r.started_at << "  source " << r.source
+  std::cout << "run " << r.id << "  " << r.started_at << "  " << r.status << "  source " << r.source
             << (r.source_file.empty() ? "" : " (" + r.source_file + ")") << "\n"
             << "plan " << r.plan_key << ": " << runs::plan_label(r.plan) << "\n"
             << "host " << (r.host.empty() ? "-" : r.host) << ", git " << (r.git_commit.empty() ? "-" : r.git_commit)
@@ -317,6 +319,9 @@ void print_regress(const runs::RegressReport& rep) {
 int run_regress(const RegressOptions& o) {
   auto db = require_db(o.db);
   auto all = require(db->list_runs(""));
+  // runs that were aborted, diverged or failed measure nothing comparable: only completed runs count
+  all.erase(std::remove_if(all.begin(), all.end(), [](const RunRecord& r) { return r.status != "completed"; }),
+            all.end());
   runs::RegressOptions ro;
   ro.baseline = o.baseline;
   ro.threshold_pct = o.threshold;

@@ -20,6 +20,7 @@
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
 #include "executor/comm/mpi_comm.h"
+#include "executor/train/abort_guard.h"
 #include "executor/train/launch.h"
 #include "executor/train/run.h"
 #include "executor/train/run_record.h"
@@ -27,6 +28,7 @@
 #include "core/counting.h"
 #if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
 #include "profiles/calibrate.h"
+#include "profiles/local_profile.h"
 #include "simulator/simulator.h"
 #endif
 
@@ -77,12 +79,15 @@ void check_backend(const std::string& backend) {
 
 // Inside the MPI job (or a single process): run the ranks' training loop.
 int run_job(const TrainCliOptions& o, const Plan& plan) {
+  // before MPI starts its threads: signals and the loss of the launcher end the job, recorded as aborted
+  exec::AbortGuard guard(exec::launched_under_mpi() || std::getenv(exec::kLauncherPidEnv) != nullptr);
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   exec::RunOutput out;
+  out.abort = &guard;
   out.format = o.format;
   out.out = &std::cout;
   out.info = o.format == "json" ? &std::cerr : &std::cout;
@@ -159,18 +164,38 @@ std::string fixed(double v, int d) {
   return os.str();
 }
 
+// The profile to predict with: --db, else this machine's cached profile, else the committed
+// local-cpu profile when this machine matches it, else a quick profile of this machine (cached).
+std::string verify_profile_db(const VerifyOptions& o) {
+  if (!o.db.empty()) return o.db;
+  auto found = profiles::find_local_cpu_profile();
+  if (!found) throw InputError{found.error().message()};
+  if (*found) {
+    std::cerr << "mplan verify: predicting with " << (*found)->how << " (pass --db FILE for another profile)\n";
+    return (*found)->db;
+  }
+  const std::string db = profiles::local_profile_path();
+  std::cerr << "mplan verify: no profile of this machine yet (the committed local-cpu profile is of another CPU); "
+               "profiling it now (--quick, about a minute), kept in " << db << " for the next verify\n";
+  std::vector<std::string> args = {own_argv()[0], "profile", "--backend", "cpu", "--quick", "--db", db};
+  std::string cmd;
+  for (const auto& a : args) cmd += "'" + a + "' ";
+  int code = exec::run_launcher(args, nullptr, true);
+  if (code != 0)
+    throw InputError{"profiling this machine failed (exit " + std::to_string(code) + "); run " + cmd +
+                     "yourself and pass --db"};
+  return db;
+}
+
 int run_verify(const VerifyOptions& o) {
   Plan plan = require_plan(o.plan);
-  if (o.db.empty())
-    throw InputError{"mplan verify needs this machine's CPU profile: run 'mplan profile --backend cpu --db FILE' "
-                     "(--quick takes under a minute) and pass --db FILE"};
   profiles::CalibrateOptions co;
-  co.db = o.db;
+  co.db = verify_profile_db(o);
   co.store = false;
   auto cal = profiles::calibrate(co);
-  if (!cal) throw InputError{"--db " + o.db + ": " + cal.error().message()};
+  if (!cal) throw InputError{"--db " + co.db + ": " + cal.error().message()};
   if (cal.value().device.kind != "cpu")
-    throw InputError{"--db " + o.db + ": the newest device is '" + cal.value().device.name +
+    throw InputError{"--db " + co.db + ": the newest device is '" + cal.value().device.name +
                      "', not a CPU; verify predicts the CPU executor from a CPU profile of this machine"};
   Plan sim_plan = plan;
   sim_plan.cluster = cal.value().cluster;
@@ -288,7 +313,9 @@ void add_verify_command(CLI::App& app, Runner& run) {
                                            "the simulator's prediction on the profiled local-cpu cluster");
   sub->add_option("--plan", o->plan, "plan file (mplan.plan/1 JSON)")->required();
   sub->add_option("--steps", o->steps, "training steps (the first is a warm-up, default 6)")->check(CLI::Range(2, 100000));
-  sub->add_option("--db", o->db, "profile database of this machine (mplan profile --backend cpu --db FILE)");
+  sub->add_option("--db", o->db,
+                  "profile database of this machine (default: the cached profile of this machine, the committed "
+                  "local-cpu profile when this machine matches it, else a quick profile made now)");
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--seed", o->seed, "seed of the initialisation and the data order");
   sub->add_option("--data", o->data, "synthetic, or a text file");

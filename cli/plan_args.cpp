@@ -135,10 +135,34 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   auto problems = validate_layout(p.model, p.cluster, p.training, p.parallel);
   if (!problems.empty()) {
     std::string msg = "invalid layout:";
-    for (auto& e : problems) msg += "\n  - " + e;
+    for (auto& e : problems) {
+      msg += "\n  - " + e;
+      if (e.rfind("layers do not split into pp stages", 0) == 0) msg += pipeline_split_hint(p.model.num_layers, q);
+    }
     throw InputError{msg};
   }
   return p;
+}
+
+std::string pipeline_split_hint(int layers, const ParallelConfig& q) {
+  const int pp = q.pp;
+  if (pp < 2 || q.num_layers_in_first_pipeline_stage || q.num_layers_in_last_pipeline_stage || !q.pipeline_layout.empty())
+    return "";
+  std::string hint = "\n    keep --pp " + std::to_string(pp) + " with --pipeline-layout balanced (Megatron's split " +
+                     "that counts the embedding and the loss as layers)";
+  // uneven first/last stages (Llama-3.1-405B: 126 layers on pp 16 = 7 + 14 x 8 + 7)
+  const int middle = pp - 2;
+  for (int each = (layers + pp - 1) / pp; q.vpp == 1 && each >= 1 && middle > 0; --each) {
+    int rest = layers - middle * each;
+    if (rest < 2) continue;
+    if (rest > 2 * each) break;
+    int first = rest / 2, last = rest - first;
+    hint += ", or with --first-stage-layers " + std::to_string(first) + " --last-stage-layers " + std::to_string(last) +
+            " (" + std::to_string(first) + " + " + std::to_string(middle) + " x " + std::to_string(each) + " + " +
+            std::to_string(last) + " = " + std::to_string(layers) + ")";
+    break;
+  }
+  return hint;
 }
 
 CostParams cost_params_for(const Plan& plan, const std::string& calibration_file, bool force) {

@@ -37,6 +37,9 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l);
 
 // Builds and validates the plan; any problem throws InputError (exit 2) naming the field/rule.
 Plan plan_from_args(const JobArgs& a, const LayoutArgs& l);
+// When pp does not divide the layers: how to keep that pp ("--pipeline-layout balanced", or first/last
+// stage sizes such that the middle stages split evenly), as text appended to the refusal; "" else.
+std::string pipeline_split_hint(int layers, const ParallelConfig& q);
 // Resolves model/cluster/training of the job (no layout) into a plan skeleton.
 Plan job_skeleton(const JobArgs& a);
 // Cost parameters: --calibration FILE if given, else the shipped calibration for the cluster's GPU,

@@ -9,7 +9,8 @@
 //    TP-comm overlap when on.
 //  - pp: divisors with pp*vpp <= pipeline units; an even split when the layers divide, else (and in
 //    addition, when it differs) Megatron's balanced split that counts the embedding and the loss as
-//    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, interleaved schedule for vpp > 1.
+//    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, at most kMaxSearchedVpp unless
+//    --fix/--max vpp say otherwise (so the space grows linearly with the layers); interleaved for vpp > 1.
 //  - schedule: 1F1B and zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out
 //    unless fixed: it has 1F1B's bubble but holds all micro-batches' activations, so 1F1B dominates it.
 //  - cp: divisors while each rank keeps >= 1024 tokens (seq/cp >= 1024, or --max cp), with the p2p
@@ -29,6 +30,9 @@ struct SearchStats;
 }
 
 namespace mplan::planner {
+
+// Largest vpp tried when neither --fix nor --max names vpp (published layouts use up to 24).
+constexpr int kMaxSearchedVpp = 64;
 
 struct Structure {
   Layout base;  // tp pp vpp pipe cp dp ep etp mbs set; the rest default

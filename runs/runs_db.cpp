@@ -54,6 +54,14 @@ std::string check_finite(const StepMetric& m) {
   return "";
 }
 
+}  // namespace
+
+bool valid_run_status(const std::string& s) {
+  return s == "completed" || s == "aborted" || s == "diverged" || s == "failed";
+}
+
+namespace {
+
 class SqliteRunsDb final : public RunsDb {
  public:
   SqliteRunsDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
@@ -65,6 +73,8 @@ class SqliteRunsDb final : public RunsDb {
     std::vector<std::string> problems;
     if (!run.plan.is_object()) problems.push_back("run.plan: expected the mplan.plan/1 JSON object");
     if (run.source.empty()) problems.push_back("run.source: empty; expected mplan, megatron-log or csv");
+    if (!valid_run_status(run.status))
+      problems.push_back("run.status: '" + run.status + "'; expected completed, aborted, diverged or failed");
     for (const auto& m : run.steps)
       if (auto e = check_finite(m); !e.empty()) problems.push_back("run." + e);
     for (const auto& o : run.ops)
@@ -80,15 +90,15 @@ class SqliteRunsDb final : public RunsDb {
       Stmt ins(db_,
                "INSERT INTO runs (plan_key, plan_json, source, host, software_json, git_commit, started_at, "
                "prediction_json, source_file, warnings_json, steps_total, steps_measured, step_time_s, "
-               "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu) "
-               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+               "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu, status) "
+               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
       ins.bind(1, key).bind(2, dump(run.plan)).bind(3, run.source).bind(4, run.host);
       ins.bind(5, dump(run.software.is_null() ? json::object() : run.software)).bind(6, run.git_commit);
       ins.bind(7, run.started_at).bind(8, dump(run.prediction.is_null() ? json::object() : run.prediction));
       ins.bind(9, run.source_file).bind(10, dump(json(run.warnings)));
       ins.bind(11, int64_t(s.steps_total)).bind(12, int64_t(s.steps_measured)).bind(13, s.step_time_s);
       ins.bind(14, s.tokens_per_s).bind(15, s.tflops_per_gpu).bind(16, s.mfu).bind(17, s.mfu_spread);
-      ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu);
+      ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu).bind(20, run.status);
       ins.step();
       int64_t id = sqlite3_last_insert_rowid(db_);
       Stmt st(db_,
@@ -184,7 +194,7 @@ class SqliteRunsDb final : public RunsDb {
   static constexpr const char* kRunColumns =
       "SELECT id, plan_key, plan_json, source, host, software_json, git_commit, started_at, prediction_json, "
       "source_file, warnings_json, steps_total, steps_measured, step_time_s, tokens_per_s, tflops_per_gpu, mfu, "
-      "mfu_spread, peak_memory_gib, predicted_mfu FROM runs";
+      "mfu_spread, peak_memory_gib, predicted_mfu, status FROM runs";
 
   static RunRecord read_run(const Stmt& q) {
     RunRecord r;
@@ -212,6 +222,7 @@ class SqliteRunsDb final : public RunsDb {
     s.mfu_spread = q.real(17);
     s.peak_memory_gib = q.real(18);
     s.predicted_mfu = q.real(19);
+    r.status = q.text(20);
     return r;
   }
 

@@ -66,6 +66,10 @@ struct RunRecord {
   std::string source_file;            // imported file (empty for mplan runs)
   std::vector<std::string> warnings;  // import notes (plan/log mismatches, batch ramp-up ...)
   RunSummary summary;                 // filled by add_run / get_run / list_runs (input value ignored)
+  // Added in schema 3: how the run ended. completed | aborted (killed: signal, launcher gone) |
+  // diverged (non-finite loss) | failed (e.g. a checkpoint could not be written). Imports and runs
+  // stored before schema 3 are "completed"; regressions compare completed runs only.
+  std::string status = "completed";
 };
 
 // Key of a plan: model name + dimensions + cluster + layout + batch, independent of meta fields.
@@ -76,7 +80,9 @@ std::string plan_label(const nlohmann::json& plan);
 RunSummary summarize(const std::vector<StepMetric>& steps, const nlohmann::json& prediction);
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated on open.
-constexpr int kRunsSchemaVersion = 2;
+constexpr int kRunsSchemaVersion = 3;
+// The values of RunRecord::status.
+bool valid_run_status(const std::string& status);
 
 class RunsDb {
  public:

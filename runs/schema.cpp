@@ -2,6 +2,7 @@
 //   1: runs, steps, ops, tags.
 //   2: per-step warm-up flag and framework-reported throughput; per-run import file, warnings and
 //      summary columns (medians over measured steps), backfilled for runs written by schema 1.
+//   3: per-run status (completed | aborted | diverged | failed); earlier runs are "completed".
 #include "runs/schema.h"
 
 #include <string>
@@ -73,6 +74,10 @@ ALTER TABLE runs ADD COLUMN peak_memory_gib REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN predicted_mfu REAL NOT NULL DEFAULT 0;
 )sql";
 
+const char* kSchema3 = R"sql(
+ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'completed';
+)sql";
+
 // Schema 1 stored no summaries: compute them from the steps (no warm-up flags existed, so every
 // step counts) and the stored prediction.
 void backfill_summaries_v2(sqlite3* db) {
@@ -117,6 +122,7 @@ void migrate_schema(sqlite3* db, int from_version) {
     sql_exec(db, kSchema2, "migrating to schema 2");
     backfill_summaries_v2(db);
   }
+  if (from_version < 3) sql_exec(db, kSchema3, "migrating to schema 3");
   sql_exec(db, "PRAGMA application_id = " + std::to_string(kRunsApplicationId), "marking the file");
   sql_exec(db, "PRAGMA user_version = " + std::to_string(kRunsSchemaVersion), "setting the schema version");
 }

@@ -165,3 +165,23 @@ TEST(CliReliability, ImpossibleInputNumbersAreRefusedNotPrinted) {
   EXPECT_EQ(imp.code, 2) << imp.out << imp.err;
   EXPECT_TRUE(has(imp.err, "step_time_s")) << imp.err;
 }
+
+// Items 10 and 11: the cluster name the docs use resolves; a pp that does not divide the layers is
+// refused with the two ways to keep it (Llama-3.1-405B's 126 layers on pp 16, as Meta trained it).
+TEST(CliReliability, LocalCpuClusterResolves) {
+  auto r = run_mplan("simulate --model llama3-8b --cluster local-cpu --precision fp32 --gpus 2 --gbs 2 --seq 256 --tp 2");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "local-cpu")) << r.out;
+}
+
+TEST(CliReliability, UnevenPipelineSuggestsBalancedAndFirstLastStages) {
+  const std::string job = "--model llama3.1-405b --cluster dgx-h100 --gpus 2048 --gbs 2048 --seq 8192 --tp 8 --pp 16";
+  auto r = run_mplan("simulate " + job);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "--pipeline-layout balanced")) << r.err;
+  EXPECT_TRUE(has(r.err, "--first-stage-layers 7 --last-stage-layers 7")) << r.err;
+  for (const std::string& fix : {" --pipeline-layout balanced", " --first-stage-layers 7 --last-stage-layers 7"}) {
+    auto ok = run_mplan("simulate " + job + fix);
+    EXPECT_EQ(ok.code, 0) << fix << "\n" << ok.err;
+  }
+}
