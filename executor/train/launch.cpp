@@ -89,7 +89,7 @@ std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, co
   if (opt.data != "synthetic") {
     std::string bad = opt.data == "-" ? opt.data + ": every rank reads the corpus, so it must be a file"
                                       : check_input_file(opt.data);
-    if (!bad.empty()) e.push_back("--data " + bad + "; give a text file or 'synthetic'");
+    if (!bad.empty()) e.push_back("--data " + bad + ": cannot read it as a corpus; give a text file or 'synthetic'");
     if (plan.model.vocab_size < 256)
       e.push_back("--data " + opt.data + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
                   std::to_string(plan.model.vocab_size));
