@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
 #include "core/counting.h"
@@ -47,7 +48,7 @@ int run_inspect(const InspectOptions& o) {
                         {"flops_per_token_causal", causal},
                         {"flops_per_token_full_attention", full}};
     if (m.moe) j["moe_layer"] = layer_json(pc.moe_layer);
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "model " << m.name << ": " << m.num_layers << " layers (" << dense_layers << " dense";

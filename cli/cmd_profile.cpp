@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/table.h"
 #include "core/bounded_input.h"
 #include "core/json_fields.h"
@@ -59,7 +60,7 @@ std::string g3(double v) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j, const std::string& what) {
-  std::string e = write_text_file_atomic(path, j.dump(2) + "\n");
+  std::string e = write_text_file_atomic(path, dump_json(j, 2) + "\n");
   if (!e.empty()) throw InputError{e};
   std::cerr << "wrote " << what << " to " << path << "\n";
 }
@@ -124,7 +125,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
                                    {"mape_after_pct", rf->overall.mape_after}, {"by_family", fam}, {"notes", rf->notes}};
   }
   if (o.format == "json") {
-    std::cout << calibration_to_json(res.calibration).dump(2) << "\n";
+    std::cout << dump_json(calibration_to_json(res.calibration), 2) << "\n";
   } else {
     print_fit(res);
     if (runs) print_runs(*runs, o.runs);

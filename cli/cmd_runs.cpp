@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
 #include "core/bounded_input.h"
@@ -172,7 +173,7 @@ int run_import(const ImportOptions& o) {
     j["log_format"] = res.format;
     j["prediction_stored"] = !stored.prediction.empty();
     if (!pred_note.empty()) j["prediction_note"] = pred_note;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
   } else {
     print_import(stored, id, res, o.db, pred_note, o.warmup);
   }
@@ -198,7 +199,7 @@ int run_list(const ListOptions& o) {
   if (o.format == "json") {
     json out = json::array();
     for (const auto& r : rows) out.push_back(runs::run_to_json(r, false, false));
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return kExitOk;
   }
   if (rows.empty()) {
@@ -230,7 +231,7 @@ int run_show(const ShowOptions& o) {
   auto db = require_db(o.db);
   RunRecord r = require(db->get_run(o.id));
   if (o.format == "json") {
-    std::cout << runs::run_to_json(r, true, true).dump(2) << "\n";
+    std::cout << dump_json(runs::run_to_json(r, true, true), 2) << "\n";
     return kExitOk;
   }
   const auto& s = r.summary;
@@ -239,7 +240,7 @@ int run_show(const ShowOptions& o) {
             << "plan " << r.plan_key << ": " << runs::plan_label(r.plan) << "\n"
             << "host " << (r.host.empty() ? "-" : r.host) << ", git " << (r.git_commit.empty() ? "-" : r.git_commit)
             << ", tags " << (r.tags.empty() ? "-" : join(r.tags, ",")) << "\n"
-            << "software " << r.software.dump() << "\n\n";
+            << "software " << dump_json(r.software) << "\n\n";
   TextTable t({"summary (median of measured steps)", "measured", "predicted"});
   auto pred = [&](const char* key, double scale, int d) -> std::string {
     if (!r.prediction.contains(key) || !r.prediction[key].is_number()) return "-";
@@ -336,7 +337,7 @@ int run_regress(const RegressOptions& o) {
   if (o.format == "json") {
     json j = runs::regress_to_json(rep);
     if (!o.plot.empty()) j["plot"] = o.plot;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
   } else {
     print_regress(rep);
     if (!o.plot.empty()) std::cout << "plot written to " << o.plot << "\n";

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/resolve.h"
 #include "cli/simulate_output.h"
@@ -210,7 +211,7 @@ int run_search(const SearchCliOptions& o) {
       j["layout"] = parallel_to_json(r.top[i].plan.parallel);
       arr.push_back(std::move(j));
     }
-    std::cout << arr.dump(2) << "\n";
+    std::cout << dump_json(arr, 2) << "\n";
     if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
     return kExitOk;
   }
@@ -287,7 +288,7 @@ int run_export(const ExportCliOptions& o) {
     }
     text = *t;
   } else {
-    text = plan_to_json(plan).dump(2) + "\n";
+    text = dump_json(plan_to_json(plan), 2) + "\n";
   }
   if (o.out.empty()) {
     std::cout << text;
@@ -386,7 +387,7 @@ int run_search_check(const CheckCliOptions& o) {
   }
   if (isatty(2)) std::cerr << "\r" << std::string(30, ' ') << "\r";
   if (o.format == "json") {
-    std::cout << js.dump(2) << "\n";
+    std::cout << dump_json(js, 2) << "\n";
   } else {
     std::cout << t.render() << "\n";
     double gmean = 0;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "core/json_fields.h"
 #include "executor/backend/backend_factory.h"
@@ -101,7 +102,7 @@ int run_job(const TrainCliOptions& o, const Plan& plan) {
   if (!db.empty() || !summary.empty())
     out.sink = [db, summary, prediction](const exec::RunSummary& s) -> std::string {
       if (!summary.empty()) {
-        std::string e = write_text_file_atomic(summary, exec::summary_to_json(s).dump(1) + "\n");
+        std::string e = write_text_file_atomic(summary, dump_json(exec::summary_to_json(s), 1) + "\n");
         if (!e.empty()) return e;
       }
       return db.empty() ? "" : exec::write_run_to_db(db, s, prediction);
@@ -219,7 +220,7 @@ int run_verify(const VerifyOptions& o) {
   std::string dir = std::filesystem::temp_directory_path() / ("mplan-verify-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string summary = dir + "/summary.json", pred = dir + "/prediction.json";
-  std::ofstream(pred) << report_to_json(rep.value()).dump();
+  std::ofstream(pred) << dump_json(report_to_json(rep.value()));
   setenv("MPLAN_PREDICTION_FILE", pred.c_str(), 1);
   std::vector<std::string> args = {own_argv()[0], "train", "--plan", o.plan, "--steps", std::to_string(o.steps),
                                    "--seed", std::to_string(o.seed), "--data", o.data, "--format", "json",
@@ -280,7 +281,7 @@ int run_verify(const VerifyOptions& o) {
       {"error_pct", {{"step_time", pct_error(r.step_time_s, t_meas)}, {"peak_memory", pct_error(r.peak_memory_gib, mem)}}},
       {"ops", oj}};
   if (o.format == "json") {
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.value().device.name << "), "

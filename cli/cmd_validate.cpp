@@ -2,6 +2,7 @@
 // scores the simulator against published runs (CSV columns of shared/calibration/) and prints the
 // per-row error table, MAPE, median, p90, share within 10%, per family, and skipped rows with reasons.
 // --export-plans DIR writes each scored row's plan (DIR/ROW.json) for `mplan simulate --plan`.
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/table.h"
 #include "core/json_fields.h"
@@ -54,7 +56,12 @@ void export_plans(const ValidationReport& r, const std::string& dir) {
   if (ec) throw InputError{"--export-plans: cannot create directory '" + dir + "': " + ec.message()};
   for (const auto& x : r.rows) {
     if (x.skipped) continue;
-    std::string err = write_text_file_atomic(dir + "/" + x.row_id + ".json", plan_to_json(x.plan).dump(2) + "\n");
+    // the row id comes from the CSV: keep it a plain file name inside DIR
+    std::string name = x.row_id;
+    for (char& ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+    if (name.empty() || name[0] == '.') name = "row_" + name;
+    std::string err = write_text_file_atomic(dir + "/" + name + ".json", dump_json(plan_to_json(x.plan), 2) + "\n");
     if (!err.empty()) throw InputError{"--export-plans: " + err};
   }
 }
@@ -148,7 +155,7 @@ int run_validate(const ValidateOptions& o) {
     cal.fit = {{"rows", fr.rows}, {"evaluations", fr.evaluations}, {"mean_abs_log_error_before", fr.loss_before},
                {"mean_abs_log_error_after", fr.loss_after}, {"mape_before_pct", fr.mape_before}, {"mape_after_pct", fr.mape_after},
                {"source", o.runs}, {"method", "cyclic golden-section search over global parameters, mean |ln(pred/meas)|"}};
-    std::string err = write_text_file_atomic(o.fit_out, calibration_to_json(cal).dump(2) + "\n");
+    std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
     std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1)
               << "% (" << fr.evaluations << " simulations); wrote " << o.fit_out << "\n\n";
@@ -174,7 +181,7 @@ int run_validate(const ValidateOptions& o) {
     if (o.format == "json") out["memory"] = report_json(rep);
     else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB");
   }
-  if (o.format == "json") std::cout << out.dump(2) << "\n";
+  if (o.format == "json") std::cout << dump_json(out, 2) << "\n";
   return kExitOk;
 }
 

@@ -75,4 +75,6 @@ std::optional<json> parse_json_strict(const std::string& text, const std::string
   return j;
 }
 
+std::string dump_json(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
+
 }  // namespace mplan

@@ -18,4 +18,8 @@ constexpr int kMaxJsonDepth = 64;
 std::optional<nlohmann::json> parse_json_strict(const std::string& text, const std::string& what,
                                                 std::vector<std::string>& problems);
 
+// JSON text for output: strings from users' files (CSV cells, log lines, profile rows) may hold
+// invalid UTF-8, which nlohmann's dump() throws on; they are replaced with U+FFFD instead.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
 }  // namespace mplan

@@ -74,13 +74,6 @@ std::vector<std::string> quick_start_commands(const std::string& readme) {
   return out;
 }
 
-std::string slurp_file(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A directory shaped like a fresh clone: the source tree's entries linked in (build outputs stay out),
 // and "shared" beside it as ../shared is for every developer and CI run.
 std::string fake_clone() {
@@ -104,7 +97,7 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 }  // namespace
 
 TEST(Readme, ExtractsTheQuickStartCommands) {
-  std::string readme = slurp_file(std::string(MPLAN_SOURCE_DIR) + "/README.md");
+  std::string readme = slurp(std::string(MPLAN_SOURCE_DIR) + "/README.md");
   auto cmds = quick_start_commands(readme);
   ASSERT_GE(cmds.size(), 10u);
   EXPECT_EQ(cmds.front(), "scripts/demo");
@@ -118,7 +111,7 @@ TEST(Readme, ExtractsTheQuickStartCommands) {
 }
 
 TEST(Readme, EveryQuickStartCommandRunsAsWritten) {
-  std::string readme = slurp_file(std::string(MPLAN_SOURCE_DIR) + "/README.md");
+  std::string readme = slurp(std::string(MPLAN_SOURCE_DIR) + "/README.md");
   auto cmds = quick_start_commands(readme);
   ASSERT_FALSE(cmds.empty());
   const std::string repo = fake_clone();

@@ -16,19 +16,13 @@
 #include <sstream>
 #include <thread>
 
+#include "../cli/run_cli.h"  // slurp
 #include "test_plans.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string tmpdir() {
   static int n = 0;

@@ -16,6 +16,7 @@
 #include "core/json_fields.h"
 #include "core/plan.h"
 #include "core/presets.h"
+#include "core/strict_json.h"
 #include "profiles/calibrate.h"
 #include "profiles/profile_db.h"
 #include "runs/import.h"
@@ -46,7 +47,7 @@ void check_finite_report(const StepReport& r) {
   for (double v : {r.step_time_s, r.tokens_per_s_per_gpu, r.mfu, r.peak_memory_gib, r.bubble_fraction})
     if (!std::isfinite(v) || v < 0) bug("simulate returned a non-finite or negative headline number");
   if (r.mfu > 1.0 + 1e-9) bug("simulate returned MFU above 100%");
-  (void)report_to_json(r).dump();
+  (void)dump_json(report_to_json(r));
 }
 
 const Plan& small_plan() {
@@ -81,7 +82,7 @@ struct TempFile {
 void use_model(const ModelSpec& m) {
   auto c = count_params(m);
   (void)model_flops_per_token(m, 2048, AttentionFlops::causal);
-  (void)model_to_json(m).dump();
+  (void)dump_json(model_to_json(m));
   if (!std::isfinite(c.total) || c.total <= 0) bug("count_params gave a non-finite or non-positive total");
   Plan p = small_plan();
   p.model = m;
@@ -125,7 +126,7 @@ int cluster_json(const uint8_t* d, size_t n) {
   if (!j) return 0;
   auto c = cluster_from_json(*j);
   if (!c) return 0;
-  (void)cluster_to_json(*c).dump();
+  (void)dump_json(cluster_to_json(*c));
   Plan p = small_plan();
   p.cluster = *c;
   if (p.cluster.gpu.peak(p.training.precision)) {
@@ -140,12 +141,12 @@ int plan_json(const uint8_t* d, size_t n) {
   if (!j) return 0;
   auto p = plan_from_json(*j);
   if (!p) return 0;
-  (void)plan_to_json(*p).dump();
+  (void)dump_json(plan_to_json(*p));
   SimOptions so;
   so.trace = true;
   if (auto r = simulate(*p, default_cost_params(p->cluster), so)) {
     check_finite_report(*r);
-    (void)trace_to_json(*r, *p).dump();
+    (void)dump_json(trace_to_json(*r, *p));
   }
   return 0;
 }
@@ -156,7 +157,7 @@ int calibration_json(const uint8_t* d, size_t n) {
   if (!j) return 0;
   auto c = calibration_from_json(*j, shipped_calibration().params);
   if (!c) return 0;
-  (void)calibration_to_json(*c).dump();
+  (void)dump_json(calibration_to_json(*c));
   (void)calibration_mismatch(*c, small_plan().cluster.gpu);
   if (auto r = simulate(small_plan(), c->params_for(small_plan().cluster.gpu))) check_finite_report(*r);
   return 0;
@@ -205,7 +206,7 @@ int profile_db(const uint8_t* d, size_t n) {
   profiles::CalibrateOptions o;
   o.db = f.path;
   o.store = false;
-  if (auto r = profiles::calibrate(o)) (void)calibration_to_json(r->calibration).dump();
+  if (auto r = profiles::calibrate(o)) (void)dump_json(calibration_to_json(r->calibration));
   return 0;
 }
 
