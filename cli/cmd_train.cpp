@@ -2,6 +2,7 @@
 // train: checks the plan against this machine, starts itself under mpirun with the plan's world
 // size when not already an MPI job, and runs the training job on every rank.
 #include <mpi.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "core/json_fields.h"
+#include "core/safe_output.h"
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
 #include "executor/comm/mpi_comm.h"
@@ -120,9 +122,20 @@ int run_job(const TrainCliOptions& o, const Plan& plan) {
   return code;
 }
 
+// A runs database path is refused before training, not after it: a directory, a device or FIFO, or a
+// file in a directory that does not exist.
+void require_db_path(const std::string& path) {
+  if (path.empty()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw InputError{"--runs-db " + path + ": not a regular file; give a file name such as runs.db"};
+  if (std::string e = check_output_path(path); !e.empty()) throw InputError{"--runs-db " + e};
+}
+
 int run_train(const TrainCliOptions& o) {
   check_backend(o.backend);
   Plan plan = require_plan(o.plan);
+  if (!exec::launched_under_mpi()) require_db_path(o.runs_db);
   const bool in_job = exec::launched_under_mpi();
   if (!in_job) {
     auto problems = exec::preflight(plan, o.t, exec::machine_info(), o.max_ranks_per_core);
@@ -190,6 +203,7 @@ std::string verify_profile_db(const VerifyOptions& o) {
 
 int run_verify(const VerifyOptions& o) {
   Plan plan = require_plan(o.plan);
+  require_db_path(o.runs_db);
   profiles::CalibrateOptions co;
   co.db = verify_profile_db(o);
   co.store = false;

@@ -185,3 +185,13 @@ TEST(CliReliability, UnevenPipelineSuggestsBalancedAndFirstLastStages) {
     EXPECT_EQ(ok.code, 0) << fix << "\n" << ok.err;
   }
 }
+
+TEST(CliReliability, RunsDbThatIsNotAFileIsRefusedBeforeTraining) {
+  for (const std::string& db : {std::string("/dev/null"), tmp("")}) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run_mplan("train --plan " + std::string(MPLAN_SOURCE_DIR) + "/data/plans/tiny.json --steps 5 --runs-db " + db);
+    EXPECT_EQ(r.code, 2) << db << "\n" << r.err;
+    EXPECT_TRUE(has(r.err, "--runs-db")) << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  }
+}
