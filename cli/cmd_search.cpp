@@ -99,7 +99,10 @@ std::vector<std::string> result_row(size_t rank, const Candidate& c) {
   return {std::to_string(rank),
           std::to_string(p.tp),
           sp,
-          std::to_string(p.pp),
+          std::to_string(p.pp) + (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage
+                                      ? " (" + std::to_string(p.num_layers_in_first_pipeline_stage) + "/" +
+                                            std::to_string(p.num_layers_in_last_pipeline_stage) + ")"
+                                      : ""),
           vpp,
           std::to_string(p.dp()),
           cp,
@@ -234,7 +237,9 @@ int run_search(const SearchCliOptions& o) {
   TextTable t(result_header());
   for (size_t k = 0; k < r.top.size(); ++k) t.add_row(result_row(k + 1, r.top[k]));
   std::cout << t.render();
-  if (!r.top.empty()) std::cout << "(vpp* = balanced pipeline layout counting the embedding and the loss as layers)\n";
+  if (!r.top.empty())
+    std::cout << "(vpp* = balanced pipeline layout counting the embedding and the loss as layers; pp (F/L) = F layers on the "
+                 "first stage, L on the last, the rest even)\n";
   if (r.top.empty()) {
     std::cout << "\nno layout fits; the most frequent reasons layouts were rejected:\n";
     for (const auto& s : r.top_rejection_reasons) std::cout << "  - " << s << "\n";

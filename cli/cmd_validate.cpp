@@ -39,14 +39,26 @@ nlohmann::json report_json(const ValidationReport& r) {
     nlohmann::json j = {{"row_id", x.row_id}, {"model", x.model}, {"gpu", x.gpu}, {"skipped", x.skipped}};
     if (x.skipped) {
       j["reason"] = x.reason;
+    } else if (x.expect_oom) {
+      j.update({{"expect_oom", true}, {"peak_memory_gib", x.peak_memory_gib}, {"capacity_gib", x.capacity_gib}, {"fits", x.fits},
+                {"families", x.families}, {"notes", x.notes}});
     } else {
       j.update({{"measured", x.measured}, {"predicted", x.predicted}, {"error_pct", x.error_pct},
-                {"measured_from", x.how}, {"families", x.families}, {"notes", x.notes}});
+                {"measured_from", x.how}, {"families", x.families}, {"notes", x.notes},
+                {"peak_memory_gib", x.peak_memory_gib}, {"capacity_gib", x.capacity_gib}, {"fits", x.fits}});
+      if (!x.fits) j["dominant_memory"] = x.dominant_memory;
     }
     rows.push_back(j);
   }
   for (const auto& [f, s] : r.by_family) fam[f] = stats_json(s);
-  return {{"rows", rows}, {"overall", stats_json(r.overall)}, {"by_family", fam}, {"skipped", r.skipped}};
+  nlohmann::json overall = stats_json(r.overall);
+  overall["fits_share"] = r.fits_share;
+  overall["fits_rows"] = r.fits_rows;
+  if (r.oom_rows > 0) {
+    overall["oom_rows"] = r.oom_rows;
+    overall["oom_predicted"] = r.oom_predicted;
+  }
+  return {{"rows", rows}, {"overall", overall}, {"by_family", fam}, {"skipped", r.skipped}};
 }
 
 // One plan file per scored row, so a row's prediction can be inspected with `mplan simulate --plan`.
@@ -66,10 +78,10 @@ void export_plans(const ValidationReport& r, const std::string& dir) {
   }
 }
 
-void print_report(const ValidationReport& r, const std::string& what, const std::string& unit) {
-  TextTable t({"row", "model", "gpu", "layout", "measured " + unit, "predicted", "error", "families"});
+void print_report(const ValidationReport& r, const std::string& what, const std::string& unit, bool runs_that_ran) {
+  TextTable t({"row", "model", "gpu", "layout", "measured " + unit, "predicted", "error", "peak GiB", "fits", "families"});
   for (const auto& x : r.rows) {
-    if (x.skipped) continue;
+    if (x.skipped || x.expect_oom) continue;
     const auto& p = x.plan.parallel;
     std::string layout = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + (p.vpp > 1 ? "x" + std::to_string(p.vpp) : "") +
                          " dp" + std::to_string(p.dp()) + (p.cp > 1 ? " cp" + std::to_string(p.cp) : "") +
@@ -77,7 +89,8 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
     std::string fam;
     for (const auto& f : x.families) fam += (fam.empty() ? "" : ",") + f;
     t.add_row({x.row_id, x.model.substr(0, 24), x.gpu, layout, fmt(x.measured, unit == "GiB" ? 1 : 0),
-               fmt(x.predicted, unit == "GiB" ? 1 : 0), (x.error_pct >= 0 ? "+" : "") + fmt(x.error_pct, 1) + "%", fam});
+               fmt(x.predicted, unit == "GiB" ? 1 : 0), (x.error_pct >= 0 ? "+" : "") + fmt(x.error_pct, 1) + "%",
+               fmt(x.peak_memory_gib, 1) + "/" + fmt(x.capacity_gib, 0), x.fits ? "yes" : "NO", fam});
   }
   std::cout << "== " << what << "\n" << t.render() << "\n";
   TextTable s({"set", "rows", "MAPE", "median", "p90", "within 10%"});
@@ -87,6 +100,20 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
   add("all", r.overall);
   for (const auto& [f, e] : r.by_family) add(f, e);
   std::cout << s.render();
+  int scored = r.overall.n;
+  if (runs_that_ran) std::cout << "\npredicted to fit in GPU memory: " << r.fits_rows << " of " << scored << " rows ("
+            << fmt_pct(r.fits_share, 1) << ")\n";
+  for (const auto& x : r.rows)
+    if (runs_that_ran && !x.skipped && !x.expect_oom && !x.fits)
+      std::cout << "  does not fit: " << x.row_id << " (" << x.model << "): " << fmt(x.peak_memory_gib, 1) << " of "
+                << fmt(x.capacity_gib, 1) << " GiB, largest term " << x.dominant_memory << "\n";
+  if (r.oom_rows > 0) {
+    std::cout << "rows that ran out of memory, predicted not to fit: " << r.oom_predicted << " of " << r.oom_rows << "\n";
+    for (const auto& x : r.rows)
+      if (x.expect_oom)
+        std::cout << "  " << x.row_id << " (" << x.model << "): predicted " << fmt(x.peak_memory_gib, 1) << " of "
+                  << fmt(x.capacity_gib, 1) << " GiB" << (x.fits ? " (fits: wrong)" : " (does not fit: right)") << "\n";
+  }
   if (r.skipped) {
     std::cout << "\nskipped " << r.skipped << " rows:\n";
     for (const auto& x : r.rows)
@@ -170,7 +197,7 @@ int run_validate(const ValidateOptions& o) {
     require_scored(rep, "--runs", o.runs);
     if (!o.export_dir.empty()) export_plans(rep, o.export_dir);
     if (o.format == "json") out["throughput"] = report_json(rep);
-    else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s");
+    else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s", true);
   }
   if (!o.memory.empty()) {
     auto rows = read_csv_file(o.memory);
@@ -179,7 +206,7 @@ int run_validate(const ValidateOptions& o) {
     ValidationReport rep = validate_memory(*rows, params);
     require_scored(rep, "--memory", o.memory);
     if (o.format == "json") out["memory"] = report_json(rep);
-    else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB");
+    else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB", false);
   }
   if (o.format == "json") std::cout << dump_json(out, 2) << "\n";
   return kExitOk;

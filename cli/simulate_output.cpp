@@ -38,9 +38,14 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
   s.add_row({"model TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1)});
   s.add_row({"MFU", fmt_pct(r.mfu) + " (full-attention FLOPs: " + fmt_pct(r.mfu_full_attention) + ")"});
   s.add_row({"peak memory", fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 1) + " GiB" + (r.fits ? " (fits)" : " (DOES NOT FIT)")});
-  s.add_row({"pipeline bubble", fmt_pct(r.bubble_fraction)});
+  std::string bubble = fmt_pct(r.bubble_fraction);
+  if (r.bottleneck_stage >= 0 && r.step_time_s > 0)
+    bubble += " (fill/drain " + fmt_pct(r.bubble_fill_drain_s / r.step_time_s) + ", stage imbalance " +
+              fmt_pct(r.bubble_imbalance_s / r.step_time_s) + "; bottleneck: stage " + std::to_string(r.bottleneck_stage) + ")";
+  s.add_row({"pipeline bubble", bubble});
   out << s.render() << "\n";
-  TextTable b({"time breakdown (critical rank)", "seconds", "share"});
+  TextTable b({"time breakdown (critical rank" + (r.per_stage.size() > 1 ? ": stage " + std::to_string(r.critical_stage) : "") + ")",
+               "seconds", "share"});
   auto row = [&](const char* n, double v) {
     if (v > 0 || std::string(n) == "compute") b.add_row({n, fmt(v, 4), fmt_pct(r.step_time_s > 0 ? v / r.step_time_s : 0)});
   };
@@ -51,7 +56,9 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
   row("ep comm exposed", r.time.ep_comm_exposed);
   row("dp comm exposed", r.time.dp_comm_exposed);
   row("pp p2p exposed", r.time.pp_p2p_exposed);
-  row("bubble", r.time.bubble);
+  row("offload exposed", r.time.offload_exposed);
+  row("bubble: fill/drain", r.bubble_fill_drain_s);
+  row("bubble: stage imbalance", r.bubble_imbalance_s);
   row("optimizer", r.time.optimizer);
   out << b.render() << "\n";
   TextTable st({"stage", "layers", "memory GiB", "weights", "grads", "optim", "activations", "other", "busy s", "in flight"});

@@ -36,12 +36,13 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
     if (!f.has("gpu")) f.problem("gpu", "missing; expected an object with name, peak_tflops, memory_gib, hbm_gbps, sm_count");
   } else {
     JsonFields gf(*g, "cluster.gpu", problems);
-    gf.reject_unknown({"name", "arch", "peak_tflops", "memory_gib", "hbm_gbps", "sm_count"});
+    gf.reject_unknown({"name", "arch", "peak_tflops", "memory_gib", "hbm_gbps", "sm_count", "host_link_gbps"});
     c.gpu.name = gf.string("name");
     c.gpu.arch = gf.opt_string("arch").value_or("");
     c.gpu.memory_gib = gf.number("memory_gib", false, kMaxMemoryGib);
     c.gpu.hbm_gbps = gf.number("hbm_gbps", false, kMaxBandwidthGbps);
     c.gpu.sm_count = static_cast<int>(gf.integer("sm_count", 1, kMaxSms));
+    c.gpu.host_link_gbps = gf.opt_number("host_link_gbps", true, kMaxBandwidthGbps).value_or(0);
     const json* pk = gf.object("peak_tflops");
     if (!pk) {
       if (!gf.has("peak_tflops")) gf.problem("peak_tflops", "missing; expected e.g. {\"bf16\": 989.4, \"fp8\": 1978.9}");
@@ -91,6 +92,7 @@ json cluster_to_json(const ClusterSpec& c) {
             {"nvls", c.nvls},
             {"num_nodes", c.num_nodes}};
   if (c.ranks_per_nvlink_domain > 0) j["ranks_per_nvlink_domain"] = c.ranks_per_nvlink_domain;
+  if (c.gpu.host_link_gbps > 0) j["gpu"]["host_link_gbps"] = c.gpu.host_link_gbps;
   if (!c.sources.empty()) j["sources"] = c.sources;
   return j;
 }
@@ -121,6 +123,7 @@ std::vector<std::string> unsourced_cluster_fields(const ClusterSpec& c) {
                                      "scale_up_latency_us", "scale_out_bw_gbps",   "scale_out_latency_us",
                                      "num_nodes"};
   if (c.ranks_per_nvlink_domain > 0) fields.push_back("ranks_per_nvlink_domain");
+  if (c.gpu.host_link_gbps > 0) fields.push_back("gpu.host_link_gbps");
   for (const auto& [prec, v] : c.gpu.peak_tflops) fields.push_back("gpu.peak_tflops." + std::string(to_string(prec)));
   std::vector<std::string> missing;
   for (const auto& fld : fields)

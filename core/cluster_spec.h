@@ -19,6 +19,7 @@ struct GpuSpec {
   double memory_gib = 0;                    // usable HBM capacity
   double hbm_gbps = 0;                      // HBM bandwidth, GB/s
   int sm_count = 0;
+  double host_link_gbps = 0;                // GPU <-> host memory per direction (PCIe, NVLink-C2C); 0 = unknown
 
   // Dense peak for training in `p`; nullopt when the GPU has no such mode.
   std::optional<double> peak(Precision p) const;

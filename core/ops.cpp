@@ -77,6 +77,7 @@ struct Dims {
   double T;     // tokens per rank in TP regions (b*s/cp)
   double Tsp;   // tokens per rank in SP regions
   double a;     // bytes per activation element
+  double g;     // bytes per element of a saved GEMM input (quantized in fp8 recipes)
   double b, sq, skv;
 };
 
@@ -88,27 +89,39 @@ Dims dims(const OpContext& c) {
   d.T = d.b * d.sq;
   d.Tsp = c.sp ? d.T / c.tp : d.T;
   d.a = activation_bytes(c.precision);
+  d.g = saved_gemm_input_bytes(c.precision);
   return d;
 }
 
-Op gemm(const std::string& name, double m, double n, double k, double a, double saved, int64_t groups = 1) {
+constexpr uint32_t bit(RecomputeModule m) { return uint32_t(m); }
+constexpr uint32_t bit(OffloadModule m) { return uint32_t(m); }
+
+// Records a tensor the op keeps for its backward.
+Op& keep(Op& o, double bytes, uint32_t dropped_by = 0, uint32_t offloaded_by = 0) {
+  if (bytes <= 0) return o;
+  o.saved.push_back({bytes, dropped_by, offloaded_by});
+  o.saved_bytes += bytes;
+  return o;
+}
+
+Op gemm(const std::string& name, double m, double n, double k, double a, int64_t groups = 1) {
   Op o;
   o.name = name;
   o.kind = OpKind::gemm;
   o.gemm = {int64_t(m), int64_t(n), int64_t(k), groups};
   o.fwd_flops = 2.0 * m * n * k * double(groups);
   o.fwd_bytes = a * double(groups) * (m * k + k * n + m * n);
-  o.saved_bytes = saved;
+  // backward: the output gradient and the input gradient are alive together
+  o.bwd_transient_bytes = a * double(groups) * m * (n + k);
   return o;
 }
 
-Op mem_op(const std::string& name, OpKind kind, double bytes, double flops, double saved) {
+Op mem_op(const std::string& name, OpKind kind, double bytes, double flops) {
   Op o;
   o.name = name;
   o.kind = kind;
   o.fwd_bytes = bytes;
   o.fwd_flops = flops;
-  o.saved_bytes = saved;
   return o;
 }
 
@@ -122,145 +135,257 @@ Op comm(const std::string& name, Collective coll, CommGroup g, double bytes) {
   return o;
 }
 
-// TP entry/exit collectives around a column->row parallel pair.
-void tp_enter(std::vector<Op>& ops, const OpContext& c, const Dims& d, double width) {
-  if (c.tp > 1 && c.sp) ops.push_back(comm("tp_allgather", Collective::all_gather, CommGroup::tp, d.T * width * d.a));
+// Annotates an op for torch's op-level selective checkpointing (see Op::sac_saved_bytes).
+Op& sac(Op& o, double kept, double rerun_frac) {
+  o.sac_saved_bytes = kept;
+  o.sac_rerun_frac = rerun_frac;
+  return o;
 }
-void tp_exit(std::vector<Op>& ops, const OpContext& c, const Dims& d, double width) {
+
+// Names the tensor an op produces for JAX remat policies (see Op::remat_tensor).
+Op& named(Op& o, RematTensor t, double bytes) {
+  o.remat_tensor = uint32_t(t);
+  o.remat_bytes = bytes;
+  return o;
+}
+
+Op rerun(Op o, uint32_t modules) {
+  o.rerun_by |= modules;
+  return o;
+}
+
+// TP entry/exit collectives around a column->row parallel pair (re-run with `modules`).
+void tp_enter(std::vector<Op>& ops, const OpContext& c, const Dims& d, double width, uint32_t modules = 0) {
+  if (c.tp > 1 && c.sp)
+    ops.push_back(rerun(comm("tp_allgather", Collective::all_gather, CommGroup::tp, d.T * width * d.a), modules));
+}
+void tp_exit(std::vector<Op>& ops, const OpContext& c, const Dims& d, double width, uint32_t modules = 0) {
   if (c.tp <= 1) return;
   if (c.sp)
-    ops.push_back(comm("tp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, d.T * width * d.a));
+    ops.push_back(rerun(comm("tp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, d.T * width * d.a), modules));
   else
-    ops.push_back(comm("tp_allreduce", Collective::all_reduce, CommGroup::tp, d.T * width * d.a));
+    ops.push_back(rerun(comm("tp_allreduce", Collective::all_reduce, CommGroup::tp, d.T * width * d.a), modules));
+}
+
+// The input of a pre-norm block (residual stream) kept by its norm; the norm's output is kept by the
+// GEMM that consumes it (dropped by `layernorm` recompute, which re-runs the norm).
+Op norm_op(const std::string& name, const Dims& d, double h, uint32_t offload) {
+  Op o = mem_op(name, OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h);
+  o.rerun_by = bit(RecomputeModule::layernorm);
+  keep(o, d.Tsp * h * d.a, 0, offload);
+  return o;
+}
+
+void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, double heads,
+                     double dqk, double dv) {
+  const MlaSpec& a = *m.mla;
+  const double h = double(m.hidden_size);
+  const uint32_t ln = bit(RecomputeModule::layernorm), qkv_off = bit(OffloadModule::qkv_linear);
+  const uint32_t up = bit(RecomputeModule::mla_up_proj);
+  // down projections run on the sequence-parallel shard with replicated weights; both read the norm
+  // output (one bf16 tensor, or one quantized copy per GEMM in fp8)
+  if (a.q_lora_rank > 0) {
+    Op q = gemm("q_down_gemm", d.Tsp, a.q_lora_rank, h, d.a);
+    ops.push_back(keep(q, d.Tsp * h * d.g, ln, qkv_off));
+  }
+  Op kv = gemm("kv_down_gemm", d.Tsp, a.kv_lora_rank + a.qk_rope_head_dim, h, d.a);
+  bool shares = a.q_lora_rank > 0 && d.g == d.a;
+  ops.push_back(keep(kv, shares ? 0.0 : d.Tsp * h * d.g, ln, qkv_off));
+  double latent = (a.q_lora_rank > 0 ? a.q_lora_rank : 0) + a.kv_lora_rank + a.qk_rope_head_dim;
+  tp_enter(ops, c, d, latent);
+  Op q_up = a.q_lora_rank > 0 ? gemm("q_up_gemm", d.T, heads * dqk, a.q_lora_rank, d.a) : gemm("q_up_gemm", d.T, heads * dqk, h, d.a);
+  ops.push_back(rerun(keep(q_up, d.T * (a.q_lora_rank > 0 ? a.q_lora_rank : h) * d.g), up));
+  Op kv_up = gemm("kv_up_gemm", d.T, heads * (a.qk_head_dim + dv), a.kv_lora_rank, d.a);
+  ops.push_back(rerun(keep(kv_up, d.T * a.kv_lora_rank * d.g), up));
 }
 
 void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d) {
   const double h = double(m.hidden_size), tp = c.tp;
-  ops.push_back(mem_op("attn_norm", OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h, d.Tsp * h * d.a));
+  const uint32_t core = bit(RecomputeModule::core_attn), up = bit(RecomputeModule::mla_up_proj);
+  Op an = norm_op("attn_norm", d, h, bit(OffloadModule::attn_norm));
+  named(an, RematTensor::layer_input, an.saved_bytes);
+  ops.push_back(sac(an, an.saved_bytes, 1));  // the block input stays; the norm re-runs
   double heads = double(m.num_attention_heads) / tp;
   double dqk, dv, kv_heads;
   if (m.mla) {
-    const MlaSpec& a = *m.mla;
-    dqk = a.qk_head_dim + a.qk_rope_head_dim;
-    dv = a.v_head_dim;
+    dqk = m.mla->qk_head_dim + m.mla->qk_rope_head_dim;
+    dv = m.mla->v_head_dim;
     kv_heads = heads;
-    // down projections run on the sequence-parallel shard with replicated weights
-    if (a.q_lora_rank > 0) {
-      ops.push_back(gemm("q_down_gemm", d.Tsp, a.q_lora_rank, h, d.a, d.Tsp * h * d.a));
-    }
-    ops.push_back(gemm("kv_down_gemm", d.Tsp, a.kv_lora_rank + a.qk_rope_head_dim, h, d.a,
-                       a.q_lora_rank > 0 ? 0.0 : d.Tsp * h * d.a));
-    double latent = (a.q_lora_rank > 0 ? a.q_lora_rank : 0) + a.kv_lora_rank + a.qk_rope_head_dim;
-    tp_enter(ops, c, d, latent);
-    if (a.q_lora_rank > 0)
-      ops.push_back(gemm("q_up_gemm", d.T, heads * dqk, a.q_lora_rank, d.a, d.T * a.q_lora_rank * d.a));
-    else
-      ops.push_back(gemm("q_up_gemm", d.T, heads * dqk, h, d.a, d.T * h * d.a));
-    ops.push_back(gemm("kv_up_gemm", d.T, heads * (a.qk_head_dim + dv), a.kv_lora_rank, d.a, d.T * a.kv_lora_rank * d.a));
+    mla_projections(ops, m, c, d, heads, dqk, dv);
   } else {
     dqk = dv = m.kv_channels;
     kv_heads = double(m.num_query_groups) / tp;
     tp_enter(ops, c, d, h);
-    ops.push_back(gemm("qkv_gemm", d.T, (heads + 2 * kv_heads) * dqk, h, d.a, d.Tsp * h * d.a));
+    Op qkv = gemm("qkv_gemm", d.T, (heads + 2 * kv_heads) * dqk, h, d.a);
+    keep(qkv, d.Tsp * h * d.g, bit(RecomputeModule::layernorm), bit(OffloadModule::qkv_linear));
+    // op SAC: wq and wv outputs saved (matmuls 1 and 3), wk recomputed (matmul 2)
+    sac(qkv, d.T * (heads + kv_heads) * dqk * d.a, kv_heads / (heads + 2 * kv_heads));
+    ops.push_back(qkv);
   }
   double qk_width = (heads + kv_heads) * dqk;
-  ops.push_back(mem_op("rope", OpKind::elementwise, 2 * d.T * qk_width * d.a, 3 * d.T * qk_width, 0));
+  Op rope = mem_op("rope", OpKind::elementwise, 2 * d.T * qk_width * d.a, 3 * d.T * qk_width);
+  ops.push_back(rerun(sac(rope, 0, 1), m.mla ? up : 0));
+  // K/V as attention sees them (torchtitan repeats them to every head)
+  double kv_seen = c.kv_repeated ? heads : kv_heads;
+  double kv_bytes = d.T * kv_heads * (dqk + dv) * d.a;
   if (c.cp > 1) {
-    double kv_bytes = d.T * kv_heads * (dqk + dv) * d.a;
+    Op x;
     if (c.cp_comm == OpContext::CpComm::p2p) {
-      // ring: every rank passes its K/V chunk cp-1 times (overlapped with the attention blocks)
-      ops.push_back(comm("cp_kv_exchange", Collective::send_recv, CommGroup::cp, kv_bytes * (c.cp - 1)));
+      // ring: every rank passes its K/V chunk cp-1 times (overlapped with the attention blocks); TE keeps
+      // the cp receive buffers alive until the forward returns
+      x = comm("cp_kv_exchange", Collective::send_recv, CommGroup::cp, kv_bytes * (c.cp - 1));
+      x.fwd_transient_bytes = kv_bytes * c.cp;
     } else if (c.cp_comm == OpContext::CpComm::allgather) {
-      ops.push_back(comm("cp_kv_exchange", Collective::all_gather, CommGroup::cp, kv_bytes * c.cp));
+      x = comm("cp_kv_exchange", Collective::all_gather, CommGroup::cp, kv_bytes * c.cp);
+      x.fwd_transient_bytes = d.T * kv_seen * (dqk + dv) * d.a * c.cp;  // the gathered full-length K/V
     } else {
       // Ulysses: scatter heads / gather sequence for q, k, v (the output goes back after attention)
-      ops.push_back(comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * (heads * dqk) * d.a + kv_bytes));
+      x = comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * (heads * dqk) * d.a + kv_bytes);
     }
+    ops.push_back(rerun(x, core));
   }
+  // The attention output: one bf16 tensor kept by the fused attention and the projection GEMM; fp8
+  // recipes add the projection's quantized copy.
+  double out = d.T * heads * dv;
   if (c.flash_attention) {
     Op at;
     at.name = "attn_core";
     at.kind = OpKind::attention;
+    at.rerun_by = core;
     at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true, c.triton_attention};
     // per rank with load-balanced causal chunks: half of the q x kv score matrix
     at.fwd_flops = 2.0 * d.b * d.sq * d.skv * heads * (dqk + dv) * 0.5;
     at.fwd_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv) + heads * dv);
-    at.saved_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv)) + 4.0 * d.b * heads * d.sq;
+    keep(at, d.a * d.T * (heads * dqk + kv_seen * (dqk + dv)), m.mla ? up : 0, bit(OffloadModule::core_attn));
+    keep(at, 4.0 * d.b * heads * d.sq, core, bit(OffloadModule::core_attn));  // fp32 softmax statistics
+    sac(at, 4.0 * d.b * heads * d.sq, 0);  // op SAC keeps the attention output (on proj_gemm) and statistics
+    named(at, RematTensor::qkv, d.a * d.T * (heads * dqk + kv_seen * (dqk + dv)));
+    at.bwd_transient_bytes = d.a * d.T * (heads * dqk + kv_seen * (dqk + dv) + heads * dv);  // dq, dk, dv, dout
     ops.push_back(at);
   } else {
     // Megatron-LM's unfused path: batched GEMMs over the full (masked, not skipped) score matrix
     double scores = d.b * heads * d.sq * d.skv;
     double drop = m.attention_dropout > 0 ? 1 : 0;
-    Op qk = gemm("attn_qk_gemm", d.sq, d.skv, dqk, d.a, d.a * d.T * (heads + kv_heads) * dqk, int64_t(d.b * heads));
-    ops.push_back(qk);
+    Op qk = gemm("attn_qk_gemm", d.sq, d.skv, dqk, d.a, int64_t(d.b * heads));
+    ops.push_back(rerun(keep(qk, d.a * d.T * (heads + kv_heads) * dqk, m.mla ? up : 0, bit(OffloadModule::core_attn)), core));
     // scale + mask + softmax (+ dropout): the probabilities (and mask, dropout output) are saved
-    ops.push_back(mem_op("attn_softmax", OpKind::elementwise, scores * (2 * d.a + drop * (d.a + 1)), 5 * scores,
-                         scores * (d.a + drop * (1 + d.a))));
-    ops.push_back(gemm("attn_pv_gemm", d.sq, dv, d.skv, d.a, d.a * d.T * kv_heads * dv, int64_t(d.b * heads)));
+    Op sm = mem_op("attn_softmax", OpKind::elementwise, scores * (2 * d.a + drop * (d.a + 1)), 5 * scores);
+    ops.push_back(rerun(keep(sm, scores * (d.a + drop * (1 + d.a)), core, bit(OffloadModule::core_attn)), core));
+    Op pv = gemm("attn_pv_gemm", d.sq, dv, d.skv, d.a, int64_t(d.b * heads));
+    ops.push_back(rerun(keep(pv, d.a * d.T * kv_heads * dv, m.mla ? up : 0, bit(OffloadModule::core_attn)), core));
   }
   if (c.cp > 1 && c.cp_comm == OpContext::CpComm::a2a)
     ops.push_back(comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * heads * dv * d.a));
-  ops.push_back(gemm("proj_gemm", d.T, h, heads * dv, d.a, d.T * heads * dv * d.a));
+  Op proj = gemm("proj_gemm", d.T, h, heads * dv, d.a);
+  keep(proj, out * d.a, 0, bit(OffloadModule::attn_proj));
+  sac(proj, out * d.a, 1);  // the attention output stays; wo (matmul 4) re-runs
+  named(proj, RematTensor::out_proj, d.T * h * d.a);
+  if (d.g != d.a) keep(proj, out * d.g, 0, bit(OffloadModule::attn_proj));
+  ops.push_back(proj);
   tp_exit(ops, c, d, h);
   // bias-dropout-add: the dropout mask (1 byte per element) is saved
-  ops.push_back(mem_op("attn_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h,
-                       m.hidden_dropout > 0 ? d.Tsp * h : 0));
+  Op res = mem_op("attn_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h);
+  ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
+}
+
+void dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d) {
+  const double h = double(m.hidden_size), gate = m.gated_mlp() ? 2 : 1;
+  const uint32_t mlp = bit(RecomputeModule::mlp);
+  double f = double(m.ffn_hidden_size) / c.tp;
+  tp_enter(ops, c, d, h, mlp);
+  Op fc1 = gemm("fc1_gemm", d.T, gate * f, h, d.a);
+  keep(fc1, d.Tsp * h * d.g, bit(RecomputeModule::layernorm));
+  sac(fc1, d.T * f * d.a, gate > 1 ? 0.5 : 0);  // op SAC: w1 output saved (matmul 5), w3 re-runs (matmul 6)
+  named(fc1, RematTensor::mlpwi, d.T * gate * f * d.a);
+  ops.push_back(rerun(fc1, mlp));
+  Op act = mem_op("act", OpKind::elementwise, d.T * f * (gate + 1) * d.a, 4 * d.T * f);
+  keep(act, d.T * gate * f * d.a, mlp);
+  ops.push_back(rerun(sac(act, 0, 1), mlp));
+  Op fc2 = gemm("fc2_gemm", d.T, h, f, d.a);
+  keep(fc2, d.T * f * d.g, mlp);
+  named(fc2, RematTensor::mlpwo, d.T * h * d.a);
+  ops.push_back(rerun(sac(fc2, d.T * h * d.a, 0), mlp));  // op SAC: the w2 output (matmul 7) is saved
+  tp_exit(ops, c, d, h, mlp);
+}
+
+void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d) {
+  const double h = double(m.hidden_size), tp = c.tp, gate = m.gated_mlp() ? 2 : 1;
+  const MoeSpec& e = *m.moe;
+  const uint32_t moe = bit(RecomputeModule::moe), act_m = bit(RecomputeModule::moe_act), ln = bit(RecomputeModule::layernorm);
+  const uint32_t shared = bit(RecomputeModule::shared_experts);
+  // Every rank routes its sequence-parallel shard of tokens (MoE with TP requires SP).
+  double Tl = d.T / tp;
+  double local_experts = double(e.num_experts) / c.ep;
+  const double f = c.moe_load_factor;  // the busiest rank's tokens over the mean
+  double routed = Tl * e.top_k;         // token copies leaving (and on average arriving at) a rank
+  double arriving = routed * f;         // ... arriving at the busiest rank
+  double R = routed * c.etp;            // after the expert-TP all-gather (mean; the busiest x f)
+  double fe = double(e.moe_ffn_hidden_size) / c.etp;
+  Op r = gemm("router", Tl, e.num_experts, h, d.a);
+  keep(r, Tl * h * d.a, ln);                 // the norm output (the MoE layer's input)
+  keep(r, Tl * e.num_experts * 4, moe);      // fp32 routing probabilities
+  ops.push_back(rerun(r, moe));
+  Op perm = mem_op("permute", OpKind::elementwise, 2 * routed * h * d.a, 0);
+  perm.fwd_transient_bytes = routed * h * d.a;  // the permuted copy handed to the dispatcher
+  ops.push_back(rerun(perm, moe));
+  if (c.ep > 1) ops.push_back(rerun(comm("dispatch_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
+  if (c.etp > 1) ops.push_back(rerun(comm("etp_allgather", Collective::all_gather, CommGroup::etp, f * R * h * d.a), moe));
+  double per_expert = R / local_experts;
+  // sized for the mean load; the busiest rank takes f times as long and keeps f times the activations
+  auto busiest = [f](Op o) {
+    o.load_scale = f;
+    o.saved_bytes *= f;
+    for (auto& t : o.saved) t.bytes *= f;
+    o.bwd_transient_bytes *= f;
+    return o;
+  };
+  Op fc1 = gemm("expert_fc1_gemm", per_expert, gate * fe, h, d.a, int64_t(local_experts));
+  ops.push_back(rerun(busiest(keep(fc1, R * h * d.g, moe, bit(OffloadModule::expert_fc1))), moe));
+  Op act = mem_op("expert_act", OpKind::elementwise, R * fe * (gate + 1) * d.a, 4 * R * fe);
+  keep(act, R * 4, moe);  // fp32 permuted probabilities
+  ops.push_back(rerun(busiest(keep(act, R * gate * fe * d.a, moe, bit(OffloadModule::moe_act))), moe | act_m));
+  Op fc2 = gemm("expert_fc2_gemm", per_expert, h, fe, d.a, int64_t(local_experts));
+  ops.push_back(rerun(busiest(keep(fc2, R * fe * d.g, moe | act_m)), moe));
+  if (c.etp > 1) ops.push_back(rerun(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a), moe));
+  if (c.ep > 1) ops.push_back(rerun(comm("combine_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
+  // Megatron applies the routing probabilities inside the expert activation ("memory efficient token
+  // permutation", megatron/core/transformer/moe/README.md): the activation keeps the fp32 permuted
+  // probabilities and the unpermutation keeps only indices
+  Op unperm = mem_op("unpermute", OpKind::elementwise, 2 * routed * h * d.a, routed * h);
+  ops.push_back(rerun(unperm, moe));
+  if (e.shared_expert_ffn_hidden_size > 0) {
+    double fs = double(e.shared_expert_ffn_hidden_size) / tp;
+    tp_enter(ops, c, d, h, moe | shared);
+    Op s1 = gemm("shared_fc1_gemm", d.T, gate * fs, h, d.a);
+    ops.push_back(rerun(keep(s1, d.g != d.a ? d.Tsp * h * d.g : 0.0, ln | moe), moe | shared));
+    Op sa = mem_op("shared_act", OpKind::elementwise, d.T * fs * (gate + 1) * d.a, 4 * d.T * fs);
+    ops.push_back(rerun(keep(sa, d.T * gate * fs * d.a, moe | shared), moe | shared));
+    Op s2 = gemm("shared_fc2_gemm", d.T, h, fs, d.a);
+    ops.push_back(rerun(keep(s2, d.T * fs * d.g, moe | shared), moe | shared));
+    tp_exit(ops, c, d, h, moe | shared);
+  }
 }
 
 void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, bool moe) {
-  const double h = double(m.hidden_size), tp = c.tp;
-  const double gate = m.gated_mlp() ? 2 : 1;
-  ops.push_back(mem_op("mlp_norm", OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h, d.Tsp * h * d.a));
-  if (!moe) {
-    double f = double(m.ffn_hidden_size) / tp;
-    tp_enter(ops, c, d, h);
-    ops.push_back(gemm("fc1_gemm", d.T, gate * f, h, d.a, d.Tsp * h * d.a));
-    ops.push_back(mem_op("act", OpKind::elementwise, d.T * f * (gate + 1) * d.a, 4 * d.T * f, d.T * gate * f * d.a));
-    ops.push_back(gemm("fc2_gemm", d.T, h, f, d.a, d.T * f * d.a));
-    tp_exit(ops, c, d, h);
-  } else {
-    const MoeSpec& e = *m.moe;
-    // Every rank routes its sequence-parallel shard of tokens (MoE with TP requires SP).
-    double Tl = d.T / tp;
-    double local_experts = double(e.num_experts) / c.ep;
-    const double f = c.moe_load_factor;  // the busiest rank's tokens over the mean
-    double routed = Tl * e.top_k;         // token copies leaving (and on average arriving at) a rank
-    double arriving = routed * f;         // ... arriving at the busiest rank
-    double R = routed * c.etp;            // after the expert-TP all-gather (mean; the busiest x f)
-    double fe = double(e.moe_ffn_hidden_size) / c.etp;
-    Op r = gemm("router", Tl, e.num_experts, h, d.a, 0);
-    r.saved_bytes = Tl * e.num_experts * 4;  // fp32 routing probabilities
-    ops.push_back(r);
-    ops.push_back(mem_op("permute", OpKind::elementwise, 2 * routed * h * d.a, 0, 0));
-    if (c.ep > 1) ops.push_back(comm("dispatch_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a));
-    if (c.etp > 1) ops.push_back(comm("etp_allgather", Collective::all_gather, CommGroup::etp, f * R * h * d.a));
-    double per_expert = R / local_experts;
-    // sized for the mean load; the busiest rank takes f times as long and keeps f times the activations
-    auto busiest = [f](Op o) {
-      o.load_scale = f;
-      o.saved_bytes *= f;
-      return o;
-    };
-    ops.push_back(busiest(gemm("expert_fc1_gemm", per_expert, gate * fe, h, d.a, R * h * d.a, int64_t(local_experts))));
-    ops.push_back(busiest(mem_op("expert_act", OpKind::elementwise, R * fe * (gate + 1) * d.a, 4 * R * fe, R * gate * fe * d.a)));
-    ops.push_back(busiest(gemm("expert_fc2_gemm", per_expert, h, fe, d.a, R * fe * d.a, int64_t(local_experts))));
-    if (c.etp > 1) ops.push_back(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a));
-    if (c.ep > 1) ops.push_back(comm("combine_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a));
-    ops.push_back(mem_op("unpermute", OpKind::elementwise, 2 * routed * h * d.a, routed * h, routed * h * d.a));
-    if (e.shared_expert_ffn_hidden_size > 0) {
-      double fs = double(e.shared_expert_ffn_hidden_size) / tp;
-      tp_enter(ops, c, d, h);
-      ops.push_back(gemm("shared_fc1_gemm", d.T, gate * fs, h, d.a, 0));
-      ops.push_back(mem_op("shared_act", OpKind::elementwise, d.T * fs * (gate + 1) * d.a, 4 * d.T * fs, d.T * gate * fs * d.a));
-      ops.push_back(gemm("shared_fc2_gemm", d.T, h, fs, d.a, d.T * fs * d.a));
-      tp_exit(ops, c, d, h);
-    }
-  }
-  ops.push_back(mem_op("mlp_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h,
-                       m.hidden_dropout > 0 ? d.Tsp * h : 0));
+  const double h = double(m.hidden_size);
+  Op mn = norm_op("mlp_norm", d, h, bit(OffloadModule::mlp_norm));
+  ops.push_back(moe ? mn : sac(mn, 0, 1));  // op SAC re-runs the residual add and the norm
+  if (moe) moe_mlp(ops, m, c, d);
+  else dense_mlp(ops, m, c, d);
+  Op res = mem_op("mlp_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h);
+  ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
 
 }  // namespace
+
+double saved_gemm_input_bytes(Precision p) {
+  switch (p) {
+    case Precision::fp8: return 1.0;
+    case Precision::mxfp8: return 1.0 + 1.0 / 32;
+    case Precision::nvfp4: return 0.5 + 1.0 / 16;
+    default: return activation_bytes(p);
+  }
+}
 
 std::vector<Op> layer_ops(const ModelSpec& m, int layer, const OpContext& c) {
   Dims d = dims(c);
@@ -276,7 +401,7 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const OpContext& c) {
   const double h = double(m.hidden_size);
   std::vector<Op> ops;
   // vocabulary-parallel lookup of all T tokens on every TP rank, then a reduction over TP
-  ops.push_back(mem_op("embedding", OpKind::embedding, d.T * h * d.a * 2, 0, 0));
+  ops.push_back(mem_op("embedding", OpKind::embedding, d.T * h * d.a * 2, 0));
   tp_exit(ops, c, d, h);
   return ops;
 }
@@ -285,11 +410,30 @@ std::vector<Op> head_ops(const ModelSpec& m, const OpContext& c) {
   Dims d = dims(c);
   const double h = double(m.hidden_size), V = double(m.vocab_size) / c.tp;
   std::vector<Op> ops;
-  ops.push_back(mem_op("final_norm", OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h, d.Tsp * h * d.a));
+  Op fn = mem_op("final_norm", OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h);
+  ops.push_back(keep(fn, d.Tsp * h * d.a));
   tp_enter(ops, c, d, h);
-  ops.push_back(gemm("lm_head_gemm", d.T, V, h, d.a, d.Tsp * h * d.a));
-  // fp32 softmax over the vocabulary shard; the logits gradient is written in place
-  Op ce = mem_op("cross_entropy", OpKind::loss, d.T * V * (d.a + 4), 4 * d.T * V, d.T * V * 4);
+  Op head = gemm("lm_head_gemm", d.T, V, h, d.a);  // the output layer runs in bf16 in fp8 recipes
+  ops.push_back(keep(head, d.Tsp * h * d.a));
+  // Softmax cross-entropy over the vocabulary shard. Per logit element: bf16 logits (2 B) from the
+  // head; what the loss keeps for its backward, and its working memory, by implementation.
+  double L = d.T * V;
+  Op ce = mem_op("cross_entropy", OpKind::loss, L * (d.a + 4), 4 * L);
+  switch (c.loss_memory) {
+    case LossMemory::megatron_fp32_softmax:
+      keep(ce, 4 * L);                 // exp_logits in fp32 (logits.float(), softmax in place)
+      ce.fwd_transient_bytes = 2 * L;  // the bf16 logits until the fp32 copy is made
+      ce.bwd_transient_bytes = 2 * L;  // the bf16 logits gradient cast from the fp32 one
+      break;
+    case LossMemory::fused_in_place:
+      keep(ce, 2 * L);  // the bf16 logits, overwritten by their gradient
+      break;
+    case LossMemory::torch_eager_fp32:
+      keep(ce, 4 * L);                 // fp32 log_softmax output
+      ce.fwd_transient_bytes = 6 * L;  // bf16 logits + their fp32 copy while log_softmax runs
+      ce.bwd_transient_bytes = 8 * L;  // the nll and softmax gradients in fp32 (then a bf16 copy)
+      break;
+  }
   ops.push_back(ce);
   if (c.tp > 1) ops.push_back(comm("tp_allreduce", Collective::all_reduce, CommGroup::tp, d.T * 4 * 3));
   return ops;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/activation_options.h"
 #include "core/model_spec.h"
 #include "core/precision.h"
 
@@ -44,6 +45,21 @@ struct AttnShape {
   bool triton_kernel = false;  // the 2022 FlashAttention Triton kernel (CostParams::triton_attn_eff)
 };
 
+// One tensor an op keeps for its backward, per rank per micro-batch, and which Megatron options remove
+// it from GPU memory: recomputing a module in `dropped_by` (RecomputeModule bits) rematerialises it in
+// the backward instead; offloading a module in `offloaded_by` (OffloadModule bits) moves it to host.
+struct SavedTensor {
+  double bytes = 0;
+  uint32_t dropped_by = 0;
+  uint32_t offloaded_by = 0;
+};
+
+// How the loss keeps the logits (per element of [tokens, vocab/tp]): Megatron's
+// vocab_parallel_cross_entropy saves an fp32 softmax (logits.float(), exp in place); a fused
+// cross-entropy writes the gradient into the bf16 logits (Transformer Engine parallel_cross_entropy,
+// flash-attn's Triton CE); torch eager (torchtitan) saves an fp32 log_softmax and makes fp32 copies.
+enum class LossMemory { megatron_fp32_softmax, fused_in_place, torch_eager_fp32 };
+
 struct Op {
   std::string name;  // vocabulary name, e.g. "qkv_gemm"
   OpKind kind = OpKind::elementwise;
@@ -60,8 +76,22 @@ struct Op {
   CommGroup group = CommGroup::tp;
   double comm_bytes = 0;  // payload per rank (nccl-tests "size")
   bool in_backward_too = true;  // comm repeated (mirrored) in backward
-  // activation memory this op keeps for backward, per rank per micro-batch (bytes)
+  // activation memory this op keeps for backward, per rank per micro-batch (bytes): the sum of `saved`
   double saved_bytes = 0;
+  std::vector<SavedTensor> saved;
+  // RecomputeModule bits whose recomputation re-runs this op's forward in the backward
+  uint32_t rerun_by = 0;
+  // working memory beyond the saved tensors while the op runs forward / backward (bytes)
+  double fwd_transient_bytes = 0, bwd_transient_bytes = 0;
+  // PyTorch's op-level selective activation checkpointing (torchtitan's "selective" / "op" policy:
+  // outputs of matmuls - every other one -, attention and reduce-scatter are saved, the rest is
+  // recomputed): the bytes this op's region keeps under that policy, and the fraction of its forward
+  // the backward re-runs. Negative sac_saved_bytes: not annotated (the op keeps saved_bytes).
+  double sac_saved_bytes = -1, sac_rerun_frac = 0;
+  // The JAX checkpoint name of the tensor this op produces (RematTensor bit; MaxText remat policies)
+  // and its bytes; 0 = unnamed (recomputed under any policy but "none").
+  uint32_t remat_tensor = 0;
+  double remat_bytes = 0;
   // MoE expert ops on the busiest expert-parallel rank: the op is sized for the mean token count and
   // its time scales by this factor (OpContext::moe_load_factor); 1 elsewhere
   double load_scale = 1.0;
@@ -81,7 +111,15 @@ struct OpContext {
   // MoE: tokens the busiest expert-parallel rank receives over the mean (1 = perfectly balanced);
   // its expert GEMMs, activations and incoming all-to-all traffic scale by it.
   double moe_load_factor = 1.0;
+  LossMemory loss_memory = LossMemory::megatron_fp32_softmax;
+  // torchtitan's Llama repeats K/V to all heads before SDPA (repeat_kv), so attention saves them at n_heads
+  bool kv_repeated = false;
 };
+
+// Bytes per element of a GEMM input the op saves for its backward: the activation dtype, or the
+// quantized copy Transformer Engine keeps in fp8 recipes (1 B; MXFP8 +1/32 B of E8M0 scales; NVFP4
+// 0.5 B + 1/16 B of scales).
+double saved_gemm_input_bytes(Precision p);
 
 // Ops of transformer layer `layer` (0-based) in execution order, forward direction.
 std::vector<Op> layer_ops(const ModelSpec& m, int layer, const OpContext& c);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 
 #include "core/json_fields.h"
 #include "core/limits.h"
@@ -11,6 +12,25 @@
 namespace mplan {
 
 using nlohmann::json;
+
+namespace {
+// A JSON array of strings, or nullopt.
+std::optional<std::vector<std::string>> string_list(const json& v) {
+  if (!v.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& x : v) {
+    if (!x.is_string()) return std::nullopt;
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+template <typename E>
+std::string module_choices(const std::vector<std::pair<std::string, E>>& table) {
+  std::vector<std::string> n;
+  for (const auto& [name, e] : table) n.push_back(name);
+  return join_names(n, "|");
+}
+}  // namespace
 
 std::string to_string(Recompute r) {
   switch (r) {
@@ -63,6 +83,20 @@ std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) {
     if (to_string(d) == s) return d;
   return std::nullopt;
 }
+std::string to_string(MainParams m) {
+  switch (m) {
+    case MainParams::fp32: return "fp32";
+    case MainParams::remainder: return "remainder";
+    case MainParams::bf16: return "bf16";
+    case MainParams::none: return "none";
+  }
+  return "?";
+}
+std::optional<MainParams> parse_main_params(const std::string& s) {
+  for (MainParams m : {MainParams::fp32, MainParams::remainder, MainParams::bf16, MainParams::none})
+    if (to_string(m) == s) return m;
+  return std::nullopt;
+}
 std::optional<Recompute> parse_recompute(const std::string& s) {
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
     if (to_string(r) == s) return r;
@@ -87,7 +121,9 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
                     "micro_batch_size", "recompute", "recompute_num_layers", "overlap_grad_reduce",
                     "overlap_param_gather", "tp_comm_overlap", "schedule", "num_layers_in_first_pipeline_stage",
                     "num_layers_in_last_pipeline_stage", "pipeline_layout", "attention_backend", "moe_dispatcher",
-                    "moe_force_balance", "moe_a2a_overlap"});
+                    "moe_force_balance", "moe_a2a_overlap", "recompute_modules", "offload_modules", "dp_replicate",
+                    "fp8_param_gather", "grad_reduce_in_bf16", "cross_entropy_fusion", "moe_capacity_factor",
+                    "moe_pad_to_capacity", "cpu_offload_layers", "main_params", "adam_states_bf16", "remat_policy"});
   ParallelConfig p;
   p.world_size = static_cast<int>(f.integer("world_size", 1, kMaxGpus));
   p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxGpus));
@@ -103,6 +139,36 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   p.micro_batch_size = static_cast<int>(f.integer_or("micro_batch_size", 1, 1, kMaxBatch));
   p.recompute = *parse_recompute(f.choice_or("recompute", {"none", "selective", "full"}, "none"));
   p.recompute_num_layers = static_cast<int>(f.integer_or("recompute_num_layers", 0, 0, kMaxLayers));
+  if (f.has("recompute_modules")) {
+    std::string bad;
+    auto names = string_list(j["recompute_modules"]);
+    auto set = names ? parse_recompute_modules(*names, &bad) : std::nullopt;
+    if (set) p.recompute_modules = *set;
+    else f.problem("recompute_modules", (names ? "'" + bad + "' is not a Megatron recompute module; " : std::string("expected a list of names; ")) +
+                                            "valid: " + module_choices(recompute_module_names()));
+  }
+  if (f.has("offload_modules")) {
+    std::string bad;
+    auto names = string_list(j["offload_modules"]);
+    auto set = names ? parse_offload_modules(*names, &bad) : std::nullopt;
+    if (set) p.offload_modules = *set;
+    else f.problem("offload_modules", (names ? "'" + bad + "' is not an activation offloading module; " : std::string("expected a list of names; ")) +
+                                          "valid: " + module_choices(offload_module_names()));
+  }
+  p.dp_replicate = static_cast<int>(f.integer_or("dp_replicate", 1, 1, kMaxGpus));
+  p.cpu_offload_layers = static_cast<int>(f.integer_or("cpu_offload_layers", 0, 0, kMaxLayers));
+  p.main_params = *parse_main_params(f.choice_or("main_params", {"fp32", "remainder", "bf16", "none"}, "fp32"));
+  p.adam_states_bf16 = f.boolean_or("adam_states_bf16", false);
+  {
+    std::vector<std::string> rp = remat_policy_choices();
+    rp.insert(rp.begin(), "none");
+    p.remat_policy = *parse_remat_policy(f.choice_or("remat_policy", rp, "none"));
+  }
+  p.fp8_param_gather = f.boolean_or("fp8_param_gather", false);
+  p.grad_reduce_in_bf16 = f.boolean_or("grad_reduce_in_bf16", false);
+  p.cross_entropy_fusion = f.boolean_or("cross_entropy_fusion", false);
+  if (auto cf = f.opt_number("moe_capacity_factor")) p.moe_capacity_factor = *cf;
+  p.moe_pad_to_capacity = f.boolean_or("moe_pad_to_capacity", false);
   p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
   p.overlap_param_gather = f.boolean_or("overlap_param_gather", true);
   p.tp_comm_overlap = f.boolean_or("tp_comm_overlap", false);
@@ -159,7 +225,21 @@ json parallel_to_json(const ParallelConfig& p) {
             {"attention_backend", to_string(p.attention_backend)},
             {"moe_dispatcher", to_string(p.moe_dispatcher)},
             {"moe_force_balance", p.moe_force_balance},
-            {"moe_a2a_overlap", p.moe_a2a_overlap}};
+            {"moe_a2a_overlap", p.moe_a2a_overlap},
+            {"fp8_param_gather", p.fp8_param_gather},
+            {"grad_reduce_in_bf16", p.grad_reduce_in_bf16},
+            {"cross_entropy_fusion", p.cross_entropy_fusion}};
+  if (!p.recompute_modules.empty()) j["recompute_modules"] = to_names(p.recompute_modules);
+  if (!p.offload_modules.empty()) j["offload_modules"] = to_names(p.offload_modules);
+  if (p.dp_replicate != 1) j["dp_replicate"] = p.dp_replicate;
+  if (p.cpu_offload_layers > 0) j["cpu_offload_layers"] = p.cpu_offload_layers;
+  if (p.main_params != MainParams::fp32) j["main_params"] = to_string(p.main_params);
+  if (p.adam_states_bf16) j["adam_states_bf16"] = true;
+  if (p.remat_policy != RematPolicy::none) j["remat_policy"] = to_string(p.remat_policy);
+  if (p.moe_capacity_factor > 0) {
+    j["moe_capacity_factor"] = p.moe_capacity_factor;
+    j["moe_pad_to_capacity"] = p.moe_pad_to_capacity;
+  }
   if (p.num_layers_in_first_pipeline_stage) j["num_layers_in_first_pipeline_stage"] = p.num_layers_in_first_pipeline_stage;
   if (p.num_layers_in_last_pipeline_stage) j["num_layers_in_last_pipeline_stage"] = p.num_layers_in_last_pipeline_stage;
   if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
@@ -192,6 +272,68 @@ std::vector<int> stage_layers(const ModelSpec& m, const ParallelConfig& p, std::
   if (first) out[0] = first;
   if (last) out[p.pp - 1] = last;
   return out;
+}
+
+// Rules of the activation-memory, optimizer and MoE runtime options (Megatron's validate_args and
+// TransformerConfig.__post_init__ checks for the options mplan expresses; the framework's support).
+void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e) {
+  const FrameworkMemory fw = framework_memory(t.framework);
+  const std::string fwn = to_string(t.framework);
+  const RecomputeModules rm = p.recompute_modules;
+  if (!rm.empty() && p.recompute != Recompute::selective)
+    e.push_back("recompute_modules (" + join_names(to_names(rm)) + ") need recompute=selective, got recompute=" + to_string(p.recompute));
+  if (!rm.empty() && !fw.supports_recompute_modules)
+    e.push_back("recompute_modules are Megatron-Core's --recompute-modules; framework " + fwn +
+                " has no such option (use recompute=selective or full, or framework=megatron)");
+  bool has_shared = m.moe && m.moe->shared_expert_ffn_hidden_size > 0;
+  for (auto [mod, ok, need] : {std::tuple{RecomputeModule::moe, bool(m.moe), "a mixture-of-experts model"},
+                               std::tuple{RecomputeModule::moe_act, bool(m.moe), "a mixture-of-experts model"},
+                               std::tuple{RecomputeModule::shared_experts, has_shared, "a model with shared experts"},
+                               std::tuple{RecomputeModule::mla_up_proj, bool(m.mla), "multi-latent attention (MLA)"}})
+    if (rm.has(mod) && !ok)
+      e.push_back("recompute module '" + to_names(RecomputeModules{uint32_t(mod)}).front() + "' needs " + need + "; '" + m.name + "' has none");
+  const OffloadModules om = p.offload_modules;
+  if (!om.empty()) {
+    if (!fw.supports_activation_offload)
+      e.push_back("offload_modules (fine-grained activation offloading) is a Megatron-Core feature; framework " + fwn + " has no such option");
+    if (om.has(OffloadModule::attn_proj) && !om.has(OffloadModule::core_attn))
+      e.push_back("offload module 'attn_proj' needs 'core_attn' offloaded too, as Megatron requires");
+    if ((om.has(OffloadModule::expert_fc1) || om.has(OffloadModule::moe_act)) && !m.moe)
+      e.push_back("offload modules 'expert_fc1'/'moe_act' need a mixture-of-experts model; '" + m.name + "' is dense");
+    if ((om.has(OffloadModule::expert_fc1) || om.has(OffloadModule::moe_act)) && p.effective_recompute_modules().has(RecomputeModule::moe))
+      e.push_back("offload modules 'expert_fc1'/'moe_act' cannot be combined with recompute module 'moe' (Megatron rejects it)");
+  }
+  if (p.cpu_offload_layers > 0) {
+    if (!fw.supports_activation_offload)
+      e.push_back("cpu_offload_layers (activation offloading) is a Megatron-Core feature; framework " + fwn + " has no such option");
+    if (p.pp > 1) e.push_back("cpu_offload_layers needs pp=1 (Megatron: no support for pipeline parallelism with CPU offloading)");
+    if (p.recompute != Recompute::none) e.push_back("cpu_offload_layers cannot be combined with recompute (Megatron rejects it)");
+    if (p.cpu_offload_layers >= m.num_layers)
+      e.push_back("cpu_offload_layers=" + s(p.cpu_offload_layers) + " must be below num_layers=" + s(m.num_layers));
+    if (!p.offload_modules.empty()) e.push_back("give either cpu_offload_layers or offload_modules, not both (Megatron rejects the combination)");
+  }
+  if (p.moe_a2a_overlap && (p.recompute == Recompute::full || p.effective_recompute_modules().has(RecomputeModule::moe)))
+    e.push_back("moe_a2a_overlap cannot be combined with full recompute or recompute module 'moe' (Megatron's "
+                "--overlap-moe-expert-parallel-comm rejects them)");
+  if (p.fp8_param_gather && !is_fp8_family(t.precision))
+    e.push_back("fp8_param_gather needs an fp8 precision (fp8, mxfp8, nvfp4), got " + std::string(to_string(t.precision)));
+  if (p.fp8_param_gather && p.zero < 1)
+    e.push_back("fp8_param_gather needs the distributed optimizer or FSDP (zero >= 1), as Megatron requires");
+  if (p.fp8_param_gather && t.framework != Framework::megatron)
+    e.push_back("fp8_param_gather is Megatron's --fp8-param-gather; framework " + fwn + " has no such option");
+  if (p.cross_entropy_fusion && !fw.supports_cross_entropy_fusion)
+    e.push_back("cross_entropy_fusion: framework " + fwn + " has no fused cross-entropy; set it false");
+  if (p.moe_capacity_factor < 0) e.push_back("moe_capacity_factor must be > 0 (omit it for dropless routing)");
+  if (p.moe_capacity_factor > 0 && !m.moe) e.push_back("moe_capacity_factor needs a mixture-of-experts model; '" + m.name + "' is dense");
+  if (p.moe_pad_to_capacity && p.moe_capacity_factor <= 0)
+    e.push_back("moe_pad_to_capacity needs moe_capacity_factor > 0");
+  if (p.dp_replicate < 1 || (p.dp() > 0 && p.dp() % p.dp_replicate != 0))
+    e.push_back("dp_replicate=" + s(p.dp_replicate) + " must divide dp=" + s(p.dp()));
+  if (p.remat_policy != RematPolicy::none && t.framework != Framework::maxtext)
+    e.push_back("remat_policy is a MaxText/JAX remat policy; framework " + fwn + " has none (use recompute and recompute_modules)");
+  if (p.remat_policy != RematPolicy::none && p.recompute != Recompute::selective)
+    e.push_back("remat_policy needs recompute=selective (recompute=full is MaxText's 'full' policy)");
+  if (p.dp_replicate > 1 && p.zero == 0) e.push_back("dp_replicate > 1 needs a sharded optimizer or FSDP (zero >= 1)");
 }
 }  // namespace
 
@@ -358,6 +500,7 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
       e.push_back("recompute_num_layers=" + s(p.recompute_num_layers) + " exceeds the " + s(min_chunk) +
                   " layers of the smallest pipeline chunk");
   }
+  memory_option_rules(m, t, p, e);
   if (!c.gpu.peak(t.precision))
     e.push_back("precision " + std::string(to_string(t.precision)) + " is not supported by " + c.gpu.name +
                 " (cluster.gpu.peak_tflops has no entry for it)");

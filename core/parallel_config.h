@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/activation_options.h"
 #include "core/cluster_spec.h"
 #include "core/model_spec.h"
 #include "core/status.h"
@@ -25,6 +26,9 @@ enum class AttentionBackend { flash, unfused, triton };
 // MoE token dispatcher: NCCL all-to-all(v) (Megatron "alltoall"), or a flex dispatcher that sends a
 // token once per remote NVLink domain and fans it out inside the domain (DeepEP, HybridEP).
 enum class MoeDispatcher { alltoall, deepep, hybridep };
+enum class MainParams { fp32, remainder, bf16, none };
+std::string to_string(MainParams m);
+std::optional<MainParams> parse_main_params(const std::string& s);
 
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
@@ -51,6 +55,36 @@ struct ParallelConfig {
   int micro_batch_size = 1;
   Recompute recompute = Recompute::none;
   int recompute_num_layers = 0;  // full recompute: layers per stage chunk recomputed (0 = all)
+  // selective recompute: Megatron's --recompute-modules (empty = its default, core_attn)
+  RecomputeModules recompute_modules;
+  // Megatron's fine-grained activation offloading (--offload-modules): inputs of these modules go to host
+  OffloadModules offload_modules;
+  // Megatron's layer-wise activation offloading (--cpu-offloading-num-layers): the activations of this
+  // many layers go to host memory (pp = 1, no recompute, as Megatron requires)
+  int cpu_offload_layers = 0;
+  // The sharded optimizer / FSDP shards over dp*cp/dp_replicate ranks and replicates over dp_replicate
+  // groups (Megatron --num-distributed-optimizer-instances, torchtitan/FSDP HSDP dp_replicate).
+  int dp_replicate = 1;
+  // The optimizer's master weights: fp32 (Megatron's distributed optimizer), 16-bit remainders of the
+  // bf16 weights (Megatron's precision-aware optimizer store_param_remainders, Apex/NeMo
+  // DistributedFusedAdam), a bf16 copy, or none (the optimizer updates the bf16 weights).
+  MainParams main_params = MainParams::fp32;
+  // Adam moments in bf16 (Megatron --exp-avg-dtype/--exp-avg-sq-dtype bf16, NeMo optim.dtype bf16).
+  bool adam_states_bf16 = false;
+  // MaxText / Paxml remat policy under recompute=selective (framework maxtext).
+  RematPolicy remat_policy = RematPolicy::none;
+  // Megatron --fp8-param-gather: fp8 weights are the primary copy (no bf16 weights, no fp8 cache).
+  bool fp8_param_gather = false;
+  // Gradients accumulated and reduced in bf16 (Megatron --grad-reduce-in-bf16; Megatron-Bridge performance
+  // recipes); default fp32 main gradients.
+  bool grad_reduce_in_bf16 = false;
+  // A fused cross-entropy that writes the loss gradient into the bf16 logits (Transformer Engine's
+  // parallel_cross_entropy, flash-attn's Triton CE): no fp32 copy of the logits is kept.
+  bool cross_entropy_fusion = false;
+  // MoE expert capacity factor (Megatron --moe-expert-capacity-factor); 0 = dropless. Tokens beyond
+  // capacity are dropped; with moe_pad_to_capacity every expert processes exactly its capacity.
+  double moe_capacity_factor = 0;
+  bool moe_pad_to_capacity = false;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
@@ -71,6 +105,12 @@ struct ParallelConfig {
   std::vector<std::vector<int>> pipeline_layout;
 
   int dp() const { return tp * pp * cp > 0 ? world_size / (tp * pp * cp) : 0; }
+  // The recompute modules in effect (Megatron's default core_attn when selective names none).
+  RecomputeModules effective_recompute_modules() const {
+    if (recompute != Recompute::selective) return {};
+    if (recompute_modules.empty()) return RecomputeModules{uint32_t(RecomputeModule::core_attn)};
+    return recompute_modules;
+  }
   // Expert data parallel size: tp*cp*dp = etp*ep*edp.
   int edp() const { return etp * ep > 0 ? (tp * cp * dp()) / (etp * ep) : 0; }
   int64_t num_microbatches(int64_t global_batch) const {

@@ -14,6 +14,7 @@ json plan_to_json(const Plan& p) {
           {"cluster", cluster_to_json(p.cluster)},
           {"training", training_to_json(p.training)},
           {"parallel", parallel_to_json(p.parallel)},
+          {"framework", to_string(p.training.framework)},
           {"meta", p.meta}};
 }
 
@@ -21,7 +22,7 @@ Expected<Plan> plan_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "plan", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"schema", "model", "cluster", "training", "parallel", "meta"});
+  f.reject_unknown({"schema", "model", "cluster", "training", "parallel", "framework", "meta"});
   auto schema = f.opt_string("schema");
   if (!schema)
     f.problem("schema", std::string("missing; expected \"") + kPlanSchema + "\"");
@@ -49,6 +50,7 @@ Expected<Plan> plan_from_json(const json& j) {
     auto r = parallel_from_json(*q);
     if (r) p.parallel = r.value(); else for (auto& e : r.error().problems) problems.push_back("plan." + e);
   }
+  p.training.framework = *parse_framework(f.choice_or("framework", framework_choices(), "megatron"));
   if (f.has("meta")) {
     if (const json* meta = f.object("meta")) p.meta = *meta;
   }

@@ -43,7 +43,10 @@ std::vector<Action> interleaved(int pp, int vpp, int m, int stage) {
     int mb = (k / (pp * vpp)) * pp + k % pp;
     return Action{Phase::B, mb, chunk};
   };
-  int warmup = (m == pp) ? total : std::min(total, (pp - stage - 1) * 2 + (vpp - 1) * pp);
+  // Megatron-Core get_pp_rank_microbatches (since 4295be1a6c, 2024-11): 2(pp-r-1) + (vpp-1)*g with
+  // g = microbatch_group_size_per_vp_stage = pp, clamped to the total (earlier versions ran every
+  // forward first when m == pp)
+  int warmup = std::min(total, (pp - stage - 1) * 2 + (vpp - 1) * pp);
   std::vector<Action> a;
   int f = 0, b = 0;
   for (; f < warmup; ++f) a.push_back(fwd(f));

@@ -1,9 +1,11 @@
-// TrainingSpec: global batch (sequences), sequence length and precision of one training run.
+// TrainingSpec: global batch (sequences), sequence length, precision, method and framework of one
+// training run. The framework is serialised as the plan's top-level "framework" field (core/plan.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "core/framework.h"
 #include "core/precision.h"
 #include "core/status.h"
 
@@ -19,6 +21,8 @@ struct TrainingSpec {
   int64_t seq_length = 0;
   Precision precision = Precision::bf16;
   TrainingMethod method = TrainingMethod::pretrain;
+  // The framework the job runs under (plan field "framework"; default megatron).
+  Framework framework = Framework::megatron;
   bool frozen_base() const { return method == TrainingMethod::lora; }
 };
 

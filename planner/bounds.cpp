@@ -7,10 +7,11 @@
 #include "core/schedule.h"
 #include "core/units.h"
 #include "simulator/memory.h"
+#include "simulator/memory_states.h"
 
 namespace mplan::planner {
 
-PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe) {
+PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first, int last) {
   PipeShape ps;
   ps.pp = pp;
   ps.vpp = vpp;
@@ -20,6 +21,10 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe) 
   p.vpp = vpp;
   p.world_size = pp;
   if (pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, pp, vpp);
+  if (pipe == PipeLayout::first_last) {
+    p.num_layers_in_first_pipeline_stage = first;
+    p.num_layers_in_last_pipeline_stage = last;
+  }
   auto n = layers_per_stage_chunk(m, p);
   ps.layers.assign(size_t(pp) * vpp, 0);
   ps.first.assign(size_t(pp) * vpp, 0);
@@ -44,6 +49,8 @@ void add(ChunkTotals& t, const PieceCost& p, double count) {
   t.W += count * p.W;
   t.act += count * p.act;
   t.act_w += count * p.act_w;
+  t.transient = std::max(t.transient, p.transient);
+  t.fwd_transient = std::max(t.fwd_transient, p.fwd_transient);
 }
 
 }  // namespace
@@ -78,8 +85,6 @@ void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts
         add(t, sc.dense.none, (n - moe) - dense_r);
         add(t, sc.moe.none, moe - moe_r);
       }
-      if (dense_r > 0) t.transient = std::max(t.transient, sc.dense.full.transient);
-      if (moe_r > 0) t.transient = std::max(t.transient, sc.moe.full.transient);
       if (s == 0 && c == 0) add(t, sel ? sc.emb_sel : sc.emb, 1);
       if (s == ps.pp - 1 && c == ps.vpp - 1) {
         const TypeCosts& mt = mtp_moe_ ? sc.moe : sc.dense;
@@ -147,6 +152,7 @@ void Bounds::peak_activations(const Layout& l, const PipeShape& ps, const std::v
       const ChunkTotals& ch = ct[size_t(s) * ps.vpp + a.chunk];
       if (a.phase == Phase::F) {
         act += ch.act;
+        pk = std::max(pk, act + ch.fwd_transient);
       } else if (a.phase == Phase::B) {
         pk = std::max(pk, act + ch.transient);
         act -= ch.act - ch.act_w;
@@ -173,7 +179,7 @@ void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, in
     return;
   }
   int64_t total = m * vpp;
-  int64_t warmup = m == pp ? total : std::min<int64_t>(total, int64_t(pp - stage - 1) * 2 + int64_t(vpp - 1) * pp);
+  int64_t warmup = std::min<int64_t>(total, int64_t(pp - stage - 1) * 2 + int64_t(vpp - 1) * pp);  // as core/schedule.cpp
   int64_t count = warmup < total ? warmup + 1 : total;
   // forward k runs chunk (k / pp) % vpp
   int64_t full_rounds = count / (int64_t(pp) * vpp), rest = count % (int64_t(pp) * vpp);
@@ -218,9 +224,9 @@ double Bounds::stage_memory_gib(const Layout& l, const PipeShape& ps, int s, dou
   set_layout(sc.plan.parallel, l, job_.world);
   StageWork& st = sc.st;
   st.chunks.resize(ps.vpp);
-  for (int c = 0; c < ps.vpp; ++c) st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
-  st.dense_params = ps.params[s].dense / l.tp;
-  st.expert_params = ps.params[s].expert / (double(l.ep) * l.etp);
+  int layers = 0;
+  for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
+  fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers);
   return stage_memory(sc.plan, st, act_bytes, prm_).total();
 }
 
@@ -231,9 +237,9 @@ double Bounds::peak_memory_gib(const Layout& l, const PipeShape& ps, const std::
   st.chunks.resize(ps.vpp);
   double best = 0;
   for (int s = 0; s < ps.pp; ++s) {
-    for (int c = 0; c < ps.vpp; ++c) st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
-    st.dense_params = ps.params[s].dense / l.tp;
-    st.expert_params = ps.params[s].expert / (double(l.ep) * l.etp);
+    int layers = 0;
+    for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
+    fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers);
     MemoryBreakdown mb = stage_memory(sc.plan, st, act_peak.empty() ? 0.0 : act_peak[s], prm_);
     double g = mb.total();
     if (s == 0 || g > best) {

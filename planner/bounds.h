@@ -40,12 +40,13 @@ struct PipeShape {
   int min_chunk = 0;
   std::vector<StageParams> params;  // per stage, not divided by TP/EP
 };
-PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe);
+// `first`/`last`: the first/last stage's layers when pipe == first_last.
+PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first = 0, int last = 0);
 
 // Per-chunk totals of one layout.
 struct ChunkTotals {
   double F = 0, B = 0, W = 0;       // seconds per micro-batch
-  double act = 0, act_w = 0, transient = 0;  // bytes
+  double act = 0, act_w = 0, transient = 0, fwd_transient = 0;  // bytes
 };
 
 // The action lists of one schedule shape (all stages).

@@ -126,6 +126,12 @@ std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bo
   if (planner_rules && l.pipe == PipeLayout::balanced && l.pp * l.vpp > job.units) return rule::chunks;
   if (l.pipe == PipeLayout::even && (m.num_layers % l.pp != 0 || (m.num_layers / l.pp) % l.vpp != 0))
     return rule::layers_split;
+  if (l.pipe == PipeLayout::first_last) {  // the middle stages split the rest evenly; every stage divides by vpp
+    int rest = m.num_layers - l.first_layers - l.last_layers, middle = l.pp - 2;
+    if (l.pp < 2 || l.first_layers < l.vpp || l.last_layers < l.vpp || l.first_layers % l.vpp || l.last_layers % l.vpp ||
+        (middle == 0 ? rest != 0 : rest < middle * l.vpp || rest % middle || (rest / middle) % l.vpp))
+      return rule::layers_split;
+  }
   if (job.gbs() % (int64_t(l.mbs) * l.dp) != 0) return rule::gbs_dp;
   if (l.vpp > 1 && (job.gbs() / (int64_t(l.mbs) * l.dp)) % l.pp != 0) return rule::interleaved_m;
   return std::nullopt;

@@ -119,9 +119,14 @@ std::string reason(const Plan& bp, const StepReport& b, const Plan& ap, const St
   double moved = (a.time.*(top->field) - b.time.*(top->field)) / base;
   std::string what = signed_pct(moved) + " " + top->name;
   const ParallelConfig& q = ap.parallel;
-  if (top->field == &TimeBreakdown::bubble)
-    what = "bubble " + pct(a.bubble_fraction) + " with " + std::to_string(a.num_microbatches) + " micro-batches (" +
-           signed_pct(moved) + ")";
+  if (top->field == &TimeBreakdown::bubble) {  // worded by cause (simulator/bubbles.h)
+    if (a.bottleneck_stage >= 0 && a.bubble_imbalance_s > a.bubble_fill_drain_s)
+      what = "stage imbalance " + pct(a.bubble_imbalance_s / a.step_time_s) + " (stage " + std::to_string(a.bottleneck_stage) +
+             " is the bottleneck; " + signed_pct(moved) + " bubble)";
+    else
+      what = "pipeline fill/drain " + pct(a.bubble_fill_drain_s / a.step_time_s) + " with " +
+             std::to_string(a.num_microbatches) + " micro-batches (" + signed_pct(moved) + " bubble)";
+  }
   if (top->field == &TimeBreakdown::tp_comm_exposed && q.tp > 1 &&
       RankGrid(q).placement(Dim::tp, ap.cluster.placement_domain()).domains > 1)
     what = "tp=" + std::to_string(q.tp) + " crosses the NVLink domain: " + what;

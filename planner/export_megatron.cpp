@@ -4,7 +4,8 @@
 // --tp-comm-overlap only with it; one of --num-layers-per-virtual-pipeline-stage,
 // --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout; the first/last-stage
 // options only with --num-virtual-stages-per-pipeline-rank for interleaving; --overlap-param-gather
-// only with --overlap-grad-reduce and the distributed optimizer or Megatron FSDP;
+// only with --overlap-grad-reduce and the distributed optimizer or Megatron FSDP; a pipeline layout
+// that Megatron's --account-for-embedding/loss-in-pipeline-split produce is written as those flags;
 // --recompute-method never with selective recomputation; --moe-grouped-gemm only with --bf16.
 #include <cerrno>
 #include <cstdlib>
@@ -43,6 +44,21 @@ std::string layout_string(const ModelSpec& m, const ParallelConfig& p) {
     }
   }
   return out;
+}
+
+// The layers per [stage][chunk] that Megatron-LM builds with --account-for-embedding-in-pipeline-split
+// (embedding) and --account-for-loss-in-pipeline-split (loss): num_layers plus one per flag, split
+// evenly over pp*vpp chunks, then one layer fewer on the first chunk (embedding) and the last (loss).
+// Empty when Megatron would reject it (the total does not divide, or a chunk would be empty).
+std::vector<std::vector<int>> account_split(int num_layers, int pp, int vpp, bool embedding, bool loss) {
+  int total = num_layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  if (pp < 1 || vpp < 1 || total % (pp * vpp) != 0) return {};
+  int each = total / (pp * vpp);
+  std::vector<std::vector<int>> n(size_t(pp), std::vector<int>(size_t(vpp), each));
+  if (embedding) --n[0][0];
+  if (loss) --n[size_t(pp - 1)][size_t(vpp - 1)];
+  if (n[0][0] < 1 || n[size_t(pp - 1)][size_t(vpp - 1)] < 1) return {};
+  return n;
 }
 
 // Megatron's --moe-layer-freq pattern for the model's MoE placement.
@@ -129,7 +145,16 @@ std::string export_megatron_args(const Plan& plan) {
   if (sp) arg("--sequence-parallel");
   if (p.tp_comm_overlap && sp) arg("--tp-comm-overlap");
   iarg("--pipeline-model-parallel-size", p.pp);
-  if (!p.pipeline_layout.empty()) {
+  bool account_emb = false, account_loss = false;  // the layout is what Megatron's flags build
+  if (!p.pipeline_layout.empty() && m.mtp_num_layers == 0 && p.pp > 1)
+    for (auto [e, l] : {std::pair{true, true}, {false, true}, {true, false}})
+      if (!account_emb && !account_loss && account_split(m.num_layers, p.pp, p.vpp, e, l) == p.pipeline_layout)
+        account_emb = e, account_loss = l;
+  if (account_emb || account_loss) {
+    if (account_emb) arg("--account-for-embedding-in-pipeline-split");
+    if (account_loss) arg("--account-for-loss-in-pipeline-split");
+    if (p.vpp > 1) iarg("--num-virtual-stages-per-pipeline-rank", p.vpp);
+  } else if (!p.pipeline_layout.empty()) {
     arg("--pipeline-model-parallel-layout", "\"" + layout_string(m, p) + "\"");
   } else if (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage) {
     if (p.num_layers_in_first_pipeline_stage) iarg("--decoder-first-pipeline-num-layers", p.num_layers_in_first_pipeline_stage);
@@ -234,6 +259,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   p.overlap_param_gather = false;
   std::string layout, sharding;
   int nlpvs = 0;
+  bool account_emb = false, account_loss = false;
   bool fsdp = false, dist_opt = false;
   std::string fp8, fp4;
   bool bf16 = false, fp16 = false;
@@ -271,6 +297,8 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     else if (k == "--pipeline-model-parallel-layout") layout = val();
     else if (k == "--decoder-first-pipeline-num-layers") p.num_layers_in_first_pipeline_stage = int(ival());
     else if (k == "--decoder-last-pipeline-num-layers") p.num_layers_in_last_pipeline_stage = int(ival());
+    else if (k == "--account-for-embedding-in-pipeline-split") account_emb = true;
+    else if (k == "--account-for-loss-in-pipeline-split") account_loss = true;
     else if (k == "--micro-batch-size") p.micro_batch_size = int(ival());
     else if (k == "--global-batch-size") r.global_batch_size = ival();
     else if (k == "--seq-length") r.seq_length = ival();
@@ -340,6 +368,11 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     p.vpp = int(stage.size()) / p.pp;
     p.pipeline_layout.assign(p.pp, std::vector<int>(p.vpp, 0));
     for (size_t k = 0; k < stage.size(); ++k) p.pipeline_layout[k % p.pp][k / p.pp] = stage[k];
+  } else if (account_emb || account_loss) {
+    p.pipeline_layout = account_split(r.num_layers, p.pp, p.vpp, account_emb, account_loss);
+    if (p.pipeline_layout.empty())
+      return Error("--account-for-embedding/loss-in-pipeline-split: " + std::to_string(r.num_layers) +
+                   " layers (+1 per flag) do not split into pp*vpp=" + std::to_string(p.pp * p.vpp) + " equal chunks");
   } else if (nlpvs > 0 && r.num_layers > 0) {
     p.vpp = r.num_layers / p.pp / nlpvs;
   }

@@ -18,6 +18,7 @@ PieceCost piece(const ChunkCost& c) {
   p.act = c.act_bytes;
   p.act_w = c.act_w_bytes;
   p.transient = c.transient_bytes;
+  p.fwd_transient = c.fwd_transient_bytes;
   return p;
 }
 
@@ -64,9 +65,10 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
   q.recompute = full_mode ? Recompute::full : Recompute::selective;
   q.recompute_num_layers = full_mode ? 1 : 0;
   q.schedule = k.split_w ? Schedule::zero_bubble : Schedule::one_f_one_b;
-  q.attention_backend = job.parallel.attention_backend;
-  q.moe_dispatcher = job.parallel.moe_dispatcher;  // the job's MoE runtime, as every candidate has
-  q.moe_force_balance = job.parallel.moe_force_balance;
+  copy_job_runtime(q, job.parallel);  // the job's runtime options, as every candidate has
+  if (!full_mode) q.recompute_modules.bits = k.rmods;
+  q.offload_modules.bits = k.offload;
+  q.dp_replicate = 1;
   q.pipeline_layout = full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}}
                                 : std::vector<std::vector<int>>{{1}, {1}, {1}};
   int per_node = std::max(1, p.cluster.gpus_per_node);
@@ -77,7 +79,8 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
 }  // namespace
 
 ShapeKey shape_of(const Layout& l) {
-  return {l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp, l.overlap, uint8_t(l.cp_comm), uint8_t(l.schedule == Schedule::zero_bubble)};
+  return {l.tp,     l.cp,       l.ep, l.etp, l.mbs, l.sp, l.overlap, uint8_t(l.cp_comm), uint8_t(l.schedule == Schedule::zero_bubble),
+          l.recompute == Recompute::selective ? l.rmods : 0u, l.offload};
 }
 
 LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}
@@ -96,13 +99,19 @@ ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
     if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
     TypeCosts& tc = moe_type ? sc.moe : sc.dense;
     Workload f = build_workload(probe_plan(job_, k, moe_type, true), prm_);
+    const ListMemory& lm = moe_type ? f.moe_mem : f.dense_mem;
     PieceCost r = piece(f.stages[1].chunks[0]);
     tc.full = r;
-    tc.none = minus(piece(f.stages[2].chunks[0]), r, 0);
+    tc.full.transient = lm.bwd_full;
+    tc.full.fwd_transient = lm.fwd;
+    tc.none = minus(piece(f.stages[2].chunks[0]), r, lm.bwd_none);
+    tc.none.fwd_transient = lm.fwd;
     // the embedding and head ops are those of the model itself (MoE when the model is MoE)
     if (moe_type == has_moe) {
-      sc.emb = minus(piece(f.stages[0].chunks[0]), r, 0);
-      sc.head = minus(piece(f.stages[3].chunks[0]), r, 0);
+      sc.emb = minus(piece(f.stages[0].chunks[0]), r, f.emb_mem.bwd_none);
+      sc.emb.fwd_transient = f.emb_mem.fwd;
+      sc.head = minus(piece(f.stages[3].chunks[0]), r, f.head_mem.bwd_none);
+      sc.head.fwd_transient = f.head_mem.fwd;
     }
   }
   return sc;
@@ -115,12 +124,16 @@ void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const 
     if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
     TypeCosts& tc = moe_type ? sc.moe : sc.dense;
     Workload s = build_workload(probe_plan(job_, k, moe_type, false), prm_);
+    const ListMemory& lm = moe_type ? s.moe_mem : s.dense_mem;
     PieceCost sel = piece(s.stages[1].chunks[0]);
-    sel.transient = 0;
+    sel.transient = lm.bwd_selective;
+    sel.fwd_transient = lm.fwd;
     tc.selective = sel;
     if (moe_type == has_moe) {
-      sc.emb_sel = minus(piece(s.stages[0].chunks[0]), sel, 0);
-      sc.head_sel = minus(piece(s.stages[2].chunks[0]), sel, 0);
+      sc.emb_sel = minus(piece(s.stages[0].chunks[0]), sel, s.emb_mem.bwd_selective);
+      sc.emb_sel.fwd_transient = s.emb_mem.fwd;
+      sc.head_sel = minus(piece(s.stages[2].chunks[0]), sel, s.head_mem.bwd_selective);
+      sc.head_sel.fwd_transient = s.head_mem.fwd;
     }
   }
   sc.has_selective = true;

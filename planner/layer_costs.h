@@ -27,7 +27,10 @@ namespace mplan::planner {
 // it keeps.
 struct PieceCost {
   double F = 0, B = 0, W = 0;
-  double act = 0, act_w = 0, transient = 0;
+  double act = 0, act_w = 0;
+  // working memory beyond the kept activations in the backward / forward of one such piece (a max
+  // over the pieces of a chunk, not a sum: Workload's ListMemory)
+  double transient = 0, fwd_transient = 0;
 };
 
 // Per-layer costs of one layer type (dense MLP or MoE) in each recompute mode.
@@ -45,7 +48,8 @@ struct ShapeCosts {
 struct ShapeKey {
   int tp, cp, ep, etp, mbs;
   uint8_t sp, overlap, cp_comm, split_w;
-  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w); }
+  uint32_t rmods, offload;  // selective recompute modules, offloaded modules
+  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w, rmods, offload); }
   bool operator<(const ShapeKey& o) const { return tie() < o.tie(); }
 };
 ShapeKey shape_of(const Layout& l);

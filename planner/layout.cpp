@@ -3,8 +3,23 @@
 
 namespace mplan::planner {
 
-ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, AttentionBackend attn) {
+void copy_job_runtime(ParallelConfig& dst, const ParallelConfig& job) {
+  dst.attention_backend = job.attention_backend;
+  dst.moe_dispatcher = job.moe_dispatcher;
+  dst.moe_force_balance = job.moe_force_balance;
+  dst.moe_capacity_factor = job.moe_capacity_factor;
+  dst.moe_pad_to_capacity = job.moe_pad_to_capacity;
+  dst.fp8_param_gather = job.fp8_param_gather;
+  dst.grad_reduce_in_bf16 = job.grad_reduce_in_bf16;
+  dst.cross_entropy_fusion = job.cross_entropy_fusion;
+  dst.main_params = job.main_params;
+  dst.adam_states_bf16 = job.adam_states_bf16;
+  dst.dp_replicate = job.dp_replicate;
+}
+
+ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, const ParallelConfig& job) {
   ParallelConfig p;
+  copy_job_runtime(p, job);
   p.world_size = world;
   p.tp = l.tp;
   p.sp = l.sp != 0;
@@ -20,8 +35,13 @@ ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, Atten
   p.recompute_num_layers = l.recompute_layers;
   p.tp_comm_overlap = l.overlap != 0;
   p.schedule = l.schedule;
-  p.attention_backend = attn;
+  if (l.recompute == Recompute::selective) p.recompute_modules.bits = l.rmods;
+  p.offload_modules.bits = l.offload;
   if (l.pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, l.pp, l.vpp);
+  if (l.pipe == PipeLayout::first_last) {
+    p.num_layers_in_first_pipeline_stage = l.first_layers;
+    p.num_layers_in_last_pipeline_stage = l.last_layers;
+  }
   return p;
 }
 
@@ -40,9 +60,16 @@ Layout from_parallel(const ParallelConfig& p) {
   l.mbs = p.micro_batch_size;
   l.recompute = p.recompute;
   l.recompute_layers = p.recompute_num_layers;
+  l.rmods = p.recompute == Recompute::selective ? p.recompute_modules.bits : 0;
+  l.offload = p.offload_modules.bits;
   l.overlap = p.tp_comm_overlap ? 1 : 0;
   l.schedule = p.schedule;
   l.pipe = p.pipeline_layout.empty() ? PipeLayout::even : PipeLayout::balanced;
+  if (p.pipeline_layout.empty() && (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage)) {
+    l.pipe = PipeLayout::first_last;
+    l.first_layers = int16_t(p.num_layers_in_first_pipeline_stage);
+    l.last_layers = int16_t(p.num_layers_in_last_pipeline_stage);
+  }
   return l;
 }
 
@@ -51,11 +78,15 @@ std::string short_name(const Layout& l) {
                   std::to_string(l.pp);
   if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
   if (l.pipe == PipeLayout::balanced) s += " (balanced)";
+  if (l.pipe == PipeLayout::first_last)
+    s += " (first " + std::to_string(l.first_layers) + ", last " + std::to_string(l.last_layers) + " layers)";
   s += " dp" + std::to_string(l.dp);
   if (l.cp > 1) s += " cp" + std::to_string(l.cp) + "/" + to_string(l.cp_comm);
   if (l.ep > 1 || l.etp > 1) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.etp);
   s += " zero" + std::to_string(l.zero) + " mbs" + std::to_string(l.mbs) + " " + to_string(l.recompute);
   if (l.recompute_layers) s += "(" + std::to_string(l.recompute_layers) + ")";
+  if (l.rmods) s += "(" + join_names(to_names(RecomputeModules{l.rmods})) + ")";
+  if (l.offload) s += " offload(" + join_names(to_names(OffloadModules{l.offload})) + ")";
   s += " " + to_string(l.schedule);
   return s;
 }

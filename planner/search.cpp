@@ -11,6 +11,10 @@
 // Bounds are sound and ties are broken by the layout's total order, so the result is the exact top K
 // of simulating everything; batches have a fixed size, so neither the result nor the counts depend
 // on the number of threads.
+// Cancellation is looked at between the phases of step 1 and inside its parallel loops, and before
+// every batch. Progress: step 1 reports up to kPrepareShare; then the share of structures done among
+// those still able to beat the current top K (the threshold falls as results come in, so the
+// estimate rises steadily instead of jumping to the end when the rest is pruned).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -42,6 +46,7 @@ constexpr size_t kBatch = 32;        // candidates per evaluation round (fixed: 
 constexpr size_t kExpandGroup = 16;  // structures expanded together
 constexpr double kSlack = 1e-9;  // relative slack of bounds against rounding
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPrepareShare = 0.1;  // progress reported by the enumeration (step 1)
 
 struct StructInfo {
   int frame = 0;
@@ -88,7 +93,13 @@ class Searcher {
   SearchResult run();
 
  private:
-  void prepare();
+  bool cancelled() const { return opt_.cancel && opt_.cancel->load(); }
+  void report(double f) const {
+    if (opt_.progress) opt_.progress(f);
+  }
+  // The branch-and-bound share done: structures expanded among those expanded or still under the threshold.
+  double search_progress(int64_t popped) const;
+  bool prepare();  // false when cancelled
   void expand(const std::vector<int64_t>& group);
   double node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const;
   // Memory (GiB) with the activations each stage holds at its first backward: a lower bound.
@@ -146,19 +157,22 @@ class Searcher {
   int64_t nonfit_sim_ = 0;
 };
 
-void Searcher::prepare() {
+bool Searcher::prepare() {
   zeros_ = zero_levels(lim_);
+  if (cancelled()) return false;
   space_ = enumerate_structures(J_, lim_, opt_.allow_tp_across_nvlink);
+  report(0.2 * kPrepareShare);
+  if (cancelled()) return false;
   const size_t n = space_.structures.size();
   st_.structures = int64_t(n);
   structs_.assign(n, StructInfo{});
   // frames (serial: a map from the frame's sizes to its index)
-  std::map<std::tuple<int, int, int, int, int, int, int, int>, int> frame_ids;
+  std::map<std::tuple<int, int, int, int, int, int, int, int, int, int>, int> frame_ids;
   std::vector<Layout> frame_base;
   std::vector<int> frame_pipe;
   for (size_t i = 0; i < n; ++i) {
     const Layout& b = space_.structures[i].base;
-    auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), b.cp, b.dp, b.ep, b.etp);
+    auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), int(b.first_layers), int(b.last_layers), b.cp, b.dp, b.ep, b.etp);
     auto [it, inserted] = frame_ids.emplace(key, int(frame_base.size()));
     if (inserted) {
       Layout fb = b;
@@ -172,12 +186,14 @@ void Searcher::prepare() {
   frames_.resize(frame_base.size());
   parallel_for(frames_.size(), threads_, [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
-    for (size_t k = b; k < e; ++k) {
+    for (size_t k = b; k < e && !cancelled(); ++k) {
       const PipeShape& ps = space_.pipes[frame_pipe[k]];
       frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms);
       if (!mem_obj_) frames_b_.add_collectives(frames_[k], ps, zeros_);
     }
   });
+  report(0.5 * kPrepareShare);
+  if (cancelled()) return false;
   // per-layer floors of every shape
   if (!mem_obj_) {
     std::vector<std::tuple<int, int, int, int, int>> shapes;
@@ -185,18 +201,20 @@ void Searcher::prepare() {
     std::sort(shapes.begin(), shapes.end());
     shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
     parallel_for(shapes.size(), threads_, [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
+      for (size_t k = b; k < e && !cancelled(); ++k) {
         auto [tp, cp, ep, etp, mbs] = shapes[k];
         floors_.get(tp, cp, ep, etp, mbs);
       }
     });
   }
+  report(0.7 * kPrepareShare);
+  if (cancelled()) return false;
   // variants (with their rejections), memory and the structure bound
   std::mutex merge_mu;  // per-task counters are summed (order-free) under this lock
   parallel_for(n, threads_, [&](size_t b, size_t e) {
     Space local;
     int64_t en = 0, pr = 0;
-    for (size_t i = b; i < e; ++i) {
+    for (size_t i = b; i < e && !cancelled(); ++i) {
       const Structure& s = space_.structures[i];
       const PipeShape& ps = space_.pipes[s.pipe_id];
       StructInfo& si = structs_[i];
@@ -244,6 +262,18 @@ void Searcher::prepare() {
   st_.rejected = space_.rejected;
   st_.enumerated += space_.rejected;
   for (const auto& [r, c] : space_.rejected_by_rule) st_.rejected_by_rule[r] += c;
+  if (cancelled()) return false;
+  report(kPrepareShare);
+  return true;
+}
+
+double Searcher::search_progress(int64_t popped) const {
+  double thr = threshold();
+  auto live_end = std::upper_bound(order_.begin() + int64_t(next_struct_), order_.end(), thr,
+                                   [](double t, const Item& it) { return t < it.bound; });
+  double live = double(live_end - (order_.begin() + int64_t(next_struct_)));
+  double done = popped + live > 0 ? double(popped) / (double(popped) + live) : 1.0;
+  return kPrepareShare + (1 - kPrepareShare) * done;
 }
 
 double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const {
@@ -341,9 +371,7 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
     }
   }
   Plan p = job_;
-  p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel.attention_backend);
-  p.parallel.moe_dispatcher = job_.parallel.moe_dispatcher;
-  p.parallel.moe_force_balance = job_.parallel.moe_force_balance;
+  p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel);
   auto r = simulate(p, prm_);
   if (!r) {  // simulate() validates every layout; the enumerator's rules should never let one through
     ev.invalid = r.error().problems.empty() ? "invalid layout" : r.error().problems.front();
@@ -409,18 +437,24 @@ void Searcher::flush() {
 
 SearchResult Searcher::run() {
   auto t0 = std::chrono::steady_clock::now();
-  prepare();
   SearchResult res;
-  int64_t popped_structs = 0, total_structs = int64_t(order_.size());
+  report(0.0);
+  if (!prepare()) {  // cancelled while enumerating: nothing was simulated
+    res.cancelled = true;
+    st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.stats = st_;
+    return res;
+  }
+  int64_t popped_structs = 0;
   while (true) {
-    if (opt_.cancel && opt_.cancel->load()) {
+    if (cancelled()) {
       res.cancelled = true;
       break;
     }
     if (!have_next() || peek().bound > threshold()) {
       if (batch_.empty()) break;
       flush();
-      if (opt_.progress) opt_.progress(total_structs ? double(popped_structs) / double(total_structs) : 1.0);
+      report(search_progress(popped_structs));
       continue;
     }
     Item it = pop();
@@ -428,7 +462,7 @@ SearchResult Searcher::run() {
       batch_.push_back(it.index);
       if (batch_.size() >= kBatch) {
         flush();
-        if (opt_.progress) opt_.progress(total_structs ? double(popped_structs) / double(total_structs) : 1.0);
+        report(search_progress(popped_structs));
       }
     } else {
       // expand this structure and the next ones on the heap together (in parallel)
@@ -437,6 +471,7 @@ SearchResult Searcher::run() {
       while (group.size() < kExpandGroup && have_next() && !peek().is_node && peek().bound <= thr) group.push_back(pop().index);
       popped_structs += int64_t(group.size());
       expand(group);
+      report(search_progress(popped_structs));
     }
   }
   // whatever is left was pruned by its bound
@@ -455,6 +490,7 @@ SearchResult Searcher::run() {
   res.top_rejection_reasons = reasons();
   st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.stats = st_;
+  if (!res.cancelled) report(1.0);
   return res;
 }
 
@@ -489,9 +525,7 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
   ParallelConfig keep = job.parallel;
   job.parallel = ParallelConfig{};
   job.parallel.world_size = keep.world_size;
-  job.parallel.attention_backend = keep.attention_backend;
-  job.parallel.moe_dispatcher = keep.moe_dispatcher;
-  job.parallel.moe_force_balance = keep.moe_force_balance;
+  copy_job_runtime(job.parallel, keep);
   int world = keep.world_size;
   std::vector<std::string> e;
   if (world < 1) e.push_back("the job needs at least one GPU (parallel.world_size)");

@@ -28,17 +28,69 @@ struct Counter {
   }
 };
 
-int pipe_index(Space& sp, std::map<std::tuple<int, int, int>, int>& ids, const ModelSpec& m, int pp, int vpp, PipeLayout pipe) {
-  auto key = std::make_tuple(pp, vpp, int(pipe));
+using PipeKey = std::tuple<int, int, int, int, int>;  // pp, vpp, pipe, first, last
+
+int pipe_index(Space& sp, std::map<PipeKey, int>& ids, const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first,
+               int last) {
+  auto key = std::make_tuple(pp, vpp, int(pipe), first, last);
   auto it = ids.find(key);
   if (it != ids.end()) return it->second;
   int id = int(sp.pipes.size());
-  sp.pipes.push_back(make_pipe_shape(m, pp, vpp, pipe));
+  sp.pipes.push_back(make_pipe_shape(m, pp, vpp, pipe, first, last));
   ids.emplace(key, id);
   return id;
 }
 
 }  // namespace
+
+std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp) {
+  std::vector<std::pair<int, int>> out;
+  const int L = m.num_layers;
+  if (pp < 2) return out;
+  std::vector<int> balanced;
+  for (const auto& row : balanced_pipeline_layout(m, pp, 1)) balanced.push_back(row[0]);
+  for (int k = 1; k <= 3; ++k)
+    for (int j = -2; j <= 2; ++j) {
+      if ((L + j + k) % pp != 0) continue;
+      int n = (L + j + k) / pp, first = n - j, last = n - k;
+      if (first < 1 || last < 1 || n < 1) continue;
+      std::vector<int> st(size_t(pp), n);
+      st.front() = first;
+      st.back() = last;
+      if (st == balanced) continue;
+      out.emplace_back(first, last);
+    }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<uint32_t> recompute_module_sets(const Job& job) {
+  const ModelSpec& m = job.model();
+  if (!framework_memory(job.plan->training.framework).supports_recompute_modules) return {0};
+  auto set = [](std::initializer_list<RecomputeModule> mods) {
+    uint32_t b = 0;
+    for (RecomputeModule r : mods) b |= uint32_t(r);
+    return b;
+  };
+  using R = RecomputeModule;
+  std::vector<uint32_t> out = {0};  // Megatron's default: core_attn
+  if (!m.moe) {
+    out.push_back(set({R::core_attn, R::layernorm}));
+    out.push_back(set({R::core_attn, R::layernorm, R::mlp}));
+  } else {
+    out.push_back(set({R::layernorm, R::moe_act}));
+    out.push_back(set({R::layernorm, R::moe}));
+    if (job.mla) out.push_back(set({R::mla_up_proj, R::layernorm, R::moe_act}));
+  }
+  return out;
+}
+
+std::vector<uint32_t> offload_module_sets(const Job& job) {
+  if (!framework_memory(job.plan->training.framework).supports_activation_offload) return {0};
+  if (job.moe) return {0, uint32_t(OffloadModule::expert_fc1) | uint32_t(OffloadModule::moe_act)};
+  return {0, uint32_t(OffloadModule::core_attn) | uint32_t(OffloadModule::attn_proj)};
+}
 
 std::vector<int> zero_levels(const Limits& lim) {
   std::vector<int> z;
@@ -52,7 +104,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   Counter cnt{space, {}};
   const ModelSpec& m = job.model();
   const int world = job.world;
-  std::map<std::tuple<int, int, int>, int> pipe_ids;
+  std::map<PipeKey, int> pipe_ids;
   Layout l;
   for (int tp : divisors(world)) {
     if (!lim.allows("tp", tp)) continue;
@@ -91,29 +143,37 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
               if (!lim.allows("vpp", vpp)) continue;
               bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0 && pp * vpp <= m.num_layers;
               bool balanced = pp > 1 && pp * vpp <= job.units;
-              std::vector<PipeLayout> pipes;
-              if (even) pipes.push_back(PipeLayout::even);
+              struct Pipe {
+                PipeLayout kind;
+                int first = 0, last = 0;
+              };
+              std::vector<Pipe> pipes;
+              if (even) pipes.push_back({PipeLayout::even});
               if (balanced) {
                 auto b = balanced_pipeline_layout(m, pp, vpp);
                 bool same = even;
                 if (even)
                   for (const auto& row : b)
                     for (int v : row) same = same && v == m.num_layers / (pp * vpp);
-                if (!same) pipes.push_back(PipeLayout::balanced);
+                if (!same) pipes.push_back({PipeLayout::balanced});
               }
+              if (vpp == 1)
+                for (auto [first, last] : uneven_stage_splits(m, pp)) pipes.push_back({PipeLayout::first_last, first, last});
               if (pipes.empty()) { cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split); continue; }
-              for (PipeLayout pipe : pipes) {
+              for (const Pipe& pipe : pipes) {
                 int pid = -1;
                 for (int mbs : divisors(job.gbs() / dp)) {
                   if (!lim.allows("mbs", mbs)) continue;
                   int64_t micro = job.gbs() / (int64_t(mbs) * dp);
                   if (vpp > 1 && micro % pp != 0) { cnt.reject(rule::interleaved_m); continue; }
-                  if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe);
+                  if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe.kind, pipe.first, pipe.last);
                   Structure st;
                   st.base = l;
                   st.base.pp = pp;
                   st.base.vpp = vpp;
-                  st.base.pipe = pipe;
+                  st.base.pipe = pipe.kind;
+                  st.base.first_layers = int16_t(pipe.first);
+                  st.base.last_layers = int16_t(pipe.last);
                   st.base.cp = cp;
                   st.base.dp = dp;
                   st.base.ep = ep;
@@ -168,19 +228,33 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
     if (f == Schedule::gpipe && l.vpp == 1) scheds = {Schedule::gpipe};
     else scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return s != f; }), scheds.end());
   }
-  // recompute modes: (mode, layers)
-  std::vector<std::pair<Recompute, int>> rcs;
-  if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::none, 0});
-  if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::selective, 0});
+  // recompute modes: (mode, layers, selective modules, offloaded modules)
+  struct Rc {
+    Recompute mode;
+    int layers;
+    uint32_t rmods, offload;
+  };
+  std::vector<Rc> rcs;
+  const std::vector<uint32_t> offloads = offload_module_sets(job);
+  if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0))
+    for (uint32_t off : offloads) rcs.push_back({Recompute::none, 0, 0, off});
+  if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0))
+    for (uint32_t mods : recompute_module_sets(job))
+      for (uint32_t off : offloads) {
+        const bool moe_rc = (mods & uint32_t(RecomputeModule::moe)) != 0;
+        const bool moe_off = (off & (uint32_t(OffloadModule::expert_fc1) | uint32_t(OffloadModule::moe_act))) != 0;
+        if (moe_rc && moe_off) continue;  // Megatron rejects offloading what the moe module recomputes
+        rcs.push_back({Recompute::selective, 0, mods, off});
+      }
   if (lim.allows("recompute", 2)) {
-    if (lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::full, 0});
+    if (lim.allows("recompute_layers", 0)) rcs.push_back({Recompute::full, 0, 0, 0});
     for (int k : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128})
-      if (k < ps.min_chunk && lim.allows("recompute_layers", k)) rcs.push_back({Recompute::full, k});
+      if (k < ps.min_chunk && lim.allows("recompute_layers", k)) rcs.push_back({Recompute::full, k, 0, 0});
     if (lim.fixed("recompute_layers")) {
       int k = lim.fix.at("recompute_layers");
       bool have = false;
-      for (auto& rc : rcs) have = have || (rc.first == Recompute::full && rc.second == k);
-      if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k});
+      for (auto& rc : rcs) have = have || (rc.mode == Recompute::full && rc.layers == k);
+      if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k, 0, 0});
     }
   }
   int64_t count = 0;
@@ -199,14 +273,16 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
       }
       count += int64_t(rcs.size()) * int64_t(scheds.size());
       if (!out) continue;
-      for (auto [rc, k] : rcs)
+      for (const Rc& rc : rcs)
         for (Schedule s : scheds) {
           Layout v = l;
           v.sp = sp;
           v.overlap = ov;
           v.cp_comm = cc;
-          v.recompute = rc;
-          v.recompute_layers = k;
+          v.recompute = rc.mode;
+          v.recompute_layers = rc.layers;
+          v.rmods = rc.rmods;
+          v.offload = rc.offload;
           v.schedule = s;
           out->push_back(v);
         }

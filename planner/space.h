@@ -11,13 +11,17 @@
 //    addition, when it differs) Megatron's balanced split that counts the embedding and the loss as
 //    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, at most kMaxSearchedVpp unless
 //    --fix/--max vpp say otherwise (so the space grows linearly with the layers); interleaved for vpp > 1.
+//    With vpp = 1 also lighter first and last stages (uneven_stage_splits): the last stage holds the
+//    LM head and the loss, often a few layers' worth of work, and then sets the pace of the pipeline.
 //  - schedule: 1F1B and zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out
 //    unless fixed: it has 1F1B's bubble but holds all micro-batches' activations, so 1F1B dominates it.
 //  - cp: divisors while each rank keeps >= 1024 tokens (seq/cp >= 1024, or --max cp), with the p2p
 //    ring, all-to-all and all-gather exchanges.
 //  - ep: divisors of the experts tiling tp*cp*dp; etp: divisors of tp (Megatron's default is etp=tp).
-//  - mbs: every divisor of gbs/dp. ZeRO 0-3. recompute: none, selective, full of all layers, and
-//    full of the first k layers of each chunk for k in 1, 2, 3, 4, 6, 8, 12, 16 ... below the smallest chunk.
+//  - mbs: every divisor of gbs/dp. ZeRO 0-3. recompute: none, selective (with a few of Megatron's
+//    module sets, recompute_module_sets), full of all layers, and full of the first k layers of each
+//    chunk for k in 1, 2, 3, 4, 6, 8, 12, 16 ... below the smallest chunk; none and selective also with
+//    fine-grained activation offloading (offload_module_sets).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -53,6 +57,23 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_acro
 // variants are counted into `space` when given. Returns how many there are.
 int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
                            std::vector<Layout>* out, Space* space);
+
+// First/last-stage layer counts tried for pp > 1 and vpp = 1 (Megatron's
+// --decoder-first/last-pipeline-num-layers): the middle stages hold n layers each, the last stage
+// n - k for k = 1..3 (it holds the LM head and the loss) and the first n - j for j = -2..2 (the
+// embedding is a lookup: the first stage may take a layer or two more, or fewer), with the layers
+// adding up; splits equal to the even or the balanced one are left out.
+// Sorted, deterministic.
+std::vector<std::pair<int, int>> uneven_stage_splits(const ModelSpec& m, int pp);
+
+// Megatron's selective-recompute module sets the search tries (0 = its default, core_attn): for
+// dense models core_attn (+ layernorm, + mlp); for MoE models layernorm with moe_act or the whole
+// moe layer (+ mla_up_proj with MLA). Only {0} for frameworks without --recompute-modules.
+std::vector<uint32_t> recompute_module_sets(const Job& job);
+// Fine-grained activation offloading sets tried with no and selective recompute: none, and the
+// attention core and projection inputs (dense) or the expert inputs and activations (MoE); only
+// none for frameworks without it.
+std::vector<uint32_t> offload_module_sets(const Job& job);
 
 // ZeRO levels allowed by the limits.
 std::vector<int> zero_levels(const Limits& lim);

@@ -140,6 +140,7 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
   run.source = "csv";
   run.warnings = parsed.value().warnings;
   res.format = "csv";
+  res.framework = "csv";
 
   std::vector<int64_t> iters;
   for (const auto& r : rows) iters.push_back(static_cast<int64_t>(r.v.at("step")));
@@ -158,9 +159,9 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
     m.tokens_per_s = tokens_per_step / m.step_time_s;
     m.tflops_per_gpu = flops / m.step_time_s / plan.parallel.world_size / 1e12;
     m.mfu = m.tflops_per_gpu / peak.value();
-    m.loss = v.count("loss") ? v["loss"] : 0;
-    m.peak_memory_gib = v.count("peak_memory_gib") ? v["peak_memory_gib"] : 0;
-    m.reported_tflops_per_gpu = v.count("tflops_per_gpu") ? v["tflops_per_gpu"] : 0;
+    if (v.count("loss")) m.loss = v["loss"];
+    if (v.count("peak_memory_gib")) m.peak_memory_gib = v["peak_memory_gib"];
+    if (v.count("tflops_per_gpu")) m.reported_tflops_per_gpu = v["tflops_per_gpu"];
     m.warmup = wf.warmup[i];
     if (m.warmup) ++res.warmup_excluded;
     else if (v.count("mfu") && v["mfu"] > 0) mfu_ratio.push_back(v["mfu"] / m.mfu);
@@ -177,6 +178,13 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
                              "attention, dense " + std::string(to_string(plan.training.precision)) +
                              " peak); mplan stores its own");
   }
+  auto problems = plausibility_problems(run.steps, plan, reported_band(plan, "csv", false));
+  if (!problems.empty() && !opt.allow_mismatch) {
+    problems.insert(problems.begin(), name + ": the MFU computed with this plan is implausible:");
+    problems.push_back("fix the plan file (or pass --allow-mismatch to import anyway, keeping these as warnings)");
+    return Error(problems);
+  }
+  for (auto& p : problems) run.warnings.push_back(name + ": " + p);
   return res;
 }
 

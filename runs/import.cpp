@@ -1,5 +1,6 @@
-// Import of Megatron-LM logs into runs: plan check against the log's arguments, restart segments,
-// warm-up flags, and per-step metrics derived from step time + plan.
+// Import of one job of a training log into a run: plan check against the logged configuration,
+// restart segments, warm-up and skipped flags, per-step metrics derived from step time + plan,
+// memory per job and launch, plausibility of the MFU, started_at in UTC.
 #include "runs/import.h"
 
 #include <algorithm>
@@ -14,144 +15,123 @@ namespace mplan::runs {
 
 using nlohmann::json;
 
-double plan_flops_per_step(const Plan& plan, int64_t global_batch) {
-  return model_flops_per_step(plan.model, global_batch, plan.training.seq_length, AttentionFlops::causal);
-}
-
-Expected<double> plan_peak_tflops(const Plan& plan) {
-  auto pk = plan.cluster.gpu.peak(plan.training.precision);
-  if (!pk || *pk <= 0)
-    return Error("plan: GPU " + plan.cluster.gpu.name + " has no dense peak for precision " +
-                 std::string(to_string(plan.training.precision)) + "; MFU cannot be computed");
-  return *pk;
-}
-
-std::string warmup_rule_text(int w) {
-  if (w <= 0) return "warm-up rule: none (--warmup 0): every logged step is measured";
-  return "warm-up rule: a logged step is warm-up when the iterations it averages over include any of the first " +
-         std::to_string(w) + " iterations after the job (re)started; warm-up steps are stored but left out of the "
-         "run's medians (--warmup N to change)";
-}
-
 namespace {
 
-// Python's printing of a Megatron argument vs the plan's value.
-struct ArgCheck {
-  const char* arg;
-  std::string expected;
-  const char* plan_field;
-};
-
-std::vector<std::string> check_args(const std::map<std::string, std::string>& args, const Plan& p) {
-  const ParallelConfig& q = p.parallel;
-  auto b = [](bool v) { return std::string(v ? "True" : "False"); };
-  std::vector<ArgCheck> checks = {
-      {"world_size", std::to_string(q.world_size), "parallel.world_size"},
-      {"tensor_model_parallel_size", std::to_string(q.tp), "parallel.tp"},
-      {"pipeline_model_parallel_size", std::to_string(q.pp), "parallel.pp"},
-      {"virtual_pipeline_model_parallel_size", q.vpp > 1 ? std::to_string(q.vpp) : "None", "parallel.vpp"},
-      {"context_parallel_size", std::to_string(q.cp), "parallel.cp"},
-      {"expert_model_parallel_size", std::to_string(q.ep), "parallel.ep"},
-      {"data_parallel_size", std::to_string(q.dp()), "parallel (dp = world / (tp*pp*cp))"},
-      {"micro_batch_size", std::to_string(q.micro_batch_size), "parallel.micro_batch_size"},
-      {"global_batch_size", std::to_string(p.training.global_batch_size), "training.global_batch_size"},
-      {"seq_length", std::to_string(p.training.seq_length), "training.seq_length"},
-      {"num_layers", std::to_string(p.model.num_layers), "model.num_layers"},
-      {"hidden_size", std::to_string(p.model.hidden_size), "model.hidden_size"},
-      {"num_attention_heads", std::to_string(p.model.num_attention_heads), "model.num_attention_heads"},
-      {"sequence_parallel", b(q.sp), "parallel.sp"},
-  };
-  std::vector<std::string> out;
-  for (const auto& c : checks) {
-    auto it = args.find(c.arg);
-    if (it == args.end()) continue;
-    std::string v = it->second;
-    if (std::string(c.arg) == "virtual_pipeline_model_parallel_size" && v == "1") v = "None";
-    if (v != c.expected)
-      out.push_back(std::string("log argument ") + c.arg + " = " + it->second + " but the plan has " + c.plan_field +
-                    " = " + c.expected);
-  }
-  return out;
-}
-
 // Argument values worth keeping with the run (they change speed without changing the plan).
-json software_from_args(const std::map<std::string, std::string>& args) {
+json software_from_config(const LogLaunch& l) {
   json sw = json::object();
   for (const char* k : {"transformer_impl", "use_flash_attn", "attention_backend", "use_distributed_optimizer",
                         "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "recompute_granularity",
-                        "recompute_method", "fp8", "bf16", "fp16", "moe_token_dispatcher_type", "log_interval"}) {
-    auto it = args.find(k);
-    if (it != args.end()) sw[k] = it->second;
+                        "recompute_method", "fp8", "fp8_recipe", "bf16", "fp16", "moe_token_dispatcher_type",
+                        "log_interval", "deepspeed", "zero_stage"}) {
+    auto it = l.args.find(k);
+    if (it != l.args.end()) sw[k] = it->second;
+  }
+  for (const char* k : {"model.transformer_impl", "model.recompute_granularity", "model.moe_token_dispatcher_type",
+                        "model.tp_comm_overlap", "ddp.overlap_grad_reduce", "ddp.overlap_param_gather",
+                        "ddp.use_distributed_optimizer", "logger.log_interval", "mixed_precision"}) {
+    auto it = l.bridge_yaml.find(k);
+    if (it != l.bridge_yaml.end()) sw[k] = it->second;
   }
   return sw;
 }
 
-// Peak memory seen up to `iteration` (GiB): max over ranks of max reserved (max allocated when a
-// report has no reserved figure).
-double memory_until(const std::vector<MegatronMemory>& reports, int64_t iteration) {
-  double peak = 0;
-  for (const auto& m : reports)
-    if (m.after_iteration <= iteration)
-      peak = std::max(peak, (m.max_reserved_mib > 0 ? m.max_reserved_mib : m.max_allocated_mib) / 1024.0);
+// Peak memory (GiB) of a step in launch `launch` at `iteration`: max over ranks of max reserved (max
+// allocated when a report has no reserved figure) over the reports of earlier launches of the job and
+// of this launch up to the iteration. Absent when no report qualifies.
+std::optional<double> memory_until(const LogJob& job, size_t launch, int64_t iteration) {
+  std::optional<double> peak;
+  for (size_t k = 0; k <= launch && k < job.launches.size(); ++k)
+    for (const auto& m : job.launches[k].memory) {
+      if (k == launch && m.after_iteration > iteration) continue;
+      double v = (m.max_reserved_mib > 0 ? m.max_reserved_mib : m.max_allocated_mib) / 1024.0;
+      if (v > 0) peak = std::max(peak.value_or(0.0), v);
+    }
   return peak;
 }
 
-std::string iso_from_log(const std::string& t) {
-  if (t.size() < 19) return "";
-  std::string s = t.substr(0, 19);
-  s[10] = 'T';
-  return s + "Z";
+bool full_recompute(const LogConfig& c) {
+  auto it = c.fields.find("recompute");
+  return it != c.fields.end() && it->second.normalized == "full";
 }
 
-// The run's plan, provenance and the check of the log's arguments against the plan.
-Status start_megatron_run(const MegatronLog& log, const Plan& plan, const ImportOptions& opt, ImportResult& res) {
-  RunRecord& run = res.run;
-  run.plan = plan_to_json(plan);
-  run.plan_key = plan_key(run.plan);
-  run.source = "megatron-log";
-  run.started_at = iso_from_log(log.first_datetime);
-  run.warnings = log.warnings;
-  res.format = log.format;
-  if (log.args.empty()) {
-    run.warnings.push_back("the log has no 'arguments' block, so the plan could not be checked against it");
-  } else {
-    auto mismatches = check_args(log.args, plan);
-    if (!mismatches.empty() && !opt.allow_mismatch) {
-      mismatches.push_back("the log was not produced by this plan: fix the plan file (or pass --allow-mismatch "
-                           "to import anyway, keeping these as warnings)");
-      return Error(mismatches);
-    }
-    for (auto& m : mismatches) run.warnings.push_back(m);
-  }
-  run.software = software_from_args(log.args);
-  run.software["framework"] = "Megatron-LM";
-  run.software["log_format"] = log.format;
+// The largest rank in the job's memory reports must exist in the plan's world.
+std::vector<std::string> rank_problems(const LogJob& job, const Plan& plan) {
+  int max_rank = -1;
+  for (const auto& l : job.launches)
+    for (const auto& m : l.memory) max_rank = std::max(max_rank, m.rank);
+  if (max_rank >= plan.parallel.world_size)
+    return {"the log has a memory report of rank " + std::to_string(max_rank) + " but the plan has parallel.world_size = " +
+            std::to_string(plan.parallel.world_size)};
   return {};
 }
 
+// The run's plan, provenance, configuration check and started_at.
+Status start_run(const LogJob& job, const Plan& plan, const ImportOptions& opt, ImportResult& res) {
+  RunRecord& run = res.run;
+  const LogLaunch& first = job.launches.front();
+  run.plan = plan_to_json(plan);
+  run.plan_key = plan_key(run.plan);
+  run.source = job.framework == "NeMo" ? "nemo-log" : "megatron-log";
+  res.format = job.format;
+  res.framework = job.framework;
+  res.job = describe_job(job);
+  std::vector<std::string> mismatches = check_plan(job.config, plan);
+  for (auto& p : rank_problems(job, plan)) mismatches.push_back(p);
+  if (job.config.empty())
+    run.warnings.push_back(job.framework == "NeMo"
+                               ? "NeMo logs print no configuration mplan reads, so the plan could not be checked "
+                                 "against the log (only the MFU's plausibility)"
+                               : "the log has no 'arguments' block or configuration dump, so the plan could not be "
+                                 "checked against it");
+  for (const auto& n : job.config.notes) run.warnings.push_back(n);
+  if (!mismatches.empty() && !opt.allow_mismatch) {
+    mismatches.insert(mismatches.begin(), res.job + " was not produced by this plan:");
+    mismatches.push_back("fix the plan file (or pass --allow-mismatch to import anyway, keeping these as warnings)");
+    return Error(mismatches);
+  }
+  for (auto& m : mismatches) run.warnings.push_back(m);
+  for (const auto& l : job.launches) {
+    if (run.software.empty()) run.software = software_from_config(l);
+    if (!run.software.empty()) break;
+  }
+  if (run.software.is_null()) run.software = json::object();
+  run.software["framework"] = job.framework;
+  run.software["log_format"] = job.format;
+  run.started_at = local_time_to_utc(first.first_datetime, first.zone, opt.tz, run.warnings);
+  return {};
+}
+
+struct Flat {
+  const LogIteration* it;
+  size_t launch;
+};
+
 }  // namespace
 
-Expected<ImportResult> import_megatron_log(const MegatronLog& log, const Plan& plan, const ImportOptions& opt) {
+Expected<ImportResult> import_log_job(const LogJob& job, const Plan& plan, const ImportOptions& opt) {
   auto peak = plan_peak_tflops(plan);
   if (!peak) return peak.error();
   ImportResult res;
-  if (auto st = start_megatron_run(log, plan, opt, res); !st) return st.error();
+  if (auto st = start_run(job, plan, opt, res); !st) return st.error();
   RunRecord& run = res.run;
+  std::vector<Flat> flat;
   std::vector<int64_t> iters;
   std::vector<bool> restarts;
-  for (const auto& it : log.iterations) {
-    iters.push_back(it.iteration);
-    restarts.push_back(it.after_restart);
-  }
+  for (size_t k = 0; k < job.launches.size(); ++k)
+    for (size_t i = 0; i < job.launches[k].iterations.size(); ++i) {
+      flat.push_back({&job.launches[k].iterations[i], k});
+      iters.push_back(job.launches[k].iterations[i].iteration);
+      restarts.push_back(k > 0 && i == 0);
+    }
   WarmupFlags wf = flag_warmup(iters, opt.warmup_iters, restarts);
-  for (const auto& r : wf.restarts) run.warnings.push_back("the log restarts at iteration " + std::to_string(r) +
-                                                           " (a resumed job); warm-up is applied again after it");
-
+  for (auto r : wf.restarts)
+    run.warnings.push_back("the log restarts at iteration " + std::to_string(r) +
+                           " (the job resumed with the same configuration); warm-up is applied again after it");
   const double world = plan.parallel.world_size, seq = static_cast<double>(plan.training.seq_length);
-  bool warned_gbs = false;
-  std::vector<double> ratio;
-  for (size_t i = 0; i < log.iterations.size(); ++i) {
-    const MegatronIteration& it = log.iterations[i];
+  bool warned_gbs = false, warned_seq = false;
+  for (size_t i = 0; i < flat.size(); ++i) {
+    const LogIteration& it = *flat[i].it;
     int64_t gbs = it.global_batch_size.value_or(plan.training.global_batch_size);
     if (gbs != plan.training.global_batch_size && !warned_gbs) {
       run.warnings.push_back("iteration " + std::to_string(it.iteration) + " ran global batch size " +
@@ -159,31 +139,51 @@ Expected<ImportResult> import_megatron_log(const MegatronLog& log, const Plan& p
                              " (batch-size ramp-up?); tokens and MFU use the logged size");
       warned_gbs = true;
     }
+    if (it.actual_seq_length && *it.actual_seq_length != plan.training.seq_length && !warned_seq) {
+      run.warnings.push_back("iteration " + std::to_string(it.iteration) + " trained sequences of " +
+                             std::to_string(*it.actual_seq_length) + " tokens (curriculum?), the plan " +
+                             std::to_string(plan.training.seq_length) + "; MFU uses the plan's length");
+      warned_seq = true;
+    }
     StepMetric m;
     m.step = static_cast<int>(it.iteration);
-    m.loss = it.loss.value_or(0);
+    if (it.loss && std::isfinite(*it.loss)) m.loss = it.loss;
     m.step_time_s = it.elapsed_ms / 1000.0;
     m.tokens_per_s = double(gbs) * seq / m.step_time_s;
     m.tflops_per_gpu = plan_flops_per_step(plan, gbs) / m.step_time_s / world / 1e12;
     m.mfu = m.tflops_per_gpu / peak.value();
-    m.peak_memory_gib = memory_until(log.memory, it.iteration);
+    m.peak_memory_gib = memory_until(job, flat[i].launch, it.iteration);
+    if (it.tflops_per_gpu && std::isfinite(*it.tflops_per_gpu) && *it.tflops_per_gpu > 0)
+      m.reported_tflops_per_gpu = it.tflops_per_gpu;
+    if (it.tokens_per_s_per_gpu && std::isfinite(*it.tokens_per_s_per_gpu))
+      m.reported_tokens_per_s_per_gpu = it.tokens_per_s_per_gpu;
     m.warmup = wf.warmup[i];
-    m.reported_tflops_per_gpu = it.tflops_per_gpu.value_or(0);
+    int64_t covered = std::max<int64_t>(1, it.iteration - wf.first[i] + 1);
+    m.skipped = it.skipped_iterations >= covered || it.nan_iterations > 0 || (it.loss && !std::isfinite(*it.loss));
     if (m.warmup) ++res.warmup_excluded;
-    else if (m.reported_tflops_per_gpu > 0) ratio.push_back(m.reported_tflops_per_gpu / m.tflops_per_gpu);
+    else if (m.skipped) ++res.skipped_excluded;
     run.steps.push_back(m);
   }
-  if (res.warmup_excluded == static_cast<int>(run.steps.size()))
-    return Error("all " + std::to_string(run.steps.size()) + " logged iterations fall in the warm-up (" +
-                 warmup_rule_text(opt.warmup_iters) + "); pass a smaller --warmup");
-  if (!ratio.empty()) {
-    double r = median(ratio);
-    if (r < 0.75 || r > 1.35)
-      run.warnings.push_back("Megatron-LM reported " + std::to_string(r).substr(0, 4) +
-                             "x the TFLOP/s/GPU mplan computes from the plan; check the plan's model and batch "
-                             "(older Megatron-LM counts full attention: up to ~1.2x is expected)");
+  if (res.skipped_excluded > 0)
+    run.warnings.push_back(std::to_string(res.skipped_excluded) + " logged step(s) left out of the medians: every "
+                           "iteration of their interval was skipped (fp16 loss-scale overflow) or one was NaN");
+  int measured = static_cast<int>(std::count_if(run.steps.begin(), run.steps.end(), [](const StepMetric& m) {
+    return m.measured();
+  }));
+  if (measured == 0)
+    return Error(res.job + ": all " + std::to_string(run.steps.size()) + " logged iterations fall in the warm-up or "
+                 "were skipped (" + warmup_rule_text(opt.warmup_iters) + "); pass a smaller --warmup");
+  auto problems = plausibility_problems(run.steps, plan, reported_band(plan, job.framework, full_recompute(job.config)));
+  if (!problems.empty() && !opt.allow_mismatch) {
+    problems.insert(problems.begin(), res.job + ": the MFU computed with this plan is implausible:");
+    problems.push_back("fix the plan file (or pass --allow-mismatch to import anyway, keeping these as warnings)");
+    return Error(problems);
   }
-  if (log.memory.empty()) run.warnings.push_back("the log has no memory report; peak memory is unknown (0)");
+  for (auto& p : problems) run.warnings.push_back(p);
+  bool any_memory = std::any_of(run.steps.begin(), run.steps.end(), [](const StepMetric& m) {
+    return m.peak_memory_gib.has_value();
+  });
+  if (!any_memory) run.warnings.push_back("the log has no memory report; peak memory is unknown");
   return res;
 }
 

@@ -5,12 +5,20 @@ namespace mplan::runs {
 
 using nlohmann::json;
 
+namespace {
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+// Summary figures where 0 means "none" (no memory report, no prediction) are written as null.
+json positive_or_null(double v) { return v > 0 ? json(v) : json(nullptr); }
+
+}  // namespace
+
 json summary_to_json(const RunSummary& s) {
   return {{"steps_total", s.steps_total},       {"steps_measured", s.steps_measured},
           {"step_time_s", s.step_time_s},       {"tokens_per_s", s.tokens_per_s},
           {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
-          {"mfu_spread", s.mfu_spread},         {"peak_memory_gib", s.peak_memory_gib},
-          {"predicted_mfu", s.predicted_mfu}};
+          {"mfu_spread", s.mfu_spread},         {"peak_memory_gib", positive_or_null(s.peak_memory_gib)},
+          {"predicted_mfu", positive_or_null(s.predicted_mfu)}};
 }
 
 json run_to_json(const RunRecord& r, bool with_details, bool with_plan) {
@@ -19,6 +27,7 @@ json run_to_json(const RunRecord& r, bool with_details, bool with_plan) {
             {"plan_label", plan_label(r.plan)},
             {"source", r.source},
             {"source_file", r.source_file},
+            {"source_job", r.source_job > 0 ? json(r.source_job) : json(nullptr)},
             {"host", r.host},
             {"software", r.software},
             {"git_commit", r.git_commit},
@@ -33,14 +42,16 @@ json run_to_json(const RunRecord& r, bool with_details, bool with_plan) {
     json steps = json::array();
     for (const auto& m : r.steps)
       steps.push_back({{"step", m.step},
-                       {"loss", m.loss},
+                       {"loss", opt(m.loss)},
                        {"step_time_s", m.step_time_s},
                        {"tokens_per_s", m.tokens_per_s},
                        {"tflops_per_gpu", m.tflops_per_gpu},
                        {"mfu", m.mfu},
-                       {"peak_memory_gib", m.peak_memory_gib},
+                       {"peak_memory_gib", opt(m.peak_memory_gib)},
                        {"warmup", m.warmup},
-                       {"reported_tflops_per_gpu", m.reported_tflops_per_gpu}});
+                       {"skipped", m.skipped},
+                       {"reported_tflops_per_gpu", opt(m.reported_tflops_per_gpu)},
+                       {"reported_tokens_per_s_per_gpu", opt(m.reported_tokens_per_s_per_gpu)}});
     j["steps"] = steps;
     json ops = json::array();
     for (const auto& o : r.ops)
@@ -70,6 +81,8 @@ json regress_to_json(const RegressReport& rep) {
                      {"noise_mfu", p.noise_mfu},
                      {"noise_pct", p.noise_pct},
                      {"noise_basis", p.noise_basis},
+                     {"run_to_run_sigma_mfu", p.run_sigma_known ? json(p.run_sigma_mfu) : json(nullptr)},
+                     {"level_shifts", p.level_shifts},
                      {"predicted_mfu", p.predicted_mfu},
                      {"vs_prediction_pct", p.vs_prediction_pct},
                      {"history", hist}});

@@ -38,18 +38,21 @@ json parse_or(const std::string& text, json fallback) {
 std::string check_finite(const StepMetric& m) {
   struct F {
     const char* name;
-    double v;
+    std::optional<double> v;
   };
   for (F f : {F{"loss", m.loss}, F{"step_time_s", m.step_time_s}, F{"tokens_per_s", m.tokens_per_s},
               F{"tflops_per_gpu", m.tflops_per_gpu}, F{"mfu", m.mfu}, F{"peak_memory_gib", m.peak_memory_gib},
-              F{"reported_tflops_per_gpu", m.reported_tflops_per_gpu}})
-    if (!std::isfinite(f.v)) return "step " + std::to_string(m.step) + ": " + f.name + " is not a finite number";
+              F{"reported_tflops_per_gpu", m.reported_tflops_per_gpu},
+              F{"reported_tokens_per_s_per_gpu", m.reported_tokens_per_s_per_gpu}})
+    if (f.v && !std::isfinite(*f.v))
+      return "step " + std::to_string(m.step) + ": " + f.name + " is not a finite number (leave it absent instead)";
   if (m.step_time_s < 0) return "step " + std::to_string(m.step) + ": step_time_s is negative";
   // physical limits: no training step lasts 11 days, no GPU holds an exabyte
   if (m.step_time_s > 1e6)
     return "step " + std::to_string(m.step) + ": step_time_s = " + std::to_string(m.step_time_s) +
            " s is more than 11 days per step; not a measurement (check the log's elapsed time units)";
-  if (m.peak_memory_gib > 1e6 || m.tokens_per_s > 1e15 || m.tflops_per_gpu > 1e6 || m.reported_tflops_per_gpu > 1e6)
+  if (m.peak_memory_gib.value_or(0) > 1e6 || m.tokens_per_s > 1e15 || m.tflops_per_gpu > 1e6 ||
+      m.reported_tflops_per_gpu.value_or(0) > 1e6)
     return "step " + std::to_string(m.step) + ": a throughput or memory value is beyond any real machine";
   return "";
 }
@@ -62,6 +65,22 @@ bool valid_run_status(const std::string& s) {
 
 namespace {
 
+std::vector<std::string> check_run(const RunRecord& run) {
+  std::vector<std::string> problems;
+  if (!run.plan.is_object()) problems.push_back("run.plan: expected the mplan.plan/1 JSON object");
+  if (run.source.empty()) problems.push_back("run.source: empty; expected mplan, megatron-log or csv");
+  if (!valid_run_status(run.status))
+    problems.push_back("run.status: '" + run.status + "'; expected completed, aborted, diverged or failed");
+  for (const auto& m : run.steps)
+    if (auto e = check_finite(m); !e.empty()) problems.push_back("run." + e);
+  for (const auto& o : run.ops)
+    if (o.op.empty() || !std::isfinite(o.measured_s) || !std::isfinite(o.predicted_s))
+      problems.push_back("run.ops: op '" + o.op + "' needs a name and finite times");
+  for (const auto& t : run.tags)
+    if (t.empty()) problems.push_back("run.tags: a tag is empty");
+  return problems;
+}
+
 class SqliteRunsDb final : public RunsDb {
  public:
   SqliteRunsDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
@@ -70,64 +89,22 @@ class SqliteRunsDb final : public RunsDb {
   const std::string& path() const override { return path_; }
 
   Expected<int64_t> add_run(const RunRecord& run) override {
+    auto ids = add_runs({run});
+    if (!ids) return ids.error();
+    return ids.value().front();
+  }
+
+  Expected<std::vector<int64_t>> add_runs(const std::vector<RunRecord>& runs) override {
     std::vector<std::string> problems;
-    if (!run.plan.is_object()) problems.push_back("run.plan: expected the mplan.plan/1 JSON object");
-    if (run.source.empty()) problems.push_back("run.source: empty; expected mplan, megatron-log or csv");
-    if (!valid_run_status(run.status))
-      problems.push_back("run.status: '" + run.status + "'; expected completed, aborted, diverged or failed");
-    for (const auto& m : run.steps)
-      if (auto e = check_finite(m); !e.empty()) problems.push_back("run." + e);
-    for (const auto& o : run.ops)
-      if (o.op.empty() || !std::isfinite(o.measured_s) || !std::isfinite(o.predicted_s))
-        problems.push_back("run.ops: op '" + o.op + "' needs a name and finite times");
-    for (const auto& t : run.tags)
-      if (t.empty()) problems.push_back("run.tags: a tag is empty");
+    for (size_t i = 0; i < runs.size(); ++i)
+      for (auto& p : check_run(runs[i])) problems.push_back(runs.size() > 1 ? "run " + std::to_string(i + 1) + ": " + p : p);
     if (!problems.empty()) return Error(problems);
     try {
-      std::string key = run.plan_key.empty() ? plan_key(run.plan) : run.plan_key;
-      RunSummary s = summarize(run.steps, run.prediction);
       WriteTxn txn(db_);
-      Stmt ins(db_,
-               "INSERT INTO runs (plan_key, plan_json, source, host, software_json, git_commit, started_at, "
-               "prediction_json, source_file, warnings_json, steps_total, steps_measured, step_time_s, "
-               "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu, status) "
-               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-      ins.bind(1, key).bind(2, dump(run.plan)).bind(3, run.source).bind(4, run.host);
-      ins.bind(5, dump(run.software.is_null() ? json::object() : run.software)).bind(6, run.git_commit);
-      ins.bind(7, run.started_at).bind(8, dump(run.prediction.is_null() ? json::object() : run.prediction));
-      ins.bind(9, run.source_file).bind(10, dump(json(run.warnings)));
-      ins.bind(11, int64_t(s.steps_total)).bind(12, int64_t(s.steps_measured)).bind(13, s.step_time_s);
-      ins.bind(14, s.tokens_per_s).bind(15, s.tflops_per_gpu).bind(16, s.mfu).bind(17, s.mfu_spread);
-      ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu).bind(20, run.status);
-      ins.step();
-      int64_t id = sqlite3_last_insert_rowid(db_);
-      Stmt st(db_,
-              "INSERT INTO steps (run_id, idx, step, loss, step_time_s, tokens_per_s, tflops_per_gpu, mfu, "
-              "peak_memory_gib, warmup, reported_tflops_per_gpu) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-      for (size_t i = 0; i < run.steps.size(); ++i) {
-        const StepMetric& m = run.steps[i];
-        st.reset();
-        st.bind(1, id).bind(2, int64_t(i)).bind(3, int64_t(m.step)).bind(4, m.loss).bind(5, m.step_time_s);
-        st.bind(6, m.tokens_per_s).bind(7, m.tflops_per_gpu).bind(8, m.mfu).bind(9, m.peak_memory_gib);
-        st.bind(10, int64_t(m.warmup ? 1 : 0)).bind(11, m.reported_tflops_per_gpu);
-        st.step();
-      }
-      Stmt op(db_, "INSERT INTO ops (run_id, idx, op, measured_s, predicted_s, calls) VALUES (?,?,?,?,?,?)");
-      for (size_t i = 0; i < run.ops.size(); ++i) {
-        const OpTiming& o = run.ops[i];
-        op.reset();
-        op.bind(1, id).bind(2, int64_t(i)).bind(3, o.op).bind(4, o.measured_s).bind(5, o.predicted_s);
-        op.bind(6, o.calls);
-        op.step();
-      }
-      Stmt tg(db_, "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?,?)");
-      for (const auto& t : run.tags) {
-        tg.reset();
-        tg.bind(1, id).bind(2, t);
-        tg.step();
-      }
+      std::vector<int64_t> ids;
+      for (const auto& r : runs) ids.push_back(insert_run(r));
       txn.commit();
-      return id;
+      return ids;
     } catch (const SqlError& e) {
       return fail("adding a run", e);
     }
@@ -143,19 +120,22 @@ class SqliteRunsDb final : public RunsDb {
       RunRecord r = read_run(q);
       Stmt st(db_,
               "SELECT step, loss, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib, warmup, "
-              "reported_tflops_per_gpu FROM steps WHERE run_id = ? ORDER BY idx");
+              "reported_tflops_per_gpu, skipped, reported_tokens_per_s_per_gpu FROM steps WHERE run_id = ? "
+              "ORDER BY idx");
       st.bind(1, id);
       while (st.step()) {
         StepMetric m;
         m.step = static_cast<int>(st.int64(0));
-        m.loss = st.real(1);
+        m.loss = st.opt_real(1);
         m.step_time_s = st.real(2);
         m.tokens_per_s = st.real(3);
         m.tflops_per_gpu = st.real(4);
         m.mfu = st.real(5);
-        m.peak_memory_gib = st.real(6);
+        m.peak_memory_gib = st.opt_real(6);
         m.warmup = st.int64(7) != 0;
-        m.reported_tflops_per_gpu = st.real(8);
+        m.reported_tflops_per_gpu = st.opt_real(8);
+        m.skipped = st.int64(9) != 0;
+        m.reported_tokens_per_s_per_gpu = st.opt_real(10);
         r.steps.push_back(m);
       }
       Stmt op(db_, "SELECT op, measured_s, predicted_s, calls FROM ops WHERE run_id = ? ORDER BY idx");
@@ -194,7 +174,55 @@ class SqliteRunsDb final : public RunsDb {
   static constexpr const char* kRunColumns =
       "SELECT id, plan_key, plan_json, source, host, software_json, git_commit, started_at, prediction_json, "
       "source_file, warnings_json, steps_total, steps_measured, step_time_s, tokens_per_s, tflops_per_gpu, mfu, "
-      "mfu_spread, peak_memory_gib, predicted_mfu, status FROM runs";
+      "mfu_spread, peak_memory_gib, predicted_mfu, source_job, status FROM runs";
+
+  // Inserts one run with its steps, ops and tags inside the caller's write transaction.
+  int64_t insert_run(const RunRecord& run) {
+    std::string key = run.plan_key.empty() ? plan_key(run.plan) : run.plan_key;
+    RunSummary s = summarize(run.steps, run.prediction);
+    Stmt ins(db_,
+             "INSERT INTO runs (plan_key, plan_json, source, host, software_json, git_commit, started_at, "
+             "prediction_json, source_file, warnings_json, steps_total, steps_measured, step_time_s, "
+             "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu, source_job, status) "
+             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    ins.bind(1, key).bind(2, dump(run.plan)).bind(3, run.source).bind(4, run.host);
+    ins.bind(5, dump(run.software.is_null() ? json::object() : run.software)).bind(6, run.git_commit);
+    ins.bind(7, run.started_at).bind(8, dump(run.prediction.is_null() ? json::object() : run.prediction));
+    ins.bind(9, run.source_file).bind(10, dump(json(run.warnings)));
+    ins.bind(11, int64_t(s.steps_total)).bind(12, int64_t(s.steps_measured)).bind(13, s.step_time_s);
+    ins.bind(14, s.tokens_per_s).bind(15, s.tflops_per_gpu).bind(16, s.mfu).bind(17, s.mfu_spread);
+    ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu).bind(20, int64_t(run.source_job)).bind(21, run.status);
+    ins.step();
+    int64_t id = sqlite3_last_insert_rowid(db_);
+    Stmt st(db_,
+            "INSERT INTO steps (run_id, idx, step, loss, step_time_s, tokens_per_s, tflops_per_gpu, mfu, "
+            "peak_memory_gib, warmup, reported_tflops_per_gpu, skipped, reported_tokens_per_s_per_gpu) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (size_t i = 0; i < run.steps.size(); ++i) {
+      const StepMetric& m = run.steps[i];
+      st.reset();
+      st.bind(1, id).bind(2, int64_t(i)).bind(3, int64_t(m.step)).bind(4, m.loss).bind(5, m.step_time_s);
+      st.bind(6, m.tokens_per_s).bind(7, m.tflops_per_gpu).bind(8, m.mfu).bind(9, m.peak_memory_gib);
+      st.bind(10, int64_t(m.warmup ? 1 : 0)).bind(11, m.reported_tflops_per_gpu);
+      st.bind(12, int64_t(m.skipped ? 1 : 0)).bind(13, m.reported_tokens_per_s_per_gpu);
+      st.step();
+    }
+    Stmt op(db_, "INSERT INTO ops (run_id, idx, op, measured_s, predicted_s, calls) VALUES (?,?,?,?,?,?)");
+    for (size_t i = 0; i < run.ops.size(); ++i) {
+      const OpTiming& o = run.ops[i];
+      op.reset();
+      op.bind(1, id).bind(2, int64_t(i)).bind(3, o.op).bind(4, o.measured_s).bind(5, o.predicted_s);
+      op.bind(6, o.calls);
+      op.step();
+    }
+    Stmt tg(db_, "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?,?)");
+    for (const auto& t : run.tags) {
+      tg.reset();
+      tg.bind(1, id).bind(2, t);
+      tg.step();
+    }
+    return id;
+  }
 
   static RunRecord read_run(const Stmt& q) {
     RunRecord r;
@@ -222,7 +250,8 @@ class SqliteRunsDb final : public RunsDb {
     s.mfu_spread = q.real(17);
     s.peak_memory_gib = q.real(18);
     s.predicted_mfu = q.real(19);
-    r.status = q.text(20);
+    r.source_job = static_cast<int>(q.int64(20));
+    r.status = q.text(21);
     return r;
   }
 

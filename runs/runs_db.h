@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,15 +18,19 @@ namespace mplan::runs {
 
 struct StepMetric {
   int step = 0;
-  double loss = 0;
+  std::optional<double> loss;  // absent when the log printed none (stored as NULL; schema 3)
   double step_time_s = 0;
   double tokens_per_s = 0;    // whole job
   double tflops_per_gpu = 0;  // model FLOPs (causal-halved), per GPU
   double mfu = 0;             // 0..1 against the device's peak used for the run
-  double peak_memory_gib = 0; // max over ranks
+  std::optional<double> peak_memory_gib;  // max over ranks; absent when no memory report covers the step
   // Added in schema 2:
   bool warmup = false;               // excluded from the run's summary (see docs/runs.md, warm-up rule)
-  double reported_tflops_per_gpu = 0;  // as printed by the framework in its own FLOP convention, 0 = none
+  std::optional<double> reported_tflops_per_gpu;  // as printed by the framework in its own FLOP convention
+  // Added in schema 3:
+  bool skipped = false;  // every iteration of the interval skipped (fp16 overflow) or a NaN: not measured
+  std::optional<double> reported_tokens_per_s_per_gpu;  // as printed (Megatron-DeepSpeed "tgs")
+  bool measured() const { return !warmup && !skipped; }
 };
 
 struct OpTiming {
@@ -39,13 +44,13 @@ struct OpTiming {
 // stored with the run, so listing runs needs no step rows.
 struct RunSummary {
   int steps_total = 0;
-  int steps_measured = 0;       // steps without the warm-up flag
+  int steps_measured = 0;       // steps neither warm-up nor skipped
   double step_time_s = 0;       // median
   double tokens_per_s = 0;      // median
   double tflops_per_gpu = 0;    // median
   double mfu = 0;               // median: the run's MFU
   double mfu_spread = 0;        // within-run noise: 1.4826 x MAD of the measured steps' MFU
-  double peak_memory_gib = 0;   // max over all steps
+  double peak_memory_gib = 0;   // max over all steps; 0 = no step has a memory figure
   double predicted_mfu = 0;     // prediction["mfu"], 0 when no prediction is stored
 };
 
@@ -66,9 +71,11 @@ struct RunRecord {
   std::string source_file;            // imported file (empty for mplan runs)
   std::vector<std::string> warnings;  // import notes (plan/log mismatches, batch ramp-up ...)
   RunSummary summary;                 // filled by add_run / get_run / list_runs (input value ignored)
-  // Added in schema 3: how the run ended. completed | aborted (killed: signal, launcher gone) |
+  // Added in schema 3:
+  int source_job = 0;  // which job of a multi-job log file (1-based); 0 = the file held one job
+  // Added in schema 4: how the run ended. completed | aborted (killed: signal, launcher gone) |
   // diverged (non-finite loss) | failed (e.g. a checkpoint could not be written). Imports and runs
-  // stored before schema 3 are "completed"; regressions compare completed runs only.
+  // stored before schema 4 are "completed"; regressions compare completed runs only.
   std::string status = "completed";
 };
 
@@ -76,11 +83,12 @@ struct RunRecord {
 std::string plan_key(const nlohmann::json& plan);
 // Short human label of a plan: "llama3-8b H100-SXM5-80GB x8 tp2 pp1 dp4 mbs1 gbs128 seq8192 bf16".
 std::string plan_label(const nlohmann::json& plan);
-// Summary of steps (medians over non-warm-up steps); predicted_mfu taken from `prediction`.
+// Summary of steps (medians over measured steps: neither warm-up nor skipped); predicted_mfu taken
+// from `prediction`.
 RunSummary summarize(const std::vector<StepMetric>& steps, const nlohmann::json& prediction);
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated on open.
-constexpr int kRunsSchemaVersion = 3;
+constexpr int kRunsSchemaVersion = 4;
 // The values of RunRecord::status.
 bool valid_run_status(const std::string& status);
 
@@ -97,6 +105,8 @@ class RunsDb {
 
   // Inserts a run with its steps and ops in one transaction; returns its id.
   virtual Expected<int64_t> add_run(const RunRecord& run) = 0;
+  // Added: inserts several runs in one transaction (all or none); returns their ids in order.
+  virtual Expected<std::vector<int64_t>> add_runs(const std::vector<RunRecord>& runs) = 0;
   virtual Expected<RunRecord> get_run(int64_t id) = 0;
   // Runs (without steps/ops) newest first; empty key = all plans.
   virtual Expected<std::vector<RunRecord>> list_runs(const std::string& plan_key = "") = 0;

@@ -2,7 +2,11 @@
 //   1: runs, steps, ops, tags.
 //   2: per-step warm-up flag and framework-reported throughput; per-run import file, warnings and
 //      summary columns (medians over measured steps), backfilled for runs written by schema 1.
-//   3: per-run status (completed | aborted | diverged | failed); earlier runs are "completed".
+//   3: absent step values are NULL (loss, peak memory, reported throughput: the 0 placeholders of
+//      schemas 1-2 become NULL); per-step `skipped` flag and reported tokens/s/GPU (Megatron-DeepSpeed
+//      tgs); per-run `source_job` (which job of a multi-job log). The steps table is rebuilt (SQLite
+//      cannot drop NOT NULL in place); the runs table only gains a column.
+//   4: per-run status (completed | aborted | diverged | failed); earlier runs are "completed".
 #include "runs/schema.h"
 
 #include <string>
@@ -75,6 +79,32 @@ ALTER TABLE runs ADD COLUMN predicted_mfu REAL NOT NULL DEFAULT 0;
 )sql";
 
 const char* kSchema3 = R"sql(
+CREATE TABLE steps_v3 (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  loss REAL,
+  step_time_s REAL NOT NULL,
+  tokens_per_s REAL NOT NULL DEFAULT 0,
+  tflops_per_gpu REAL NOT NULL DEFAULT 0,
+  mfu REAL NOT NULL DEFAULT 0,
+  peak_memory_gib REAL,
+  warmup INTEGER NOT NULL DEFAULT 0,
+  reported_tflops_per_gpu REAL,
+  skipped INTEGER NOT NULL DEFAULT 0,
+  reported_tokens_per_s_per_gpu REAL,
+  PRIMARY KEY (run_id, idx)
+) WITHOUT ROWID;
+INSERT INTO steps_v3 (run_id, idx, step, loss, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib,
+                      warmup, reported_tflops_per_gpu)
+  SELECT run_id, idx, step, NULLIF(loss, 0), step_time_s, tokens_per_s, tflops_per_gpu, mfu,
+         NULLIF(peak_memory_gib, 0), warmup, NULLIF(reported_tflops_per_gpu, 0) FROM steps;
+DROP TABLE steps;
+ALTER TABLE steps_v3 RENAME TO steps;
+ALTER TABLE runs ADD COLUMN source_job INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+const char* kSchema4 = R"sql(
 ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'completed';
 )sql";
 
@@ -123,6 +153,7 @@ void migrate_schema(sqlite3* db, int from_version) {
     backfill_summaries_v2(db);
   }
   if (from_version < 3) sql_exec(db, kSchema3, "migrating to schema 3");
+  if (from_version < 4) sql_exec(db, kSchema4, "migrating to schema 4");
   sql_exec(db, "PRAGMA application_id = " + std::to_string(kRunsApplicationId), "marking the file");
   sql_exec(db, "PRAGMA user_version = " + std::to_string(kRunsSchemaVersion), "setting the schema version");
 }

@@ -35,6 +35,12 @@ Stmt& Stmt::bind(int i, double v) {
   return *this;
 }
 
+Stmt& Stmt::bind(int i, const std::optional<double>& v) {
+  if (v) return bind(i, *v);
+  sql_check(db_, sqlite3_bind_null(s_, i), "binding a value");
+  return *this;
+}
+
 Stmt& Stmt::bind(int i, const std::string& v) {
   sql_check(db_, sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT),
             "binding a value");

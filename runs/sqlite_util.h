@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mplan::runs {
@@ -28,6 +29,7 @@ class Stmt {
   Stmt& bind(int i, int64_t v);
   Stmt& bind(int i, double v);
   Stmt& bind(int i, const std::string& v);
+  Stmt& bind(int i, const std::optional<double>& v);  // NULL when absent
   // Steps once: true while a row is available, false when done.
   bool step();
   void reset();  // ready for new bindings
@@ -36,6 +38,9 @@ class Stmt {
   double real(int col) const { return sqlite3_column_double(s_, col); }
   std::string text(int col) const;
   bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
+  std::optional<double> opt_real(int col) const {
+    return is_null(col) ? std::nullopt : std::optional<double>(real(col));
+  }
 
  private:
   sqlite3* db_;

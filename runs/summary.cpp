@@ -1,4 +1,5 @@
-// Run summary (medians over measured steps), plan keys and plan labels.
+// Run summary (medians over measured steps: neither warm-up nor skipped), plan keys and plan labels.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -15,8 +16,8 @@ RunSummary summarize(const std::vector<StepMetric>& steps, const json& predictio
   s.steps_total = static_cast<int>(steps.size());
   std::vector<double> t, tok, tf, mfu;
   for (const auto& m : steps) {
-    s.peak_memory_gib = std::max(s.peak_memory_gib, m.peak_memory_gib);
-    if (m.warmup) continue;
+    if (m.peak_memory_gib) s.peak_memory_gib = std::max(s.peak_memory_gib, *m.peak_memory_gib);
+    if (!m.measured()) continue;
     t.push_back(m.step_time_s);
     tok.push_back(m.tokens_per_s);
     tf.push_back(m.tflops_per_gpu);

@@ -26,6 +26,7 @@ int64_t log_interval(const std::vector<int64_t>& it) {
 WarmupFlags flag_warmup(const std::vector<int64_t>& it, int warmup_iters, const std::vector<bool>& restart) {
   WarmupFlags out;
   out.warmup.assign(it.size(), false);
+  out.first.assign(it.size(), 0);
   if (it.empty()) return out;
   int64_t interval = log_interval(it);
   int64_t seg_start = 0, prev = 0;
@@ -42,6 +43,7 @@ WarmupFlags flag_warmup(const std::vector<int64_t>& it, int warmup_iters, const 
     } else {
       first = prev + 1;
     }
+    out.first[i] = first;
     out.warmup[i] = warmup_iters > 0 && first <= seg_start + warmup_iters - 1;
     prev = it[i];
   }

@@ -7,6 +7,7 @@ namespace mplan::runs {
 
 struct WarmupFlags {
   std::vector<bool> warmup;       // per measurement
+  std::vector<int64_t> first;     // per measurement: the first iteration it averages over
   std::vector<int64_t> restarts;  // iterations where a new segment (restart) begins
 };
 

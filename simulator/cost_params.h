@@ -56,10 +56,16 @@ struct CostParams {
   double comm_overlap = 1.0;
   // --- step-level ---
   double optimizer_overhead_s = 0.0;  // fixed per-step cost (data loading, logging, sync)
-  // --- memory ---
-  double allocator_overhead_frac = 0.05;  // fragmentation on top of live tensors
-  double reserved_gib = 1.5;              // CUDA context, NCCL, cuBLAS workspaces
-  double comm_buffer_bytes = 256.0 * 1024 * 1024;  // DP gradient buckets / collective staging
+  // --- memory (documented constants, not fitted; docs/memory.md) ---
+  // Caching-allocator slack (reserved - allocated) as a fraction of the allocated peak: the 5 %
+  // temporaries buffer of Megatron-LM's theoretical_memory_usage.py.
+  double allocator_overhead_frac = 0.05;
+  // Process memory outside the tensor allocator: CUDA context and lazily loaded module images
+  // (PyTorch reports 0.3-0.6 GiB with CUDA >= 11.7 lazy loading; pytorch#109888, PR #86509).
+  double reserved_gib = 0.5;
+  // NCCL buffers per communicator: 16 channels x 2 ring peers x (SIMPLE 4 MiB + LL128 4.6875 MiB +
+  // LL 0.5 MiB) (nccl src/init.cc DEFAULT_BUFFSIZE, device.h protocol sizes).
+  double comm_buffer_bytes = 16 * 2 * 9.1875 * 1024 * 1024;
 
   double eff_for(Precision p) const {
     auto it = precision_eff.find(p);

@@ -1,43 +1,61 @@
-// Stage memory accounting. Bytes per parameter (Megatron-LM, Korthikanti et al. 2022 and the
-// distributed-optimizer docs): bf16/fp16 training keeps bf16 weights (2), fp32 gradients (4) and fp32
-// master weights + Adam moments (12); ZeRO-1 shards the 12 over DP, ZeRO-2 also the gradients, ZeRO-3
-// (FSDP) also the weights. FP8 recipes keep an extra 1-byte weight copy. fp32 training: 4 + 4 + 8.
+// Stage memory of one rank: model states by framework (memory_states.cpp), peak activations from the
+// simulated schedule, NCCL buffers, GEMM workspaces, the caching allocator's slack and the CUDA context.
+// The fixed terms are documented constants (docs/memory.md), none fitted to published memory:
+//  - NCCL: per communicator the rank belongs to, CostParams::comm_buffer_bytes (channels x peers x the
+//    SIMPLE 4 MiB + LL128 4.6875 MiB + LL 0.5 MiB buffers of nccl src/init.cc), outside the allocator;
+//  - GEMM workspaces, inside the allocator: Transformer Engine's cuBLAS workspace (32 MiB on sm90+,
+//    4 MiB before; four compute streams for grouped expert GEMMs) and PyTorch's cuBLAS workspace
+//    (32 MiB on Hopper and newer, 8 MiB before: CublasHandlePool.cpp);
+//  - allocator slack (reserved - allocated): CostParams::allocator_overhead_frac of the allocated peak,
+//    the 5 % temporaries buffer of Megatron-LM's theoretical_memory_usage.py;
+//  - CUDA context and module images (CostParams::reserved_gib), outside the allocator.
 #include "simulator/memory.h"
 
 #include <algorithm>
 
 #include "core/units.h"
+#include "simulator/memory_states.h"
 
 namespace mplan {
 
+namespace {
+
+// Communicators (groups of more than one rank) a rank of this layout belongs to.
+int communicators(const ParallelConfig& p, bool moe) {
+  int n = 0;
+  for (int g : {p.tp, p.cp, p.dp() * p.cp, p.pp}) n += g > 1 ? 1 : 0;
+  if (moe)
+    for (int g : {p.ep, p.etp, p.edp()}) n += g > 1 ? 1 : 0;
+  return n;
+}
+
+double workspace_bytes(const ClusterSpec& c, bool moe) {
+  const std::string& a = c.gpu.arch;
+  if (a == "cpu") return 0;
+  const double MiB = 1024.0 * 1024;
+  bool sm90 = a != "ampere" && a != "volta";
+  double te = sm90 ? 32 * MiB : 4 * MiB, torch = sm90 ? 32 * MiB : 8.125 * MiB;
+  return te * (moe ? 4 : 1) + torch;
+}
+
+}  // namespace
+
 MemoryBreakdown stage_memory(const Plan& plan, const StageWork& st, double peak_act_bytes, const CostParams& prm) {
   const ParallelConfig& p = plan.parallel;
-  Precision prec = plan.training.precision;
-  bool fp32 = prec == Precision::fp32;
-  double wb = fp32 ? 4 : 2, gb = 4, ob = fp32 ? 8 : 12;
-  if (is_fp8_family(prec)) wb += 1;
-  double dp = std::max(1, p.dp()), edp = std::max(1, p.edp());
-  double dense = st.dense_params, expert = st.expert_params;
+  ModelStateBytes ms = model_state_bytes(plan, st);
   MemoryBreakdown mb;
-  auto shard = [&](double bytes_per, int level) {
-    return p.zero >= level ? dense * bytes_per / dp + expert * bytes_per / edp : (dense + expert) * bytes_per;
-  };
-  mb.weights = shard(wb, 3);
-  mb.gradients = plan.training.frozen_base() ? 0 : shard(gb, 2);
-  mb.optimizer = plan.training.frozen_base() ? 0 : shard(ob, 1);
+  mb.weights = ms.weights;
+  mb.gradients = ms.gradients;
+  mb.optimizer = ms.optimizer;
   mb.activations = peak_act_bytes;
-  mb.comm_buffers = prm.comm_buffer_bytes;
-  if (p.zero == 3) {
-    // two chunks' worth of gathered parameters in flight (current + prefetch)
-    int layers = 0;
-    for (const auto& c : st.chunks) layers += c.layers;
-    double per_layer = layers > 0 ? (dense + expert) * wb / layers : 0;
-    mb.comm_buffers += 2 * per_layer;
-  } else if (p.zero == 2) {
-    mb.comm_buffers += std::min((dense + expert) * gb, 2.0 * prm.comm_buffer_bytes);
-  }
-  double live = mb.weights + mb.gradients + mb.optimizer + mb.activations + mb.comm_buffers;
-  mb.other = live * prm.allocator_overhead_frac + prm.reserved_gib * kGiB;
+  mb.comm_buffers = communicators(p, bool(plan.model.moe)) * prm.comm_buffer_bytes;
+  double workspace = workspace_bytes(plan.cluster, bool(plan.model.moe));
+  double allocated = mb.weights + mb.gradients + mb.optimizer + mb.activations + workspace;
+  double slack = allocated * prm.allocator_overhead_frac;
+  double context = prm.reserved_gib * kGiB;
+  mb.other = workspace + slack + context;
+  mb.outside_allocator = (mb.comm_buffers + context) / kGiB;
+  mb.allocator_slack = slack / kGiB;
   mb.weights /= kGiB;
   mb.gradients /= kGiB;
   mb.optimizer /= kGiB;

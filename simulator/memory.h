@@ -1,7 +1,6 @@
-// Per-rank memory of a pipeline stage: weights, gradients and optimizer states by precision and ZeRO
-// level (Megatron-LM's bytes-per-parameter accounting; experts sharded over EP x ETP and their
-// optimizer over expert-DP), peak activations from the simulated schedule, communication buffers and
-// allocator/context overhead.
+// Per-rank memory of a pipeline stage: model states by framework, precision and ZeRO level
+// (memory_states.h), peak activations from the simulated schedule, NCCL buffers, workspaces, allocator
+// slack and the CUDA context (memory.cpp documents each constant).
 #pragma once
 #include "core/plan.h"
 #include "simulator/cost_params.h"

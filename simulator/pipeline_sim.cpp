@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <string>
 #include <tuple>
 
 #include "core/schedule.h"
+#include "simulator/comm_events.h"
 
 namespace mplan {
 
@@ -53,6 +55,12 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   std::vector<std::vector<std::pair<double, double>>> last_b(pp, std::vector<std::pair<double, double>>(vpp, {0, 0}));
   std::vector<std::vector<int>> b_count(pp, std::vector<int>(vpp, 0));
 
+  // timeline: the communication inside each action, and the sends waiting for their consumer's start
+  std::optional<CommEvents> comm;
+  if (trace) comm.emplace(w, p);
+  std::vector<long> f_send(size_t(pp) * vpp * m, -1), b_send(size_t(pp) * vpp * m, -1);
+  auto slot = [&](int st, int c, int mb) { return (size_t(st) * vpp + c) * m + mb; };
+
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q;
   long seq = 0;
   for (int s = 0; s < pp; ++s) q.push({0.0, seq++, s});
@@ -96,6 +104,11 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
         double p2p_wait = std::clamp(start - std::max(free_at[s], produced), 0.0, gap);
         sr.idle_p2p_s += p2p_wait;
         sr.idle_bubble_s += gap - p2p_wait;
+        if (trace && p2p_wait > 0) {  // the exposed part of the pipeline transfer, on the receiving stage
+          TraceEvent we{s, "p2p", "wait for recv " + label(a), start - p2p_wait, p2p_wait, 'C', a.microbatch, a.chunk};
+          we.exposed_s = p2p_wait;
+          trace->push_back(std::move(we));
+        }
       }
       const PhaseCost& pc = a.phase == Phase::F ? ch.F : a.phase == Phase::B ? ch.B : ch.W;
       double end = start + pc.total();
@@ -104,6 +117,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       // activation memory held between F and B/W
       if (a.phase == Phase::F) {
         act[s] += ch.act_bytes;
+        sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s] + ch.fwd_transient_bytes);
       } else if (a.phase == Phase::B) {
         sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s] + ch.transient_bytes);
         act[s] -= ch.act_bytes - ch.act_w_bytes;
@@ -112,7 +126,14 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       }
       sr.peak_act_bytes = std::max(sr.peak_act_bytes, act[s]);
       if (mem) mem->push_back({s, end, act[s] / (1024.0 * 1024 * 1024)});
-      if (trace) trace->push_back({s, "compute", label(a), start, end - start, char(a.phase), a.microbatch, a.chunk});
+      if (trace) {
+        trace->push_back({s, "compute", label(a), start, end - start, char(a.phase), a.microbatch, a.chunk});
+        comm->emit(s, a, start, end, *trace);
+        long sent = a.phase == Phase::F ? f_send[slot(s, a.chunk, a.microbatch)]
+                    : a.phase == Phase::B ? b_send[slot(s, a.chunk, a.microbatch)]
+                                          : -1;
+        if (sent >= 0) (*trace)[size_t(sent)].peer_start_s = start;  // the flow of that send ends here
+      }
       // record completion and hand the tensor to the neighbour
       if (a.phase == Phase::F) {
         f_end.at(s, a.chunk, a.microbatch) = end;
@@ -124,7 +145,11 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           double arr = depart + w.p2p_s;
           link_fwd[s] = arr;
           f_arr.at(ns, nc, a.microbatch) = arr;
-          if (trace && w.p2p_s > 0) trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
+          if (trace && w.p2p_s > 0) {
+            f_send[slot(ns, nc, a.microbatch)] = long(trace->size());
+            trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
+            trace->back().peer_stage = ns;
+          }
           q.push({arr, seq++, ns});
         }
       } else if (a.phase == Phase::B) {
@@ -138,7 +163,11 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           double arr = depart + w.p2p_s;
           link_bwd[s] = arr;
           b_arr.at(ns, nc, a.microbatch) = arr;
-          if (trace && w.p2p_s > 0) trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
+          if (trace && w.p2p_s > 0) {
+            b_send[slot(ns, nc, a.microbatch)] = long(trace->size());
+            trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
+            trace->back().peer_stage = ns;
+          }
           q.push({arr, seq++, ns});
         }
         if (w.split_w) q.push({end, seq++, s});
@@ -170,7 +199,10 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           double ready = overlap_grad ? b0 + (b1 - b0) * double(j + 1) / k : sr.compute_end_s;
           double st0 = std::max(dp_free, ready);
           dp_free = st0 + t_chunk / k;
-          if (trace) trace->push_back({s, "dp", "grad reduce c" + std::to_string(c), st0, t_chunk / k, 'C', -1, c});
+          if (trace) {  // exposed: what runs after the last backward
+            trace->push_back({s, "dp", "DP grad reduce c" + std::to_string(c), st0, t_chunk / k, 'C', -1, c});
+            trace->back().exposed_s = std::clamp(dp_free - std::max(st0, sr.compute_end_s), 0.0, t_chunk / k);
+          }
         }
       }
     }
@@ -191,8 +223,14 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
     sr.end_s = sr.compute_end_s + grad_exposed + st.optimizer_s + gather_exposed;
     if (trace) {
       trace->push_back({s, "compute", "optimizer", sr.compute_end_s + grad_exposed, st.optimizer_s, 'O', -1, -1});
-      if (gather_exposed > 0)
-        trace->push_back({s, "dp", "param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
+      // the gather runs after the optimizer; the part the next step's first forwards hide is drawn
+      // where they are, at the start of this step
+      double hidden = std::max(0.0, st.dp_param_gather_s - gather_exposed);
+      if (hidden > 0) trace->push_back({s, "dp", "DP param all-gather (hidden by the first forwards)", 0.0, hidden, 'C', -1, -1});
+      if (gather_exposed > 0) {
+        trace->push_back({s, "dp", "DP param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
+        trace->back().exposed_s = gather_exposed;
+      }
     }
     if (sr.end_s > res.step_time_s) {
       res.step_time_s = sr.end_s;

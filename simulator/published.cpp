@@ -1,11 +1,16 @@
 // Published runs -> plans. Mapping rules (documented in docs/validation.md):
-//  - model: a preset when the row names a model mplan ships (the row's vocab overrides the preset's,
-//    as sources count logits with their own vocab), else built from the row's dimensions in the style
-//    of its family (GPT/MT-NLG: GELU, LayerNorm, biases, learned positions; MPT: GELU, LayerNorm,
-//    ALiBi; Nemotron-4: squared ReLU); hybrid Mamba (Nemotron 3) and Llama 4 rows are not expressible;
+//  - model: a preset when the row names a model mplan ships and states its dimensions (the row's vocab
+//    overrides the preset's, as sources count logits with their own vocab), else built from the row's
+//    dimensions in the style of its family (Llama: SwiGLU, RMSNorm, untied; GPT/MT-NLG: GELU,
+//    LayerNorm, biases, learned positions; MPT: GELU, LayerNorm, ALiBi; Nemotron-4: squared ReLU);
+//    hybrid Mamba (Nemotron 3) and Llama 4 rows are not expressible;
+//  - framework: the row's `framework` column (Megatron/NeMo, torchtitan, llm-foundry, MaxText/Paxml);
 //  - cluster: the preset of the row's GPU type; layout: the row's tp/sp/pp/vp/cp/ep/etp/mbs, ZeRO from
 //    dist_optimizer/fsdp, recompute from its text; layers that do not split evenly over pp*vp chunks
-//    get the most even layout (Megatron-Bridge uses custom pipeline layouts there).
+//    get the most even layout;
+//  - then the facts of the recipe behind the row (data/run_facts, simulator/run_facts.h): recompute
+//    modules, optimizer and gradient dtypes, fused loss, offloading, MoE runtime, TP overlap, pipeline
+//    layout, attention kernel. No rule here names a source or a row.
 #include "simulator/published.h"
 
 #include <algorithm>
@@ -17,6 +22,7 @@
 #include "core/bounded_input.h"
 #include "core/counting.h"
 #include "core/presets.h"
+#include "simulator/run_facts.h"
 
 namespace mplan {
 
@@ -38,9 +44,9 @@ std::string preset_for(const std::string& name) {
   };
   if (any({"qwen3-235b", "qwen3_235b"})) return "qwen3-235b-a22b";
   if (any({"qwen3-30b", "qwen3_30b"})) return "qwen3-30b-a3b";
-  if (any({"llama3.1_405b", "llama3.1-405b", "llama3-405b"})) return "llama3.1-405b";
-  if (any({"llama3_70b", "llama3-70b"})) return "llama3-70b";
-  if (any({"llama3_8b", "llama3-8b"})) return "llama3-8b";
+  if (any({"llama3.1_405b", "llama3.1-405b", "llama3-405b", "llama 3.1 405b"})) return "llama3.1-405b";
+  if (any({"llama3_70b", "llama3-70b", "llama 3.1 70b", "llama 3 70b"})) return "llama3-70b";
+  if (any({"llama3_8b", "llama3-8b", "llama 3.1 8b", "llama 3 8b"})) return "llama3-8b";
   if (any({"llama2-7b"})) return "llama2-7b";
   if (any({"llama2-13b"})) return "llama2-13b";
   if (any({"llama2-70b"})) return "llama2-70b";
@@ -63,6 +69,7 @@ std::string cluster_for(const std::string& gpu) {
   if (gpu == "B300") return "dgx-b300";
   if (gpu == "GB200") return "gb200-nvl72";
   if (gpu == "GB300") return "gb300-nvl72";
+  if (gpu.rfind("H100-96GB-HBM2e", 0) == 0 || gpu.rfind("H100-95GB-HBM2e", 0) == 0) return "grand-teton-h100";
   return "";
 }
 
@@ -96,7 +103,13 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   if (!r.num("vocab")) notes += "vocab 51200 assumed (GPT-2 BPE padded); ";
   m.norm = NormKind::layernorm;
   m.tied_embeddings = true;
-  if (has(name, "mpt")) {
+  if (has(name, "llama")) {
+    // Llama family: SwiGLU, RMSNorm, RoPE, untied embeddings, no biases
+    m.activation = Activation::swiglu;
+    m.norm = NormKind::rmsnorm;
+    m.position_embedding = PositionEmbedding::rope;
+    m.tied_embeddings = false;
+  } else if (has(name, "mpt")) {
     m.activation = Activation::gelu;
     m.position_embedding = PositionEmbedding::rope;  // ALiBi: no parameters, no GEMM FLOPs
   } else if (has(name, "nemotron")) {
@@ -124,6 +137,20 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   return m;
 }
 
+// The first model dimension the row states differently from a preset ("" when none).
+std::string dims_differ(const CsvRow& r, const ModelSpec& m) {
+  const std::pair<const char*, double> dims[] = {{"layers", m.num_layers},
+                                                 {"hidden", double(m.hidden_size)},
+                                                 {"heads", m.num_attention_heads},
+                                                 {"kv_heads", m.mla ? 0.0 : m.num_query_groups},
+                                                 {"ffn_hidden", m.moe ? 0.0 : double(m.ffn_hidden_size)}};
+  for (auto [k, v] : dims) {
+    auto x = r.num(k);
+    if (x && v > 0 && std::lround(*x) != std::lround(v)) return std::string(k) + " " + r.get(k);
+  }
+  return "";
+}
+
 int int_or(const CsvRow& r, const char* k, int fallback) {
   auto v = r.num(k);
   return v ? int(std::lround(*v)) : fallback;
@@ -146,11 +173,7 @@ std::optional<double> CsvRow::num(const std::string& k) const {
   return v;
 }
 
-Expected<std::vector<CsvRow>> read_csv_file(const std::string& path) {
-  std::vector<std::string> problems;
-  auto read = read_input_file(path, kMaxTableInputBytes, problems);
-  if (!read) return Error(problems);
-  const std::string& text = *read;
+Expected<std::vector<CsvRow>> read_csv_text(const std::string& text, const std::string& path) {
   std::vector<std::vector<std::string>> records;
   std::vector<std::string> rec;
   std::string field;
@@ -202,6 +225,13 @@ Expected<std::vector<CsvRow>> read_csv_file(const std::string& path) {
   return rows;
 }
 
+Expected<std::vector<CsvRow>> read_csv_file(const std::string& path) {
+  std::vector<std::string> problems;
+  auto read = read_input_file(path, kMaxTableInputBytes, problems);  // regular file or "-", size-capped
+  if (!read) return Error(problems);
+  return read_csv_text(*read, path);
+}
+
 std::optional<std::string> doubtful_flag(const CsvRow& r) {
   const std::string& flags = r.get("flags");
   for (const char* f : {"secondary_source", "_suspect", "batch_inconsistent", "truncated_source", "parallel_config_not_stated"})
@@ -209,7 +239,12 @@ std::optional<std::string> doubtful_flag(const CsvRow& r) {
   return std::nullopt;
 }
 
-Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
+Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
+  // model dimensions the table left out but its recipe states (data/run_facts) fill the blank columns
+  CsvRow r = row;
+  for (const RunFact& f : run_facts_for(row))
+    for (const char* col : {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"})
+      if (f.fact == col && r.get(col).empty()) r.f[col] = f.value;
   PublishedRun run;
   run.row_id = r.get("row_id");
   run.source_id = r.get("source_id");
@@ -221,11 +256,16 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
   Plan& plan = run.plan;
   plan.cluster = *cluster_preset(cname);
   std::string preset = preset_for(run.model_name);
-  if (!preset.empty()) {
+  std::string differs = preset.empty() ? "" : dims_differ(r, *model_preset(preset));
+  if (!preset.empty() && !differs.empty()) {
+    // a proxy or variant of the named model (fewer layers, other query groups): build it from the row
+    auto m = model_from_dims(r, run.notes);
+    if (!m) return Error("row's " + differs + " differs from preset " + preset + " and " + m.error().problems.front());
+    plan.model = *m;
+    run.notes += "dimensions from the row (" + differs + " differs from preset " + preset + "); ";
+  } else if (!preset.empty()) {
     plan.model = *model_preset(preset);
     if (auto v = r.num("vocab")) plan.model.vocab_size = int64_t(*v);
-    if (auto L = r.num("layers"); L && int(*L) != plan.model.num_layers)
-      return Error("row has " + r.get("layers") + " layers, preset " + preset + " has " + std::to_string(plan.model.num_layers));
     if (has(run.model_name, "w/o mtp")) plan.model.mtp_num_layers = 0;
   } else {
     auto m = model_from_dims(r, run.notes);
@@ -239,6 +279,12 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
   plan.training = {int64_t(*gbs), int64_t(*seq), *prec};
   const std::string& wl = r.get("workload");
   plan.training.method = wl == "lora" ? TrainingMethod::lora : wl == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
+  const std::vector<RunFact> facts = run_facts_for(r);
+  std::string fw_text = r.get("framework");
+  for (const RunFact& f : facts)
+    if (f.fact == "framework" && fw_text.empty()) fw_text = f.value;
+  if (auto fw = framework_from_text(fw_text)) plan.training.framework = *fw;
+  else run.notes += "framework '" + fw_text + "' unknown, megatron assumed; ";
   ParallelConfig& p = plan.parallel;
   p.world_size = int(*gpus);
   p.tp = int_or(r, "tp", 1);
@@ -256,12 +302,30 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
   } else if (auto ga = r.num("grad_accum"); ga && dp > 0) {
     p.micro_batch_size = std::max(1, int(*gbs / (*ga * dp)));
     run.notes += "mbs from gbs/(dp*grad_accum); ";
+  } else if (plan.training.framework == Framework::torchtitan && p.pp > 1 && dp > 0) {
+    // torchtitan splits the local batch into pp micro-batches by default (pipelining_utils.py
+    // n_microbatches = pipeline_parallel_degree, 2024)
+    p.micro_batch_size = std::max(1, int(*gbs / (double(dp) * p.pp)));
+    run.notes += "mbs from torchtitan's default of pp micro-batches; ";
   } else {
     p.micro_batch_size = 1;
     run.notes += "mbs 1 assumed; ";
   }
+  if (plan.training.framework == Framework::torchtitan && p.pp > 1 && r.get("vp").empty() &&
+      has(lower(r.get("notes")), "interleaved 1f1b")) {
+    // torchtitan's multi-stage schedules default to 2 stages per rank (pipelining_utils.py, 2024)
+    p.vpp = 2;
+    run.notes += "vpp 2 (torchtitan's default stages per rank for Interleaved1F1B); ";
+  }
   std::string rc = lower(r.get("recompute"));
   p.recompute = rc.rfind("full", 0) == 0 ? Recompute::full : rc.rfind("selective", 0) == 0 ? Recompute::selective : Recompute::none;
+  if (p.recompute == Recompute::selective && plan.training.framework == Framework::torchtitan && has(rc, "(layer")) {
+    // torchtitan's layer-level selective checkpointing: every second block fully checkpointed
+    // (selective_ac_option = 2, config_manager.py)
+    p.recompute = Recompute::full;
+    p.recompute_num_layers = std::max(1, plan.model.num_layers / (2 * p.pp * p.vpp));
+    run.notes += "torchtitan layer-level checkpointing: every second block recomputed; ";
+  }
   std::string dopt = lower(r.get("dist_optimizer"));
   double fsdp = r.num("fsdp").value_or(0);
   if (dopt.find("full_shard") != std::string::npos) p.zero = 3;
@@ -270,12 +334,10 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
   else if (dopt.rfind("no", 0) == 0) p.zero = 0;
   else p.zero = 1;
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-  if (p.tp > 1 && p.sp &&
-      (run.source_id == "megatron_readme_h100_2024" || run.source_id.rfind("nemo", 0) == 0 || run.source_id == "mbridge_perf_summary")) {
-    // the Megatron-LM README states --tp-comm-overlap; NeMo / Megatron-Bridge performance recipes
-    // enable userbuffers TP overlap
-    p.tp_comm_overlap = true;
-    run.notes += "tp-comm-overlap; ";
+  if (p.zero == 3 && fsdp > 1 && dp > fsdp && dp % int(fsdp) == 0) {
+    // a sharding group smaller than the data-parallel group: hybrid sharding, replicated over the rest
+    p.dp_replicate = dp / int(fsdp);
+    run.notes += "FSDP over " + r.get("fsdp") + " ranks, replicated " + std::to_string(p.dp_replicate) + "x; ";
   }
   if (lower(r.get("notes")).find("ddp impl = local") != std::string::npos) {
     // Megatron-LM's 2021 "local" DDP all-reduces gradients after the backward pass, not overlapped
@@ -302,19 +364,6 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
       run.notes += "EP all-to-all overlap; ";
     }
   }
-  if (run.source_id == "llmfoundry_mpt_benchmarks") {
-    // llm-foundry's benchmark script (scripts/train/benchmarking/submit_benchmarks.py) runs
-    // --attn_impl triton by default: the 2022 FlashAttention Triton kernel
-    p.attention_backend = AttentionBackend::triton;
-    run.notes += "Triton flash attention (llm-foundry attn_impl); ";
-  }
-  if (run.source_id == "narayanan2021_table1" || run.source_id == "korthikanti2022_table5" ||
-      run.source_id == "korthikanti2022_fig1") {
-    // Megatron-LM of 2021-2022: unfused attention and dropout 0.1 (the papers' setup)
-    p.attention_backend = AttentionBackend::unfused;
-    plan.model.hidden_dropout = plan.model.attention_dropout = 0.1;
-    run.notes += "unfused attention, dropout 0.1 (Megatron-LM 2021-22); ";
-  }
   if (auto errs = validate_layout(plan.model, plan.cluster, plan.training, p); !errs.empty()) {
     bool split = false;
     for (auto& e : errs) split = split || e.find("layers do not split") != std::string::npos || e.find("fewer than vpp") != std::string::npos;
@@ -325,6 +374,8 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r) {
     errs = validate_layout(plan.model, plan.cluster, plan.training, p);
     if (!errs.empty()) return Error(errs);
   }
+  // what the recipe behind the row set and the table did not print (data/run_facts)
+  apply_run_facts(facts, r, plan, run.notes);
   run.families.push_back(plan.model.moe ? "moe" : "dense");
   if (p.cp > 1) run.families.push_back("cp");
   if (is_fp8_family(*prec)) run.families.push_back("fp8");
@@ -347,12 +398,15 @@ std::optional<double> measured_tokens_per_s_per_gpu(const CsvRow& r, const Publi
   if (!tf || *tf <= 0) return std::nullopt;
   const ModelSpec& m = p.model;
   double per_token = 0;
-  if (run.source_id == "narayanan2021_table1") {
+  std::string convention = "full";
+  for (const RunFact& f : run_facts_for(r))
+    if (f.fact == "tflops_flop_convention") convention = f.value;
+  if (convention == "narayanan2021_hfu") {
     // 96 B s l h^2 (1 + s/6h + V/16lh): counts the recomputed forward and full attention
     double l = m.num_layers, h = double(m.hidden_size), V = double(m.vocab_size);
     per_token = 96 * l * h * h * (1 + seq / (6 * h) + V / (16 * l * h));
     if (how) *how = "TFLOP/s (Narayanan 2021 hardware FLOPs)";
-  } else if (run.source_id == "mbridge_perf_summary" || run.source_id == "mcore_moe_modelzoo_qwen3") {
+  } else if (convention == "causal") {
     per_token = model_flops_per_token(m, int64_t(seq), AttentionFlops::causal);
     if (how) *how = "TFLOP/s (causal model FLOPs)";
   } else {

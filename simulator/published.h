@@ -19,6 +19,7 @@ struct CsvRow {
 
 // RFC-4180 CSV (quoted fields, embedded commas/quotes/newlines); header row gives the keys.
 Expected<std::vector<CsvRow>> read_csv_file(const std::string& path);
+Expected<std::vector<CsvRow>> read_csv_text(const std::string& text, const std::string& what);
 
 struct PublishedRun {
   std::string row_id, source_id, model_name, gpu_type, precision_text;

@@ -20,7 +20,9 @@ json report_to_json(const StepReport& r) {
                       {"memory_gib", s.memory_gib},
                       {"busy_s", s.busy_s},
                       {"max_microbatches_in_flight", s.max_microbatches_in_flight},
-                      {"memory_breakdown_gib", memory_json(s.memory)}});
+                      {"memory_breakdown_gib", memory_json(s.memory)},
+                      {"work_per_microbatch_s", s.work_per_microbatch_s},
+                      {"idle_s", {{"fill_drain", s.idle_fill_drain_s}, {"stage_imbalance", s.idle_imbalance_s}, {"p2p", s.idle_p2p_s}}}});
   json ops = json::array();
   for (const auto& o : r.ops) ops.push_back({{"op", o.name}, {"time_s", o.time_s}, {"calls", o.calls}});
   const TimeBreakdown& t = r.time;
@@ -42,34 +44,66 @@ json report_to_json(const StepReport& r) {
             {"ep_comm_exposed", t.ep_comm_exposed},
             {"dp_comm_exposed", t.dp_comm_exposed},
             {"pp_p2p_exposed", t.pp_p2p_exposed},
+            {"offload_exposed", t.offload_exposed},
             {"bubble", t.bubble},
             {"optimizer", t.optimizer}}},
           {"memory_breakdown_gib", memory_json(r.memory)},
           {"per_stage", stages},
           {"ops", ops},
-          {"warnings", r.warnings}};
+          {"warnings", r.warnings},
+          {"critical_stage", r.critical_stage},
+          {"bottleneck_stage", r.bottleneck_stage},
+          {"bubble_s", {{"fill_drain", r.bubble_fill_drain_s}, {"stage_imbalance", r.bubble_imbalance_s}}}};
 }
+
+namespace {
+
+// Chrome-trace threads of a stage: one per stream; the pipeline's sends of activations, of gradients
+// and its waits for a transfer get their own so that slices on a thread nest.
+const std::pair<const char*, int> kThreads[] = {{"compute", 0}, {"tp", 1}, {"cp", 2},         {"ep", 3},
+                                                {"dp", 4},      {"p2p", 5}, {"p2p backward", 6}, {"p2p wait", 7}};
+
+int thread_of(const TraceEvent& e) {
+  if (e.stream == "p2p") return e.name.rfind("wait", 0) == 0 ? 7 : e.name.rfind("send B", 0) == 0 ? 6 : 5;
+  for (const auto& [name, id] : kThreads)
+    if (e.stream == name) return id;
+  return 0;
+}
+
+}  // namespace
 
 json trace_to_json(const StepReport& r, const Plan& plan) {
   json ev = json::array();
-  static const std::map<std::string, int> tid = {{"compute", 0}, {"tp", 1}, {"cp", 2}, {"ep", 3}, {"dp", 4}, {"p2p", 5}};
   for (int s = 0; s < plan.parallel.pp; ++s) {
     ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", s}, {"args", {{"name", "pipeline stage " + std::to_string(s)}}}});
     ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", s}, {"args", {{"sort_index", s}}}});
-    for (const auto& [name, id] : tid)
+    for (const auto& [name, id] : kThreads)
       ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", s}, {"tid", id}, {"args", {{"name", name}}}});
   }
+  int64_t flow = 0;
   for (const auto& e : r.trace) {
-    auto it = tid.find(e.stream);
+    const int tid = thread_of(e);
     json x = {{"ph", "X"},
               {"name", e.name},
               {"cat", std::string(1, e.phase)},
               {"pid", e.stage},
-              {"tid", it == tid.end() ? 0 : it->second},
+              {"tid", tid},
               {"ts", e.start_s * 1e6},
               {"dur", e.dur_s * 1e6}};
-    if (e.microbatch >= 0) x["args"] = {{"microbatch", e.microbatch}, {"chunk", e.chunk}};
+    json args = json::object();
+    if (e.microbatch >= 0) args["microbatch"] = e.microbatch, args["chunk"] = e.chunk;
+    if (e.phase == 'C') args["exposed_us"] = e.exposed_s * 1e6;
+    if (!args.empty()) x["args"] = std::move(args);
     ev.push_back(std::move(x));
+    if (e.exposed_s > 0 && e.exposed_s < e.dur_s)  // the exposed part as a slice inside the event
+      ev.push_back({{"ph", "X"}, {"name", "exposed"}, {"cat", "exposed"}, {"pid", e.stage}, {"tid", tid},
+                    {"ts", (e.start_s + e.dur_s - e.exposed_s) * 1e6}, {"dur", e.exposed_s * 1e6}});
+    if (e.peer_stage >= 0) {  // a flow arrow from the send to the action that consumes it
+      ++flow;
+      ev.push_back({{"ph", "s"}, {"name", "p2p"}, {"cat", "p2p"}, {"id", flow}, {"pid", e.stage}, {"tid", tid}, {"ts", e.start_s * 1e6}});
+      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "p2p"}, {"cat", "p2p"}, {"id", flow}, {"pid", e.peer_stage}, {"tid", 0},
+                    {"ts", e.peer_start_s * 1e6}});
+    }
   }
   for (const auto& m : r.memory_trace)
     ev.push_back({{"ph", "C"}, {"name", "activation memory (GiB)"}, {"pid", m.stage}, {"ts", m.time_s * 1e6}, {"args", {{"GiB", m.gib}}}});

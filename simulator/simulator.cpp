@@ -9,6 +9,7 @@
 #include "core/counting.h"
 #include "core/rank_grid.h"
 #include "core/units.h"
+#include "simulator/bubbles.h"
 #include "simulator/memory.h"
 #include "simulator/pipeline_sim.h"
 #include "simulator/workload.h"
@@ -38,9 +39,7 @@ void add_warnings(const Plan& plan, const StepReport& r, std::vector<std::string
                 " GPUs: tensor-parallel traffic goes over the network");
   if (p.ep > 1 && grid.placement(Dim::ep, c.placement_domain()).domains > 1)
     w.push_back("ep=" + std::to_string(p.ep) + " spans several NVLink domains: expert all-to-all crosses the network");
-  if (r.bubble_fraction > 0.15)
-    w.push_back("pipeline bubble " + pct(r.bubble_fraction) + " with " + std::to_string(r.num_microbatches) +
-                " micro-batches on pp=" + std::to_string(p.pp) + (p.vpp > 1 ? " vpp=" + std::to_string(p.vpp) : ""));
+  for (std::string& b : bubble_warnings(plan, r)) w.push_back(std::move(b));
   double exposed = r.time.tp_comm_exposed + r.time.cp_comm_exposed + r.time.ep_comm_exposed + r.time.dp_comm_exposed +
                    r.time.pp_p2p_exposed;
   if (exposed > 0.25 * r.step_time_s) w.push_back("exposed communication is " + pct(exposed / r.step_time_s) + " of the step");
@@ -86,6 +85,7 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   r.time.ep_comm_exposed = cs.busy.ep;
   r.time.dp_comm_exposed = cs.busy.dp + cs.dp_exposed_s;
   r.time.pp_p2p_exposed = cs.idle_p2p_s;
+  r.time.offload_exposed = cs.busy.host;
   r.time.bubble = cs.idle_bubble_s;
   r.time.optimizer = cs.optimizer_s;
   r.bubble_fraction = r.step_time_s > 0 ? r.time.bubble / r.step_time_s : 0;
@@ -116,6 +116,7 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
     r.per_stage.push_back(sr);
   }
   r.fits = r.peak_memory_gib <= r.capacity_gib;
+  split_bubbles(w, pr, r);
 
   // per-op times on the critical stage's rank, per step
   std::map<std::string, OpTime> ops;

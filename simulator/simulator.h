@@ -21,11 +21,12 @@ struct TimeBreakdown {
   double ep_comm_exposed = 0;
   double dp_comm_exposed = 0;
   double pp_p2p_exposed = 0;
+  double offload_exposed = 0;  // activation offloading transfers to/from host memory not hidden by compute
   double bubble = 0;
   double optimizer = 0;
   double total() const {
     return compute + recompute + tp_comm_exposed + cp_comm_exposed + ep_comm_exposed + dp_comm_exposed +
-           pp_p2p_exposed + bubble + optimizer;
+           pp_p2p_exposed + offload_exposed + bubble + optimizer;
   }
 };
 
@@ -36,8 +37,13 @@ struct MemoryBreakdown {
   double optimizer = 0;
   double activations = 0;
   double comm_buffers = 0;
-  double other = 0;  // allocator overhead, CUDA context, workspaces
+  double other = 0;  // GEMM workspaces, allocator slack, CUDA context
+  // Parts of the total the framework's own allocator does not see (NCCL buffers, CUDA context), and its
+  // slack (reserved - allocated): reserved = total - outside_allocator, allocated = reserved - slack.
+  double outside_allocator = 0, allocator_slack = 0;
   double total() const { return weights + gradients + optimizer + activations + comm_buffers + other; }
+  double reserved() const { return total() - outside_allocator; }
+  double allocated() const { return reserved() - allocator_slack; }
 };
 
 struct StageReport {
@@ -47,6 +53,14 @@ struct StageReport {
   double busy_s = 0;  // compute + exposed communication on this stage's stream
   MemoryBreakdown memory;
   int max_microbatches_in_flight = 0;
+  // Work and idle time of this stage (simulator/bubbles.h). work_per_microbatch_s: its forward,
+  // backward and weight-gradient actions of one micro-batch (all chunks, exposed communication
+  // included). Idle inside the pipelined part = fill/drain (the schedule's warm-up and cool-down) +
+  // imbalance (waiting for a stage with more work per micro-batch) + p2p (waiting for a transfer).
+  double work_per_microbatch_s = 0;
+  double idle_fill_drain_s = 0;
+  double idle_imbalance_s = 0;
+  double idle_p2p_s = 0;
 };
 
 // Predicted time of one named op (core/ops.h vocabulary) per step on the critical stage's rank.
@@ -64,6 +78,13 @@ struct TraceEvent {
   double start_s = 0, dur_s = 0;
   char phase = 'F';    // F, B, W, or 'C' for communication, 'O' optimizer
   int microbatch = -1, chunk = -1;
+  // Communication events: the part of the event the compute stream waits for (its last exposed_s
+  // seconds); 0 = fully hidden. Summed per stream on the critical stage it is the time breakdown's
+  // exposed communication (simulator/comm_events.h).
+  double exposed_s = 0;
+  // Pipeline sends: the receiving stage and when the action that consumes the tensor starts there.
+  int peer_stage = -1;
+  double peer_start_s = 0;
 };
 
 struct MemoryCounter {
@@ -90,6 +111,13 @@ struct StepReport {
   std::vector<std::string> warnings;
   std::vector<TraceEvent> trace;         // filled when SimOptions::trace
   std::vector<MemoryCounter> memory_trace;
+  // The pipeline bubble by cause (simulator/bubbles.h): time.bubble of the critical stage (the one
+  // the time breakdown is of) = fill/drain + stage imbalance; the bottleneck is the stage with the
+  // most work per micro-batch (-1 without a pipeline).
+  int critical_stage = 0;
+  int bottleneck_stage = -1;
+  double bubble_fill_drain_s = 0;
+  double bubble_imbalance_s = 0;
 };
 
 struct SimOptions {

@@ -2,9 +2,23 @@
 #include "simulator/validate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 
 namespace mplan {
+
+std::string dominant_memory_term(const MemoryBreakdown& m) {
+  const std::pair<const char*, double> parts[] = {{"weights", m.weights},           {"gradients", m.gradients},
+                                                  {"optimizer states", m.optimizer}, {"activations", m.activations},
+                                                  {"communication buffers", m.comm_buffers}, {"other", m.other}};
+  const auto* best = &parts[0];
+  for (const auto& p : parts)
+    if (p.second > best->second) best = &p;
+  char b[96];
+  std::snprintf(b, sizeof b, "%s %.1f GiB", best->first, best->second);
+  return b;
+}
 
 ErrorStats error_stats(const std::vector<double>& e) {
   ErrorStats s;
@@ -27,20 +41,41 @@ ErrorStats error_stats(const std::vector<double>& e) {
 
 namespace {
 
+bool lower_eq(std::string s, const char* want) {
+  for (auto& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s == want;
+}
+
 void summarise(ValidationReport& rep) {
   std::vector<double> all;
   std::map<std::string, std::vector<double>> fam;
+  int scored = 0;
   for (const auto& r : rep.rows) {
     if (r.skipped) {
       ++rep.skipped;
       continue;
     }
+    if (r.expect_oom) {
+      ++rep.oom_rows;
+      rep.oom_predicted += r.fits ? 0 : 1;
+      continue;
+    }
+    ++scored;
+    rep.fits_rows += r.fits ? 1 : 0;
     double a = std::fabs(r.error_pct);
     all.push_back(a);
     for (const auto& f : r.families) fam[f].push_back(a);
   }
   rep.overall = error_stats(all);
   for (auto& [f, v] : fam) rep.by_family[f] = error_stats(v);
+  rep.fits_share = scored > 0 ? double(rep.fits_rows) / scored : 1.0;
+}
+
+void record_memory(ValidationRow& row, const StepReport& r) {
+  row.peak_memory_gib = r.peak_memory_gib;
+  row.capacity_gib = r.capacity_gib;
+  row.fits = r.fits;
+  row.dominant_memory = dominant_memory_term(r.memory);
 }
 
 ValidationRow start_row(const CsvRow& c, const std::string& id_key) {
@@ -89,6 +124,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
     }
     row.measured = *meas;
     row.predicted = r->tokens_per_s_per_gpu;
+    record_memory(row, *r);
     row.error_pct = (row.predicted - row.measured) / row.measured * 100.0;
     rep.rows.push_back(row);
   }
@@ -119,10 +155,11 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
   for (const auto& c : rows) {
     ValidationRow row = start_row(c, "mem_row_id");
     auto total = c.num("mem_total_gib");
+    row.expect_oom = lower_eq(c.get("oom"), "yes");
     if (auto flag = doubtful_flag(c)) {
       row.skipped = true;
       row.reason = "flagged " + *flag;
-    } else if (!total) {
+    } else if (!total && !row.expect_oom) {
       row.skipped = true;
       row.reason = "no mem_total_gib";
     }
@@ -149,15 +186,27 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
       rep.rows.push_back(row);
       continue;
     }
-    row.how = c.get("mem_metric");
+    record_memory(row, *r);
+    if (row.expect_oom) {
+      // an out-of-memory observation: the prediction is right when the layout does not fit
+      row.how = "out-of-memory observation";
+      rep.rows.push_back(row);
+      continue;
+    }
     row.measured = *total;
-    row.predicted = r->peak_memory_gib;
+    const MemoryBreakdown& b = r->memory;
     if (c.num("mem_weights_grads_optimizer_gib") && c.num("mem_activations_gib")) {
       // the source breaks memory into model states + activations (allocator profile): compare the
       // same two components, without the CUDA context and allocator overhead mplan adds on top
-      const MemoryBreakdown& b = r->memory;
       row.predicted = b.weights + b.gradients + b.optimizer + b.activations;
       row.how = "model states + activations";
+    } else if (framework_memory(run->plan.training.framework).reports_reserved) {
+      // the framework prints the caching allocator's peak reserved bytes (no CUDA context, no NCCL)
+      row.predicted = b.reserved();
+      row.how = "peak reserved (allocator)";
+    } else {
+      row.predicted = r->peak_memory_gib;
+      row.how = "peak device memory";
     }
     row.error_pct = (row.predicted - row.measured) / row.measured * 100.0;
     rep.rows.push_back(row);

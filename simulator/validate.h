@@ -18,6 +18,11 @@ struct ValidationRow {
   bool skipped = false;
   std::string reason;
   double measured = 0, predicted = 0, error_pct = 0;  // signed: (pred - meas) / meas * 100
+  // memory feasibility of the row's layout (every published throughput row is a run that ran)
+  double peak_memory_gib = 0, capacity_gib = 0;
+  bool fits = true;
+  std::string dominant_memory;  // the largest term of the worst rank ("activations 61.2 GiB")
+  bool expect_oom = false;      // a memory row that reports an out-of-memory failure
   Plan plan;
 };
 
@@ -31,7 +36,15 @@ struct ValidationReport {
   ErrorStats overall;
   std::map<std::string, ErrorStats> by_family;
   int skipped = 0;
+  // share of the scored rows whose layout is predicted to fit (throughput rows: should be 1)
+  double fits_share = 1.0;
+  int fits_rows = 0;
+  // memory rows that report an out-of-memory failure, and how many of them mplan predicts not to fit
+  int oom_rows = 0, oom_predicted = 0;
 };
+
+// The largest term of a memory breakdown, as "activations 61.2 GiB".
+std::string dominant_memory_term(const MemoryBreakdown& m);
 
 using ParamsFor = std::function<CostParams(const Plan&)>;
 

@@ -24,6 +24,7 @@
 #include "core/schedule.h"
 #include "simulator/collectives.h"
 #include "simulator/compute_cost.h"
+#include "simulator/memory_states.h"
 
 namespace mplan {
 
@@ -53,6 +54,13 @@ double overlapped(const Ctx& x, double c, double g, int n = 1) {
   return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
 }
 
+// Exposed time of moving `bytes` between device and host beside `compute` seconds of work (activation
+// offloading: device-to-host in the forward, back in the backward, on their own copy engine).
+double host_transfer(const Ctx& x, double bytes, double compute) {
+  if (bytes <= 0 || x.cl.gpu.host_link_gbps <= 0) return 0;
+  return overlapped(x, bytes / (x.cl.gpu.host_link_gbps * 1e9), compute);
+}
+
 Precision gemm_precision(const Ctx& x, const Op& op) {
   if (is_fp8_family(x.prec) && (op.name == "lm_head_gemm" || op.name == "router")) return Precision::bf16;
   return x.prec;
@@ -79,10 +87,48 @@ double comm_time(const Ctx& x, const Op& op) {
 struct ListCost {
   PhaseCost F, B, W;  // B includes wgrad unless split_w
   PhaseCost recompute_fwd;  // what re-running the forward costs (full recompute)
-  double attn_fwd = 0;      // attention forward compute (selective recompute)
-  double saved = 0, saved_gemm = 0, stats = 0, input = 0;
+  PhaseCost rerun_sel;      // what selective recompute of the layout's modules re-runs in the backward
+  // activation bytes kept on the GPU from forward to backward (offloaded tensors excluded): with no
+  // recompute, with the selective modules recomputed, and the GEMM-input part of each (held until W)
+  double saved = 0, saved_sel = 0, saved_gemm = 0, saved_gemm_sel = 0;
+  double input = 0;      // the layer input (what full recompute keeps)
+  double remat_sel = 0;  // bytes selective recompute rematerialises during the backward
+  double fwd_work = 0, bwd_work = 0;  // the largest working memory of one op, forward / backward
+  double offloaded = 0;  // bytes the offloaded modules move to host memory (and back)
   std::map<std::string, OpTally> tally;
 };
+
+// Activation bookkeeping of one op (see SavedTensor): what stays on the GPU with and without the
+// selective recompute modules, given the offloaded modules.
+void account_saved(ListCost& lc, const Op& op, uint32_t recompute_modules, uint32_t offload_modules, bool op_sac) {
+  if (op_sac && op.sac_saved_bytes >= 0) {
+    // torch's op-level selective checkpointing keeps the op's sac_saved_bytes instead
+    lc.saved += op.saved_bytes;
+    lc.saved_sel += op.sac_saved_bytes;
+    lc.remat_sel += std::max(0.0, op.saved_bytes - op.sac_saved_bytes);
+    if (op.kind == OpKind::gemm) {
+      lc.saved_gemm += op.saved_bytes;
+      lc.saved_gemm_sel += op.sac_saved_bytes;
+    }
+  }
+  for (const SavedTensor& t : op.saved) {
+    if (op_sac && op.sac_saved_bytes >= 0) break;
+    if (t.offloaded_by & offload_modules) {
+      lc.offloaded += t.bytes;
+      continue;
+    }
+    bool dropped = (t.dropped_by & recompute_modules) != 0;
+    lc.saved += t.bytes;
+    lc.saved_sel += dropped ? 0 : t.bytes;
+    lc.remat_sel += dropped ? t.bytes : 0;
+    if (op.kind == OpKind::gemm) {
+      lc.saved_gemm += t.bytes;
+      lc.saved_gemm_sel += dropped ? 0 : t.bytes;
+    }
+  }
+  lc.fwd_work = std::max(lc.fwd_work, op.fwd_transient_bytes);
+  lc.bwd_work = std::max(lc.bwd_work, op.bwd_transient_bytes);
+}
 
 void tally(ListCost& lc, const std::string& name, double t) {
   OpTally& o = lc.tally[name];
@@ -115,19 +161,22 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   // MoE all-to-all overlap: compute before the dispatch ("attention" piece) and after it ("MLP")
   double attnF = 0, attnB = 0, mlpF = 0, mlpB = 0, dispatch_t = 0, combine_t = 0;
   bool after_dispatch = false;
+  // MaxText/Paxml: a JAX remat policy saves named tensors of the layer and recomputes the rest
+  const bool annotated = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.remat_tensor != 0; });
+  const bool jax_remat = annotated && x.p.recompute == Recompute::selective && x.plan.training.framework == Framework::maxtext;
+  const uint32_t jax_saved = remat_saved_tensors(x.p.remat_policy == RematPolicy::none ? RematPolicy::minimal : x.p.remat_policy);
+  const uint32_t rm = x.p.effective_recompute_modules().bits, offload = x.p.offload_modules.bits;
+  // torchtitan's "selective" is PyTorch's op-level selective checkpointing, not Megatron's modules
+  const bool op_sac = x.p.recompute == Recompute::selective && x.plan.training.framework == Framework::torchtitan;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     if (op.name == "dispatch_a2a") after_dispatch = true;
-    lc.saved += op.saved_bytes;
-    if (op.kind == OpKind::gemm) lc.saved_gemm += op.saved_bytes;
-    // what selective (core-attention) recompute does not keep: flash's softmax statistics, or the
-    // unfused path's probabilities, dropout mask and dropout output
-    if (op.kind == OpKind::attention) lc.stats += 4.0 * op.attn.batch * op.attn.heads * op.attn.q_len;
-    if (op.name == "attn_softmax") lc.stats += op.saved_bytes;
+    account_saved(lc, op, rm, offload, op_sac);
     if (first_input && op.kind == OpKind::norm) {
       lc.input = op.saved_bytes;  // the layer input (norm input) is what full recompute keeps
       first_input = false;
     }
+    const bool rerun = !op_sac && !jax_remat && (op.rerun_by & rm) != 0;
     if (op.kind != OpKind::comm) {
       const OpCost& c = oc[i];
       lc.F.compute += c.fwd_s;
@@ -135,11 +184,13 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
       (x.split_w ? lc.W : lc.B).compute += c.bwd_weight_s;
       (after_dispatch ? mlpF : attnF) += c.fwd_s;
       (after_dispatch ? mlpB : attnB) += c.bwd_input_s + c.bwd_weight_s;
-      if (op.kind == OpKind::attention || op.name == "attn_qk_gemm" || op.name == "attn_softmax" || op.name == "attn_pv_gemm")
-        lc.attn_fwd += c.fwd_s;
+      if (rerun) lc.rerun_sel.compute += c.fwd_s;
+      if (op_sac) lc.rerun_sel.compute += c.fwd_s * op.sac_rerun_frac;
+      if (jax_remat && !(op.remat_tensor & jax_saved) && op.kind != OpKind::norm) lc.rerun_sel.compute += c.fwd_s;
       tally(lc, op.name, c.fwd_s + c.bwd_input_s + c.bwd_weight_s);
       continue;
     }
+    const PhaseCost f_before = lc.F;
     double t = comm_time(x, op);
     tally(lc, op.name, 2 * t);
     if (op.name == "dispatch_a2a") dispatch_t = t;
@@ -194,6 +245,12 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
       lc.F.tp += t;
       lc.B.tp += t;
     }
+    if (rerun) {
+      // a re-run module repeats its communication as exposed in its forward
+      lc.rerun_sel.tp += lc.F.tp - f_before.tp;
+      lc.rerun_sel.cp += lc.F.cp - f_before.cp;
+      lc.rerun_sel.ep += lc.F.ep - f_before.ep;
+    }
   }
   if (x.p.moe_a2a_overlap && x.prm.comm_overlap >= 0.5 && dispatch_t + combine_t > 0) {
     // each all-to-all hides behind its partner piece, slowed to the SMs left by the comm kernels
@@ -204,6 +261,14 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
     double exposed_b = ov(dispatch_t, mlpF) + ov(combine_t, attnF);
     lc.F.ep += exposed_f - (dispatch_t + combine_t);
     lc.B.ep += exposed_b - (dispatch_t + combine_t);
+  }
+  if (jax_remat) {
+    double kept = 0;
+    for (const Op& op : ops)
+      if (op.remat_tensor & jax_saved) kept += op.remat_bytes;
+    lc.remat_sel = std::max(0.0, lc.saved - kept);
+    lc.saved_sel = kept;
+    lc.saved_gemm_sel = 0;
   }
   lc.recompute_fwd = lc.F;
   return lc;
@@ -257,6 +322,18 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
       oc.moe_load_factor = 1.0 + prm.moe_load_cv * std::sqrt(2.0 * std::log(double(p.ep)) * p.ep / double(e.num_experts));
     if (p.moe_dispatcher != MoeDispatcher::alltoall) x.moe_remote_share = moe_remote_share(int(e.num_experts), int(e.top_k), x.ep);
   }
+  if (m.moe && p.moe_capacity_factor > 0) {
+    // tokens beyond an expert's capacity are dropped; padding fills every expert to its capacity
+    double cf = p.moe_capacity_factor;
+    oc.moe_load_factor = p.moe_pad_to_capacity ? cf : std::min(oc.moe_load_factor, cf);
+  }
+  // how the loss keeps the logits: a fused cross-entropy, torch's eager fp32 path (torchtitan,
+  // MaxText's unfused loss), or Megatron's vocab-parallel fp32 softmax
+  const Framework fw = plan.training.framework;
+  oc.loss_memory = p.cross_entropy_fusion                                       ? LossMemory::fused_in_place
+                   : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
+                                                                                : LossMemory::megatron_fp32_softmax;
+  oc.kv_repeated = fw == Framework::torchtitan;  // torchtitan's Llama repeat_kv()s K/V before SDPA
 
   // layer costs by type (dense / MoE), embedding and head
   ModelSpec dense_model = m;
@@ -270,6 +347,13 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
   }
   ListCost emb = cost_ops(x, embedding_ops(m, oc));
   ListCost head = cost_ops(x, head_ops(m, oc));
+  auto list_memory = [](const ListCost& lc) {
+    return ListMemory{lc.bwd_work, lc.saved + lc.bwd_work, lc.remat_sel + lc.bwd_work, lc.fwd_work};
+  };
+  w.dense_mem = list_memory(dense);
+  w.moe_mem = list_memory(m.moe ? moe : dense);
+  w.emb_mem = list_memory(emb);
+  w.head_mem = list_memory(head);
 
   auto n = layers_per_stage_chunk(m, p);
   auto sp = params_per_stage(m, p);
@@ -291,13 +375,17 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
       int recompute_layers = p.recompute == Recompute::full
                                  ? (p.recompute_num_layers > 0 ? std::min(p.recompute_num_layers, ch.layers) : ch.layers)
                                  : 0;
-      double biggest_layer = 0;
       // adds `k` layers (or other op lists) of one kind
       auto add_list = [&](const ListCost& lc, bool recomputed, int k) {
         if (k <= 0) return;
         ch.F += lc.F.scaled(k);
         ch.B += lc.B.scaled(k);
         ch.W += lc.W.scaled(k);
+        ch.fwd_transient_bytes = std::max(ch.fwd_transient_bytes, lc.fwd_work);
+        if (!recomputed && lc.offloaded > 0) {
+          ch.F.host += host_transfer(x, lc.offloaded, lc.F.compute) * k;
+          ch.B.host += host_transfer(x, lc.offloaded, lc.B.compute) * k;
+        }
         if (recomputed) {
           const PhaseCost& r = lc.recompute_fwd;
           ch.B.recompute += r.compute * k;
@@ -305,14 +393,21 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
           ch.B.cp += r.cp * k;
           ch.B.ep += r.ep * k;
           ch.act_bytes += lc.input * k;
-          biggest_layer = std::max(biggest_layer, lc.saved);
+          // one layer's activations are rematerialised at a time during the backward
+          ch.transient_bytes = std::max(ch.transient_bytes, lc.saved + lc.bwd_work);
         } else if (p.recompute == Recompute::selective) {
-          ch.B.recompute += lc.attn_fwd * k;
-          ch.act_bytes += (lc.saved - lc.stats) * k;
-          ch.act_w_bytes += w.split_w ? lc.saved_gemm * k : 0;
+          const PhaseCost& r = lc.rerun_sel;
+          ch.B.recompute += r.compute * k;
+          ch.B.tp += r.tp * k;
+          ch.B.cp += r.cp * k;
+          ch.B.ep += r.ep * k;
+          ch.act_bytes += lc.saved_sel * k;
+          ch.act_w_bytes += w.split_w ? lc.saved_gemm_sel * k : 0;
+          ch.transient_bytes = std::max(ch.transient_bytes, lc.remat_sel + lc.bwd_work);
         } else {
           ch.act_bytes += lc.saved * k;
           ch.act_w_bytes += w.split_w ? lc.saved_gemm * k : 0;
+          ch.transient_bytes = std::max(ch.transient_bytes, lc.bwd_work);
         }
         add_tally(ch.ops, lc, k);
       };
@@ -325,11 +420,24 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
         add_list(m.is_moe_layer(m.num_layers - 1) ? moe : dense, false, m.mtp_num_layers);
         add_list(head, false, 1 + m.mtp_num_layers);
       }
-      ch.transient_bytes = biggest_layer;
+      if (p.cpu_offload_layers > 0) {
+        // layer-wise offloading (pp = 1): the first layers' activations wait in host memory
+        int off = std::min(p.cpu_offload_layers, ch.layers);
+        for (int i = first; i < first + off; ++i) {
+          const ListCost& lc = m.is_moe_layer(i) ? moe : dense;
+          ch.act_bytes -= lc.saved;
+          ch.F.host += host_transfer(x, lc.saved, lc.F.compute);
+          ch.B.host += host_transfer(x, lc.saved, lc.B.compute);
+        }
+        ch.act_bytes = std::max(0.0, ch.act_bytes);
+      }
     }
     // parameters on this rank
-    st.dense_params = sp[s].dense / p.tp;
-    st.expert_params = sp[s].expert / (double(p.ep) * p.etp);
+    {
+      int layers = 0;
+      for (int c = 0; c < p.vpp; ++c) layers += n[s][c];
+      fill_stage_params(st, m, p, sp[s], s, layers);
+    }
     // data-parallel gradient reduction and parameter gather (fp32 grads, bf16 params)
     int dp = p.dp();
     if (plan.training.frozen_base()) {
@@ -352,6 +460,8 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
                     collective_time_s(Collective::all_gather, st.expert_params * 2 * frac, x.edp, cl, prm);
         double rs = collective_time_s(Collective::reduce_scatter, grad_dense * frac, x.dp, cl, prm) +
                     collective_time_s(Collective::reduce_scatter, grad_expert * frac, x.edp, cl, prm);
+        ch.fsdp_gather_s = ag;
+        ch.fsdp_scatter_s = rs;
         ch.F.dp += overlapped(x, ag, ch.F.total(), std::max(1, ch.layers));
         ch.B.dp += overlapped(x, ag + rs, ch.B.total(), std::max(1, ch.layers));
       }

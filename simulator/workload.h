@@ -19,8 +19,9 @@ struct PhaseCost {
   double cp = 0;  // exposed context-parallel communication
   double ep = 0;  // exposed expert-parallel communication
   double dp = 0;  // exposed FSDP (zero 3) parameter/gradient traffic
-  double total() const { return compute + recompute + tp + cp + ep + dp; }
-  PhaseCost scaled(double k) const { return {compute * k, recompute * k, tp * k, cp * k, ep * k, dp * k}; }
+  double host = 0;  // exposed activation-offloading transfers (device <-> host)
+  double total() const { return compute + recompute + tp + cp + ep + dp + host; }
+  PhaseCost scaled(double k) const { return {compute * k, recompute * k, tp * k, cp * k, ep * k, dp * k, host * k}; }
   PhaseCost& operator+=(const PhaseCost& o) {
     compute += o.compute;
     recompute += o.recompute;
@@ -28,6 +29,7 @@ struct PhaseCost {
     cp += o.cp;
     ep += o.ep;
     dp += o.dp;
+    host += o.host;
     return *this;
   }
 };
@@ -42,24 +44,39 @@ struct OpTally {
 struct ChunkCost {
   int layers = 0;
   PhaseCost F, B, W;  // W is empty unless the schedule splits weight gradients
-  double act_bytes = 0;       // activations held from F until B(/W), per micro-batch
-  double act_w_bytes = 0;     // the part of act_bytes held until W (zero-bubble)
-  double transient_bytes = 0; // working memory during this chunk's backward (recompute, logits)
+  double act_bytes = 0;            // activations held from F until B(/W), per micro-batch
+  double act_w_bytes = 0;          // the part of act_bytes held until W (zero-bubble)
+  double transient_bytes = 0;      // working memory during this chunk's backward (recompute, gradients, logits)
+  double fwd_transient_bytes = 0;  // working memory during this chunk's forward (logits, CP K/V buffers)
   std::vector<OpTally> ops;
+  // ZeRO-3 only: the parameter all-gather and gradient reduce-scatter of this chunk per micro-batch,
+  // whole (F/B.dp hold what of them is exposed); for the timeline's communication events.
+  double fsdp_gather_s = 0, fsdp_scatter_s = 0;
 };
 
 struct StageWork {
   std::vector<ChunkCost> chunks;  // [vpp]
   double dense_params = 0;        // parameters on this rank (after TP split), non-expert
   double expert_params = 0;       // expert parameters on this rank (after EP x ETP split)
+  double unquantized_params = 0;  // of dense_params: embedding, LM head and norms (never fp8 linears)
+  double layer_params = 0;        // the largest transformer layer's parameters on this rank (FSDP unit)
+  int layers = 0;                 // transformer layers on this rank (all chunks)
   double dp_grad_s = 0;           // gradient reduction over DP (+ expert grads over EDP)
   double dp_param_gather_s = 0;   // parameter all-gather after the step (distributed optimizer)
   double optimizer_s = 0;         // local optimizer step
   int dp_buckets = 1;
 };
 
+// Working memory of one op list (a layer type, the embedding or the head), per micro-batch: what a
+// chunk's backward needs beyond the kept activations with no recompute, full recompute (one layer
+// rematerialised) and selective recompute, and what its forward needs (logits, CP K/V buffers).
+struct ListMemory {
+  double bwd_none = 0, bwd_full = 0, bwd_selective = 0, fwd = 0;
+};
+
 struct Workload {
   std::vector<StageWork> stages;   // [pp]
+  ListMemory dense_mem, moe_mem, emb_mem, head_mem;  // the planner's per-piece transients
   double p2p_bytes = 0;            // activation (and gradient) tensor between stages
   double p2p_s = 0;                // transfer time of one such tensor
   int microbatches = 0;

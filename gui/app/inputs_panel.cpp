@@ -1,10 +1,12 @@
 // The job inputs of the main window (see inputs_panel.h).
 #include "gui/app/inputs_panel.h"
 
+#include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QKeyEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -27,7 +29,7 @@ QComboBox* presetCombo(const std::vector<std::string>& names, const QString& tip
   for (const auto& n : names) c->addItem(QString::fromStdString(n));
   c->setToolTip(tip);
   c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  c->setMinimumContentsLength(14);
+  c->setMinimumContentsLength(10);
   return c;
 }
 
@@ -62,9 +64,9 @@ QSpinBox* spin(int lo, int hi, int step, const QString& tip) {
 InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   model_ = presetCombo(model_preset_names(), "A model preset, or the path of an mplan model JSON or a Hugging Face config.json");
   cluster_ = presetCombo(cluster_preset_names(), "A cluster preset, or the path of an mplan cluster JSON");
-  gpus_ = spin(1, 1 << 20, 8, "GPUs of the job");
-  gbs_ = spin(1, 1 << 24, 64, "Global batch size in sequences per optimizer step");
-  seq_ = spin(1, 1 << 22, 1024, "Sequence length in tokens");
+  gpus_ = spin(0, 1 << 20, 8, "GPUs of the job");
+  gbs_ = spin(0, 1 << 24, 64, "Global batch size in sequences per optimizer step");
+  seq_ = spin(0, 1 << 22, 1024, "Sequence length in tokens");
   precision_ = new QComboBox;
   for (const char* p : {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"}) precision_->addItem(p);
   method_ = new QComboBox;
@@ -123,6 +125,28 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   connect(search_, &QPushButton::clicked, this, &InputsPanel::searchRequested);
   connect(cancel_, &QPushButton::clicked, this, &InputsPanel::cancelRequested);
   setInputs(JobInputs{});
+  // every edit is a change; Enter in any field searches
+  for (QComboBox* c : {model_, cluster_, precision_, method_, objective_})
+    connect(c, &QComboBox::currentTextChanged, this, &InputsPanel::inputsChanged);
+  for (QSpinBox* b : {gpus_, gbs_, seq_, topk_}) connect(b, &QSpinBox::valueChanged, this, &InputsPanel::inputsChanged);
+  for (QLineEdit* e : {fix_, max_}) connect(e, &QLineEdit::textChanged, this, &InputsPanel::inputsChanged);
+  connect(across_nvlink_, &QCheckBox::toggled, this, &InputsPanel::inputsChanged);
+  for (QWidget* w : findChildren<QWidget*>())
+    if (qobject_cast<QComboBox*>(w) || qobject_cast<QSpinBox*>(w) || qobject_cast<QLineEdit*>(w) || qobject_cast<QCheckBox*>(w))
+      w->installEventFilter(this);
+}
+
+bool InputsPanel::eventFilter(QObject* watched, QEvent* e) {
+  if (e->type() == QEvent::KeyPress) {
+    auto* k = static_cast<QKeyEvent*>(e);
+    bool enter = (k->key() == Qt::Key_Return || k->key() == Qt::Key_Enter) && !(k->modifiers() & Qt::ControlModifier);
+    auto* combo = qobject_cast<QComboBox*>(watched);
+    if (enter && !(combo && combo->view() && combo->view()->isVisible()) && search_->isEnabled()) {
+      emit searchRequested();
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, e);
 }
 
 JobInputs InputsPanel::inputs() const {
@@ -164,10 +188,21 @@ void InputsPanel::setClusterFile(const QString& path) { cluster_->setCurrentText
 void InputsPanel::setRunning(bool running) {
   search_->setEnabled(!running);
   cancel_->setEnabled(running);
-  if (running) progress_->setValue(0);
+  if (running) {
+    progress_->setFormat("%p%");
+    progress_->setValue(0);
+  }
 }
 
-void InputsPanel::setProgress(int permille) { progress_->setValue(permille); }
+void InputsPanel::setProgress(int permille) {
+  progress_->setFormat("%p%");
+  progress_->setValue(permille);
+}
+
+void InputsPanel::setFinished(const QString& how, bool done) {
+  progress_->setValue(done ? progress_->maximum() : 0);
+  progress_->setFormat(how);
+}
 
 void InputsPanel::setStatusText(const QString& text) { status_->setText(text); }
 

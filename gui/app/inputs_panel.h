@@ -1,6 +1,8 @@
 // The job inputs of the main window: model (preset or file), cluster (preset or file), GPUs, global
 // batch, sequence length, precision, method, constraints (--fix/--max), top K, objective; the Search
-// and Cancel buttons with the progress bar and the search statistics line.
+// and Cancel buttons with the progress bar and the search statistics line. Enter in any field starts
+// the search; every edit emits inputsChanged (the window marks older results out of date). Numbers
+// accept 0 so that the window can say what is wrong instead of the field silently reverting.
 #pragma once
 #include <QWidget>
 
@@ -27,14 +29,21 @@ class InputsPanel : public QWidget {
   // Search running: Search disabled, Cancel enabled, progress shown.
   void setRunning(bool running);
   void setProgress(int permille);
+  // The search ended: the bar shows "done", "cancelled" or "failed" (0% unless done).
+  void setFinished(const QString& how, bool done);
   void setStatusText(const QString& text);
   QPushButton* searchButton() const { return search_; }
   QPushButton* cancelButton() const { return cancel_; }
   QProgressBar* progressBar() const { return progress_; }
+  QSpinBox* gpusBox() const { return gpus_; }
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* e) override;
 
  signals:
   void searchRequested();
   void cancelRequested();
+  void inputsChanged();
 
  private:
   QComboBox *model_, *cluster_, *precision_, *method_, *objective_;

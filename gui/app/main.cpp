@@ -58,7 +58,11 @@ int main(int argc, char** argv) {
   QCommandLineOption plan("plan", "Open a plan file (mplan.plan/1).", "FILE");
   QCommandLineOption search("search", "Start the search at once.");
   QCommandLineOption size("size", "Window size for screenshots, e.g. 1600x1000.", "WxH");
-  for (auto* o : {&screenshot, &model, &cluster, &gpus, &gbs, &seq, &precision, &fix, &max, &top, &runsDb, &plan, &search, &size})
+  QCommandLineOption prefix("prefix", "Screenshots: file name prefix (moe- writes moe-timeline.png ...).", "TEXT");
+  QCommandLineOption views("views", "Screenshots: only these views, e.g. timeline,timeline-zoom (default all: results, "
+                                    "timeline, timeline-zoom, memory, breakdown, runs).", "LIST");
+  for (auto* o : {&screenshot, &model, &cluster, &gpus, &gbs, &seq, &precision, &fix, &max, &top, &runsDb, &plan, &search, &size,
+                  &prefix, &views})
     cl.addOption(*o);
   cl.process(app);
 
@@ -88,6 +92,9 @@ int main(int argc, char** argv) {
     opt.dir = cl.value(screenshot);
     opt.inputs = in;
     opt.runs_db = cl.value(runsDb);
+    opt.plan_file = cl.value(plan);
+    opt.prefix = cl.value(prefix);
+    if (cl.isSet(views)) opt.views = cl.value(views).split(',', Qt::SkipEmptyParts);
     if (cl.isSet(size)) {
       QStringList wh = cl.value(size).split('x');
       if (wh.size() == 2 && wh[0].toInt() > 200 && wh[1].toInt() > 200) opt.size = QSize(wh[0].toInt(), wh[1].toInt());

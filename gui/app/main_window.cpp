@@ -17,6 +17,7 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
@@ -77,14 +78,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(ship
   auto* inputsScroll = new QScrollArea;
   inputsScroll->setWidget(inputs_);
   inputsScroll->setWidgetResizable(true);
-  inputsScroll->setMinimumWidth(inputs_->sizeHint().width() + 24);
+  // narrow windows (1024 px laptops) keep the charts: the inputs scroll sideways below 250 px
+  inputsScroll->setMinimumWidth(std::min(inputs_->sizeHint().width() + 24, 250));
   inputsScroll->setFrameShape(QFrame::NoFrame);
 
   banner_ = new QLabel;
   banner_->setWordWrap(true);
   banner_->setVisible(false);
   banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  out_of_date_ = new QLabel;
+  out_of_date_->setWordWrap(true);
+  out_of_date_->setVisible(false);
+  out_of_date_->setStyleSheet("QLabel { background: #FFF4D6; color: #6B4E00; border: 1px solid #E8C97A; padding: 6px; }");
   tabs_ = new QTabWidget;
+  tabs_->setUsesScrollButtons(false);
   runs_ = new RunsPanel;
   tabs_->addTab(buildResultsTab(), "Results");
   tabs_->addTab(buildTimelineTab(), "Timeline");
@@ -96,17 +103,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(ship
   auto* rv = new QVBoxLayout(right);
   rv->setContentsMargins(0, 0, 0, 0);
   rv->addWidget(banner_);
+  rv->addWidget(out_of_date_);
   rv->addWidget(tabs_, 1);
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(inputsScroll);
   split->addWidget(right);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
+  split->setCollapsible(1, false);
+  split->setSizes({inputs_->sizeHint().width() + 24, 1200});
   setCentralWidget(split);
   buildMenus();
   statusBar()->showMessage(havePlanner() ? "Ready." : "Ready (built without the planner library: fallback search).");
 
   connect(inputs_, &InputsPanel::searchRequested, this, [this] { startSearch(); });
+  connect(inputs_, &InputsPanel::inputsChanged, this, &MainWindow::updateOutOfDate);
   connect(inputs_, &InputsPanel::cancelRequested, controller_, &SearchController::cancel);
   connect(controller_, &SearchController::progressChanged, inputs_, &InputsPanel::setProgress);
   connect(controller_, &SearchController::finished, this, &MainWindow::onSearchFinished);
@@ -121,7 +132,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(ship
   });
   connect(&trace_watcher_, &QFutureWatcher<TraceOutcome>::finished, this, &MainWindow::onTraceReady);
   updateActions();
-  resize(1500, 950);
+  QSize size(1500, 950);  // at most the screen's free area (a 1366x768 laptop gets a window that fits)
+  if (QScreen* sc = screen()) size = size.boundedTo(sc->availableGeometry().size());
+  resize(size);
 }
 
 MainWindow::~MainWindow() {
@@ -172,6 +185,13 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
 
+  QMenu* searchMenu = menuBar()->addMenu("&Search");
+  search_action_ = searchMenu->addAction("&Run search", this, [this] { startSearch(); });
+  search_action_->setShortcuts({QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter"), QKeySequence(Qt::Key_F5)});
+  search_action_->setToolTip("Search with the inputs on the left (Enter in any field, Ctrl+Enter, F5)");
+  cancel_action_ = searchMenu->addAction("&Cancel search", controller_, &SearchController::cancel);
+  cancel_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+
   QMenu* edit = menuBar()->addMenu("&Edit");
   copy_megatron_ = edit->addAction("Copy &Megatron-LM arguments", QKeySequence("Ctrl+Shift+C"), this,
                                    [this] { copyMegatronArgs(); });
@@ -195,6 +215,7 @@ QWidget* MainWindow::buildResultsTab() {
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& t) {
     proxy_->setFilterText(t);
     updateFilterInfo();
+    if (!current_ && results_->rowCount() > 0) selectBestShown();  // nothing shown yet: the best one now shown
   });
   table_ = makeTable(proxy_);
   table_->setSortingEnabled(true);
@@ -220,12 +241,7 @@ QWidget* MainWindow::buildResultsTab() {
 }
 
 QWidget* MainWindow::buildTimelineTab() {
-  timeline_ = new TimelineView;
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(timeline_);
-  scroll->setWidgetResizable(true);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setFrameShape(QFrame::NoFrame);
+  timeline_ = new TimelineView;  // scrolls its lanes itself: the ruler stays pinned
   auto* bar = new QHBoxLayout;
   auto button = [&](const QString& text, const QString& tip, auto slot) {
     auto* b = new QToolButton;
@@ -234,9 +250,10 @@ QWidget* MainWindow::buildTimelineTab() {
     connect(b, &QToolButton::clicked, timeline_, slot);
     bar->addWidget(b);
   };
-  button("Zoom in", "Zoom in (+, mouse wheel)", &TimelineView::zoomIn);
-  button("Zoom out", "Zoom out (-, mouse wheel)", &TimelineView::zoomOut);
+  button("Zoom in", "Zoom in (W, +, Ctrl+wheel)", &TimelineView::zoomIn);
+  button("Zoom out", "Zoom out (S, -, Ctrl+wheel)", &TimelineView::zoomOut);
   button("Whole step", "Show the whole step (0, double click)", &TimelineView::showAll);
+  button("Zoom to selection", "Drag over the lanes to measure a range, then zoom to it (Z)", &TimelineView::zoomToSelection);
   plan_header_ = new QLabel;
   plan_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   bar->addSpacing(12);
@@ -244,7 +261,7 @@ QWidget* MainWindow::buildTimelineTab() {
   auto* w = new QWidget;
   auto* v = new QVBoxLayout(w);
   v->addLayout(bar);
-  v->addWidget(scroll, 1);
+  v->addWidget(timeline_, 1);
   return w;
 }
 
@@ -287,6 +304,7 @@ QString MainWindow::detailsText() const { return details_->toPlainText(); }
 void MainWindow::showTab(Tab t) { tabs_->setCurrentIndex(int(t)); }
 
 void MainWindow::showBanner(const QString& text, bool error) {
+  banner_error_ = error && !text.isEmpty();
   banner_->setText(text);
   banner_->setStyleSheet(error ? "QLabel { background: #FDECEA; color: #8A1F11; border: 1px solid #E0A09A; padding: 8px; }"
                                : "QLabel { background: #EEF5FB; color: #1F4E79; border: 1px solid #A9C7E3; padding: 8px; }");
@@ -314,36 +332,57 @@ bool MainWindow::startSearch() {
   opt.max = max.value();
   opt.allow_tp_across_nvlink = in.allow_tp_across_nvlink;
   showBanner({});
+  pending_inputs_ = in;
   inputs_->setRunning(true);
   inputs_->setStatusText(QString("Searching %1 …").arg(jobLabel(job.value())));
   statusBar()->showMessage("Searching…");
-  return controller_->start(job.value(), calibration_, opt);
+  bool started = controller_->start(job.value(), calibration_, opt);
+  updateActions();
+  return started;
 }
 
 void MainWindow::onSearchFinished(const SearchOutcome& o) {
   inputs_->setRunning(false);
+  updateActions();
+  const bool keep = results_->rowCount() > 0;  // results of an earlier search on screen
   if (!o.ok) {
-    inputs_->setStatusText({});
+    inputs_->setFinished("failed", false);
+    inputs_->setStatusText(shown_status_);
     statusBar()->showMessage("Search failed.", 5000);
-    showBanner("The search failed:\n" + o.error);
+    showBanner("The search failed:\n" + QString::fromStdString(panelWording(o.error.toStdString())) +
+               (keep ? "\nThe results below are those of the previous search." : ""));
     return;
   }
   const SearchStats& st = o.result.stats;
-  inputs_->setStatusText(QString("%1<br>%2 layouts enumerated, %3 rejected, %4 pruned, %5 simulated, %6 fit — %7 s%8")
-                             .arg(jobLabel(o.job).toHtmlEscaped())
-                             .arg(formatCount(double(st.enumerated)))
-                             .arg(formatCount(double(st.rejected)))
-                             .arg(formatCount(double(st.pruned_by_bound + st.pruned_memory)))
-                             .arg(formatCount(double(st.simulated)))
-                             .arg(formatCount(double(st.fits)))
-                             .arg(st.wall_s, 0, 'f', 2)
-                             .arg(o.result.cancelled ? " (cancelled)" : ""));
+  QString stats = QString("%1<br>%2 layouts enumerated, %3 rejected, %4 pruned, %5 simulated, %6 fit — %7 s%8")
+                      .arg(jobLabel(o.job).toHtmlEscaped())
+                      .arg(formatCount(double(st.enumerated)))
+                      .arg(formatCount(double(st.rejected)))
+                      .arg(formatCount(double(st.pruned_by_bound + st.pruned_memory)))
+                      .arg(formatCount(double(st.simulated)))
+                      .arg(formatCount(double(st.fits)))
+                      .arg(st.wall_s, 0, 'f', 2)
+                      .arg(o.result.cancelled ? " (cancelled)" : "");
   statusBar()->showMessage(o.result.cancelled ? "Search cancelled." : "Search done.", 5000);
+  if (o.result.top.empty() && o.result.cancelled) {
+    // nothing new to show: the previous results stay, and say so (not an error)
+    inputs_->setFinished("cancelled", false);
+    inputs_->setStatusText(shown_status_);
+    showBanner(keep ? "Search cancelled before it found a layout: still showing the previous results." +
+                          QString(resultsOutOfDate() ? " The inputs changed since those were searched." : "")
+                    : QString("Search cancelled before it found a layout."),
+               false);
+    return;
+  }
+  inputs_->setStatusText(stats);
+  shown_status_ = stats;
+  inputs_->setFinished(o.result.cancelled ? "cancelled: best found so far" : "done", !o.result.cancelled);
+  searched_ = pending_inputs_;
+  updateOutOfDate();
   if (o.result.top.empty()) {
-    QString head = o.result.cancelled ? "The search was cancelled before any layout was found."
-                                      : "No layout of this job fits: nothing to show.";
+    QString head = "No layout of this job fits: nothing to show.";
     QStringList reasons;
-    for (const auto& r : o.result.top_rejection_reasons) reasons << QString::fromStdString(r);
+    for (const auto& r : o.result.top_rejection_reasons) reasons << QString::fromStdString(panelWording(r));
     showBanner(reasons.isEmpty() ? head : head + " The most frequent reasons layouts were rejected:\n• " + reasons.join("\n• "));
     showCandidates({});
     QString html = "<h3>" + head.toHtmlEscaped() + "</h3><ul>";
@@ -353,25 +392,63 @@ void MainWindow::onSearchFinished(const SearchOutcome& o) {
   }
   showBanner(o.result.cancelled ? "Search cancelled: showing the best layouts found so far." : QString(), false);
   showCandidates(o.result.top);
-  selectRanks({0});
+  selectBestShown();
 }
 
 void MainWindow::showCandidates(std::vector<Candidate> candidates) {
-  current_.reset();
-  explain_text_.clear();
+  // a new result set: nothing of the previous one may stay in a view, whatever gets selected next
+  clearPlanViews();
   results_->setCandidates(std::move(candidates));
   table_->resizeColumnsToContents();
   updateFilterInfo();
-  if (results_->rowCount() == 0) {
-    breakdown_->setPlans({});
-    memory_->clear();
-    timeline_->clear();
-    plan_header_->clear();
-    shown_plan_key_.clear();
-    pending_plan_key_.clear();
-    current_trace_ = {};
-  }
   updateActions();
+}
+
+void MainWindow::clearPlanViews() {
+  current_.reset();
+  explain_text_.clear();
+  breakdown_->setPlans({});
+  memory_->clear();
+  timeline_->clear();
+  plan_header_->clear();
+  details_->clear();
+  shown_plan_key_.clear();
+  pending_plan_key_.clear();
+  current_trace_ = {};
+  updateActions();
+}
+
+bool MainWindow::selectBestShown() {
+  int best_row = -1, best = results_->rowCount();
+  for (int r = 0; r < proxy_->rowCount(); ++r) {
+    int c = proxy_->index(r, 0).data(ResultsModel::CandidateRole).toInt();
+    if (c < best) best = c, best_row = r;
+  }
+  if (best_row < 0) {
+    table_->clearSelection();
+    if (results_->rowCount() > 0)
+      setDetails(QString("<h3>The filter hides all %1 results of this search</h3><p>Filter: <code>%2</code>. Clear or "
+                         "change it to see them; the best one is then shown.</p>")
+                     .arg(results_->rowCount())
+                     .arg(proxy_->filterText().toHtmlEscaped()));
+    return false;
+  }
+  QItemSelection sel(proxy_->index(best_row, 0), proxy_->index(best_row, ResultsModel::ColumnCount - 1));
+  table_->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  table_->scrollTo(proxy_->index(best_row, 0));
+  return true;
+}
+
+bool MainWindow::resultsOutOfDate() const { return searched_ && inputs_->inputs() != *searched_; }
+
+QString MainWindow::outOfDateText() const { return out_of_date_->isHidden() ? QString() : out_of_date_->text(); }
+
+void MainWindow::updateOutOfDate() {
+  bool stale = resultsOutOfDate();
+  out_of_date_->setText(stale ? "The inputs changed since these results were searched: they are out of date. Press Search "
+                                "(Enter in a field, Ctrl+Enter or F5) to update them."
+                              : QString());
+  out_of_date_->setVisible(stale);
 }
 
 void MainWindow::selectRanks(const std::vector<int>& ranks) {
@@ -446,7 +523,17 @@ void MainWindow::showPlan(const Candidate& c, int rank) {
   row("model TFLOP/s/GPU", QString::number(r.model_tflops_per_gpu, 'f', 1));
   row("peak memory", QString("%1 of %2").arg(formatGiB(r.peak_memory_gib), formatGiB(r.capacity_gib, 0)));
   row("micro-batches", QString::number(r.num_microbatches));
-  row("bubble", formatPercent(r.bubble_fraction));
+  QString bubble = formatPercent(r.bubble_fraction);
+  if (r.bottleneck_stage >= 0 && r.step_time_s > 0)
+    bubble += QString(" = fill/drain %1 + stage imbalance %2 (critical rank: stage %3; bottleneck: stage %4)")
+                  .arg(formatPercent(r.bubble_fill_drain_s / r.step_time_s), formatPercent(r.bubble_imbalance_s / r.step_time_s))
+                  .arg(r.critical_stage)
+                  .arg(r.bottleneck_stage);
+  row("bubble", bubble.toHtmlEscaped());
+  if (c.plan.parallel.num_layers_in_first_pipeline_stage || c.plan.parallel.num_layers_in_last_pipeline_stage)
+    row("pipeline split", QString("first stage %1 layers, last stage %2 layers")
+                              .arg(c.plan.parallel.num_layers_in_first_pipeline_stage)
+                              .arg(c.plan.parallel.num_layers_in_last_pipeline_stage));
   html += "</table>";
   if (!r.warnings.empty()) {
     html += "<p><b>Warnings</b></p><ul>";
@@ -509,6 +596,8 @@ bool MainWindow::waitForBackgroundWork(int timeout_ms) {
 void MainWindow::setDetails(const QString& html) { details_->setHtml(html); }
 
 void MainWindow::updateActions() {
+  search_action_->setEnabled(!controller_->isRunning());
+  cancel_action_->setEnabled(controller_->isRunning());
   bool have = current_.has_value();
   save_plan_->setEnabled(have);
   export_trace_->setEnabled(have && !current_trace_.trace.empty());

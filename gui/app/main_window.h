@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "gui/models/breakdown_models.h"
+#include "gui/models/job_inputs.h"
 #include "gui/models/results_model.h"
 #include "gui/models/search_controller.h"
 #include "gui/models/timeline_data.h"
@@ -49,6 +50,12 @@ class MainWindow : public QMainWindow {
   RunsPanel* runsPanel() const { return runs_; }
   QTabWidget* tabs() const { return tabs_; }
   QString bannerText() const;
+  bool bannerIsError() const { return banner_error_; }
+  // True when the inputs differ from those of the results shown (the results are out of date).
+  bool resultsOutOfDate() const;
+  QString outOfDateText() const;
+  QAction* searchAction() const { return search_action_; }
+  QAction* cancelAction() const { return cancel_action_; }
   QString detailsText() const;
   // The plan shown in the timeline and memory views, if any.
   const Candidate* currentPlan() const { return current_ ? &*current_ : nullptr; }
@@ -58,6 +65,9 @@ class MainWindow : public QMainWindow {
   bool startSearch();
   // Selects result rows by rank (0 = best) in the table; the first is the current plan.
   void selectRanks(const std::vector<int>& ranks);
+  // Selects the best result the filter shows; with none shown, the plan views stay empty and the
+  // details say that the filter hides the results. False when nothing is shown.
+  bool selectBestShown();
   bool openPlanFile(const QString& path);
   bool openRunsDatabase(const QString& path);
   bool savePlanTo(const QString& path);
@@ -83,6 +93,8 @@ class MainWindow : public QMainWindow {
   QWidget* buildMemoryTab();
   void showBanner(const QString& text, bool error = true);
   void showCandidates(std::vector<Candidate> candidates);
+  void clearPlanViews();
+  void updateOutOfDate();
   void showPlan(const Candidate& c, int rank);
   void updateFilterInfo();
   void requestExplanation(const Candidate& c);
@@ -95,7 +107,11 @@ class MainWindow : public QMainWindow {
   ResultsFilterModel* proxy_;
   TimeBreakdownModel* breakdown_;
   MemoryModel* memory_;
-  QLabel *banner_, *filter_info_, *plan_header_;
+  QLabel *banner_, *filter_info_, *plan_header_, *out_of_date_;
+  bool banner_error_ = false;
+  std::optional<JobInputs> searched_;  // the inputs of the results shown (none: no search yet)
+  JobInputs pending_inputs_;           // the inputs of the running search
+  QString shown_status_;               // the search statistics of the results shown
   QLineEdit* filter_;
   QTableView* table_;
   QTextBrowser* details_;
@@ -104,7 +120,7 @@ class MainWindow : public QMainWindow {
   BreakdownChart* breakdown_chart_;
   MemoryChart* memory_chart_;
   RunsPanel* runs_;
-  QAction *save_plan_, *export_trace_, *copy_megatron_;
+  QAction *save_plan_, *export_trace_, *copy_megatron_, *search_action_, *cancel_action_;
   Calibration calibration_;
   std::optional<Candidate> current_;
   int current_rank_ = 1;

@@ -31,8 +31,10 @@ bool MainWindow::openPlanFile(const QString& path) {
   in.seq_length = plan->training.seq_length;
   in.precision = std::string(to_string(plan->training.precision));
   inputs_->setInputs(in);
+  searched_ = inputs_->inputs();  // the results now are this plan's
+  updateOutOfDate();
   showCandidates({Candidate{plan.value(), rep.value()}});
-  selectRanks({0});
+  selectBestShown();
   showBanner(QString("Showing the plan file %1 (not a search result).").arg(QFileInfo(path).fileName()), false);
   return true;
 }

@@ -35,14 +35,21 @@ ScreenshotResult takeScreenshots(MainWindow& w, const ScreenshotOptions& opt) {
   w.show();
   settleEvents();
   auto shot = [&](MainWindow::Tab tab, const QString& name) {
+    if (!opt.views.isEmpty() && !opt.views.contains(name)) return;
     w.showTab(tab);
     settleEvents();
-    QString path = QDir(opt.dir).filePath(name + ".png");
+    QString path = QDir(opt.dir).filePath(opt.prefix + name + ".png");
     if (w.grab().save(path)) res.files << path;
     else res.message += "could not write " + path + "\n";
   };
   w.inputsPanel()->setInputs(opt.inputs);
-  if (!w.startSearch()) {
+  if (!opt.plan_file.isEmpty()) {
+    if (!w.openPlanFile(opt.plan_file)) {
+      res.exit_code = 2;
+      res.message = w.bannerText();
+      return res;
+    }
+  } else if (!w.startSearch()) {
     res.exit_code = 2;
     res.message = w.bannerText();
     shot(MainWindow::ResultsTab, "results");

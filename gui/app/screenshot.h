@@ -1,5 +1,6 @@
-// `mplan-gui --screenshot DIR`: runs a search headless, opens each view with the best plan and writes
-// one PNG per view (results, timeline, timeline-zoom, breakdown, memory, runs) to DIR. Shared with the end-to-end test.
+// `mplan-gui --screenshot DIR`: runs a search headless (or opens a plan file), opens each view with
+// the best plan and writes one PNG per view (results, timeline, timeline-zoom, breakdown, memory,
+// runs) to DIR, named PREFIX + view + ".png", optionally only some views. Shared with the end-to-end test.
 #pragma once
 #include <QSize>
 #include <QString>
@@ -19,6 +20,9 @@ struct ScreenshotOptions {
   int compare = 4;         // plans side by side in the breakdown view
   double zoom_fraction = 0.15;  // timeline-zoom.png shows this first part of the step
   int timeout_ms = 600000;
+  QString plan_file;   // non-empty: show this plan file instead of searching
+  QString prefix;      // file names: PREFIX + view + ".png"
+  QStringList views;   // empty: all of them
 };
 
 struct ScreenshotResult {

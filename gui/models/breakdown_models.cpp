@@ -8,12 +8,16 @@ namespace mplan::gui {
 // ---- TimeBreakdownModel -----------------------------------------------------------------------
 
 QString TimeBreakdownModel::componentName(int k) {
-  static const char* names[kComponents] = {"compute", "recompute", "TP comm", "CP comm", "EP comm",
-                                           "DP comm", "PP p2p",   "bubble",  "optimizer"};
+  static const char* names[kComponents] = {"compute", "recompute", "TP comm",    "CP comm",         "EP comm",
+                                           "DP comm", "PP p2p",    "fill/drain", "stage imbalance", "optimizer",
+                                           "offload"};
   return k >= 0 && k < kComponents ? QString(names[k]) : QString();
 }
 
-double TimeBreakdownModel::componentValue(const TimeBreakdown& t, int k) {
+double TimeBreakdownModel::componentValue(const StepReport& r, int k) {
+  const TimeBreakdown& t = r.time;
+  // reports without the split (older plan files) count their whole bubble as fill/drain
+  const bool split = r.bubble_fill_drain_s + r.bubble_imbalance_s > 0;
   switch (k) {
     case 0: return t.compute;
     case 1: return t.recompute;
@@ -22,8 +26,10 @@ double TimeBreakdownModel::componentValue(const TimeBreakdown& t, int k) {
     case 4: return t.ep_comm_exposed;
     case 5: return t.dp_comm_exposed;
     case 6: return t.pp_p2p_exposed;
-    case 7: return t.bubble;
-    case 8: return t.optimizer;
+    case 7: return split ? r.bubble_fill_drain_s : t.bubble;
+    case 8: return split ? r.bubble_imbalance_s : 0.0;
+    case 9: return t.optimizer;
+    case 10: return t.offload_exposed;
   }
   return 0;
 }
@@ -46,7 +52,7 @@ QVariant TimeBreakdownModel::data(const QModelIndex& index, int role) const {
   const int c = index.column();
   double v = 0;
   if (c == 0) return role == Qt::DisplayRole || role == ValueRole ? QVariant(e.label) : QVariant();
-  if (c >= FirstComponentColumn) v = componentValue(e.report.time, c - FirstComponentColumn);
+  if (c >= FirstComponentColumn) v = componentValue(e.report, c - FirstComponentColumn);
   else if (c == StepTimeColumn) v = e.report.step_time_s;
   else v = e.report.mfu;
   if (role == ValueRole) return v;

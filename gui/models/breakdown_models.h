@@ -16,13 +16,15 @@ class TimeBreakdownModel : public QAbstractTableModel {
  public:
   static constexpr int ValueRole = Qt::UserRole;
   // Columns: 0 plan label, 1 MFU, 2 step time, then the kComponents time components.
-  static constexpr int kComponents = 9;
+  static constexpr int kComponents = 11;
   static constexpr int MfuColumn = 1;
   static constexpr int StepTimeColumn = 2;
   static constexpr int FirstComponentColumn = 3;
   static constexpr int ColumnCount = FirstComponentColumn + kComponents;
-  static QString componentName(int k);  // "compute", "recompute", "TP comm" ... "optimizer"
-  static double componentValue(const TimeBreakdown& t, int k);
+  // "compute", "recompute", "TP comm" ... "PP p2p", "fill/drain", "stage imbalance", "optimizer": the
+  // time breakdown with the bubble split by cause (simulator/bubbles.h)
+  static QString componentName(int k);
+  static double componentValue(const StepReport& r, int k);
 
   struct Entry {
     QString label;

@@ -51,6 +51,8 @@ QString layoutLabel(const ParallelConfig& p) {
   if (p.sp) parts << "sp";
   parts << QString("pp%1").arg(p.pp);
   if (p.vpp > 1) parts << QString("vpp%1").arg(p.vpp);
+  if (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage)
+    parts << QString("first%1 last%2").arg(p.num_layers_in_first_pipeline_stage).arg(p.num_layers_in_last_pipeline_stage);
   parts << QString("dp%1").arg(p.dp());
   if (p.cp > 1) parts << QString("cp%1").arg(p.cp);
   if (p.ep > 1) parts << QString("ep%1").arg(p.ep);

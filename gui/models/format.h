@@ -18,7 +18,7 @@ QString formatGiB(double gib, int decimals = 1);
 // "12,345" with thousands separators.
 QString formatCount(double value);
 // Compact layout label: "tp2 sp pp4 vpp2 dp8 cp2 ep8 mbs1 z1 tpov sel" (vpp/cp/ep/etp of 1 left out;
-// tpov = TP communication overlap, sel/full = recomputation).
+// tpov = TP communication overlap, sel/full = recomputation; "first17 last14": uneven first/last stages).
 QString layoutLabel(const ParallelConfig& p);
 // "none" | "selective" | "full" | "full(4)".
 QString recomputeLabel(const ParallelConfig& p);

@@ -15,7 +15,24 @@ std::string trim(const std::string& s) {
   return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
 }
 
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+}
+
 }  // namespace
+
+std::string panelWording(std::string m) {
+  // prefixes the loaders put before their own message: the panel names the field itself
+  for (const char* p : {"--model: ", "--cluster: "})
+    if (m.rfind(p, 0) == 0) m.erase(0, std::string(p).size());
+  static const std::pair<const char*, const char*> words[] = {
+      {"--fix/--max", "Fix/Max"},        {"--fix ", "Fix "},           {"--max ", "Max "},
+      {" (parallel.world_size)", ""},   {"--gpus", "GPUs"},          {"--gbs", "Global batch"},
+      {"--seq", "Sequence length"},     {"--precision", "Precision"}, {"--model", "Model"},
+      {"--cluster", "Cluster"},         {"--top", "Top K"}};
+  for (const auto& [from, to] : words) replaceAll(m, from, to);
+  return m;
+}
 
 Expected<std::map<std::string, int>> parseConstraints(const std::string& text, const std::string& what) {
   static const std::set<std::string> keys = {"tp", "pp", "vpp", "cp", "ep", "etp", "dp", "mbs", "zero", "recompute_layers"};
@@ -47,9 +64,9 @@ Expected<Plan> buildJob(const JobInputs& in) {
   std::vector<std::string> problems;
   Plan job;
   auto model = resolve_model(in.model);
-  if (!model) problems.push_back("Model '" + in.model + "': " + model.error().message());
+  if (!model) problems.push_back("Model '" + in.model + "': " + panelWording(model.error().message()));
   auto cluster = resolve_cluster(in.cluster);
-  if (!cluster) problems.push_back("Cluster '" + in.cluster + "': " + cluster.error().message());
+  if (!cluster) problems.push_back("Cluster '" + in.cluster + "': " + panelWording(cluster.error().message()));
   if (in.gpus < 1) problems.push_back("GPUs must be at least 1.");
   if (in.global_batch < 1) problems.push_back("Global batch must be at least 1 sequence.");
   if (in.seq_length < 1) problems.push_back("Sequence length must be at least 1 token.");

@@ -24,7 +24,13 @@ struct JobInputs {
   int top_k = 20;
   bool memory_objective = false;
   bool allow_tp_across_nvlink = false;
+  bool operator==(const JobInputs&) const = default;
 };
+
+// A message of the loaders or the planner worded for the inputs panel: the CLI's flags become the
+// panel's field names ("--fix tp=8 conflicts with --max tp=4" -> "Fix tp=8 conflicts with Max tp=4",
+// "--model: 'x' is neither ..." -> "'x' is neither ...").
+std::string panelWording(std::string message);
 
 // "tp=8, pp=4" -> {tp: 8, pp: 4}. Keys as planner.h lists them; errors name the bad item.
 Expected<std::map<std::string, int>> parseConstraints(const std::string& text, const std::string& what);

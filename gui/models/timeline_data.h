@@ -1,8 +1,10 @@
 // The pipeline timeline as drawable data: lanes (one compute lane per stage, then one lane per
-// communication stream used on that stage) holding the simulator's trace blocks sorted by start,
-// and the bubbles — idle gaps of each compute lane inside the pipelined part of the step — with
-// their share of the step time (idle time, whether the stage waits for its schedule or for a p2p
-// transfer; the simulator's breakdown tells the two apart on the critical rank). Plain C++ (no Qt): built and tested without a window.
+// communication stream used on that stage) holding the simulator's trace blocks sorted by start
+// (communication blocks with their exposed part), the bubbles — idle gaps of each compute lane
+// inside the pipelined part of the step — with their share of the step time and their cause
+// (fill/drain of the schedule, or waiting for the bottleneck stage: stage imbalance), the per-stage
+// idle split of the simulator (simulator/bubbles.h), and the flows of the pipeline transfers (send
+// -> the action that consumes it). Plain C++ (no Qt): built and tested without a window.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,13 +17,22 @@ struct TimelineBlock {
   double start_s = 0, dur_s = 0;
   char phase = 'F';  // F, B, W, 'O' optimizer, 'C' communication
   int microbatch = -1, chunk = -1;
-  std::string name;  // the trace event's name ("F mb3 c0", "grad reduce c1", "send B mb2 c0")
+  std::string name;  // the trace event's name ("F mb3 c0", "DP grad reduce c1", "send B mb2 c0")
+  double exposed_s = 0;  // communication: its last exposed_s seconds hold up the compute stream
   double end_s() const { return start_s + dur_s; }
 };
 
 struct TimelineBubble {
   double start_s = 0, dur_s = 0;
-  double share = 0;  // dur_s / step time
+  double share = 0;        // dur_s / step time
+  bool imbalance = false;  // in the steady state of a stage that waits for the bottleneck, else fill/drain
+};
+
+// A pipeline transfer: from the end of a send (lane, time) to the start of the action that consumes
+// it on the receiving stage's compute lane.
+struct TimelineFlow {
+  int from_lane = -1, to_lane = -1;
+  double from_s = 0, to_s = 0;
 };
 
 struct TimelineLane {
@@ -42,6 +53,13 @@ struct TimelineData {
   std::vector<double> stage_bubble_share;  // per stage: sum of its bubbles / step time
   double bubble_fraction = 0;              // the simulator's (critical rank) bubble share
   double pp_wait_fraction = 0;             // the simulator's exposed PP p2p share (critical rank)
+  // the simulator's split (simulator/bubbles.h): per stage, and of the critical rank
+  std::vector<double> stage_fill_drain_share, stage_imbalance_share;
+  double fill_drain_fraction = 0, imbalance_fraction = 0;
+  int critical_stage = 0;
+  int bottleneck_stage = -1;
+  std::vector<int> stage_layers;
+  std::vector<TimelineFlow> flows;
   bool empty() const { return lanes.empty(); }
   int blockCount() const;
   // Index of the first lane of `stage` (its compute lane), -1 when absent.
@@ -56,6 +74,9 @@ TimelineData buildTimeline(const StepReport& r);
 // Index of the block of `lane` covering time t (within `slack_s` of its edges), -1 for none.
 // When several blocks are within the slack, the one whose span is closest to t wins.
 int blockIndexAt(const TimelineLane& lane, double t, double slack_s);
+// "16 layers + LM head and loss" of a stage (what it holds), "" when unknown.
+std::string stageContents(const TimelineData& d, int stage);
+
 // Index of the bubble of `lane` covering time t, -1 for none.
 int bubbleIndexAt(const TimelineLane& lane, double t);
 

@@ -39,7 +39,7 @@ BreakdownChart::BreakdownChart(QWidget* parent) : QChartView(parent) {
   setRenderHint(QPainter::Antialiasing);
   chart()->legend()->setAlignment(Qt::AlignBottom);
   chart()->setMargins(QMargins(6, 6, 6, 6));
-  setMinimumSize(480, 320);
+  setMinimumSize(360, 260);
   rebuild();
 }
 
@@ -76,16 +76,16 @@ void BreakdownChart::rebuild() {
   bars_->setBarWidth(n == 1 ? 0.35 : 0.6);
   for (int k = 0; k < TimeBreakdownModel::kComponents; ++k) {
     bool any = false;
-    for (const auto& p : plans) any = any || TimeBreakdownModel::componentValue(p.report.time, k) > 0;
+    for (const auto& p : plans) any = any || TimeBreakdownModel::componentValue(p.report, k) > 0;
     if (!any) continue;
     auto* set = new QBarSet(TimeBreakdownModel::componentName(k));
     set->setColor(componentColor(k));
     set->setBorderColor(componentColor(k).darker(125));
-    for (const auto& p : plans) *set << TimeBreakdownModel::componentValue(p.report.time, k) * scale;
+    for (const auto& p : plans) *set << TimeBreakdownModel::componentValue(p.report, k) * scale;
     connect(set, &QBarSet::hovered, this, [this, k](bool on, int i) {
       if (!on || !model_ || i < 0 || i >= model_->rowCount()) return QToolTip::hideText();
       const auto& e = model_->plans()[size_t(i)];
-      double v = TimeBreakdownModel::componentValue(e.report.time, k);
+      double v = TimeBreakdownModel::componentValue(e.report, k);
       QToolTip::showText(QCursor::pos(), QString("<b>%1</b>: %2 (%3 of the step)<br>%4")
                                              .arg(TimeBreakdownModel::componentName(k), formatTime(v),
                                                   formatPercent(e.report.step_time_s > 0 ? v / e.report.step_time_s : 0),

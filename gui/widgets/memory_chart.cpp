@@ -24,7 +24,7 @@ MemoryChart::MemoryChart(QWidget* parent) : QChartView(parent) {
   setRenderHint(QPainter::Antialiasing);
   chart()->legend()->setAlignment(Qt::AlignBottom);
   chart()->setMargins(QMargins(6, 6, 6, 6));
-  setMinimumSize(480, 320);
+  setMinimumSize(360, 260);
   rebuild();
 }
 

@@ -29,8 +29,8 @@ QColor bubbleColor() { return QColor("#C8C8C8"); }
 
 QColor componentColor(int k) {
   static const char* c[] = {"#4C78A8", "#9ECAE9", "#72B7B2", "#D4A017", "#9D755D",
-                            "#E45756", "#54A24B", "#BAB0AC", "#6F6F6F"};
-  return QColor(c[k >= 0 && k < 9 ? k : 0]);
+                            "#E45756", "#54A24B", "#BAB0AC", "#F2B447", "#6F6F6F"};
+  return QColor(c[k >= 0 && k < 10 ? k : 0]);
 }
 
 QColor memoryKindColor(int k) {

@@ -29,7 +29,7 @@ void setupView(QChartView* v) {
   v->setRenderHint(QPainter::Antialiasing);
   v->chart()->legend()->setAlignment(Qt::AlignBottom);
   v->chart()->setMargins(QMargins(4, 4, 4, 4));
-  v->setMinimumSize(360, 260);
+  v->setMinimumSize(280, 200);
 }
 
 qint64 msecs(const std::string& iso) {

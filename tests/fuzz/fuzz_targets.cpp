@@ -20,7 +20,9 @@
 #include "profiles/calibrate.h"
 #include "profiles/profile_db.h"
 #include "runs/import.h"
-#include "runs/megatron_log.h"
+#include "runs/log_jobs.h"
+#include "runs/log_scan.h"
+#include "runs/run_json.h"
 #include "runs/runs_db.h"
 #include "simulator/cost_params.h"
 #include "simulator/published.h"
@@ -186,16 +188,26 @@ int runs_csv(const uint8_t* d, size_t n) {
 }
 
 int megatron_log(const uint8_t* d, size_t n) {
+  // what `runs import --megatron-log FILE` does: scan, group into jobs, import every job, store
   std::istringstream in(text_of(d, n));
-  auto log = runs::parse_megatron_log(in, "megatron.log");
-  if (!log) return 0;
+  std::vector<runs::ScannedLog> files;
+  files.push_back(runs::scan_log(in, "train.log"));
+  auto set = runs::combine_logs(std::move(files));
+  if (!set) return 0;
   runs::ImportOptions io;
   io.allow_mismatch = true;
-  auto res = runs::import_megatron_log(*log, small_plan(), io);
-  if (!res) return 0;
   auto db = runs::RunsDb::open(":memory:");
   if (!db) bug("cannot open an in-memory runs database: " + db.error().message());
-  if (auto id = db.value()->add_run(res->run)) (void)db.value()->get_run(*id);
+  for (const auto& job : set->jobs) {
+    (void)runs::describe_job(job);
+    auto res = runs::import_log_job(job, small_plan(), io);
+    if (!res) continue;
+    auto id = db.value()->add_run(res->run);
+    if (!id) continue;
+    auto back = db.value()->get_run(*id);
+    if (!back) bug("a run just stored cannot be read back: " + back.error().message());
+    (void)dump_json(runs::run_to_json(*back, true, true));
+  }
   return 0;
 }
 

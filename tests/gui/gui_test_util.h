@@ -33,6 +33,17 @@ inline mplan::Candidate candidate(int tp, int pp, int mbs, mplan::Recompute rc =
   return {p, r.value()};
 }
 
+// A simulated candidate of `job` with the given layout (the job's model, cluster, GPUs and batch).
+inline mplan::Candidate candidateOf(mplan::Plan job, int tp, int pp, int mbs = 1) {
+  job.parallel.tp = tp;
+  job.parallel.sp = tp > 1;
+  job.parallel.pp = pp;
+  job.parallel.micro_batch_size = mbs;
+  auto r = mplan::simulate(job, mplan::default_cost_params(job.cluster));
+  if (!r) qFatal("candidateOf: %s", r.error().message().c_str());
+  return {job, r.value()};
+}
+
 inline void writeFile(const QString& path, const QByteArray& bytes) {
   QFile f(path);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) qFatal("cannot write %s", qPrintable(path));

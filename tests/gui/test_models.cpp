@@ -103,7 +103,14 @@ class TestModels : public QObject {
       double step = t.index(r, TimeBreakdownModel::StepTimeColumn).data(TimeBreakdownModel::ValueRole).toDouble();
       QVERIFY2(qAbs(sum - step) < 1e-6 * step, "time components sum to the step time");
     }
-    QCOMPARE(t.headerData(TimeBreakdownModel::FirstComponentColumn + 7, Qt::Horizontal).toString(), QString("bubble"));
+    QCOMPARE(t.headerData(TimeBreakdownModel::FirstComponentColumn + 7, Qt::Horizontal).toString(), QString("fill/drain"));
+    QCOMPARE(t.headerData(TimeBreakdownModel::FirstComponentColumn + 8, Qt::Horizontal).toString(), QString("stage imbalance"));
+    // the two bubble columns split the simulator's bubble
+    for (int r = 0; r < t.rowCount(); ++r) {
+      double fill = t.index(r, TimeBreakdownModel::FirstComponentColumn + 7).data(TimeBreakdownModel::ValueRole).toDouble();
+      double imb = t.index(r, TimeBreakdownModel::FirstComponentColumn + 8).data(TimeBreakdownModel::ValueRole).toDouble();
+      QVERIFY(qAbs(fill + imb - cands_[size_t(r)].report.time.bubble) < 1e-9);
+    }
     QVERIFY(t.index(0, TimeBreakdownModel::MfuColumn).data().toString().endsWith('%'));
 
     MemoryModel m;

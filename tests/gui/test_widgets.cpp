@@ -1,4 +1,5 @@
-// Widgets on their own: the timeline (lanes, tooltips, wheel zoom, drag pan, keys, painting) and the
+// Widgets on their own: the timeline (lanes, tooltips, Ctrl+wheel zoom, middle-drag pan, keys, painting; its
+// navigation in test_timeline_view.cpp) and the
 // charts (series built from their models: bars, MFU points, capacity line, runs history, scatter, ops).
 #include <QTemporaryDir>
 #include <QWheelEvent>
@@ -41,8 +42,8 @@ class TestWidgets : public QObject {
     TimelineView v;
     v.resize(1200, 600);
     v.setTimeline(pipelineTimeline(), "tp2 pp4");
-    v.resize(1200, v.minimumHeight());
-    QVERIFY(v.minimumHeight() > 4 * 34);
+    v.resize(1200, v.sizeHint().height());
+    QCOMPARE(v.maxVerticalOffset(), 0);  // every lane fits
     const TimelineData& d = v.timeline();
     for (int i = 0; i < int(d.lanes.size()); ++i) QCOMPARE(v.laneAt(v.laneRect(i).center().y()), i);
     QCOMPARE(v.laneAt(2), -1);
@@ -68,15 +69,15 @@ class TestWidgets : public QObject {
     const double full = v.mapping().span();
     QPointF at(v.mapping().x0 + 300, v.laneRect(0).center().y());
     double tAt = v.mapping().toTime(at.x());
-    QWheelEvent zoom(at, v.mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QWheelEvent zoom(at, v.mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::ControlModifier, Qt::NoScrollPhase, false);
     QApplication::sendEvent(&v, &zoom);
     QVERIFY(v.mapping().span() < full * 0.7);
     QVERIFY(qAbs(v.mapping().toTime(at.x()) - tAt) < 1e-9 * full + 1e-12);
     double start = v.mapping().start_s;
-    QTest::mousePress(&v, Qt::LeftButton, Qt::NoModifier, at.toPoint());
+    QTest::mousePress(&v, Qt::MiddleButton, Qt::NoModifier, at.toPoint());
     QTest::mouseMove(&v, (at - QPointF(200, 0)).toPoint());
-    QTest::mouseRelease(&v, Qt::LeftButton, Qt::NoModifier, (at - QPointF(200, 0)).toPoint());
-    QVERIFY(v.mapping().start_s > start);  // dragging left shows later times
+    QTest::mouseRelease(&v, Qt::MiddleButton, Qt::NoModifier, (at - QPointF(200, 0)).toPoint());
+    QVERIFY(v.mapping().start_s > start);  // middle-dragging left shows later times
     QTest::keyClick(&v, Qt::Key_0);
     QVERIFY(v.mapping().showsAll());
     QTest::keyClick(&v, Qt::Key_Plus);
@@ -111,7 +112,8 @@ class TestWidgets : public QObject {
       QCOMPARE(s->count(), 3);
     }
     QVERIFY(names.contains("compute"));
-    QVERIFY(names.contains("bubble"));     // the pp2 plans have one
+    QVERIFY(names.contains("fill/drain"));       // the pp2 plans have a bubble
+    QVERIFY(names.contains("stage imbalance"));  // ... and a heavier last stage (LM head and loss)
     QVERIFY(names.contains("recompute"));  // full recompute
     QVERIFY(!names.contains("CP comm"));   // all zero: left out of the legend
     QCOMPARE(chart.mfuSeries()->count(), 3);

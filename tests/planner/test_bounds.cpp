@@ -62,7 +62,7 @@ TEST(Bounds, ProbedChunkCostsEqualWorkload) {
     Bounds bounds(J, prm);
     LayerCostCache costs(job, prm);
     Layout l = from_parallel(c.plan.parallel);
-    PipeShape ps = make_pipe_shape(c.plan.model, l.pp, l.vpp, l.pipe);
+    PipeShape ps = make_pipe_shape(c.plan.model, l.pp, l.vpp, l.pipe, l.first_layers, l.last_layers);
     std::vector<ChunkTotals> ct;
     bounds.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
     for (int s = 0; s < l.pp; ++s)

@@ -57,7 +57,7 @@ TEST(Rules, EachRuleOnItsOwn) {
       EXPECT_STREQ(*got, c.rule) << name;
     }
     if (c.core) {
-      ParallelConfig p = to_parallel(c.l, c.job->model(), c.job->world, AttentionBackend::flash);
+      ParallelConfig p = to_parallel(c.l, c.job->model(), c.job->world, ParallelConfig{});
       p.world_size = c.l.tp * c.l.pp * c.l.cp * c.l.dp;
       auto v = validate_layout(c.job->model(), c.job->plan->cluster, c.job->plan->training, p);
       EXPECT_EQ(v.empty(), c.rule == nullptr) << name << (v.empty() ? "" : ": " + v.front());
@@ -89,7 +89,7 @@ TEST(Rules, AgreeWithValidateLayout) {
                     l.sp = tp > 1;
                     l.pipe = pipe ? PipeLayout::balanced : PipeLayout::even;
                     l.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-                    ParallelConfig p = to_parallel(l, m, 48, AttentionBackend::flash);
+                    ParallelConfig p = to_parallel(l, m, 48, ParallelConfig{});
                     bool core_ok = validate_layout(m, j.cluster, j.training, p).empty();
                     bool mine_ok = !first_broken_rule(job, l, true, false).has_value();
                     EXPECT_EQ(core_ok, mine_ok) << m.name << " " << short_name(l);

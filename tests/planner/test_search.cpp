@@ -9,6 +9,7 @@
 #include "planner/constraints.h"
 #include "planner/layout.h"
 #include "planner/planner.h"
+#include "planner/space.h"
 #include "planner_test_util.h"
 #include "simulator/cost_params.h"
 
@@ -144,11 +145,14 @@ TEST(Search, MatchesBruteForce) {
   CostParams prm = shipped_calibration().params_for(jb.cluster.gpu);
   std::vector<Candidate> all;
   const int units = m.num_layers + 2;
+  // the selective-recompute module sets and offloading sets the planner documents (planner/space.h)
+  const planner::Job pj(jb);
+  const std::vector<uint32_t> rmod_sets = planner::recompute_module_sets(pj), off_sets = planner::offload_module_sets(pj);
   for (int tp : {1, 2, 4, 8})
     for (int pp : {1, 2, 4, 8})
       for (int cp : {1, 2})
         for (int vpp = 1; vpp <= (pp == 1 ? 1 : std::min(2, units / pp)); ++vpp)
-          for (int balanced : {0, 1})
+          for (int pv = 0; pv < 2 + int(planner::uneven_stage_splits(m, pp).size()); ++pv)  // even, balanced, first/last
             for (int mbs : {1, 2, 4, 8, 16})
               for (int zero = 0; zero <= 3; ++zero)
                 for (int sp = 0; sp <= 1; ++sp)
@@ -156,10 +160,14 @@ TEST(Search, MatchesBruteForce) {
                     for (int cc = 0; cc < (cp > 1 ? 3 : 1); ++cc)
                       for (int rc = 0; rc < 3; ++rc)
                         for (int k : {0, 1, 2, 3, 4, 6})
+                          for (uint32_t mods : rc == 1 ? rmod_sets : std::vector<uint32_t>{0})
+                            for (uint32_t off : rc < 2 ? off_sets : std::vector<uint32_t>{0})
                           for (Schedule s : {Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
                             if (tp * pp * cp > 8 || (rc != 2 && k > 0)) continue;
                             if (s == Schedule::zero_bubble && pp == 1) continue;  // zb needs a pipeline
-                            if (balanced && pp == 1) continue;
+                            const bool balanced = pv == 1, uneven = pv >= 2;
+                            if ((balanced || uneven) && pp == 1) continue;
+                            if (uneven && vpp > 1) continue;  // first/last-stage sizes are tried with vpp = 1
                             ParallelConfig p;
                             p.world_size = 8;
                             p.tp = tp;
@@ -173,7 +181,14 @@ TEST(Search, MatchesBruteForce) {
                             p.cp_comm_type = CpCommType(cc);
                             p.recompute = Recompute(rc);
                             p.recompute_num_layers = k;
+                            p.recompute_modules.bits = mods;
+                            p.offload_modules.bits = off;
                             p.schedule = s;
+                            if (uneven) {
+                              auto [first, last] = planner::uneven_stage_splits(m, pp)[size_t(pv - 2)];
+                              p.num_layers_in_first_pipeline_stage = first;
+                              p.num_layers_in_last_pipeline_stage = last;
+                            }
                             if (balanced) {
                               p.pipeline_layout = balanced_pipeline_layout(m, pp, vpp);
                               // the planner skips a balanced layout equal to the even split

@@ -1,4 +1,5 @@
-// Helpers of the runs tests: a fresh temporary directory per test, file bytes, test data paths.
+// Helpers of the runs tests: a fresh temporary directory per test, file bytes, test data paths, logs
+// read from text, run warnings.
 #pragma once
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <string>
 
 #include "core/plan.h"
+#include "runs/log_jobs.h"
+#include "runs/runs_db.h"
 
 namespace runs_test {
 
@@ -43,6 +46,23 @@ inline mplan::Plan load_plan(const std::string& name) {
   auto p = mplan::read_plan_file(data_path(name));
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message());
   return p.value();
+}
+
+// The jobs of a log given as text (one file named `name`); an empty set (and a test failure) when
+// the text holds none.
+inline mplan::runs::LogSet read_log_text(const std::string& text, const std::string& name = "train.log") {
+  std::istringstream in(text);
+  std::vector<mplan::runs::ScannedLog> files;
+  files.push_back(mplan::runs::scan_log(in, name));
+  auto set = mplan::runs::combine_logs(std::move(files));
+  EXPECT_TRUE(set.ok()) << (set.ok() ? "" : set.error().message());
+  return set.ok() ? set.value() : mplan::runs::LogSet{};
+}
+
+inline bool has_warning(const mplan::runs::RunRecord& r, const std::string& needle) {
+  for (const auto& w : r.warnings)
+    if (w.find(needle) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace runs_test

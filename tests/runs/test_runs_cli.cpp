@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "../cli/run_cli.h"
+#include "log_gen.h"
 #include "runs_test_util.h"
 
 using nlohmann::json;
@@ -155,4 +157,129 @@ TEST(RunsCli, BadInputExitsTwo) {
   EXPECT_EQ(run_mplan("regress --db " + db + " --plot " + dir + "/mfu.jpg").code, 2);
   EXPECT_EQ(run_mplan("regress --db " + db + " --format yaml").code, 2);
   EXPECT_EQ(run_mplan("runs show --db " + db + " 7").code, 2);
+}
+
+namespace {
+
+// A log file written by log_gen.h: `jobs` launches of the plan (the first one with `smoke_layers` layers
+// when > 0).
+std::string write_log(const std::string& path, const mplan::Plan& plan, int smoke_layers) {
+  std::string text;
+  if (smoke_layers > 0) {
+    mplan::Plan smoke = plan;
+    smoke.model.num_layers = smoke_layers;
+    log_gen::LaunchSpec s;
+    s.args = log_gen::megatron_args(smoke);
+    s.first = 10, s.last = 30;
+    text += log_gen::megatron_launch(smoke, s);
+  }
+  log_gen::LaunchSpec s;
+  s.args = log_gen::megatron_args(plan);
+  s.first = 10, s.last = 200, s.t0 = 900;
+  text += "START TIME: Wed Jun 12 10:14:58 CEST 2024\n" + log_gen::megatron_launch(plan, s);
+  runs_test::write_bytes(path, text);
+  return path;
+}
+
+}  // namespace
+
+TEST(RunsCli, MultiJobFilesPerRankFilesAndPlanChecks) {
+  std::string dir = runs_test::temp_dir(), db = dir + "/runs.db";
+  std::string plan_file = data("llama3_8b_h100_dp8.plan.json");
+  mplan::Plan plan = runs_test::load_plan("llama3_8b_h100_dp8.plan.json");
+  std::string log = write_log(dir + "/slurm-42.out", plan, 2);
+  std::string base = "runs import --db " + db + " --plan " + plan_file + " --no-predict ";
+  // Two jobs; the smoke job does not match the plan: exit 2, nothing imported, the jobs are listed.
+  auto both = run_mplan(base + "--megatron-log " + log);
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("num_layers = 2 but the plan has model.num_layers = 32"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("job(s) 2 match the plan: import one with --job N"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("nothing was imported"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(db));
+  auto job2 = run_mplan(base + "--megatron-log " + log + " --job 2 --format json");
+  ASSERT_EQ(job2.code, 0) << job2.err;
+  json j = json::parse(job2.out);
+  EXPECT_EQ(j["source_job"], 2);
+  EXPECT_EQ(j["summary"]["steps_total"], 20);
+  EXPECT_EQ(j["started_at"], "2024-06-12T08:15:00Z");  // 10:15:00 local, CEST stated by the Slurm header
+  EXPECT_EQ(j["framework"], "Megatron-LM");
+  EXPECT_EQ(run_mplan(base + "--megatron-log " + log + " --job 3").code, 2);
+  // Every job, with --allow-mismatch: one run per job, in one transaction.
+  auto all = run_mplan(base + "--megatron-log " + log + " --allow-mismatch --format json");
+  ASSERT_EQ(all.code, 0) << all.err;
+  json a = json::parse(all.out);
+  ASSERT_EQ(a["runs"].size(), 2u);
+  EXPECT_EQ(a["runs"][0]["source_job"], 1);
+  EXPECT_EQ(a["runs"][0]["summary"]["steps_total"], 3);
+
+  // Per-rank files: rank 0 has the arguments, the last rank the iteration lines.
+  std::string text = runs_test::read_bytes(log), rank0, rank7;
+  std::istringstream in(text.substr(text.find("START TIME")));
+  for (std::string line; std::getline(in, line);)
+    (line.find("iteration ") != std::string::npos ? rank7 : rank0) += line + "\n";
+  runs_test::write_bytes(dir + "/rank0.log", rank0);
+  runs_test::write_bytes(dir + "/rank7.log", rank7);
+  auto pair = run_mplan(base + "--megatron-log " + dir + "/rank0.log --megatron-log " + dir + "/rank7.log");
+  EXPECT_EQ(pair.code, 0) << pair.err;
+  auto only0 = run_mplan(base + "--megatron-log " + dir + "/rank0.log");
+  EXPECT_EQ(only0.code, 2);
+  EXPECT_NE(only0.err.find("last rank"), std::string::npos) << only0.err;
+
+  // A plan for the wrong GPU: the MFU would exceed 100%.
+  json wrong = json::parse(runs_test::read_bytes(plan_file));
+  wrong["cluster"]["gpu"] = json::parse(runs_test::read_bytes(data("llama2_7b_a100_tp2_pp2.plan.json")))["cluster"]["gpu"];
+  runs_test::write_bytes(dir + "/a100.plan.json", wrong.dump());
+  auto gpu = run_mplan("runs import --db " + db + " --plan " + dir + "/a100.plan.json --no-predict --megatron-log " +
+                       log + " --job 2");
+  EXPECT_EQ(gpu.code, 2);
+  EXPECT_NE(gpu.err.find("exceeds 100%"), std::string::npos) << gpu.err;
+
+  // Anything else: the formats that are read, and the CSV import.
+  runs_test::write_bytes(dir + "/other.log", "step 1 loss 2.3 time 1.2s\nstep 2 loss 2.2 time 1.1s\n");
+  auto other = run_mplan(base + "--megatron-log " + dir + "/other.log");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("NeMo 2.0"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("--csv"), std::string::npos);
+  EXPECT_EQ(run_mplan(base + "--megatron-log " + log + " --job 2 --tz Mars/Olympus").code, 2);
+
+  // Absent values are shown as "—".
+  auto show = run_mplan("runs show --db " + db + " 1 --steps");
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("—"), std::string::npos) << show.out;  // no prediction stored (--no-predict)
+  json steps = json::parse(run_mplan("runs show --db " + db + " 1 --format json").out)["steps"];
+  EXPECT_TRUE(steps[0]["peak_memory_gib"].is_null() || steps[0]["peak_memory_gib"].is_number());
+  EXPECT_TRUE(steps[0]["reported_tokens_per_s_per_gpu"].is_null());
+}
+
+TEST(RunsCli, RegressAfterTuningAndOnANoisyFlatSeries) {
+  std::string dir = runs_test::temp_dir(), db = dir + "/runs.db";
+  // Step times: 16 s for five runs, tuned to 12.8 s (+25% MFU) over two runs, three runs there, then 5% slower.
+  std::vector<double> times = {16.0, 16.02, 15.98, 16.01, 15.99, 14.5, 12.8, 12.81, 12.79, 12.8};
+  for (size_t i = 0; i < times.size(); ++i) {
+    auto r = run_mplan(import_csv_cmd(db, write_csv(dir, "t" + std::to_string(i) + ".csv", times[i]),
+                                      "2024-05-" + std::string(i < 9 ? "0" : "") + std::to_string(i + 1)));
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  auto ok = run_mplan("regress --db " + db);
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  auto drop = run_mplan(import_csv_cmd(db, write_csv(dir, "drop.csv", 12.8 / 0.95), "2024-05-20"));
+  ASSERT_EQ(drop.code, 0) << drop.err;
+  auto bad = run_mplan("regress --db " + db + " --format json");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  json r = json::parse(bad.out);
+  EXPECT_EQ(r["plans"][0]["status"], "regression");
+  EXPECT_EQ(r["plans"][0]["level_shifts"].size(), 2u);  // the two tuning steps
+  EXPECT_EQ(run_mplan("regress --db " + db + " --baseline best-of-last-5").code, 1);
+
+  // A flat series with 2% run-to-run noise stays ok.
+  std::string db2 = dir + "/flat.db";
+  std::vector<double> noise = {1.0, 1.021, 0.984, 1.012, 0.991, 1.018, 0.979, 1.006, 0.995, 1.019, 0.983};
+  for (size_t i = 0; i < noise.size(); ++i) {
+    auto res = run_mplan(import_csv_cmd(db2, write_csv(dir, "f" + std::to_string(i) + ".csv", 16.0 * noise[i]),
+                                        "2024-06-" + std::string(i < 9 ? "0" : "") + std::to_string(i + 1)));
+    ASSERT_EQ(res.code, 0) << res.err;
+  }
+  auto flat = run_mplan("regress --db " + db2);
+  EXPECT_EQ(flat.code, 0) << flat.out;
+  EXPECT_NE(flat.out.find(" ok"), std::string::npos) << flat.out;
 }

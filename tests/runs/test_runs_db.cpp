@@ -97,6 +97,45 @@ void exec(const std::string& path, const char* sql) {
   sqlite3_close(db);
 }
 
+// Schema 1 exactly as the first mplan wrote it (kept here, independent of runs/schema.cpp).
+const char* kSchema1Sql = R"sql(
+    CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, plan_key TEXT NOT NULL, plan_json TEXT NOT NULL,
+      source TEXT NOT NULL, host TEXT NOT NULL DEFAULT '', software_json TEXT NOT NULL DEFAULT '{}',
+      git_commit TEXT NOT NULL DEFAULT '', started_at TEXT NOT NULL DEFAULT '',
+      prediction_json TEXT NOT NULL DEFAULT '{}',
+      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')));
+    CREATE INDEX runs_by_plan ON runs(plan_key, started_at);
+    CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+      step INTEGER NOT NULL, loss REAL NOT NULL DEFAULT 0, step_time_s REAL NOT NULL,
+      tokens_per_s REAL NOT NULL DEFAULT 0, tflops_per_gpu REAL NOT NULL DEFAULT 0, mfu REAL NOT NULL DEFAULT 0,
+      peak_memory_gib REAL NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
+    CREATE TABLE ops (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+      op TEXT NOT NULL, measured_s REAL NOT NULL DEFAULT 0, predicted_s REAL NOT NULL DEFAULT 0,
+      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
+    CREATE TABLE tags (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag TEXT NOT NULL,
+      PRIMARY KEY (run_id, tag)) WITHOUT ROWID;
+    CREATE INDEX tags_by_tag ON tags(tag);
+    PRAGMA application_id = 1836084338;
+)sql";
+
+// Schema 2's additions, as mplan wrote them (a copy on purpose: old files must keep migrating even if
+// runs/schema.cpp is edited).
+const char* kSchema2Sql = R"sql(
+    ALTER TABLE steps ADD COLUMN warmup INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE steps ADD COLUMN reported_tflops_per_gpu REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN source_file TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN warnings_json TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE runs ADD COLUMN steps_total INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN steps_measured INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN step_time_s REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN tokens_per_s REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN tflops_per_gpu REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN mfu REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN mfu_spread REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN peak_memory_gib REAL NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN predicted_mfu REAL NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 TEST(RunsDb, RoundTripWithSummaryTagsAndOrder) {
@@ -188,34 +227,16 @@ TEST(RunsDb, CreatesSchemaInEmptyExistingFile) {
   EXPECT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
 }
 
-// Schema 1 exactly as the first mplan wrote it (kept here, independent of runs/schema.cpp).
 TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
   std::string path = runs_test::temp_dir() + "/v1.db";
-  exec(path, R"sql(
-    CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, plan_key TEXT NOT NULL, plan_json TEXT NOT NULL,
-      source TEXT NOT NULL, host TEXT NOT NULL DEFAULT '', software_json TEXT NOT NULL DEFAULT '{}',
-      git_commit TEXT NOT NULL DEFAULT '', started_at TEXT NOT NULL DEFAULT '',
-      prediction_json TEXT NOT NULL DEFAULT '{}',
-      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')));
-    CREATE INDEX runs_by_plan ON runs(plan_key, started_at);
-    CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
-      step INTEGER NOT NULL, loss REAL NOT NULL DEFAULT 0, step_time_s REAL NOT NULL,
-      tokens_per_s REAL NOT NULL DEFAULT 0, tflops_per_gpu REAL NOT NULL DEFAULT 0, mfu REAL NOT NULL DEFAULT 0,
-      peak_memory_gib REAL NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
-    CREATE TABLE ops (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
-      op TEXT NOT NULL, measured_s REAL NOT NULL DEFAULT 0, predicted_s REAL NOT NULL DEFAULT 0,
-      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, idx)) WITHOUT ROWID;
-    CREATE TABLE tags (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, tag TEXT NOT NULL,
-      PRIMARY KEY (run_id, tag)) WITHOUT ROWID;
-    CREATE INDEX tags_by_tag ON tags(tag);
-    PRAGMA application_id = 1836084338;
+  exec(path, (std::string(kSchema1Sql) + R"sql(
     PRAGMA user_version = 1;
     INSERT INTO runs (plan_key, plan_json, source, started_at, prediction_json)
       VALUES ('tiny-old', '{"model":{"name":"tiny"}}', 'megatron-log', '2023-01-01T00:00:00Z', '{"mfu":0.5}');
     INSERT INTO steps (run_id, idx, step, step_time_s, mfu, peak_memory_gib) VALUES
       (1, 0, 10, 2.0, 0.30, 40), (1, 1, 20, 1.5, 0.40, 41), (1, 2, 30, 1.5, 0.41, 42);
     INSERT INTO tags VALUES (1, 'baseline');
-  )sql");
+  )sql").c_str());
   auto db = open_ok(path);
   ASSERT_TRUE(db);
   auto r = db->get_run(1);
@@ -229,12 +250,92 @@ TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
   EXPECT_NEAR(r->summary.peak_memory_gib, 42, 1e-12);
   EXPECT_NEAR(r->summary.predicted_mfu, 0.5, 1e-12);
   EXPECT_TRUE(r->source_file.empty());
+  EXPECT_FALSE(r->steps[0].loss);  // schema 1's placeholder 0 became NULL in schema 3
+  EXPECT_NEAR(*r->steps[0].peak_memory_gib, 40, 1e-12);
   EXPECT_TRUE(db->add_run(make_run("2024-01-01T00:00:00Z", 0.4)).ok());
   db.reset();
   EXPECT_EQ(scalar(path, "PRAGMA user_version"), mplan::runs::kRunsSchemaVersion);
   auto again = open_ok(path);  // reopening a current file is a no-op
   ASSERT_TRUE(again);
   EXPECT_EQ(again->list_runs()->size(), 2u);
+}
+
+// Schema 2 as mplan wrote it before absent values were NULL: its 0 placeholders become NULL, the
+// new columns take their defaults, summaries and tags stay.
+TEST(RunsDb, MigratesSchema2ZerosToNull) {
+  std::string path = runs_test::temp_dir() + "/v2.db";
+  exec(path, (std::string(kSchema1Sql) + kSchema2Sql + R"sql(
+    PRAGMA user_version = 2;
+    INSERT INTO runs (plan_key, plan_json, source, started_at, steps_total, steps_measured, mfu)
+      VALUES ('tiny-v2', '{"model":{"name":"tiny"}}', 'megatron-log', '2024-01-01T00:00:00Z', 2, 1, 0.4);
+    INSERT INTO steps (run_id, idx, step, loss, step_time_s, mfu, peak_memory_gib, warmup, reported_tflops_per_gpu)
+      VALUES (1, 0, 10, 0, 2.0, 0.3, 0, 1, 0), (1, 1, 20, 4.5, 1.5, 0.4, 50, 0, 410);
+    INSERT INTO tags VALUES (1, 'golden');
+  )sql").c_str());
+  auto db = open_ok(path);
+  ASSERT_TRUE(db);
+  auto r = db->get_run(1);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->steps.size(), 2u);
+  EXPECT_FALSE(r->steps[0].loss);
+  EXPECT_FALSE(r->steps[0].peak_memory_gib);
+  EXPECT_FALSE(r->steps[0].reported_tflops_per_gpu);
+  EXPECT_TRUE(r->steps[0].warmup);
+  EXPECT_FALSE(r->steps[1].skipped);
+  EXPECT_DOUBLE_EQ(*r->steps[1].loss, 4.5);
+  EXPECT_DOUBLE_EQ(*r->steps[1].reported_tflops_per_gpu, 410);
+  EXPECT_EQ(r->source_job, 0);
+  EXPECT_NEAR(r->summary.mfu, 0.4, 1e-12);
+  EXPECT_EQ(r->tags, std::vector<std::string>{"golden"});
+  db.reset();
+  EXPECT_EQ(scalar(path, "PRAGMA user_version"), mplan::runs::kRunsSchemaVersion);  // through 3 and later
+  EXPECT_EQ(scalar(path, "SELECT count(*) FROM steps WHERE loss IS NULL"), 1);
+}
+
+TEST(RunsDb, AbsentValuesAndSkippedStepsRoundTrip) {
+  std::string path = runs_test::temp_dir() + "/runs.db";
+  auto db = open_ok(path);
+  RunRecord r = make_run("2024-01-01T00:00:00Z", 0.4);
+  r.steps[4].loss.reset();
+  r.steps[4].peak_memory_gib.reset();
+  r.steps[5].skipped = true;
+  r.steps[5].mfu = 0.9;  // a skipped interval does not count
+  r.steps[6].reported_tflops_per_gpu = 250.0;
+  r.steps[6].reported_tokens_per_s_per_gpu = 3100.0;
+  r.source_job = 2;
+  auto id = db->add_run(r);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  auto back = db->get_run(id.value());
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->steps[4].loss);
+  EXPECT_FALSE(back->steps[4].peak_memory_gib);
+  EXPECT_TRUE(back->steps[5].skipped);
+  EXPECT_DOUBLE_EQ(*back->steps[6].reported_tflops_per_gpu, 250.0);
+  EXPECT_DOUBLE_EQ(*back->steps[6].reported_tokens_per_s_per_gpu, 3100.0);
+  EXPECT_FALSE(back->steps[7].reported_tflops_per_gpu);
+  EXPECT_EQ(back->source_job, 2);
+  EXPECT_EQ(back->summary.steps_measured, 9);
+  EXPECT_NEAR(back->summary.mfu, 0.401, 1e-9);
+  // A non-finite value is refused (absent values are written as absent, not NaN).
+  r.steps[3].loss = std::nan("");
+  auto bad = db->add_run(r);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("loss is not a finite number"), std::string::npos);
+}
+
+TEST(RunsDb, AddRunsIsAllOrNothing) {
+  std::string path = runs_test::temp_dir() + "/runs.db";
+  auto db = open_ok(path);
+  RunRecord good = make_run("2024-01-01T00:00:00Z", 0.4), bad = good;
+  bad.steps[0].step_time_s = std::nan("");
+  auto ids = db->add_runs({good, bad});
+  ASSERT_FALSE(ids.ok());
+  EXPECT_NE(ids.error().message().find("run 2: run.step 1"), std::string::npos) << ids.error().message();
+  EXPECT_EQ(db->list_runs()->size(), 0u);
+  auto two = db->add_runs({good, good});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->size(), 2u);
+  EXPECT_EQ(db->list_runs()->size(), 2u);
 }
 
 TEST(RunsDb, NewerSchemaIsRefusedAndUntouched) {

@@ -1,5 +1,6 @@
 // Plans and cost parameters for simulator tests: a uniform GPT-style model whose stages are
-// identical, and a cost model with communication (and fixed overheads) switched off.
+// identical, a preset model on DGX H100 with a given layout, and a cost model with communication
+// (and fixed overheads) switched off. Also used by the GUI's timeline tests.
 #pragma once
 #include "core/counting.h"
 #include "core/presets.h"
@@ -31,6 +32,23 @@ inline Plan pipeline_only_plan(int pp, int vpp, int microbatches) {
   p.parallel.vpp = vpp;
   p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   p.parallel.micro_batch_size = 1;
+  return p;
+}
+
+// A preset model on dgx-h100 (bf16) with tp (sequence parallel when > 1), pp, vpp (interleaved
+// when > 1) and ep; the rest at the defaults.
+inline Plan preset_plan(const char* model, int gpus, int64_t gbs, int64_t seq, int tp, int pp, int vpp = 1, int ep = 1) {
+  Plan p;
+  p.model = *model_preset(model);
+  p.cluster = *cluster_preset("dgx-h100");
+  p.training = {gbs, seq, Precision::bf16};
+  p.parallel.world_size = gpus;
+  p.parallel.tp = tp;
+  p.parallel.sp = tp > 1;
+  p.parallel.pp = pp;
+  p.parallel.vpp = vpp;
+  p.parallel.ep = ep;
+  p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   return p;
 }
 

@@ -1,0 +1,47 @@
+// The training framework a plan is for (Megatron-Core, torchtitan, llm-foundry, MaxText) and the
+// memory-relevant facts that differ between them: what the sharded optimizer / FSDP shards over, which
+// gradient dtype is kept, whether a fused or chunked cross-entropy avoids the fp32 logits, which memory
+// metric the framework reports (allocated vs reserved), and which options exist at all (activation
+// offloading, fine-grained recompute modules). Each fact cites the framework source it reproduces
+// (docs/memory.md lists them).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mplan {
+
+enum class Framework { megatron, torchtitan, llm_foundry, maxtext };
+
+std::string to_string(Framework f);  // "megatron", "torchtitan", "llm-foundry", "maxtext"
+std::optional<Framework> parse_framework(const std::string& s);
+const std::vector<std::string>& framework_choices();
+// The framework of a published row's `framework` text ("NeMo 2.0 (Megatron-Core)", "torchtitan (...)",
+// "Composer/llm-foundry (PyTorch FSDP)", "MaxText (JAX)", "Paxml (JAX)"); nullopt when unknown.
+std::optional<Framework> framework_from_text(const std::string& text);
+
+// Memory facts of a framework (see framework.cpp for the source of each).
+struct FrameworkMemory {
+  // The sharded optimizer / FSDP groups include the context-parallel ranks (Megatron:
+  // data_parallel_group with_context_parallel=True; torchtitan: the dp_shard_cp mesh).
+  bool shard_over_cp = true;
+  // Gradients accumulate in fp32 (Megatron main_grads for bf16; FSDP2 reduce_dtype fp32). false: the
+  // parameter dtype.
+  bool fp32_grads = true;
+  // Unsharded (gathered) parameter sets held at once under ZeRO-3/FSDP: the current layer and the
+  // prefetched next one.
+  int fsdp_unsharded_layers = 2;
+  // The loss keeps fp32 logits [tokens, vocab/tp] for the backward unless a fused/chunked
+  // cross-entropy is used (ParallelConfig::cross_entropy_fusion).
+  bool supports_cross_entropy_fusion = true;
+  // Megatron's --recompute-modules and fine-grained activation offloading exist only in Megatron-Core.
+  bool supports_recompute_modules = true;
+  bool supports_activation_offload = true;
+  // What the framework's published peak-memory figure measures: the caching allocator's reserved
+  // bytes (torchtitan prints torch.cuda.max_memory_reserved) or the allocated peak.
+  bool reports_reserved = false;
+};
+
+FrameworkMemory framework_memory(Framework f);
+
+}  // namespace mplan

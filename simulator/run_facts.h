@@ -1,0 +1,34 @@
+// Facts about published runs: the settings the recipe behind a published throughput row used that its
+// table did not print (recompute and its modules, distributed optimizer / Megatron-FSDP, gradient
+// dtype, fused cross-entropy, fp8 parameter storage, activation offloading, MoE dispatcher, routing
+// and capacity, TP-comm overlap, pipeline layout, attention kernel). They live in data/run_facts/
+// (runs.csv: which rows a run matches; facts.csv: fact, value, citation; sources.csv: the pinned
+// repositories), embedded in the binary, so no C++ names a source or a row.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "simulator/published.h"
+
+namespace mplan {
+
+struct RunFact {
+  std::string fact, value, note, citation;
+};
+
+// The facts of every run the row matches, least specific match first (a more specific run's fact
+// overrides a source-wide one). A run matches when each of its `col=value` (exact) and `col~=value`
+// (case-insensitive substring) conditions holds on the row.
+std::vector<RunFact> run_facts_for(const CsvRow& row);
+
+// Applies the facts the row's own columns leave open (a stated column wins over a recipe fact) to the
+// plan, and appends what it set to `notes`. Facts that would break a layout rule are skipped.
+void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes);
+
+// Parses Megatron's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL": E embedding, t layer,
+// m MTP, L loss, | stage boundary, x*N repeat) into layers per [stage][chunk]; empty when it does not
+// parse or does not fit pp x vpp.
+std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& s, int pp, int vpp);
+
+}  // namespace mplan

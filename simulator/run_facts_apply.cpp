@@ -1,0 +1,236 @@
+// Applying published-run facts to a plan (see run_facts.h). A stated CSV column wins over a recipe
+// fact; each group of facts is applied only if the layout stays valid (else it is noted as skipped).
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+
+#include "simulator/run_facts.h"
+
+namespace mplan {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool truthy(const std::string& v) {
+  std::string l = lower(v);
+  return l == "true" || l == "1" || l == "yes" || l == "on" || l.rfind("async", 0) == 0;
+}
+bool none_value(const std::string& v) {
+  std::string l = lower(v);
+  return l.empty() || l == "none" || l == "[]" || l == "null" || l == "false";
+}
+std::vector<std::string> names(const std::string& v) {
+  std::string t;
+  for (char c : v) t += (c == '[' || c == ']' || c == '\'' || c == '"') ? ' ' : c;
+  return split_list(t);
+}
+// Known names of a module table found in free text ("selective (moe_act, layernorm)").
+template <typename E>
+ModuleSet<E> known_names(const std::string& text, const std::vector<std::pair<std::string, E>>& table) {
+  ModuleSet<E> s;
+  std::string t;
+  for (char c : text) t += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : ' ';
+  for (const auto& w : split_list(t))
+    for (const auto& [n, e] : table)
+      if (w == n) s.add(e);
+  return s;
+}
+
+struct Applier {
+  Plan& plan;
+  std::string& notes;
+  std::map<std::string, const RunFact*> last;
+  const RunFact* get(const char* name) const {
+    auto it = last.find(name);
+    return it == last.end() ? nullptr : it->second;
+  }
+  // Applies a change if the layout stays valid.
+  void attempt(const std::string& what, const std::function<void(Plan&)>& change) {
+    Plan trial = plan;
+    change(trial);
+    if (validate_layout(trial.model, trial.cluster, trial.training, trial.parallel).empty()) {
+      plan = trial;
+      notes += what + "; ";
+    } else {
+      notes += what + " skipped (breaks a layout rule); ";
+    }
+  }
+};
+
+void apply_recompute(Applier& a, const CsvRow& row) {
+  std::string rc = lower(row.get("recompute"));
+  bool stated = !rc.empty() && rc != "none listed";
+  if (stated) {
+    // modules and offloading named in the row's own text
+    auto mods = known_names(rc, recompute_module_names());
+    size_t off_at = rc.find("offload");
+    auto off = off_at == std::string::npos ? OffloadModules{} : known_names(rc.substr(off_at), offload_module_names());
+    if (a.plan.parallel.recompute == Recompute::selective && !mods.empty())
+      a.attempt("recompute modules " + join_names(to_names(mods)) + " (row)", [&](Plan& p) { p.parallel.recompute_modules = mods; });
+    if (!off.empty())
+      a.attempt("offload modules " + join_names(to_names(off)) + " (row)", [&](Plan& p) { p.parallel.offload_modules = off; });
+  } else if (const RunFact* f = a.get("recompute_granularity")) {
+    std::string v = lower(f->value);
+    Recompute r = v.rfind("full", 0) == 0 ? Recompute::full : v.rfind("selective", 0) == 0 ? Recompute::selective : Recompute::none;
+    if (v != "not stated")
+      a.attempt("recompute " + to_string(r) + " (recipe)", [&](Plan& p) { p.parallel.recompute = r; });
+  }
+  if (const RunFact* f = a.get("recompute_modules"); f && a.plan.parallel.recompute == Recompute::selective &&
+                                                     a.plan.parallel.recompute_modules.empty()) {
+    std::string bad;
+    auto mods = parse_recompute_modules(names(f->value), &bad);
+    if (mods && !mods->empty())
+      a.attempt("recompute modules " + join_names(to_names(*mods)) + " (recipe)", [&](Plan& p) { p.parallel.recompute_modules = *mods; });
+  }
+  if (const RunFact* m = a.get("recompute_method"); m && a.plan.parallel.recompute == Recompute::full) {
+    const RunFact* n = a.get("recompute_num_layers");
+    if (lower(m->value) == "block" && n)
+      a.attempt("recompute " + n->value + " layers per chunk (recipe)", [&](Plan& p) { p.parallel.recompute_num_layers = std::stoi(n->value); });
+  }
+}
+
+void apply_optimizer(Applier& a, const CsvRow& row) {
+  const bool megatron = a.plan.training.framework == Framework::megatron;
+  if (const RunFact* rp = a.get("remat_policy"); rp && a.plan.training.framework == Framework::maxtext) {
+    if (auto pol = parse_remat_policy(lower(rp->value)))
+      a.attempt("remat policy " + rp->value + " (recipe)", [&](Plan& p) {
+        p.parallel.recompute = *pol == RematPolicy::full ? Recompute::full : Recompute::selective;
+        p.parallel.remat_policy = *pol == RematPolicy::full ? RematPolicy::none : *pol;
+      });
+  }
+  if (row.get("dist_optimizer").empty() && row.get("fsdp").empty()) {
+    if (const RunFact* f = a.get("use_megatron_fsdp"); f && truthy(f->value)) {
+      const RunFact* st = a.get("data_parallel_sharding_strategy");
+      std::string v = st ? lower(st->value) : "optim_grads_params";
+      int z = v == "optim_grads_params" ? 3 : v == "optim_grads" ? 2 : v == "optim" ? 1 : 0;
+      a.attempt("Megatron-FSDP " + v + " (recipe)", [&](Plan& p) { p.parallel.zero = z; });
+    } else if (const RunFact* d = a.get("use_distributed_optimizer")) {
+      int z = truthy(d->value) ? 1 : 0;
+      a.attempt(std::string(z ? "distributed optimizer" : "no distributed optimizer") + " (recipe)", [&](Plan& p) { p.parallel.zero = z; });
+    }
+  }
+  if (!megatron) return;
+  const RunFact* g = a.get("grad_reduce_in_fp32");
+  const RunFact* gd = a.get("grad_reduce_dtype");
+  bool bf16 = (g && lower(g->value) == "false") || (gd && lower(gd->value) == "bf16");
+  if (bf16 && a.plan.training.precision != Precision::fp32)
+    a.attempt("bf16 gradients (recipe)", [](Plan& p) { p.parallel.grad_reduce_in_bf16 = true; });
+  const RunFact* q = a.get(a.plan.training.precision == Precision::nvfp4 ? "fp4_param_gather" : "fp8_param_gather");
+  if (q && truthy(q->value) && is_fp8_family(a.plan.training.precision))
+    a.attempt("fp8 parameters (recipe)", [](Plan& p) { p.parallel.fp8_param_gather = true; });
+  if (const RunFact* mp = a.get("main_params")) {
+    if (auto m = parse_main_params(lower(mp->value)))
+      a.attempt("master weights " + mp->value + " (recipe)", [&](Plan& p) { p.parallel.main_params = *m; });
+  }
+  if (const RunFact* ab = a.get("adam_states_bf16"); ab && truthy(ab->value))
+    a.attempt("bf16 Adam moments (recipe)", [](Plan& p) { p.parallel.adam_states_bf16 = true; });
+  const RunFact* ce = a.get("cross_entropy_loss_fusion");
+  const RunFact* impl = a.get("cross_entropy_fusion_impl");
+  if (ce && truthy(ce->value) && impl && lower(impl->value) == "te")
+    a.attempt("fused cross-entropy (recipe)", [](Plan& p) { p.parallel.cross_entropy_fusion = true; });
+}
+
+void apply_offload(Applier& a) {
+  const RunFact* c = a.get("cpu_offloading");
+  const RunFact* n = a.get("cpu_offloading_num_layers");
+  if (c && truthy(c->value) && n)
+    a.attempt("activation offloading of " + n->value + " layers (recipe)", [&](Plan& p) { p.parallel.cpu_offload_layers = std::stoi(n->value); });
+  const RunFact* fg = a.get("fine_grained_activation_offloading");
+  const RunFact* om = a.get("offload_modules");
+  if (fg && truthy(fg->value) && om && !none_value(om->value)) {
+    OffloadModules mods = known_names(om->value, offload_module_names());
+    if (om->value.find("fused_group_mlp") != std::string::npos) mods.add(OffloadModule::expert_fc1);  // the grouped MLP's input
+    if (!mods.empty())
+      a.attempt("offload modules " + join_names(to_names(mods)) + " (recipe)", [&](Plan& p) { p.parallel.offload_modules = mods; });
+  }
+}
+
+void apply_moe(Applier& a) {
+  if (!a.plan.model.moe) return;
+  if (const RunFact* f = a.get("moe_router_force_load_balancing"))
+    a.attempt(std::string(truthy(f->value) ? "forced" : "learned") + " MoE routing (recipe)",
+              [&](Plan& p) { p.parallel.moe_force_balance = truthy(f->value); });
+  if (const RunFact* f = a.get("moe_token_dispatcher_type")) {
+    std::string v = lower(f->value), backend = lower(f->note);
+    if (const RunFact* b = a.get("moe_flex_dispatcher_backend")) backend = lower(b->value);
+    MoeDispatcher d = v == "alltoall" ? MoeDispatcher::alltoall
+                      : backend.find("hybridep") != std::string::npos ? MoeDispatcher::hybridep
+                                                                       : MoeDispatcher::deepep;
+    if (v == "alltoall" || v == "flex") a.attempt(to_string(d) + " dispatcher (recipe)", [&](Plan& p) { p.parallel.moe_dispatcher = d; });
+  }
+  if (const RunFact* f = a.get("moe_expert_capacity_factor"); f && !none_value(f->value)) {
+    double cf = std::atof(f->value.c_str());
+    bool pad = lower(f->note).find("pad") != std::string::npos;
+    if (const RunFact* pf = a.get("moe_pad_expert_input_to_capacity")) pad = truthy(pf->value);
+    if (cf > 0)
+      a.attempt("capacity factor " + f->value + (pad ? " padded" : "") + " (recipe)", [&](Plan& p) {
+        p.parallel.moe_capacity_factor = cf;
+        p.parallel.moe_pad_to_capacity = pad;
+      });
+  }
+  if (const RunFact* f = a.get("overlap_moe_expert_parallel_comm"); f && truthy(f->value))
+    a.attempt("EP all-to-all overlap (recipe)", [](Plan& p) { p.parallel.moe_a2a_overlap = true; });
+}
+
+void apply_runtime(Applier& a) {
+  const ParallelConfig& q = a.plan.parallel;
+  if (const RunFact* f = a.get("tp_comm_overlap"); f && q.tp > 1 && q.sp)
+    a.attempt(std::string(truthy(f->value) ? "" : "no ") + "TP-comm overlap (recipe)", [&](Plan& p) { p.parallel.tp_comm_overlap = truthy(f->value); });
+  if (const RunFact* f = a.get("overlap_grad_reduce"))
+    a.attempt(std::string(truthy(f->value) ? "" : "no ") + "overlapped gradient reduction (recipe)",
+              [&](Plan& p) { p.parallel.overlap_grad_reduce = truthy(f->value); });
+  if (const RunFact* f = a.get("cp_comm_type"); f && q.cp > 1) {
+    if (auto t = parse_cp_comm_type(lower(f->value)))
+      a.attempt("CP " + f->value + " (recipe)", [&](Plan& p) { p.parallel.cp_comm_type = *t; });
+  }
+  if (const RunFact* f = a.get("attention_backend")) {
+    if (auto b = parse_attention_backend(lower(f->value)))
+      a.attempt(f->value + " attention (recipe)", [&](Plan& p) { p.parallel.attention_backend = *b; });
+  }
+  if (const RunFact* f = a.get("hidden_dropout"))
+    a.attempt("dropout " + f->value + " (recipe)", [&](Plan& p) {
+      p.model.hidden_dropout = std::atof(f->value.c_str());
+      p.model.attention_dropout = p.model.hidden_dropout;
+    });
+}
+
+void apply_pipeline(Applier& a) {
+  const ParallelConfig& q = a.plan.parallel;
+  if (q.pp <= 1) return;
+  if (const RunFact* f = a.get("pipeline_model_parallel_layout"); f && !none_value(f->value)) {
+    auto layout = parse_megatron_pipeline_layout(f->value, q.pp, q.vpp);
+    if (!layout.empty()) {
+      a.attempt("pipeline layout " + f->value + " (recipe)", [&](Plan& p) {
+        p.parallel.pipeline_layout = layout;
+        p.parallel.num_layers_in_first_pipeline_stage = p.parallel.num_layers_in_last_pipeline_stage = 0;
+      });
+      return;
+    }
+  }
+  const RunFact* e = a.get("account_for_embedding_in_pipeline_split");
+  const RunFact* l = a.get("account_for_loss_in_pipeline_split");
+  if (e && l && truthy(e->value) && truthy(l->value))
+    a.attempt("pipeline split accounting for embedding and loss (recipe)", [&](Plan& p) {
+      p.parallel.pipeline_layout = balanced_pipeline_layout(p.model, p.parallel.pp, p.parallel.vpp);
+      p.parallel.num_layers_in_first_pipeline_stage = p.parallel.num_layers_in_last_pipeline_stage = 0;
+    });
+}
+
+}  // namespace
+
+void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes) {
+  Applier a{plan, notes, {}};
+  for (const RunFact& f : facts) a.last[f.fact] = &f;
+  apply_recompute(a, row);
+  apply_optimizer(a, row);
+  apply_offload(a);
+  apply_moe(a);
+  apply_runtime(a);
+  apply_pipeline(a);
+}
+
+}  // namespace mplan
