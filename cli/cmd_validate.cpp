@@ -15,6 +15,7 @@
 #include "cli/table.h"
 #include "core/json_fields.h"
 #include "core/plan.h"
+#include "simulator/cross_validate.h"
 #include "simulator/validate.h"
 
 namespace mplan::cli {
@@ -22,8 +23,8 @@ namespace mplan::cli {
 namespace {
 
 struct ValidateOptions {
-  std::string runs, memory, calibration, format = "table", fit_out, export_dir;
-  int fit_passes = 3;
+  std::string runs, memory, calibration, format = "table", fit_out, export_dir, cv;
+  int fit_passes = 3, cv_folds = 5, cv_evals = 0;
   std::string fit_params;  // comma-separated subset of default_fit_params()
   bool show_skipped = true;
   bool force = false;
@@ -152,8 +153,85 @@ void require_scored(const ValidationReport& rep, const std::string& flag, const 
   throw InputError{flag + " " + path + ": none of its " + std::to_string(rep.rows.size()) + " rows could be scored" + why};
 }
 
+std::vector<FitParamSpec> chosen_params(const ValidateOptions& o) {
+  std::vector<FitParamSpec> which;
+  for (const auto& spec : default_fit_params())
+    if (o.fit_params.empty() || ("," + o.fit_params + ",").find("," + spec.name + ",") != std::string::npos) which.push_back(spec);
+  if (which.empty()) throw InputError{"--fit-params: none of '" + o.fit_params + "' is a fittable parameter"};
+  return which;
+}
+
+nlohmann::json cv_stats_json(const CvStats& s) { return {{"in_sample", stats_json(s.in_sample)}, {"held_out", stats_json(s.held_out)}}; }
+
+void print_cv_table(const std::string& title, const std::map<std::string, CvStats>& sets) {
+  TextTable t({title, "rows", "in-sample MAPE", "held-out MAPE", "median", "p90", "within 10%"});
+  for (const auto& [k, s] : sets)
+    t.add_row({k, std::to_string(s.held_out.n), fmt(s.in_sample.mape, 1) + "%", fmt(s.held_out.mape, 1) + "%",
+               fmt(s.held_out.median, 1) + "%", fmt(s.held_out.p90, 1) + "%", fmt_pct(s.held_out.within10, 0)});
+  std::cout << t.render() << "\n";
+}
+
+int run_cross_validation(const ValidateOptions& o) {
+  if (o.runs.empty()) throw InputError{"--cv needs --runs FILE.csv"};
+  auto rows = read_csv_file(o.runs);
+  if (!rows) throw InputError{"--runs: " + rows.error().message()};
+  require_columns(*rows, "--runs", o.runs, false);
+  CvOptions co;
+  co.mode = o.cv == "group" ? CvMode::group : CvMode::source;
+  co.folds = o.cv_folds;
+  co.rounds = o.fit_passes;
+  co.max_evals = o.cv_evals;
+  CvReport rep = cross_validate(*rows, load_calibration(o.calibration), chosen_params(o), co,
+                                [](const std::string& what) { std::cerr << "cross-validation: " << what << "\n"; });
+  if (rep.rows.empty()) throw InputError{"--runs: no row of " + o.runs + " could be scored (no expected columns?)"};
+  if (!o.fit_out.empty()) {
+    Calibration cal = rep.in_sample_calibration;
+    cal.fit = {{"rows", rep.rows.size()}, {"source", o.runs}, {"cross_validation", o.cv},
+               {"held_out_mape_pct", rep.overall.held_out.mape}, {"in_sample_mape_pct", rep.overall.in_sample.mape},
+               {"interval_coverage", rep.coverage},
+               {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
+    std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
+    if (!err.empty()) throw InputError{"--fit: " + err};
+  }
+  if (o.format == "json") {
+    nlohmann::json rows_j = nlohmann::json::array(), fam = nlohmann::json::object(), src = nlohmann::json::object(),
+                   fw = nlohmann::json::object();
+    for (const auto& r : rep.rows)
+      rows_j.push_back({{"row_id", r.row_id}, {"source", r.source}, {"framework", r.framework}, {"families", r.families},
+                        {"fold", r.fold}, {"measured", r.measured}, {"predicted_in_sample", r.in_sample},
+                        {"predicted_held_out", r.held_out}});
+    for (const auto& [k, s] : rep.by_family) fam[k] = cv_stats_json(s);
+    for (const auto& [k, s] : rep.by_source) src[k] = cv_stats_json(s);
+    for (const auto& [k, s] : rep.by_framework) fw[k] = cv_stats_json(s);
+    nlohmann::json out = {{"cross_validation",
+                           {{"mode", o.cv}, {"folds", rep.folds}, {"overall", cv_stats_json(rep.overall)}, {"by_family", fam},
+                            {"by_source", src}, {"by_framework", fw}, {"rows", rows_j}, {"failures", rep.failures},
+                            {"intervals", rep.intervals}, {"interval_coverage", rep.coverage},
+                            {"interval_coverage_rows", rep.coverage_rows}}}};
+    std::cout << dump_json(out, 2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "== cross-validation (" << (o.cv == "group" ? "k-fold over run groups" : "leave one source out") << "), "
+            << o.runs << "\n";
+  print_cv_table("set", {{"all", rep.overall}});
+  print_cv_table("family", rep.by_family);
+  print_cv_table("framework", rep.by_framework);
+  print_cv_table("source", rep.by_source);
+  std::cout << "80% prediction intervals (ln measured/predicted): ";
+  for (auto it = rep.intervals.begin(); it != rep.intervals.end(); ++it)
+    std::cout << it.key() << " [" << fmt(it.value()["q10"].get<double>(), 3) << ", " << fmt(it.value()["q90"].get<double>(), 3) << "] ";
+  std::cout << "\ncoverage out of fold: " << fmt_pct(rep.coverage, 1) << " of " << rep.coverage_rows << " rows\n";
+  if (!rep.failures.empty()) {
+    std::cout << "rows that failed to simulate (charged as 10x off, never dropped):\n";
+    for (const auto& f : rep.failures) std::cout << "  " << f << "\n";
+  }
+  if (!o.fit_out.empty()) std::cout << "wrote the in-sample calibration with its intervals to " << o.fit_out << "\n";
+  return kExitOk;
+}
+
 int run_validate(const ValidateOptions& o) {
   if (o.runs.empty() && o.memory.empty()) throw InputError{"give --runs FILE.csv and/or --memory FILE.csv"};
+  if (!o.cv.empty()) return run_cross_validation(o);
   auto warned = std::make_shared<std::set<std::string>>();  // one --force warning per GPU architecture
   ParamsFor params = [&o, warned](const Plan& p) {
     if (o.calibration.empty()) return default_cost_params(p.cluster);
@@ -169,19 +247,16 @@ int run_validate(const ValidateOptions& o) {
     require_columns(*rows, "--runs", o.runs, false);
     auto runs = measured_runs_from_rows(*rows);
     Calibration start = load_calibration(o.calibration);
-    std::vector<FitParamSpec> which;
-    for (const auto& spec : default_fit_params())
-      if (o.fit_params.empty() || ("," + o.fit_params + ",").find("," + spec.name + ",") != std::string::npos) which.push_back(spec);
-    if (which.empty()) throw InputError{"--fit-params: none of '" + o.fit_params + "' is a fittable parameter"};
-    FitResult fr = fit_cost_params(runs, start, which, o.fit_passes,
-                                   [](int pass, const std::string& name, double loss) {
-                                     std::cerr << "\rfit pass " << pass + 1 << ": " << name << "  mean |ln err| " << loss << "        " << std::flush;
-                                   });
+    std::vector<FitParamSpec> which = chosen_params(o);
+    FitResult fr = fit_cost_params(runs, start, which, o.fit_passes, [](int round, int evals, double loss) {
+      std::cerr << "\rfit round " << round + 1 << ": " << evals << " evaluations, mean |ln err| " << loss << "        " << std::flush;
+    });
     std::cerr << "\n";
     Calibration cal = fr.calibration;
     cal.fit = {{"rows", fr.rows}, {"evaluations", fr.evaluations}, {"mean_abs_log_error_before", fr.loss_before},
                {"mean_abs_log_error_after", fr.loss_after}, {"mape_before_pct", fr.mape_before}, {"mape_after_pct", fr.mape_after},
-               {"source", o.runs}, {"method", "cyclic golden-section search over global parameters, mean |ln(pred/meas)|"}};
+               {"source", o.runs}, {"failed_rows", fr.failed},
+               {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
     std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
     std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1)
@@ -226,6 +301,11 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
   sub->add_option("--export-plans", o->export_dir, "write each scored throughput row's plan to DIR/ROW.json");
   sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(int_range(1, 1000));
+  sub->add_option("--cv", o->cv, "cross-validate: source (leave one source out) or group (k-fold over run groups)")
+      ->check(CLI::IsMember({"source", "group"}));
+  sub->add_option("--cv-folds", o->cv_folds, "folds of --cv group (default 5)")->check(CLI::Range(2, 50));
+  sub->add_option("--cv-evals", o->cv_evals, "simulations of all rows per fit round (default 60 per parameter)")
+      ->check(int_range(0, 100000000));
   sub->callback([&run, o] { run = [o] { return run_validate(*o); }; });
 }
 

@@ -10,6 +10,15 @@
 
 namespace mplan::cli {
 
+namespace {
+template <typename E>
+std::string module_names(const std::vector<std::pair<std::string, E>>& table) {
+  std::vector<std::string> n;
+  for (const auto& [name, e] : table) n.push_back(name);
+  return join_names(n, "|");
+}
+}  // namespace
+
 void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   auto* m = sub->add_option("--model", a.model, "model preset, mplan model JSON or Hugging Face config.json");
   auto* c = sub->add_option("--cluster", a.cluster, "cluster preset or cluster JSON");
@@ -23,6 +32,22 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   sub->add_option("--method", a.method, "pretrain|sft|lora (lora: frozen base weights)")
       ->check(CLI::IsMember({"pretrain", "sft", "lora"}));
   sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
+  sub->add_option("--framework", a.framework, "training framework megatron|torchtitan|llm-foundry|maxtext (default megatron)")
+      ->check(CLI::IsMember(framework_choices()));
+  sub->add_flag("--fp8-param-gather", a.fp8_param_gather, "fp8 weights as the primary copy (Megatron --fp8-param-gather)");
+  sub->add_flag("--grad-reduce-in-bf16", a.grad_reduce_in_bf16, "keep and reduce gradients in bf16 (default fp32 main grads)");
+  sub->add_flag("--cross-entropy-fusion", a.cross_entropy_fusion,
+                "fused cross-entropy writing its gradient into the bf16 logits (Megatron --cross-entropy-fusion-impl te)");
+  sub->add_option("--main-params", a.main_params, "optimizer master weights fp32|remainder|bf16|none (default fp32)")
+      ->check(CLI::IsMember({"fp32", "remainder", "bf16", "none"}));
+  sub->add_flag("--adam-states-bf16", a.adam_states_bf16, "Adam moments in bf16 (default fp32)");
+  sub->add_option("--moe-capacity-factor", a.moe_capacity_factor,
+                  "MoE expert capacity factor > 0: tokens beyond it are dropped (default: dropless)")
+      ->check(real_range(0, 1000, true));
+  sub->add_flag("--moe-pad-to-capacity", a.moe_pad_to_capacity, "pad every expert's input to its capacity (needs --moe-capacity-factor)");
+  sub->add_option("--dp-replicate", a.dp_replicate,
+                  "shard the optimizer / FSDP over dp*cp/N ranks and replicate N times (HSDP, distributed-optimizer instances)")
+      ->check(int_range(1, kMaxGpus));
   add_force_option(sub, a.force);
 }
 
@@ -65,6 +90,15 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
       ->check(int_range(0, kMaxLayers));
   sub->add_option("--pipeline-layout", l.pipeline_layout,
                   "layers per chunk: 'balanced' (most even split) or 'a,b;c,d' (stages by ';', chunks by ',')");
+  sub->add_option("--recompute-modules", l.recompute_modules,
+                  "with --recompute selective: Megatron modules core_attn,layernorm,mlp,moe,moe_act,mla_up_proj,shared_experts");
+  sub->add_option("--offload-modules", l.offload_modules,
+                  "fine-grained activation offloading of attn_norm,qkv_linear,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act");
+  sub->add_option("--cpu-offload-layers", l.cpu_offload_layers, "offload the activations of this many layers (Megatron, pp=1)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--remat-policy", l.remat_policy,
+                  "MaxText remat policy with --recompute selective: full|save_qkv_proj|save_out_proj|save_dot_except_mlp|"
+                  "save_dot_except_mlpwi|minimal");
 }
 
 Plan job_skeleton(const JobArgs& a) {
@@ -78,7 +112,23 @@ Plan job_skeleton(const JobArgs& a) {
   p.training.seq_length = a.seq;
   p.training.precision = *parse_precision(a.precision);
   p.training.method = a.method == "lora" ? TrainingMethod::lora : a.method == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
+  auto fw = parse_framework(a.framework);
+  if (!fw) throw InputError{"--framework: '" + a.framework + "' is not one of " + join_names(framework_choices(), "|")};
+  p.training.framework = *fw;
   p.parallel.world_size = a.gpus;
+  ParallelConfig& q = p.parallel;
+  q.fp8_param_gather = a.fp8_param_gather;
+  q.grad_reduce_in_bf16 = a.grad_reduce_in_bf16;
+  q.cross_entropy_fusion = a.cross_entropy_fusion;
+  q.adam_states_bf16 = a.adam_states_bf16;
+  q.main_params = *parse_main_params(a.main_params);
+  if (a.moe_capacity_factor && !(*a.moe_capacity_factor > 0 && *a.moe_capacity_factor < 1e6))
+    throw InputError{"--moe-capacity-factor: must be > 0 (omit it for dropless routing), got " + std::to_string(*a.moe_capacity_factor)};
+  if (a.moe_pad_to_capacity && !a.moe_capacity_factor)
+    throw InputError{"--moe-pad-to-capacity needs --moe-capacity-factor F"};
+  q.moe_capacity_factor = a.moe_capacity_factor.value_or(0);
+  q.moe_pad_to_capacity = a.moe_pad_to_capacity;
+  q.dp_replicate = a.dp_replicate;
   return p;
 }
 
@@ -105,6 +155,25 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   q.moe_force_balance = l.moe_force_balance;
   q.moe_a2a_overlap = l.moe_a2a_overlap;
   q.overlap_param_gather = !l.no_overlap_param_gather;
+  if (!l.recompute_modules.empty()) {
+    std::string bad;
+    auto mods = parse_recompute_modules(split_list(l.recompute_modules), &bad);
+    if (!mods) throw InputError{"--recompute-modules: '" + bad + "' is not a Megatron recompute module; valid: " + module_names(recompute_module_names())};
+    q.recompute_modules = *mods;
+  }
+  if (!l.offload_modules.empty()) {
+    std::string bad;
+    auto mods = parse_offload_modules(split_list(l.offload_modules), &bad);
+    if (!mods) throw InputError{"--offload-modules: '" + bad + "' is not an activation offloading module; valid: " + module_names(offload_module_names())};
+    q.offload_modules = *mods;
+  }
+  q.cpu_offload_layers = l.cpu_offload_layers;
+  if (!l.remat_policy.empty()) {
+    auto rp = parse_remat_policy(l.remat_policy);
+    if (!rp || *rp == RematPolicy::none)
+      throw InputError{"--remat-policy: '" + l.remat_policy + "' is not one of " + join_names(remat_policy_choices(), "|")};
+    q.remat_policy = *rp;
+  }
   q.num_layers_in_first_pipeline_stage = l.first_stage_layers;
   q.num_layers_in_last_pipeline_stage = l.last_stage_layers;
   if (l.pipeline_layout == "balanced") {

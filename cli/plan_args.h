@@ -16,6 +16,13 @@ struct JobArgs {
   int64_t gbs = 0, seq = 0;
   std::string calibration;  // --calibration FILE
   bool force = false;       // --force: apply a calibration fitted for another GPU architecture
+  // the framework and the runtime options every layout of the job shares (search keeps them fixed)
+  std::string framework = "megatron";
+  bool fp8_param_gather = false, grad_reduce_in_bf16 = false, cross_entropy_fusion = false, adam_states_bf16 = false;
+  std::string main_params = "fp32";
+  std::optional<double> moe_capacity_factor;  // not given: dropless
+  bool moe_pad_to_capacity = false;
+  int dp_replicate = 1;
 };
 
 struct LayoutArgs {
@@ -28,6 +35,8 @@ struct LayoutArgs {
   bool moe_force_balance = false, moe_a2a_overlap = false;
   int first_stage_layers = 0, last_stage_layers = 0;
   std::string pipeline_layout;  // "balanced" or "a,b;c,d" (stages separated by ';', chunks by ',')
+  std::string recompute_modules, offload_modules, remat_policy;  // comma-separated Megatron / MaxText names
+  int cpu_offload_layers = 0;
 };
 
 // Adds --model --cluster --gpus --gbs --seq --precision --calibration. `required` marks the first five
@@ -40,7 +49,8 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l);
 // When pp does not divide the layers: how to keep that pp ("--pipeline-layout balanced", or first/last
 // stage sizes such that the middle stages split evenly), as text appended to the refusal; "" else.
 std::string pipeline_split_hint(int layers, const ParallelConfig& q);
-// Resolves model/cluster/training of the job (no layout) into a plan skeleton.
+// Resolves model/cluster/training of the job (no layout) into a plan skeleton; the job's runtime
+// options (framework, fp8 parameters, gradient/optimizer dtypes, fused loss, MoE capacity) are set.
 Plan job_skeleton(const JobArgs& a);
 // Cost parameters: --calibration FILE if given, else the shipped calibration for the cluster's GPU,
 // else the documented defaults. A calibration fitted for another GPU architecture is refused (exit 2)

@@ -5,6 +5,16 @@ find_package(SQLite3 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED)  # header-only Boost.Graph
 
+# NLopt (C++ API) for the joint fit of the cost model's parameters
+find_path(MPLAN_NLOPT_INCLUDE nlopt.hpp)
+find_library(MPLAN_NLOPT_CXX_LIB NAMES nlopt_cxx)
+if(NOT MPLAN_NLOPT_INCLUDE OR NOT MPLAN_NLOPT_CXX_LIB)
+  message(FATAL_ERROR "NLopt not found: run scripts/setup-deps (package libnlopt-cxx-dev)")
+endif()
+add_library(mplan_nlopt INTERFACE)
+target_include_directories(mplan_nlopt INTERFACE ${MPLAN_NLOPT_INCLUDE})
+target_link_libraries(mplan_nlopt INTERFACE ${MPLAN_NLOPT_CXX_LIB})
+
 # OpenBLAS (cblas) for CPU GEMMs
 find_path(MPLAN_CBLAS_INCLUDE cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include)
 find_library(MPLAN_OPENBLAS_LIB NAMES openblas PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread)

@@ -91,7 +91,7 @@ struct ParallelConfig {
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   // Megatron --moe-router-force-load-balancing (benchmarks): every expert gets the same tokens. Off =
   // learned routing with an auxiliary balancing loss, dropless: the busiest expert-parallel rank sets
-  // the pace (see CostParams::moe_load_cv).
+  // the pace (see CostParams::moe_expert_cv).
   bool moe_force_balance = false;
   // Megatron --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch overlap the
   // compute of another (merged forward/backward of 1F1B).

@@ -187,6 +187,13 @@ std::string export_megatron_args(const Plan& plan) {
   if (p.overlap_param_gather && p.overlap_grad_reduce && p.zero >= 1) arg("--overlap-param-gather");
   // recomputation
   if (p.recompute == Recompute::selective) arg("--recompute-granularity", "selective");
+  if (p.recompute == Recompute::selective && !p.recompute_modules.empty())
+    arg("--recompute-modules", join_names(to_names(p.recompute_modules), " "));
+  if (!p.offload_modules.empty()) {
+    arg("--fine-grained-activation-offloading");
+    arg("--offload-modules", join_names(to_names(p.offload_modules), " "));
+  }
+  if (p.cpu_offload_layers > 0) iarg("--cpu-offloading-num-layers", p.cpu_offload_layers);
   if (p.recompute == Recompute::full) {
     arg("--recompute-granularity", "full");
     if (p.recompute_num_layers > 0) {
@@ -205,6 +212,30 @@ std::string export_megatron_args(const Plan& plan) {
     case Precision::mxfp8: arg("--bf16"); arg("--fp8-format", "e4m3"); arg("--fp8-recipe", "mxfp8"); break;
     case Precision::nvfp4: arg("--bf16"); arg("--fp4-format", "e2m1"); break;
     default: break;  // fp32: Megatron's default
+  }
+  if (p.fp8_param_gather) arg("--fp8-param-gather");
+  if (p.grad_reduce_in_bf16) arg("--grad-reduce-in-bf16");
+  if (p.main_params != MainParams::fp32 || p.adam_states_bf16) {
+    arg("--use-precision-aware-optimizer");  // TE FusedAdam; store_param_remainders is its default
+    if (p.main_params == MainParams::bf16) arg("--main-params-dtype", "fp16");
+    if (p.adam_states_bf16) {
+      arg("--exp-avg-dtype", "bf16");
+      arg("--exp-avg-sq-dtype", "bf16");
+    }
+    if (p.main_params == MainParams::none)
+      notes.push_back("optimizer without master weights (main_params none) is not a Megatron-LM option: "
+                      "the precision-aware optimizer keeps 16-bit remainders instead");
+  }
+  if (p.dp_replicate > 1) iarg("--num-distributed-optimizer-instances", p.dp_replicate);
+  if (m.moe && p.moe_capacity_factor > 0) {
+    arg("--moe-expert-capacity-factor", num(p.moe_capacity_factor));
+    if (p.moe_pad_to_capacity) arg("--moe-pad-expert-input-to-capacity");
+  }
+  if (p.cross_entropy_fusion) {
+    arg("--cross-entropy-loss-fusion");
+    notes.push_back("the plan was costed with a cross-entropy that writes its gradient into the bf16 logits "
+                    "(Transformer Engine's, as Megatron-Bridge recipes run it); Megatron-LM rejects "
+                    "--cross-entropy-fusion-impl te, so this runs the native fused loss, which keeps an fp32 softmax");
   }
   if (p.attention_backend == AttentionBackend::unfused) arg("--attention-backend", "unfused");
   if (p.attention_backend == AttentionBackend::triton)
@@ -261,8 +292,8 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   int nlpvs = 0;
   bool account_emb = false, account_loss = false;
   bool fsdp = false, dist_opt = false;
-  std::string fp8, fp4;
-  bool bf16 = false, fp16 = false;
+  std::string fp8, fp4, main_dtype;
+  bool bf16 = false, fp16 = false, precision_aware = false;
   std::vector<std::string> problems;
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
@@ -329,6 +360,30 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     } else if (k == "--moe-enable-deepep") p.moe_dispatcher = MoeDispatcher::deepep;
     else if (k == "--moe-router-force-load-balancing") p.moe_force_balance = true;
     else if (k == "--overlap-moe-expert-parallel-comm") p.moe_a2a_overlap = true;
+    else if (k == "--recompute-modules" || k == "--offload-modules") {
+      // a list of names up to the next option
+      std::vector<std::string> names;
+      while (i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) {
+        for (const auto& n : split_list(tok[++i])) names.push_back(n);
+      }
+      std::string bad;
+      if (k == "--recompute-modules") {
+        if (auto s = parse_recompute_modules(names, &bad)) p.recompute_modules = *s;
+        else problems.push_back("--recompute-modules: '" + bad + "' is not a recompute module mplan models");
+      } else {
+        if (auto s = parse_offload_modules(names, &bad)) p.offload_modules = *s;
+        else problems.push_back("--offload-modules: '" + bad + "' is not an offloading module mplan models");
+      }
+    } else if (k == "--cpu-offloading-num-layers") p.cpu_offload_layers = int(ival());
+    else if (k == "--fp8-param-gather") p.fp8_param_gather = true;
+    else if (k == "--grad-reduce-in-bf16") p.grad_reduce_in_bf16 = true;
+    else if (k == "--use-precision-aware-optimizer") precision_aware = true;
+    else if (k == "--main-params-dtype") main_dtype = val();
+    else if (k == "--exp-avg-dtype") p.adam_states_bf16 = val() == "bf16";
+    else if (k == "--num-distributed-optimizer-instances") p.dp_replicate = int(ival());
+    else if (k == "--moe-expert-capacity-factor") p.moe_capacity_factor = std::stod(val());
+    else if (k == "--moe-pad-expert-input-to-capacity") p.moe_pad_to_capacity = true;
+    else if (k == "--cross-entropy-loss-fusion") p.cross_entropy_fusion = true;
     else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) ++i;  // other option's value
   }
   if (!problems.empty()) return Error(problems);
@@ -376,6 +431,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   } else if (nlpvs > 0 && r.num_layers > 0) {
     p.vpp = r.num_layers / p.pp / nlpvs;
   }
+  if (precision_aware) p.main_params = main_dtype == "fp16" ? MainParams::bf16 : MainParams::remainder;
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   p.zero = fsdp ? (sharding == "optim_grads_params" ? 3 : sharding == "optim_grads" ? 2 : 0) : dist_opt ? 1 : 0;
   if (!fp4.empty()) r.precision = Precision::nvfp4;

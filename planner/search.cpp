@@ -31,7 +31,7 @@
 #include "planner/floor.h"
 #include "planner/frame.h"
 #include "planner/layer_costs.h"
-#include "planner/parallel_for.h"
+#include "core/parallel_for.h"
 #include "planner/planner.h"
 #include "planner/ranking.h"
 #include "planner/space.h"
@@ -159,6 +159,9 @@ class Searcher {
 
 bool Searcher::prepare() {
   zeros_ = zero_levels(lim_);
+  // options of the job that need a sharded optimizer (fp8 primary weights, hybrid sharding)
+  if (job_.parallel.fp8_param_gather || job_.parallel.dp_replicate > 1)
+    zeros_.erase(std::remove(zeros_.begin(), zeros_.end(), 0), zeros_.end());
   if (cancelled()) return false;
   space_ = enumerate_structures(J_, lim_, opt_.allow_tp_across_nvlink);
   report(0.2 * kPrepareShare);

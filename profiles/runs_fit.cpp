@@ -30,7 +30,7 @@ Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec& 
   auto params_of = [](const Calibration& c) { return [c](const Plan&) { return c.params; }; };
   ValidationReport before = validate_throughput(mine, params_of(start));
   std::vector<FitParamSpec> which = {{"overlap_slowdown", 0.0, 0.5}, {"optimizer_overhead_s", 0.0, 0.5}};
-  mplan::FitResult fr = fit_cost_params(runs, start, which, 3);
+  mplan::FitResult fr = fit_cost_params(runs, start, which, 2);
   cal = fr.calibration;
   ValidationReport after = validate_throughput(mine, params_of(cal));
   for (const auto& w : which)

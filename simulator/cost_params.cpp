@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/activation_options.h"
 #include "core/json_fields.h"
 #include "core/presets.h"
 
@@ -56,13 +57,19 @@ double* cost_param_ref(CostParams& p, const std::string& n) {
   if (n == "nvlink_eff") return &p.nvlink_eff;
   if (n == "network_eff") return &p.network_eff;
   if (n == "a2a_eff") return &p.a2a_eff;
-  if (n == "moe_load_cv") return &p.moe_load_cv;
+  if (n == "moe_expert_cv") return &p.moe_expert_cv;
   if (n == "overlap_slowdown") return &p.overlap_slowdown;
   if (n == "comm_overlap") return &p.comm_overlap;
   if (n == "optimizer_overhead_s") return &p.optimizer_overhead_s;
   if (n == "allocator_overhead_frac") return &p.allocator_overhead_frac;
   if (n == "reserved_gib") return &p.reserved_gib;
   if (n == "comm_buffer_bytes") return &p.comm_buffer_bytes;
+  if (n.rfind("framework_eff.", 0) == 0) {
+    auto fw = parse_framework(n.substr(14));
+    if (!fw) return nullptr;
+    if (!p.framework_eff.count(*fw)) p.framework_eff[*fw] = 1.0;
+    return &p.framework_eff[*fw];
+  }
   if (n.rfind("precision_eff.", 0) == 0) {
     auto prec = parse_precision(n.substr(14));
     if (!prec) return nullptr;
@@ -84,7 +91,7 @@ CostParams Calibration::params_for(const GpuSpec& g) const {
 namespace {
 #define MPLAN_COST_FIELDS(X)                                                                        \
   X(gemm_eff_max) X(gemm_half_flops) X(grouped_gemm_eff) X(attn_fwd_eff) X(attn_bwd_eff) X(triton_attn_eff) X(hbm_eff) X(kernel_overhead_us) \
-  X(nvlink_eff) X(network_eff) X(a2a_eff) X(moe_load_cv) X(overlap_slowdown) X(comm_overlap) X(optimizer_overhead_s)                \
+  X(nvlink_eff) X(network_eff) X(a2a_eff) X(moe_expert_cv) X(overlap_slowdown) X(comm_overlap) X(optimizer_overhead_s)                \
   X(allocator_overhead_frac) X(reserved_gib) X(comm_buffer_bytes)
 }  // namespace
 
@@ -127,16 +134,22 @@ json calibration_to_json(const Calibration& c) {
   json pe = json::object();
   for (auto& [k, v] : c.params.precision_eff) pe[std::string(to_string(k))] = v;
   p["precision_eff"] = pe;
+  json fe = json::object();
+  for (auto& [k, v] : c.params.framework_eff) fe[to_string(k)] = v;
+  if (!fe.empty()) p["framework_eff"] = fe;
   json arch = json::object();
   for (const auto& [a, m] : c.by_arch) arch[a] = m;
-  return {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"arch", c.arch}, {"params", p}, {"by_arch", arch}, {"fit", c.fit.is_object() ? c.fit : json::object()}};
+  json out = {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"arch", c.arch}, {"params", p}, {"by_arch", arch},
+              {"fit", c.fit.is_object() ? c.fit : json::object()}};
+  if (!c.intervals.empty()) out["intervals"] = c.intervals;
+  return out;
 }
 
 Expected<Calibration> calibration_from_json(const json& j, const CostParams& base) {
   std::vector<std::string> problems;
   JsonFields f(j, "calibration", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"schema", "gpu", "arch", "params", "by_arch", "fit"});
+  f.reject_unknown({"schema", "gpu", "arch", "params", "by_arch", "fit", "intervals"});
   auto schema = f.opt_string("schema");
   if (!schema || *schema != kCalibrationSchema)
     f.problem("schema", std::string("expected \"") + kCalibrationSchema + "\"");
@@ -146,7 +159,7 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   c.arch = f.opt_string("arch").value_or("");
   if (const json* pj = f.object("params")) {
     JsonFields pf(*pj, "calibration.params", problems);
-    std::vector<std::string> known = {"gemm_tile_m", "gemm_tile_n", "precision_eff"};
+    std::vector<std::string> known = {"gemm_tile_m", "gemm_tile_n", "precision_eff", "framework_eff"};
 #define X(fld) known.push_back(#fld);
     MPLAN_COST_FIELDS(X)
 #undef X
@@ -165,6 +178,16 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
           ef.problem(it.key(), "not a precision; expected one of bf16|fp16|fp8|mxfp8|nvfp4|fp32");
         else if (auto v = bounded(ef, it.key().c_str(), "precision_eff.x"))
           c.params.precision_eff[*prec] = *v;
+      }
+    }
+    if (const json* fe = pf.object("framework_eff")) {
+      for (auto it = fe->begin(); it != fe->end(); ++it) {
+        auto fw = parse_framework(it.key());
+        if (!fw || !it.value().is_number() || !(it.value().get<double>() > 0 && it.value().get<double>() <= 1.0))
+          problems.push_back("calibration.params.framework_eff." + it.key() + ": expected one of " +
+                             join_names(framework_choices(), "|") + " with a number in (0, 1]");
+        else
+          c.params.framework_eff[*fw] = it.value().get<double>();
       }
     }
   }
@@ -187,6 +210,20 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   if (f.has("fit")) {
     if (const json* fj = f.object("fit")) c.fit = *fj;
   }
+  if (f.has("intervals")) {
+    if (const json* ij = f.object("intervals")) {
+      for (auto it = ij->begin(); it != ij->end(); ++it) {
+        const json& q = it.value();
+        bool ok = q.is_object() && q.contains("q10") && q.contains("q90") && q["q10"].is_number() && q["q90"].is_number() &&
+                  q["q10"].get<double>() <= q["q90"].get<double>();
+        if (!ok) problems.push_back("calibration.intervals." + it.key() + ": expected {\"q10\": lo, \"q90\": hi} with lo <= hi");
+      }
+      c.intervals = *ij;
+    }
+  }
+  for (double* v : {&c.params.gemm_eff_max, &c.params.grouped_gemm_eff, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff, &c.params.triton_attn_eff, &c.params.hbm_eff,
+                    &c.params.nvlink_eff, &c.params.network_eff, &c.params.a2a_eff})
+    if (*v <= 0 || *v > 1.0) problems.push_back("calibration.params: efficiencies must be in (0, 1]");
   if (!problems.empty()) return Error(problems);
   return c;
 }

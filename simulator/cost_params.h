@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/cluster_spec.h"
+#include "core/framework.h"
 #include "core/precision.h"
 #include "core/status.h"
 
@@ -43,11 +44,10 @@ struct CostParams {
   double network_eff = 0.80;
   double a2a_eff = 0.60;  // extra factor for all-to-all (many small messages)
   // --- MoE routing ---
-  // Coefficient of variation of the tokens per expert under learned (aux-loss, dropless) routing.
-  // The busiest of `ep` ranks, each holding E/ep experts, receives about
-  //   1 + moe_load_cv * sqrt(2 ln(ep) * ep / E)
-  // times the mean (max of ep near-normal loads); forced balance or ep = 1 gives 1.
-  double moe_load_cv = 0.5;
+  // Coefficient of variation of the tokens per expert under learned (auxiliary-loss, dropless) routing:
+  // 0.3 from Wang et al. 2024 (arXiv 2408.15664, Table 2: MaxVio_global 0.52-0.72 at 64 experts);
+  // simulator/moe_load.h turns it into the busiest EP rank's load. A documented value, not fitted.
+  double moe_expert_cv = 0.3;
   // Compute slows down by this fraction while a collective runs concurrently on the same GPU
   // (SM and memory contention of overlapped communication).
   double overlap_slowdown = 0.10;
@@ -67,6 +67,15 @@ struct CostParams {
   // LL 0.5 MiB) (nccl src/init.cc DEFAULT_BUFFSIZE, device.h protocol sizes).
   double comm_buffer_bytes = 16 * 2 * 9.1875 * 1024 * 1024;
 
+  // Kernel efficiency of a framework's training code relative to Megatron-Core's (Transformer Engine
+  // kernels and fusions): multiplies the GEMM, attention and memory-bound efficiencies of its plans.
+  // Fitted on that framework's development rows; missing = 1.
+  std::map<Framework, double> framework_eff;
+  double framework_factor(Framework f) const {
+    auto it = framework_eff.find(f);
+    return it == framework_eff.end() ? 1.0 : it->second;
+  }
+
   double eff_for(Precision p) const {
     auto it = precision_eff.find(p);
     return it == precision_eff.end() ? 1.0 : it->second;
@@ -81,6 +90,9 @@ struct Calibration {
   CostParams params;
   std::map<std::string, std::map<std::string, double>> by_arch;
   nlohmann::json fit = nlohmann::json::object();  // fit error, rows used, date (written by calibrate)
+  // Prediction intervals: per family ("dense", "moe"), quantiles of ln(measured / predicted) of the
+  // cross-validated residuals ({"q10": .., "q90": .., "n": ..}); empty = none (mplan validate --cv).
+  nlohmann::json intervals = nlohmann::json::object();
 
   // The parameters for one GPU: global ones with that architecture's overrides applied.
   CostParams params_for(const GpuSpec& g) const;

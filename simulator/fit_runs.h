@@ -1,6 +1,8 @@
-// Fits a few global cost-model parameters to measured end-to-end runs (published rows or runs recorded
-// by mplan train): minimises the mean absolute log error of predicted vs measured throughput by
-// cyclic golden-section search over each parameter inside physical bounds. Deterministic.
+// Fits the global cost-model parameters to measured end-to-end runs (published rows or runs recorded
+// by mplan train): minimises the weighted mean absolute log error of predicted vs measured throughput
+// over all parameters jointly, within their physical bounds, with NLopt's derivative-free Subplex
+// (LN_SBPLX) on log-scaled coordinates. Rows that fail to simulate are reported and charged a fixed
+// penalty, never dropped. Deterministic; rows are simulated on worker threads.
 #pragma once
 #include <functional>
 #include <string>
@@ -21,28 +23,46 @@ struct MeasuredRun {
 struct FitParamSpec {
   std::string name;  // a CostParams field ("precision_eff.fp8" ...), or "<arch>/<field>" for a per-architecture override
   double lo, hi;     // physical bounds
+  std::string why = "";  // what the parameter is (docs/cost_model.md lists them)
 };
 
 // The default set: per architecture (ampere, hopper, blackwell) the GEMM and attention kernel
 // efficiencies; globally the GEMM size scale, HBM, kernel overhead, NVLink, network, all-to-all,
-// MoE load spread, overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency and the fixed per-step overhead.
+// MoE load spread, overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency, the framework efficiency factors
+// and the fixed per-step overhead.
 std::vector<FitParamSpec> default_fit_params();
+
+// |ln(pred/meas)| charged for a row that fails to simulate (as if off by 10x).
+constexpr double kFailedRowPenalty = 2.302585092994046;
+
+struct FitLoss {
+  double loss = 0;   // weighted mean |ln(pred/meas)|, failures charged kFailedRowPenalty
+  double mape = 0;   // percent, over the rows that simulated
+  int rows = 0, failures = 0;
+  std::vector<std::string> failed;  // "ROW: reason"
+};
 
 struct FitResult {
   Calibration calibration;
-  double loss_before = 0, loss_after = 0;  // mean |ln(pred/meas)|
+  double loss_before = 0, loss_after = 0;  // weighted mean |ln(pred/meas)|
   double mape_before = 0, mape_after = 0;  // percent
   int evaluations = 0;
   int rows = 0;
+  std::vector<std::string> failed;  // rows that did not simulate at the end
 };
 
-// `params_for(plan, base)` lets callers keep per-GPU differences fixed (e.g. a calibration per GPU);
-// by default the same parameters apply to every row.
-FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,
-                          const std::vector<FitParamSpec>& which, int passes,
-                          const std::function<void(int pass, const std::string& param, double loss)>& progress = {});
+// The value a fit parameter name refers to inside a calibration ("<arch>/<field>" = override), or
+// nullptr for an unknown name.
+double* calibration_param(Calibration& c, const std::string& name);
 
-// Mean |ln(pred/meas)| and MAPE of `cal` on `runs` (rows that fail to simulate count as skipped).
-std::pair<double, double> fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal);
+// `rounds` restarts of the optimiser, each from the best point so far with a smaller initial step;
+// `max_evals` bounds the simulations of all rows per round (0 = 60 per parameter).
+FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,
+                          const std::vector<FitParamSpec>& which, int rounds,
+                          const std::function<void(int round, int evals, double loss)>& progress = {},
+                          int max_evals = 0, int threads = 0);
+
+// Loss of `cal` on `runs` (failures reported and charged, see kFailedRowPenalty).
+FitLoss fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal, int threads = 0);
 
 }  // namespace mplan

@@ -355,9 +355,8 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
     } else if (has(text, "routing: dropless")) {
       p.moe_force_balance = false;
     } else {
-      // not stated: throughput tables of NVIDIA's MoE teams force balance unless they say otherwise
-      p.moe_force_balance = true;
-      run.notes += "forced MoE balance assumed (not stated); ";
+      // not stated by the row: Megatron's default, learned routing (a recipe fact may say otherwise)
+      p.moe_force_balance = false;
     }
     if (has(lower(r.get("notes")), "a2a overlap")) {
       p.moe_a2a_overlap = true;

@@ -9,7 +9,7 @@
 //    compute piece of the other micro-batch: forward dispatch with the backward MLP, forward combine
 //    with the backward attention, backward dispatch with the forward MLP, backward combine with the
 //    forward attention; the compute then runs on the SMs the communication kernels leave free;
-//  - MoE load: under learned routing the busiest EP rank's token share (moe_load_factor) sets the
+//  - MoE load: the busiest EP rank's token share (moe_load_factor, simulator/moe_load.h) sets the
 //    expert compute and all-to-all time; DeepEP/HybridEP send a token once per remote NVLink domain;
 //  - ZeRO-3 (FSDP) parameter gathers and gradient scatters overlap the chunk's compute.
 // Overlapped compute slows down by params.overlap_slowdown; only the excess is exposed.
@@ -25,6 +25,7 @@
 #include "simulator/collectives.h"
 #include "simulator/compute_cost.h"
 #include "simulator/memory_states.h"
+#include "simulator/moe_load.h"
 
 namespace mplan {
 
@@ -288,7 +289,15 @@ void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0
 
 }  // namespace
 
-Workload build_workload(const Plan& plan, const CostParams& prm) {
+Workload build_workload(const Plan& plan, const CostParams& prm_in) {
+  // the framework's kernel efficiency relative to Megatron-Core's (CostParams::framework_eff)
+  CostParams prm = prm_in;
+  if (double fe = prm_in.framework_factor(plan.training.framework); fe != 1.0) {
+    prm.gemm_eff_max *= fe;
+    prm.attn_fwd_eff *= fe;
+    prm.attn_bwd_eff *= fe;
+    prm.hbm_eff *= fe;
+  }
   const ModelSpec& m = plan.model;
   const ParallelConfig& p = plan.parallel;
   const ClusterSpec& cl = plan.cluster;
@@ -318,8 +327,10 @@ Workload build_workload(const Plan& plan, const CostParams& prm) {
   oc.triton_attention = p.attention_backend == AttentionBackend::triton;
   if (m.moe && p.ep > 1) {
     const MoeSpec& e = *m.moe;
-    if (!p.moe_force_balance)
-      oc.moe_load_factor = 1.0 + prm.moe_load_cv * std::sqrt(2.0 * std::log(double(p.ep)) * p.ep / double(e.num_experts));
+    // the busiest EP rank's share under learned routing, or the sampling floor of forced balance
+    double tokens_per_rank = double(p.micro_batch_size) * plan.training.seq_length / (double(p.cp) * p.tp);
+    oc.moe_load_factor = moe_busiest_rank_factor(int(e.num_experts), int(e.top_k), p.ep, tokens_per_rank,
+                                                 p.moe_force_balance, prm.moe_expert_cv);
     if (p.moe_dispatcher != MoeDispatcher::alltoall) x.moe_remote_share = moe_remote_share(int(e.num_experts), int(e.top_k), x.ep);
   }
   if (m.moe && p.moe_capacity_factor > 0) {

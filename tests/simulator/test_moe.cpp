@@ -7,6 +7,7 @@
 #include "core/presets.h"
 #include "core/rank_grid.h"
 #include "simulator/collectives.h"
+#include "simulator/moe_load.h"
 #include "simulator/simulator.h"
 
 namespace mplan {
@@ -30,7 +31,7 @@ double step(const Plan& p, const CostParams& c) {
 
 TEST(MoeCost, LearnedRoutingIsSlowerThanForcedBalanceOnlyWithExpertParallelism) {
   CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
-  c.moe_load_cv = 0.6;
+  c.moe_expert_cv = 0.6;
   Plan p = moe_plan(8, 8);
   Plan forced = p;
   forced.parallel.moe_force_balance = true;
@@ -44,13 +45,13 @@ TEST(MoeCost, LearnedRoutingIsSlowerThanForcedBalanceOnlyWithExpertParallelism) 
   one_forced.parallel.moe_force_balance = true;
   EXPECT_DOUBLE_EQ(step(one, c), step(one_forced, c));  // ep = 1: every expert on one rank, no imbalance
 
-  c.moe_load_cv = 0;
+  c.moe_expert_cv = 0;  // then only the sampling floor remains, for both
   EXPECT_DOUBLE_EQ(step(p, c), step(forced, c));
 }
 
 TEST(MoeCost, ImbalanceGrowsWithExpertParallelSize) {
   CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
-  c.moe_load_cv = 0.6;
+  c.moe_expert_cv = 0.6;
   // same ranks, experts spread over more EP ranks: the busiest rank's excess over the mean grows
   auto excess = [&](int ep) {
     Plan p = moe_plan(8, ep), f = p;
@@ -58,6 +59,25 @@ TEST(MoeCost, ImbalanceGrowsWithExpertParallelSize) {
     return step(p, c) / step(f, c);
   };
   EXPECT_GT(excess(8), excess(2));
+}
+
+TEST(MoeLoad, BusiestRankFromRoutingStatistics) {
+  // expected maxima of standard normals (exact values)
+  EXPECT_NEAR(expected_max_of_normals(2), 1.0 / std::sqrt(M_PI), 1e-4);
+  EXPECT_NEAR(expected_max_of_normals(8), 1.4236, 1e-3);
+  EXPECT_NEAR(expected_max_of_normals(64), 2.3440, 1e-3);
+  EXPECT_DOUBLE_EQ(expected_max_of_normals(1), 0.0);
+  // forced balance (random router logits) keeps the multinomial sampling floor: E=64, k=8, ep=8,
+  // 1024 tokens per rank -> 0.0146 above the mean by Monte Carlo (notes of the MoE grounding)
+  EXPECT_NEAR(moe_busiest_rank_factor(64, 8, 8, 1024, true, 0.3) - 1, 0.0148, 5e-4);
+  EXPECT_NEAR(moe_busiest_rank_factor(8, 2, 8, 1024, true, 0.3) - 1, 0.0291, 5e-4);
+  // learned routing: per-expert CV 0.3 summed over E/ep experts
+  double f = moe_busiest_rank_factor(128, 8, 8, 4096, false, 0.3);
+  EXPECT_NEAR(f - 1, 1.4236 * std::sqrt(120.0 / (127.0 * 4096 * 8) + 0.09 * 8 / 128), 1e-3);
+  // more EP ranks over the same experts: a busier busiest rank; more tokens: closer to the mean
+  EXPECT_GT(moe_busiest_rank_factor(256, 8, 64, 2048, false, 0.3), moe_busiest_rank_factor(256, 8, 8, 2048, false, 0.3));
+  EXPECT_LT(moe_busiest_rank_factor(64, 8, 8, 8192, true, 0.3), moe_busiest_rank_factor(64, 8, 8, 1024, true, 0.3));
+  EXPECT_DOUBLE_EQ(moe_busiest_rank_factor(64, 8, 1, 1024, false, 0.3), 1.0);
 }
 
 TEST(MoeCost, DomainDeduplicationSendsFewerNetworkBytes) {

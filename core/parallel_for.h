@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace mplan::planner {
+namespace mplan {
 
 template <class Fn>
 void parallel_for(size_t n, int threads, Fn&& fn) {
@@ -42,4 +42,4 @@ void parallel_for(size_t n, int threads, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace mplan::planner
+}  // namespace mplan

@@ -1,0 +1,179 @@
+// Cross-validation of the cost model (see cross_validate.h).
+#include "simulator/cross_validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "simulator/simulator.h"
+
+namespace mplan {
+
+std::string run_group_key(const CsvRow& r) {
+  std::string k;
+  for (const char* c : {"model", "gpu_type", "num_gpus", "tp", "pp", "cp", "ep", "precision"}) k += r.get(c) + "|";
+  return k;
+}
+
+std::pair<double, double> quantiles_10_90(std::vector<double> v) {
+  if (v.empty()) return {0, 0};
+  std::sort(v.begin(), v.end());
+  auto q = [&](double p) {
+    double x = p * double(v.size() - 1);
+    size_t i = size_t(std::floor(x));
+    double f = x - double(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+  };
+  return {q(0.10), q(0.90)};
+}
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct Prepared {
+  std::vector<MeasuredRun> runs;
+  std::vector<CvRow> rows;
+};
+
+Prepared prepare(const std::vector<CsvRow>& csv) {
+  Prepared p;
+  std::vector<MeasuredRun> all = measured_runs_from_rows(csv);
+  std::map<std::string, const CsvRow*> by_id;
+  for (const CsvRow& r : csv) by_id[r.get("row_id")] = &r;
+  for (const MeasuredRun& m : all) {
+    const CsvRow& r = *by_id.at(m.id);
+    auto run = published_run_from_row(r);
+    CvRow row;
+    row.row_id = m.id;
+    row.source = r.get("source_id");
+    row.framework = to_string(m.plan.training.framework);
+    row.group = run_group_key(r);
+    row.model = r.get("model");
+    row.gpu = r.get("gpu_type");
+    if (run) row.families = run->families;
+    row.interval_family = m.plan.model.moe ? "moe" : "dense";
+    row.measured = m.tokens_per_s_per_gpu;
+    p.runs.push_back(m);
+    p.rows.push_back(row);
+  }
+  return p;
+}
+
+// Predicted tokens/s of every run under `cal` (0 = failed), and the failures.
+std::vector<double> predict(const std::vector<MeasuredRun>& runs, const Calibration& cal, std::vector<std::string>* failed) {
+  std::vector<double> out(runs.size(), 0.0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto r = simulate(runs[i].plan, cal.params_for(runs[i].plan.cluster.gpu));
+    if (r && r->tokens_per_s_per_gpu > 0 && std::isfinite(r->tokens_per_s_per_gpu)) out[i] = r->tokens_per_s_per_gpu;
+    else if (failed) failed->push_back(runs[i].id + ": " + (r ? "no throughput" : r.error().problems.front()));
+  }
+  return out;
+}
+
+double ape(double pred, double meas) { return pred > 0 ? std::fabs(pred / meas - 1.0) * 100.0 : 100.0 * 9.0; }
+
+void add_stats(CvStats& s, const std::vector<const CvRow*>& rows) {
+  std::vector<double> a, b;
+  for (const CvRow* r : rows) {
+    a.push_back(ape(r->in_sample, r->measured));
+    b.push_back(ape(r->held_out, r->measured));
+  }
+  s.in_sample = error_stats(a);
+  s.held_out = error_stats(b);
+}
+
+// Folds: each a set of row indices held out, with a description.
+std::vector<std::pair<std::string, std::vector<size_t>>> make_folds(const std::vector<CvRow>& rows, const CvOptions& opt) {
+  std::map<std::string, std::vector<size_t>> by;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string key = opt.mode == CvMode::source ? rows[i].source
+                                                 : "fold " + std::to_string(fnv1a(rows[i].group) % uint64_t(std::max(2, opt.folds)) + 1);
+    by[key].push_back(i);
+  }
+  return {by.begin(), by.end()};
+}
+
+}  // namespace
+
+CvReport cross_validate(const std::vector<CsvRow>& csv, const Calibration& start, const std::vector<FitParamSpec>& which,
+                        const CvOptions& opt, const std::function<void(const std::string&)>& progress) {
+  CvReport rep;
+  Prepared p = prepare(csv);
+  const size_t n = p.rows.size();
+  // in-sample: one fit on every row
+  if (progress) progress("in-sample fit on " + std::to_string(n) + " rows");
+  FitResult all = fit_cost_params(p.runs, start, which, opt.rounds, {}, opt.max_evals, opt.threads);
+  rep.in_sample_calibration = all.calibration;
+  std::vector<double> ins = predict(p.runs, all.calibration, &rep.failures);
+  for (size_t i = 0; i < n; ++i) p.rows[i].in_sample = ins[i];
+  // held out: refit without each fold
+  auto folds = make_folds(p.rows, opt);
+  std::vector<std::string> fold_of(n);
+  for (const auto& [name, idx] : folds) {
+    if (progress) progress("fold '" + name + "': " + std::to_string(idx.size()) + " rows held out");
+    std::set<size_t> out(idx.begin(), idx.end());
+    std::vector<MeasuredRun> train, test;
+    for (size_t i = 0; i < n; ++i) (out.count(i) ? test : train).push_back(p.runs[i]);
+    FitResult fr = fit_cost_params(train, start, which, opt.rounds, {}, opt.max_evals, opt.threads);
+    std::vector<double> pred = predict(test, fr.calibration, &rep.failures);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      p.rows[idx[k]].held_out = pred[k];
+      p.rows[idx[k]].fold = name;
+    }
+    rep.folds.push_back(name + " (" + std::to_string(idx.size()) + " rows)");
+  }
+  // prediction intervals from the held-out residuals; coverage measured out of fold (the interval for a
+  // fold's rows comes from the other folds' residuals)
+  std::map<std::string, std::vector<double>> resid;
+  for (const CvRow& r : p.rows)
+    if (r.held_out > 0) resid[r.interval_family].push_back(std::log(r.measured / r.held_out));
+  rep.intervals = nlohmann::json::object();
+  for (const auto& [fam, v] : resid) {
+    auto [lo, hi] = quantiles_10_90(v);
+    rep.intervals[fam] = {{"q10", lo}, {"q90", hi}, {"n", v.size()}};
+  }
+  int inside = 0, counted = 0;
+  for (const auto& [name, idx] : folds) {
+    std::map<std::string, std::vector<double>> other;
+    for (const CvRow& r : p.rows)
+      if (r.fold != name && r.held_out > 0) other[r.interval_family].push_back(std::log(r.measured / r.held_out));
+    for (size_t i : idx) {
+      const CvRow& r = p.rows[i];
+      if (r.held_out <= 0 || other[r.interval_family].size() < 5) continue;
+      auto [lo, hi] = quantiles_10_90(other[r.interval_family]);
+      double e = std::log(r.measured / r.held_out);
+      inside += e >= lo && e <= hi ? 1 : 0;
+      ++counted;
+    }
+  }
+  rep.coverage = counted > 0 ? double(inside) / counted : 0;
+  rep.coverage_rows = counted;
+  rep.in_sample_calibration.intervals = rep.intervals;
+  // statistics
+  rep.rows = p.rows;
+  std::vector<const CvRow*> everyone;
+  std::map<std::string, std::vector<const CvRow*>> fam, src, fw;
+  for (const CvRow& r : rep.rows) {
+    everyone.push_back(&r);
+    for (const auto& f : r.families) fam[f].push_back(&r);
+    src[r.source].push_back(&r);
+    fw[r.framework].push_back(&r);
+  }
+  add_stats(rep.overall, everyone);
+  for (auto& [k, v] : fam) add_stats(rep.by_family[k], v);
+  for (auto& [k, v] : src) add_stats(rep.by_source[k], v);
+  for (auto& [k, v] : fw) add_stats(rep.by_framework[k], v);
+  std::sort(rep.failures.begin(), rep.failures.end());
+  rep.failures.erase(std::unique(rep.failures.begin(), rep.failures.end()), rep.failures.end());
+  return rep;
+}
+
+}  // namespace mplan

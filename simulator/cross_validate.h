@@ -1,0 +1,64 @@
+// Cross-validation of the cost model against published runs: leave one source out (every row of a
+// document held out together) or k-fold over run groups (same model, GPU, GPU count, tp, pp, cp, ep,
+// precision). Each fold refits the global parameters on the other rows (fit_runs.h) and predicts the
+// held-out ones; the held-out errors are reported per family, source and framework next to the
+// in-sample ones, and their residuals give the prediction intervals (per family quantiles of
+// ln(measured / predicted)), whose coverage is itself measured out of fold.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simulator/fit_runs.h"
+#include "simulator/published.h"
+#include "simulator/validate.h"
+
+namespace mplan {
+
+enum class CvMode { source, group };
+
+struct CvOptions {
+  CvMode mode = CvMode::source;
+  int folds = 5;       // group mode
+  int rounds = 1;      // optimiser rounds per fit
+  int max_evals = 0;   // per round (0 = fit_runs' default)
+  int threads = 0;
+};
+
+struct CvRow {
+  std::string row_id, source, framework, group, model, gpu;
+  std::vector<std::string> families;
+  std::string interval_family;  // "dense" or "moe"
+  double measured = 0, in_sample = 0, held_out = 0;  // tokens/s per GPU; 0 = failed to simulate
+  std::string fold;
+};
+
+struct CvStats {
+  ErrorStats in_sample, held_out;
+};
+
+struct CvReport {
+  std::vector<CvRow> rows;
+  CvStats overall;
+  std::map<std::string, CvStats> by_family, by_source, by_framework;
+  std::vector<std::string> folds;        // what each fold held out
+  std::vector<std::string> failures;     // rows that did not simulate in some fit
+  nlohmann::json intervals;              // per interval family: q10, q90, n (all held-out residuals)
+  double coverage = 0;                   // share of held-out rows inside the 80 % interval built out of fold
+  int coverage_rows = 0;
+  Calibration in_sample_calibration;     // the fit on every row (with `intervals` set)
+};
+
+// Rows: the published CSV rows (clean, expressible ones are used). `start` is the calibration each fit
+// starts from; `which` the fitted parameters.
+CvReport cross_validate(const std::vector<CsvRow>& rows, const Calibration& start, const std::vector<FitParamSpec>& which,
+                        const CvOptions& opt, const std::function<void(const std::string&)>& progress = {});
+
+// The run-group key of a published row: model|gpu|gpus|tp|pp|cp|ep|precision.
+std::string run_group_key(const CsvRow& r);
+
+// The 10th / 90th percentiles of `v` (linear interpolation between order statistics).
+std::pair<double, double> quantiles_10_90(std::vector<double> v);
+
+}  // namespace mplan

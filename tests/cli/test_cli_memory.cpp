@@ -1,0 +1,76 @@
+// The memory options on the command line: simulate takes the framework, recompute modules, offloading,
+// optimizer storage and MoE capacity; validate reports per-row fits; bad values exit 2 naming the
+// field and what would be valid.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+
+namespace {
+const std::string kJob = "simulate --model llama3-70b --cluster dgx-h100 --gpus 64 --gbs 64 --seq 8192 --tp 8 --pp 4 ";
+double peak(const std::string& extra) {
+  auto r = run_mplan(kJob + extra + " --format json");
+  EXPECT_EQ(r.code, 0) << extra << ": " << r.err;
+  if (r.code != 0) return 0;
+  return nlohmann::json::parse(r.out)["peak_memory_gib"].get<double>();
+}
+}  // namespace
+
+TEST(CliMemory, OptionsChangeThePredictedMemory) {
+  double base = peak("--recompute selective");
+  EXPECT_LT(peak("--recompute selective --recompute-modules core_attn,layernorm,mlp"), base);
+  EXPECT_LT(peak("--recompute selective --offload-modules core_attn,attn_proj"), base);
+  EXPECT_LT(peak("--recompute selective --grad-reduce-in-bf16"), base);
+  EXPECT_LT(peak("--recompute selective --main-params remainder --adam-states-bf16"), base);
+  auto r = run_mplan(kJob + "--recompute selective --recompute-modules layernorm --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["plan"]["framework"], "megatron");
+  EXPECT_EQ(j["plan"]["parallel"]["recompute_modules"], nlohmann::json::array({"layernorm"}));
+}
+
+TEST(CliMemory, BadMemoryOptionsExitTwoNamingTheField) {
+  auto mod = run_mplan(kJob + "--recompute selective --recompute-modules attention");
+  EXPECT_EQ(mod.code, 2);
+  EXPECT_NE(mod.err.find("--recompute-modules: 'attention' is not a Megatron recompute module"), std::string::npos) << mod.err;
+  EXPECT_NE(mod.err.find("core_attn|layernorm|mlp"), std::string::npos) << mod.err;
+  auto need_sel = run_mplan(kJob + "--recompute-modules mlp");
+  EXPECT_EQ(need_sel.code, 2);
+  EXPECT_NE(need_sel.err.find("need recompute=selective"), std::string::npos) << need_sel.err;
+  auto titan = run_mplan(kJob + "--framework torchtitan --zero 3 --offload-modules core_attn,attn_proj");
+  EXPECT_EQ(titan.code, 2);
+  EXPECT_NE(titan.err.find("offload_modules"), std::string::npos) << titan.err;
+  EXPECT_NE(titan.err.find("framework torchtitan"), std::string::npos) << titan.err;
+  auto cap = run_mplan("simulate --model mixtral-8x7b --cluster dgx-h100 --gpus 8 --gbs 8 --seq 4096 --ep 8 --moe-capacity-factor 0");
+  EXPECT_EQ(cap.code, 2);
+  EXPECT_NE(cap.err.find("--moe-capacity-factor: must be > 0"), std::string::npos) << cap.err;
+  auto fw = run_mplan(kJob + "--framework deepspeed");
+  EXPECT_EQ(fw.code, 2);
+  EXPECT_NE(fw.err.find("megatron"), std::string::npos) << fw.err;
+  auto fp8 = run_mplan(kJob + "--fp8-param-gather");
+  EXPECT_EQ(fp8.code, 2);
+  EXPECT_NE(fp8.err.find("fp8_param_gather needs an fp8 precision"), std::string::npos) << fp8.err;
+  auto pp_off = run_mplan(kJob + "--cpu-offload-layers 10");
+  EXPECT_EQ(pp_off.code, 2);
+  EXPECT_NE(pp_off.err.find("cpu_offload_layers needs pp=1"), std::string::npos) << pp_off.err;
+}
+
+TEST(CliMemory, PlanFileMemoryFieldsAreChecked) {
+  auto r = run_mplan(kJob + "--recompute selective --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto plan = nlohmann::json::parse(r.out)["plan"];
+  plan["parallel"]["recompute_modules"] = {"core_attn", "mlpp"};
+  std::string path = ::testing::TempDir() + "/bad_modules.plan.json";
+  std::ofstream(path) << plan.dump();
+  auto bad = run_mplan("simulate --plan " + path);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("parallel.recompute_modules: 'mlpp' is not a Megatron recompute module"), std::string::npos) << bad.err;
+  plan["parallel"]["recompute_modules"] = {"core_attn"};
+  plan["framework"] = "jax";
+  std::ofstream(path) << plan.dump();
+  auto fw = run_mplan("simulate --plan " + path);
+  EXPECT_EQ(fw.code, 2);
+  EXPECT_NE(fw.err.find("plan.framework: 'jax' is not one of megatron|torchtitan|llm-foundry|maxtext"), std::string::npos) << fw.err;
+}

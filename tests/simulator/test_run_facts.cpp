@@ -1,0 +1,102 @@
+// Published-run facts (data/run_facts): the embedded files parse, every fact cites a pinned source,
+// rows pick up the facts of the runs they match, stated columns win, and facts that would break a
+// layout rule are skipped; Megatron's pipeline-layout strings parse.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/presets.h"
+#include "simulator/published.h"
+#include "simulator/run_facts.h"
+
+using namespace mplan;
+
+namespace {
+std::vector<CsvRow> read(const std::string& rel) {
+  auto rows = read_csv_file(std::string(MPLAN_SOURCE_DIR) + "/" + rel);
+  EXPECT_TRUE(rows) << rel;
+  return rows ? *rows : std::vector<CsvRow>{};
+}
+}  // namespace
+
+TEST(RunFacts, EveryFactCitesAPinnedSource) {
+  std::set<std::string> sources, runs;
+  for (const CsvRow& s : read("data/run_facts/sources.csv")) {
+    EXPECT_FALSE(s.get("repository").empty());
+    EXPECT_GE(s.get("commit").size(), 10u) << s.get("source");
+    sources.insert(s.get("source"));
+  }
+  for (const CsvRow& r : read("data/run_facts/runs.csv")) {
+    EXPECT_FALSE(r.get("match").empty()) << r.get("run");
+    EXPECT_TRUE(runs.insert(r.get("run")).second) << "duplicate run id " << r.get("run");
+  }
+  auto facts = read("data/run_facts/facts.csv");
+  EXPECT_GT(facts.size(), 1000u);
+  for (const CsvRow& f : facts) {
+    EXPECT_TRUE(runs.count(f.get("run"))) << f.get("run");
+    const std::string& c = f.get("citation");
+    std::string src = c.substr(0, c.find(':'));
+    EXPECT_TRUE(sources.count(src) || src == "paper") << f.get("run") << " " << f.get("fact") << ": " << c;
+    EXPECT_FALSE(f.get("value").empty()) << f.get("run") << " " << f.get("fact");
+  }
+}
+
+TEST(RunFacts, RowsGetTheFactsOfTheRunsTheyMatch) {
+  CsvRow r;
+  r.f = {{"source_id", "mbridge_perf_summary"}, {"framework_version", "NeMo 26.06.01"}, {"workload", "pretrain"},
+         {"model", "DeepSeekV3"},           {"gpu_type", "GB300"},                 {"num_gpus", "256"},
+         {"precision", "mxfp8"}};
+  auto facts = run_facts_for(r);
+  bool layout = false, source_wide = false;
+  for (const auto& f : facts) {
+    layout = layout || (f.fact == "pipeline_model_parallel_layout" && f.value == "Et*4|(t*4|)*14tmL");
+    source_wide = source_wide || f.fact == "tflops_flop_convention";
+    EXPECT_FALSE(f.citation.empty());
+  }
+  EXPECT_TRUE(layout);
+  EXPECT_TRUE(source_wide);
+  // the source-wide fact comes first, so a run-specific one overrides it
+  EXPECT_EQ(facts.front().fact, "tflops_flop_convention");
+  r.f["gpu_type"] = "H200";  // no such run
+  for (const auto& f : run_facts_for(r)) EXPECT_NE(f.fact, "pipeline_model_parallel_layout");
+}
+
+TEST(RunFacts, StatedColumnsWinAndRuleBreakingFactsAreSkipped) {
+  CsvRow row;
+  row.f = {{"recompute", "full"}};
+  Plan plan;
+  plan.model = *model_preset("llama3-8b");
+  plan.cluster = *cluster_preset("dgx-h100");
+  plan.training = {64, 4096, Precision::bf16};
+  plan.parallel.world_size = 8;
+  plan.parallel.recompute = Recompute::full;
+  std::string notes;
+  apply_run_facts({{"recompute_granularity", "selective", "", "x@1:y"}, {"fp8_param_gather", "True", "", "x@1:y"},
+                   {"moe_expert_capacity_factor", "1.0", "", "x@1:y"}},
+                  row, plan, notes);
+  EXPECT_EQ(plan.parallel.recompute, Recompute::full);  // the row says full
+  EXPECT_FALSE(plan.parallel.fp8_param_gather);         // bf16 training: not an fp8 recipe
+  EXPECT_EQ(plan.parallel.moe_capacity_factor, 0);      // dense model: skipped
+  row.f["recompute"] = "";
+  plan.parallel.zero = 0;
+  apply_run_facts({{"use_distributed_optimizer", "True", "", "x@1:y"}, {"overlap_moe_expert_parallel_comm", "True", "", "x@1:y"}},
+                  row, plan, notes);
+  EXPECT_EQ(plan.parallel.zero, 1);
+  EXPECT_FALSE(plan.parallel.moe_a2a_overlap);
+}
+
+TEST(RunFacts, MegatronPipelineLayoutStrings) {
+  auto l = parse_megatron_pipeline_layout("Et*4|(t*4|)*14tmL", 4, 4);
+  ASSERT_EQ(l.size(), 4u);
+  int total = 0;
+  for (const auto& st : l)
+    for (int v : st) total += v;
+  EXPECT_EQ(total, 61);
+  EXPECT_EQ(l[0][0], 4);
+  EXPECT_EQ(l[3][3], 1);  // the last virtual stage: one layer, MTP and loss
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Et*4|(t*4|)*14tmL", 4, 2).empty());  // 16 stages, not 8
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Et|(tt", 1, 2).empty());           // unbalanced
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Ex|tL", 2, 1).empty());            // unknown symbol
+}
