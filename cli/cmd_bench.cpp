@@ -63,7 +63,7 @@ int run_bench(const BenchOptions& o) {
 void add_bench_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "Speed benchmarks of the simulator");
-  sub->add_option("--repeat", o->repeat, "repetitions")->check(CLI::PositiveNumber);
+  sub->add_option("--repeat", o->repeat, "repetitions")->check(int_range(1, 1000000));
   sub->callback([&run, o] { run = [o] { return run_bench(*o); }; });
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/table.h"
 #include "core/counting.h"
 #include "core/presets.h"
@@ -53,7 +54,7 @@ void add_info_commands(CLI::App& app, Runner& run) {
                    fmt_count(pc.total), fmt_count(pc.active)});
         out.push_back({{"name", name}, {"params", pc.total}, {"active_params", pc.active}, {"model", model_to_json(*mm)}});
       }
-      if (*models_format == "json") std::cout << out.dump(2) << "\n"; else std::cout << t.render();
+      if (*models_format == "json") std::cout << dump_json(out, 2) << "\n"; else std::cout << t.render();
       return kExitOk;
     };
   });
@@ -75,7 +76,7 @@ void add_info_commands(CLI::App& app, Runner& run) {
                    fmt(cc->scale_up_bw_gbps, 0), fmt(cc->scale_out_bw_gbps, 0)});
         out.push_back(cluster_to_json(*cc));
       }
-      if (*clusters_format == "json") std::cout << out.dump(2) << "\n"; else std::cout << t.render();
+      if (*clusters_format == "json") std::cout << dump_json(out, 2) << "\n"; else std::cout << t.render();
       return kExitOk;
     };
   });

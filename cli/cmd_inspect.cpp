@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
 #include "core/counting.h"
@@ -47,7 +48,7 @@ int run_inspect(const InspectOptions& o) {
                         {"flops_per_token_causal", causal},
                         {"flops_per_token_full_attention", full}};
     if (m.moe) j["moe_layer"] = layer_json(pc.moe_layer);
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "model " << m.name << ": " << m.num_layers << " layers (" << dense_layers << " dense";
@@ -92,7 +93,7 @@ void add_inspect_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<InspectOptions>();
   auto* sub = app.add_subcommand("inspect", "Parameter and FLOP breakdown of a model");
   sub->add_option("--model", o->model, "preset name, mplan model JSON or Hugging Face config.json")->required();
-  sub->add_option("--seq", o->seq, "sequence length for FLOPs per token")->check(CLI::PositiveNumber);
+  sub->add_option("--seq", o->seq, "sequence length for FLOPs per token")->check(int_range(1, kMaxSeq));
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->callback([&run, o] { run = [o] { return run_inspect(*o); }; });
 }

@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/table.h"
+#include "core/bounded_input.h"
 #include "core/json_fields.h"
 #include "profiles/calibrate.h"
 #include "profiles/cpu_profiler.h"
@@ -58,7 +60,7 @@ std::string g3(double v) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j, const std::string& what) {
-  std::string e = write_text_file_atomic(path, j.dump(2) + "\n");
+  std::string e = write_text_file_atomic(path, dump_json(j, 2) + "\n");
   if (!e.empty()) throw InputError{e};
   std::cerr << "wrote " << what << " to " << path << "\n";
 }
@@ -123,7 +125,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
                                    {"mape_after_pct", rf->overall.mape_after}, {"by_family", fam}, {"notes", rf->notes}};
   }
   if (o.format == "json") {
-    std::cout << calibration_to_json(res.calibration).dump(2) << "\n";
+    std::cout << dump_json(calibration_to_json(res.calibration), 2) << "\n";
   } else {
     print_fit(res);
     if (runs) print_runs(*runs, o.runs);
@@ -144,8 +146,8 @@ int run_import(const ProfileOptions& o) {
     std::string sql, what;
     if (n.size() > 4 && n.compare(n.size() - 4, 4, ".sql") == 0) {
       std::vector<std::string> problems;
-      auto text = read_text_file(n, problems);
-      if (!text) throw InputError{problems.front()};
+      auto text = read_input_file(n, kMaxTableInputBytes, problems);
+      if (!text) throw InputError{"--import " + problems.front()};
       sql = *text, what = n;
     } else {
       auto s = shipped_profile_sql(n);
@@ -246,7 +248,7 @@ void add_profile_commands(CLI::App& app, Runner& run) {
   p->add_flag("--no-collectives", o->no_collectives, "kernels only");
   p->add_flag("--no-kernels", o->no_kernels, "collectives only (cpu)");
   p->add_flag("--no-progress", o->no_progress, "no progress bar on stderr");
-  p->add_option("--ranks", o->ranks, "collectives over 2..N ranks (cpu; default: the usable cores)")->check(CLI::PositiveNumber);
+  p->add_option("--ranks", o->ranks, "collectives over 2..N ranks (cpu; default: the usable cores)")->check(int_range(1, 4096));
   p->add_option("--cluster", o->cluster, "cuda: the preset of these GPUs (default: from the GPU name)");
   p->add_option("--emit-cluster", o->emit_cluster, "cpu: write the fitted local-cpu cluster JSON here");
   p->add_option("--import", o->import, "load a shipped GPU profile (NAME, 'all' or FILE.sql) into --db instead of measuring");

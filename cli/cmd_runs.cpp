@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/cmd_runs_util.h"
+#include "core/strict_json.h"
 #include "runs/plot.h"
 #include "runs/regress.h"
 #include "runs/run_json.h"
@@ -42,7 +43,7 @@ int run_list(const ListOptions& o) {
   if (o.format == "json") {
     json out = json::array();
     for (const auto& r : rows) out.push_back(runs::run_to_json(r, false, false));
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return kExitOk;
   }
   if (rows.empty()) {
@@ -53,7 +54,8 @@ int run_list(const ListOptions& o) {
                "predicted", "peak GiB", "tags"});
   for (const auto& r : rows) {
     const auto& s = r.summary;
-    t.add_row({std::to_string(r.id), r.started_at.substr(0, 16), r.plan_key, r.source,
+    t.add_row({std::to_string(r.id), r.started_at.substr(0, 16), r.plan_key,
+               r.source + (r.status == "completed" ? "" : " (" + r.status + ")"),
                std::to_string(s.steps_measured) + "/" + std::to_string(s.steps_total), num_cell(s.step_time_s, 3),
                num_cell(s.tokens_per_s, 0), num_cell(s.tflops_per_gpu, 1), mfu_cell(s.mfu), mfu_cell(s.predicted_mfu),
                num_cell(s.peak_memory_gib, 1), join(r.tags, ",")});
@@ -73,17 +75,17 @@ int run_show(const ShowOptions& o) {
   auto db = require_db(o.db);
   RunRecord r = require(db->get_run(o.id));
   if (o.format == "json") {
-    std::cout << runs::run_to_json(r, true, true).dump(2) << "\n";
+    std::cout << dump_json(runs::run_to_json(r, true, true), 2) << "\n";
     return kExitOk;
   }
   const auto& s = r.summary;
-  std::cout << "run " << r.id << "  " << r.started_at << "  source " << r.source
+  std::cout << "run " << r.id << "  " << r.started_at << "  " << r.status << "  source " << r.source
             << (r.source_file.empty() ? "" : " (" + r.source_file + ")") << "\n"
             << "plan " << r.plan_key << ": " << runs::plan_label(r.plan) << "\n"
             << "host " << (r.host.empty() ? kAbsent : r.host) << ", git "
             << (r.git_commit.empty() ? kAbsent : r.git_commit) << ", tags " << (r.tags.empty() ? kAbsent : join(r.tags, ","))
             << (r.source_job > 0 ? ", job " + std::to_string(r.source_job) + " of the log" : "") << "\n"
-            << "software " << r.software.dump() << "\n\n";
+            << "software " << dump_json(r.software) << "\n\n";
   TextTable t({"summary (median of measured steps)", "measured", "predicted"});
   auto pred = [&](const char* key, double scale, int d) -> std::string {
     if (!r.prediction.contains(key) || !r.prediction[key].is_number()) return std::string(kAbsent);
@@ -163,6 +165,9 @@ void print_regress(const runs::RegressReport& rep) {
 int run_regress(const RegressOptions& o) {
   auto db = require_db(o.db);
   auto all = require(db->list_runs(""));
+  // runs that were aborted, diverged or failed measure nothing comparable: only completed runs count
+  all.erase(std::remove_if(all.begin(), all.end(), [](const RunRecord& r) { return r.status != "completed"; }),
+            all.end());
   runs::RegressOptions ro;
   ro.baseline = o.baseline;
   ro.threshold_pct = o.threshold;
@@ -177,7 +182,7 @@ int run_regress(const RegressOptions& o) {
   if (o.format == "json") {
     json j = runs::regress_to_json(rep);
     if (!o.plot.empty()) j["plot"] = o.plot;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
   } else {
     print_regress(rep);
     if (!o.plot.empty()) std::cout << "plot written to " << o.plot << "\n";
@@ -202,7 +207,7 @@ void add_runs_commands(CLI::App& app, Runner& run) {
   add_db_option(list, lo->db);
   list->add_option("--plan", lo->plan, "only runs of this plan key");
   list->add_option("--tag", lo->tag, "only runs with this tag");
-  list->add_option("--limit", lo->limit, "at most N runs")->check(CLI::NonNegativeNumber);
+  list->add_option("--limit", lo->limit, "at most N runs")->check(int_range(0, 1000000000));
   list->add_option("--format", lo->format, "table|json")->check(format_choice({"table", "json"}));
   list->callback([&run, lo] { run = [lo] { return run_list(*lo); }; });
 

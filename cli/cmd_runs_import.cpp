@@ -7,7 +7,9 @@
 
 #include "cli/cmd_runs_util.h"
 #include "cli/resolve.h"
+#include "core/bounded_input.h"
 #include "core/json_fields.h"
+#include "core/strict_json.h"
 #include "runs/import.h"
 #include "runs/log_jobs.h"
 #include "runs/predict.h"
@@ -165,8 +167,8 @@ int run_import(const ImportOptions& o) {
     results = import_logs(o, plan, io);
   } else {
     std::vector<std::string> problems;
-    auto text = read_text_file(o.csv, problems);
-    if (!text) throw InputError{join(problems, "\n")};
+    auto text = read_input_file(o.csv, kMaxTableInputBytes, problems);  // regular file or "-", size-capped
+    if (!text) throw InputError{"--csv " + join(problems, "\n")};
     results.push_back(require(runs::import_csv(*text, o.csv, plan, io)));
     results.back().run.source_file = o.csv;
   }
@@ -190,7 +192,7 @@ int run_import(const ImportOptions& o) {
     if (o.format != "json" && i + 1 < ids.size()) std::cout << "\n";
   }
   if (o.format == "json")
-    std::cout << (all.size() == 1 ? all[0] : json{{"db", o.db}, {"jobs", all.size()}, {"runs", all}}).dump(2) << "\n";
+    std::cout << dump_json(all.size() == 1 ? all[0] : json{{"db", o.db}, {"jobs", all.size()}, {"runs", all}}, 2) << "\n";
   return kExitOk;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/resolve.h"
 #include "cli/simulate_output.h"
@@ -171,6 +172,8 @@ int run_search(const SearchCliOptions& o) {
   job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
   job.parallel.moe_force_balance = o.moe_force_balance;
   Calibration cal = load_calibration(o.job.calibration);
+  if (!o.job.calibration.empty())
+    if (auto w = check_calibration(cal, job.cluster.gpu, o.job.force); !w.empty()) std::cerr << w << "\n";
   SearchOptions so;
   so.top_k = o.top;
   so.threads = o.threads;
@@ -216,7 +219,7 @@ int run_search(const SearchCliOptions& o) {
       if (r.top[i].tied_with_best) j["separate_by"] = r.top[i].separate_by;
       arr.push_back(std::move(j));
     }
-    std::cout << arr.dump(2) << "\n";
+    std::cout << dump_json(arr, 2) << "\n";
     if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
     return kExitOk;
   }
@@ -265,11 +268,15 @@ int run_search(const SearchCliOptions& o) {
 
 struct ExplainCliOptions {
   std::string plan, calibration;
+  bool force = false;
 };
 
 int run_explain(const ExplainCliOptions& o) {
   Plan plan = require_plan(o.plan);
-  auto text = explain_plan(plan, load_calibration(o.calibration));
+  Calibration cal = load_calibration(o.calibration);
+  if (!o.calibration.empty())
+    if (auto w = check_calibration(cal, plan.cluster.gpu, o.force); !w.empty()) std::cerr << w << "\n";
+  auto text = explain_plan(plan, cal);
   if (!text) throw InputError{text.error().message()};
   std::cout << *text;
   return kExitOk;
@@ -299,7 +306,7 @@ int run_export(const ExportCliOptions& o) {
     }
     text = *t;
   } else {
-    text = plan_to_json(plan).dump(2) + "\n";
+    text = dump_json(plan_to_json(plan), 2) + "\n";
   }
   if (o.out.empty()) {
     std::cout << text;
@@ -316,6 +323,7 @@ int run_export(const ExportCliOptions& o) {
 struct CheckCliOptions {
   std::string runs, calibration, rows, format = "table";
   int threads = 0;
+  bool force = false;
 };
 
 int run_search_check(const CheckCliOptions& o) {
@@ -342,6 +350,7 @@ int run_search_check(const CheckCliOptions& o) {
       continue;
     }
     const Plan& pub = run->plan;
+    if (!o.calibration.empty()) check_calibration(cal, pub.cluster.gpu, o.force);
     CostParams prm = cal.params_for(pub.cluster.gpu);
     auto pr = simulate(pub, prm);
     if (!pr) {
@@ -396,7 +405,7 @@ int run_search_check(const CheckCliOptions& o) {
   }
   if (isatty(2)) std::cerr << "\r" << std::string(30, ' ') << "\r";
   if (o.format == "json") {
-    std::cout << js.dump(2) << "\n";
+    std::cout << dump_json(js, 2) << "\n";
   } else {
     std::cout << t.render() << "\n";
     double gmean = 0;
@@ -416,7 +425,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
     auto o = std::make_shared<SearchCliOptions>();
     auto* sub = app.add_subcommand("search", "Search every layout of a job and rank those that fit");
     add_job_options(sub, o->job, true);
-    sub->add_option("--top", o->top, "how many layouts to keep (default 10)")->check(CLI::PositiveNumber);
+    sub->add_option("--top", o->top, "how many layouts to keep (default 10)")->check(int_range(1, 100000));
     sub->add_option("--objective", o->objective, "throughput|memory-headroom")
         ->check(CLI::IsMember({"throughput", "memory-headroom"}));
     sub->add_option("--fix", o->fix,
@@ -424,7 +433,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
                     "tp_comm_overlap=on|off, recompute=none|selective|full, schedule=gpipe|1f1b|interleaved|zb, "
                     "cp_comm=p2p|a2a|allgather)");
     sub->add_option("--max", o->max, "upper limits, e.g. tp=8,pp=32 (keys tp pp vpp cp ep etp dp mbs zero recompute_layers)");
-    sub->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+    sub->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(int_range(0, 4096));
     sub->add_flag("--stats", o->stats, "print how many layouts were enumerated, rejected, pruned and simulated");
     sub->add_option("--format", o->format, "table|json|csv")->check(format_choice({"table", "json", "csv"}));
     sub->add_option("--out", o->out, "write the top layouts as mplan.plan/1 files into this directory");
@@ -443,6 +452,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
     auto* sub = app.add_subcommand("explain", "Explain why a plan wins or loses against the usual alternatives");
     sub->add_option("--plan", o->plan, "mplan.plan/1 file")->required();
     sub->add_option("--calibration", o->calibration, "calibration JSON (mplan.calibration/1)");
+    add_force_option(sub, o->force);
     sub->callback([&run, o] { run = [o] { return run_explain(*o); }; });
   }
   {
@@ -459,8 +469,9 @@ void add_search_commands(CLI::App& app, Runner& run) {
                                    "Quality benchmark: is the best layout found at least as fast as each published run?");
     sub->add_option("--runs", o->runs, "CSV with the columns of shared/calibration/published_runs_dev.csv")->required();
     sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
+    add_force_option(sub, o->force);
     sub->add_option("--rows", o->rows, "only these row ids (comma-separated)");
-    sub->add_option("--threads", o->threads, "worker threads per search")->check(CLI::NonNegativeNumber);
+    sub->add_option("--threads", o->threads, "worker threads per search")->check(int_range(0, 4096));
     sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
     sub->callback([&run, o] { run = [o] { return run_search_check(*o); }; });
   }

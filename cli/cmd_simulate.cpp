@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/resolve.h"
 #include "cli/simulate_output.h"
@@ -22,19 +23,19 @@ struct SimulateOptions {
 
 int run_simulate(const SimulateOptions& o) {
   Plan plan = o.plan_file.empty() ? plan_from_args(o.job, o.layout) : require_plan(o.plan_file);
-  CostParams params = cost_params_for(plan, o.job.calibration);
+  CostParams params = cost_params_for(plan, o.job.calibration, o.job.force);
   SimOptions so;
   so.trace = !o.trace_file.empty();
   auto r = simulate(plan, params, so);
   if (!r) throw InputError{r.error().message()};
   if (so.trace) {
-    std::string err = write_text_file_atomic(o.trace_file, trace_to_json(*r, plan).dump() + "\n");
+    std::string err = write_text_file_atomic(o.trace_file, dump_json(trace_to_json(*r, plan)) + "\n");
     if (!err.empty()) throw InputError{"--trace: " + err};
   }
   if (o.format == "json") {
     nlohmann::json j = report_to_json(*r);
     j["plan"] = plan_to_json(plan);
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
   } else {
     std::cout << render_report_table(plan, *r);
     if (so.trace) std::cout << "\ntrace written to " << o.trace_file << " (open in https://ui.perfetto.dev)\n";

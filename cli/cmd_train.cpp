@@ -2,6 +2,7 @@
 // train: checks the plan against this machine, starts itself under mpirun with the plan's world
 // size when not already an MPI job, and runs the training job on every rank.
 #include <mpi.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +16,14 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "core/json_fields.h"
+#include "core/safe_output.h"
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
 #include "executor/comm/mpi_comm.h"
+#include "executor/train/abort_guard.h"
 #include "executor/train/launch.h"
 #include "executor/train/run.h"
 #include "executor/train/run_record.h"
@@ -27,6 +31,7 @@
 #include "core/counting.h"
 #if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
 #include "profiles/calibrate.h"
+#include "profiles/local_profile.h"
 #include "simulator/simulator.h"
 #endif
 
@@ -77,12 +82,15 @@ void check_backend(const std::string& backend) {
 
 // Inside the MPI job (or a single process): run the ranks' training loop.
 int run_job(const TrainCliOptions& o, const Plan& plan) {
+  // before MPI starts its threads: signals and the loss of the launcher end the job, recorded as aborted
+  exec::AbortGuard guard(exec::launched_under_mpi() || std::getenv(exec::kLauncherPidEnv) != nullptr);
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   exec::RunOutput out;
+  out.abort = &guard;
   out.format = o.format;
   out.out = &std::cout;
   out.info = o.format == "json" ? &std::cerr : &std::cout;
@@ -96,7 +104,7 @@ int run_job(const TrainCliOptions& o, const Plan& plan) {
   if (!db.empty() || !summary.empty())
     out.sink = [db, summary, prediction](const exec::RunSummary& s) -> std::string {
       if (!summary.empty()) {
-        std::string e = write_text_file_atomic(summary, exec::summary_to_json(s).dump(1) + "\n");
+        std::string e = write_text_file_atomic(summary, dump_json(exec::summary_to_json(s), 1) + "\n");
         if (!e.empty()) return e;
       }
       return db.empty() ? "" : exec::write_run_to_db(db, s, prediction);
@@ -114,9 +122,20 @@ int run_job(const TrainCliOptions& o, const Plan& plan) {
   return code;
 }
 
+// A runs database path is refused before training, not after it: a directory, a device or FIFO, or a
+// file in a directory that does not exist.
+void require_db_path(const std::string& path) {
+  if (path.empty()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw InputError{"--runs-db " + path + ": not a regular file; give a file name such as runs.db"};
+  if (std::string e = check_output_path(path); !e.empty()) throw InputError{"--runs-db " + e};
+}
+
 int run_train(const TrainCliOptions& o) {
   check_backend(o.backend);
   Plan plan = require_plan(o.plan);
+  if (!exec::launched_under_mpi()) require_db_path(o.runs_db);
   const bool in_job = exec::launched_under_mpi();
   if (!in_job) {
     auto problems = exec::preflight(plan, o.t, exec::machine_info(), o.max_ranks_per_core);
@@ -159,18 +178,39 @@ std::string fixed(double v, int d) {
   return os.str();
 }
 
+// The profile to predict with: --db, else this machine's cached profile, else the committed
+// local-cpu profile when this machine matches it, else a quick profile of this machine (cached).
+std::string verify_profile_db(const VerifyOptions& o) {
+  if (!o.db.empty()) return o.db;
+  auto found = profiles::find_local_cpu_profile();
+  if (!found) throw InputError{found.error().message()};
+  if (*found) {
+    std::cerr << "mplan verify: predicting with " << (*found)->how << " (pass --db FILE for another profile)\n";
+    return (*found)->db;
+  }
+  const std::string db = profiles::local_profile_path();
+  std::cerr << "mplan verify: no profile of this machine yet (the committed local-cpu profile is of another CPU); "
+               "profiling it now (--quick, about a minute), kept in " << db << " for the next verify\n";
+  std::vector<std::string> args = {own_argv()[0], "profile", "--backend", "cpu", "--quick", "--db", db};
+  std::string cmd;
+  for (const auto& a : args) cmd += "'" + a + "' ";
+  int code = exec::run_launcher(args, nullptr, true);
+  if (code != 0)
+    throw InputError{"profiling this machine failed (exit " + std::to_string(code) + "); run " + cmd +
+                     "yourself and pass --db"};
+  return db;
+}
+
 int run_verify(const VerifyOptions& o) {
   Plan plan = require_plan(o.plan);
-  if (o.db.empty())
-    throw InputError{"mplan verify needs this machine's CPU profile: run 'mplan profile --backend cpu --db FILE' "
-                     "(--quick takes under a minute) and pass --db FILE"};
+  require_db_path(o.runs_db);
   profiles::CalibrateOptions co;
-  co.db = o.db;
+  co.db = verify_profile_db(o);
   co.store = false;
   auto cal = profiles::calibrate(co);
-  if (!cal) throw InputError{"--db " + o.db + ": " + cal.error().message()};
+  if (!cal) throw InputError{"--db " + co.db + ": " + cal.error().message()};
   if (cal.value().device.kind != "cpu")
-    throw InputError{"--db " + o.db + ": the newest device is '" + cal.value().device.name +
+    throw InputError{"--db " + co.db + ": the newest device is '" + cal.value().device.name +
                      "', not a CPU; verify predicts the CPU executor from a CPU profile of this machine"};
   Plan sim_plan = plan;
   sim_plan.cluster = cal.value().cluster;
@@ -195,7 +235,7 @@ int run_verify(const VerifyOptions& o) {
   std::string dir = std::filesystem::temp_directory_path() / ("mplan-verify-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string summary = dir + "/summary.json", pred = dir + "/prediction.json";
-  std::ofstream(pred) << report_to_json(rep.value()).dump();
+  std::ofstream(pred) << dump_json(report_to_json(rep.value()));
   setenv("MPLAN_PREDICTION_FILE", pred.c_str(), 1);
   std::vector<std::string> args = {own_argv()[0], "train", "--plan", o.plan, "--steps", std::to_string(o.steps),
                                    "--seed", std::to_string(o.seed), "--data", o.data, "--format", "json",
@@ -256,7 +296,7 @@ int run_verify(const VerifyOptions& o) {
       {"error_pct", {{"step_time", pct_error(r.step_time_s, t_meas)}, {"peak_memory", pct_error(r.peak_memory_gib, mem)}}},
       {"ops", oj}};
   if (o.format == "json") {
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.value().device.name << "), "
@@ -289,7 +329,9 @@ void add_verify_command(CLI::App& app, Runner& run) {
                                            "the simulator's prediction on the profiled local-cpu cluster");
   sub->add_option("--plan", o->plan, "plan file (mplan.plan/1 JSON)")->required();
   sub->add_option("--steps", o->steps, "training steps (the first is a warm-up, default 6)")->check(CLI::Range(2, 100000));
-  sub->add_option("--db", o->db, "profile database of this machine (mplan profile --backend cpu --db FILE)");
+  sub->add_option("--db", o->db,
+                  "profile database of this machine (default: the cached profile of this machine, the committed "
+                  "local-cpu profile when this machine matches it, else a quick profile made now)");
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--seed", o->seed, "seed of the initialisation and the data order");
   sub->add_option("--data", o->data, "synthetic, or a text file");
@@ -307,26 +349,29 @@ void add_train_commands(CLI::App& app, Runner& run) {
   sub->add_option("--plan", o->plan, "plan file (mplan.plan/1 JSON)")->required();
   sub->add_option("--backend", o->backend, "cpu|cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--steps", o->t.steps, "optimizer steps (a resumed run continues up to this step)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 100000000));
   sub->add_option("--seed", o->t.seed, "seed of the initialisation and the data order");
   sub->add_option("--data", o->t.data, "synthetic, or a text file read with the byte-level tokenizer");
   sub->add_option("--runs-db", o->runs_db, "store the run in this runs database (SQLite)");
   sub->add_option("--checkpoint-dir", o->t.checkpoint_dir, "write sharded checkpoints here");
-  sub->add_option("--checkpoint-every", o->t.checkpoint_every, "also checkpoint every N steps (default: at the end)");
+  sub->add_option("--checkpoint-every", o->t.checkpoint_every, "also checkpoint every N steps (default: at the end)")
+      ->check(int_range(0, 100000000));
   sub->add_flag("--resume", o->t.resume, "continue from the latest checkpoint in --checkpoint-dir");
   sub->add_option("--format", o->format, "table|json (json: one object per step and line)")
       ->check(format_choice({"table", "json"}));
-  sub->add_option("--lr", o->t.lr, "peak learning rate (default 1e-3)")->check(CLI::PositiveNumber);
-  sub->add_option("--warmup", o->t.warmup_steps, "warm-up steps (default steps/10)");
+  sub->add_option("--lr", o->t.lr, "peak learning rate (default 1e-3)")->check(real_range(0, 10, true));
+  sub->add_option("--warmup", o->t.warmup_steps, "warm-up steps (default steps/10)")->check(int_range(0, 100000000));
   sub->add_option("--lr-decay-steps", o->t.lr_decay_steps,
-                  "cosine decay length (default: --steps; a resumed run keeps its checkpoint's)");
-  sub->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay (default 0.1)");
-  sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)");
-  sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)");
-  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)");
-  sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)");
+                  "cosine decay length (default: --steps; a resumed run keeps its checkpoint's)")
+      ->check(int_range(0, 100000000));
+  sub->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay (default 0.1)")->check(real_range(0, 10));
+  sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)")->check(real_range(0, 1e6));
+  sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)")->check(real_range(0, 100));
+  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)")->check(real_range(0, 1000));
+  sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)")
+      ->check(real_range(0, kMaxPeakTflops * 1e3));
   sub->add_option("--max-ranks-per-core", o->max_ranks_per_core, "refuse plans needing more ranks per core (default 8)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 1024));
   sub->add_option("--summary-out", o->summary_out, "internal: write the run summary JSON here")->group("");
   sub->callback([&run, o] { run = [o] { return run_train(*o); }; });
   add_verify_command(app, run);

@@ -2,12 +2,15 @@
 // scores the simulator against published runs (CSV columns of shared/calibration/) and prints the
 // per-row error table, MAPE, median, p90, share within 10%, per family, and skipped rows with reasons.
 // --export-plans DIR writes each scored row's plan (DIR/ROW.json) for `mplan simulate --plan`.
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "cli/commands.h"
+#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/table.h"
 #include "core/json_fields.h"
@@ -24,6 +27,7 @@ struct ValidateOptions {
   int fit_passes = 3, cv_folds = 5, cv_evals = 0;
   std::string fit_params;  // comma-separated subset of default_fit_params()
   bool show_skipped = true;
+  bool force = false;
 };
 
 nlohmann::json stats_json(const ErrorStats& s) {
@@ -65,7 +69,12 @@ void export_plans(const ValidationReport& r, const std::string& dir) {
   if (ec) throw InputError{"--export-plans: cannot create directory '" + dir + "': " + ec.message()};
   for (const auto& x : r.rows) {
     if (x.skipped) continue;
-    std::string err = write_text_file_atomic(dir + "/" + x.row_id + ".json", plan_to_json(x.plan).dump(2) + "\n");
+    // the row id comes from the CSV: keep it a plain file name inside DIR
+    std::string name = x.row_id;
+    for (char& ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+    if (name.empty() || name[0] == '.') name = "row_" + name;
+    std::string err = write_text_file_atomic(dir + "/" + name + ".json", dump_json(plan_to_json(x.plan), 2) + "\n");
     if (!err.empty()) throw InputError{"--export-plans: " + err};
   }
 }
@@ -114,6 +123,36 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
   std::cout << "\n";
 }
 
+// A CSV that lacks the columns the scoring reads would score nothing and report "MAPE 0.0%": refuse
+// it, naming the missing columns, and refuse a file of which no row could be scored.
+void require_columns(const std::vector<CsvRow>& rows, const std::string& flag, const std::string& path, bool memory) {
+  if (rows.empty()) throw InputError{flag + " " + path + ": no data rows (a header and one row per run are needed)"};
+  std::vector<std::string> need = {"model", "layers", "hidden", "heads", "vocab", "seq_len", "gpu_type", "num_gpus",
+                                   "gbs", "tp", "pp", "precision"};
+  need.insert(need.end(), memory ? std::initializer_list<std::string>{"mem_total_gib"}
+                                 : std::initializer_list<std::string>{"row_id"});
+  std::string missing;
+  for (const auto& c : need)
+    if (!rows.front().f.count(c)) missing += (missing.empty() ? "" : ", ") + c;
+  bool measured = memory || rows.front().f.count("tokens_per_sec_per_gpu") || rows.front().f.count("step_time_s") ||
+                  rows.front().f.count("tflops_per_gpu");
+  if (!measured) missing += std::string(missing.empty() ? "" : ", ") + "one of tokens_per_sec_per_gpu|step_time_s|tflops_per_gpu";
+  if (!missing.empty())
+    throw InputError{flag + " " + path + ": missing column(s) " + missing + "; the columns are those of " +
+                     (memory ? "shared/calibration/published_memory_dev.csv" : "shared/calibration/published_runs_dev.csv")};
+}
+
+void require_scored(const ValidationReport& rep, const std::string& flag, const std::string& path) {
+  if (rep.overall.n > 0) return;
+  std::string why;
+  for (const auto& x : rep.rows)
+    if (x.skipped) {
+      why = " (first row: " + x.reason + ")";
+      break;
+    }
+  throw InputError{flag + " " + path + ": none of its " + std::to_string(rep.rows.size()) + " rows could be scored" + why};
+}
+
 std::vector<FitParamSpec> chosen_params(const ValidateOptions& o) {
   std::vector<FitParamSpec> which;
   for (const auto& spec : default_fit_params())
@@ -136,6 +175,7 @@ int run_cross_validation(const ValidateOptions& o) {
   if (o.runs.empty()) throw InputError{"--cv needs --runs FILE.csv"};
   auto rows = read_csv_file(o.runs);
   if (!rows) throw InputError{"--runs: " + rows.error().message()};
+  require_columns(*rows, "--runs", o.runs, false);
   CvOptions co;
   co.mode = o.cv == "group" ? CvMode::group : CvMode::source;
   co.folds = o.cv_folds;
@@ -150,7 +190,7 @@ int run_cross_validation(const ValidateOptions& o) {
                {"held_out_mape_pct", rep.overall.held_out.mape}, {"in_sample_mape_pct", rep.overall.in_sample.mape},
                {"interval_coverage", rep.coverage},
                {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
-    std::string err = write_text_file_atomic(o.fit_out, calibration_to_json(cal).dump(2) + "\n");
+    std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
   }
   if (o.format == "json") {
@@ -168,7 +208,7 @@ int run_cross_validation(const ValidateOptions& o) {
                             {"by_source", src}, {"by_framework", fw}, {"rows", rows_j}, {"failures", rep.failures},
                             {"intervals", rep.intervals}, {"interval_coverage", rep.coverage},
                             {"interval_coverage_rows", rep.coverage_rows}}}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return kExitOk;
   }
   std::cout << "== cross-validation (" << (o.cv == "group" ? "k-fold over run groups" : "leave one source out") << "), "
@@ -192,11 +232,19 @@ int run_cross_validation(const ValidateOptions& o) {
 int run_validate(const ValidateOptions& o) {
   if (o.runs.empty() && o.memory.empty()) throw InputError{"give --runs FILE.csv and/or --memory FILE.csv"};
   if (!o.cv.empty()) return run_cross_validation(o);
-  ParamsFor params = [&o](const Plan& p) { return cost_params_for(p, o.calibration); };
+  auto warned = std::make_shared<std::set<std::string>>();  // one --force warning per GPU architecture
+  ParamsFor params = [&o, warned](const Plan& p) {
+    if (o.calibration.empty()) return default_cost_params(p.cluster);
+    Calibration cal = load_calibration(o.calibration);
+    std::string w = check_calibration(cal, p.cluster.gpu, o.force);
+    if (!w.empty() && warned->insert(p.cluster.gpu.arch).second) std::cerr << w << "\n";
+    return cal.params_for(p.cluster.gpu);
+  };
   if (!o.fit_out.empty()) {
     if (o.runs.empty()) throw InputError{"--fit needs --runs FILE.csv"};
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
+    require_columns(*rows, "--runs", o.runs, false);
     auto runs = measured_runs_from_rows(*rows);
     Calibration start = load_calibration(o.calibration);
     std::vector<FitParamSpec> which = chosen_params(o);
@@ -209,7 +257,7 @@ int run_validate(const ValidateOptions& o) {
                {"mean_abs_log_error_after", fr.loss_after}, {"mape_before_pct", fr.mape_before}, {"mape_after_pct", fr.mape_after},
                {"source", o.runs}, {"failed_rows", fr.failed},
                {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
-    std::string err = write_text_file_atomic(o.fit_out, calibration_to_json(cal).dump(2) + "\n");
+    std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
     std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1)
               << "% (" << fr.evaluations << " simulations); wrote " << o.fit_out << "\n\n";
@@ -219,7 +267,9 @@ int run_validate(const ValidateOptions& o) {
   if (!o.runs.empty()) {
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
+    require_columns(*rows, "--runs", o.runs, false);
     ValidationReport rep = validate_throughput(*rows, params);
+    require_scored(rep, "--runs", o.runs);
     if (!o.export_dir.empty()) export_plans(rep, o.export_dir);
     if (o.format == "json") out["throughput"] = report_json(rep);
     else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s", true);
@@ -227,11 +277,13 @@ int run_validate(const ValidateOptions& o) {
   if (!o.memory.empty()) {
     auto rows = read_csv_file(o.memory);
     if (!rows) throw InputError{"--memory: " + rows.error().message()};
+    require_columns(*rows, "--memory", o.memory, true);
     ValidationReport rep = validate_memory(*rows, params);
+    require_scored(rep, "--memory", o.memory);
     if (o.format == "json") out["memory"] = report_json(rep);
     else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB", false);
   }
-  if (o.format == "json") std::cout << out.dump(2) << "\n";
+  if (o.format == "json") std::cout << dump_json(out, 2) << "\n";
   return kExitOk;
 }
 
@@ -243,16 +295,17 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--runs", o->runs, "throughput CSV (columns of shared/calibration/published_runs_dev.csv)");
   sub->add_option("--memory", o->memory, "memory CSV (columns of published_memory_dev.csv)");
   sub->add_option("--calibration", o->calibration, "calibration JSON applied to every row");
+  add_force_option(sub, o->force);
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--fit", o->fit_out, "first fit the global cost parameters to --runs and write the calibration here");
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
   sub->add_option("--export-plans", o->export_dir, "write each scored throughput row's plan to DIR/ROW.json");
-  sub->add_option("--fit-passes", o->fit_passes, "optimiser rounds (restarts from the best point)")->check(CLI::PositiveNumber);
+  sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(int_range(1, 1000));
   sub->add_option("--cv", o->cv, "cross-validate: source (leave one source out) or group (k-fold over run groups)")
       ->check(CLI::IsMember({"source", "group"}));
   sub->add_option("--cv-folds", o->cv_folds, "folds of --cv group (default 5)")->check(CLI::Range(2, 50));
   sub->add_option("--cv-evals", o->cv_evals, "simulations of all rows per fit round (default 60 per parameter)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, 100000000));
   sub->callback([&run, o] { run = [o] { return run_validate(*o); }; });
 }
 

@@ -2,8 +2,11 @@
 // the CLI11 app and sets `run` to the function executed when it is chosen.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
+
+#include "core/limits.h"
 
 namespace mplan::cli {
 
@@ -31,5 +34,10 @@ void add_gui_command(CLI::App& app, Runner& run);        // gui -> mplan-gui    
 
 // --format table|json validator shared by subcommands.
 CLI::Validator format_choice(std::initializer_list<const char*> choices);
+// Numeric options with physical bounds (cli/validators.cpp): an integer in [lo, hi]; a finite real in
+// [lo, hi] (or (lo, hi] when lo_open). The message states the range in a few characters.
+CLI::Validator int_range(int64_t lo, int64_t hi);
+CLI::Validator real_range(double lo, double hi, bool lo_open = false);
+
 
 }  // namespace mplan::cli

@@ -2,9 +2,11 @@
 #include "cli/plan_args.h"
 
 #include <cctype>
+#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/resolve.h"
+#include "core/bounded_input.h"
 
 namespace mplan::cli {
 
@@ -20,9 +22,9 @@ std::string module_names(const std::vector<std::pair<std::string, E>>& table) {
 void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   auto* m = sub->add_option("--model", a.model, "model preset, mplan model JSON or Hugging Face config.json");
   auto* c = sub->add_option("--cluster", a.cluster, "cluster preset or cluster JSON");
-  auto* g = sub->add_option("--gpus", a.gpus, "number of GPUs")->check(CLI::PositiveNumber);
-  auto* b = sub->add_option("--gbs", a.gbs, "global batch size (sequences)")->check(CLI::PositiveNumber);
-  auto* s = sub->add_option("--seq", a.seq, "sequence length")->check(CLI::PositiveNumber);
+  auto* g = sub->add_option("--gpus", a.gpus, "number of GPUs")->check(int_range(1, kMaxGpus));
+  auto* b = sub->add_option("--gbs", a.gbs, "global batch size (sequences)")->check(int_range(1, kMaxBatch));
+  auto* s = sub->add_option("--seq", a.seq, "sequence length")->check(int_range(1, kMaxSeq));
   if (required)
     for (auto* o : {m, c, g, b, s}) o->required();
   sub->add_option("--precision", a.precision, "bf16|fp16|fp8|mxfp8|nvfp4|fp32")
@@ -40,23 +42,29 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
       ->check(CLI::IsMember({"fp32", "remainder", "bf16", "none"}));
   sub->add_flag("--adam-states-bf16", a.adam_states_bf16, "Adam moments in bf16 (default fp32)");
   sub->add_option("--moe-capacity-factor", a.moe_capacity_factor,
-                  "MoE expert capacity factor > 0: tokens beyond it are dropped (default: dropless)");
+                  "MoE expert capacity factor > 0: tokens beyond it are dropped (default: dropless)")
+      ->check(real_range(0, 1000, true));
   sub->add_flag("--moe-pad-to-capacity", a.moe_pad_to_capacity, "pad every expert's input to its capacity (needs --moe-capacity-factor)");
   sub->add_option("--dp-replicate", a.dp_replicate,
                   "shard the optimizer / FSDP over dp*cp/N ranks and replicate N times (HSDP, distributed-optimizer instances)")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, kMaxGpus));
+  add_force_option(sub, a.force);
+}
+
+void add_force_option(CLI::App* sub, bool& force) {
+  sub->add_flag("--force", force, "apply a --calibration fitted for another GPU architecture (refused otherwise)");
 }
 
 void add_layout_options(CLI::App* sub, LayoutArgs& l) {
-  sub->add_option("--mbs", l.mbs, "micro-batch size")->check(CLI::PositiveNumber);
-  sub->add_option("--tp", l.tp, "tensor-parallel size")->check(CLI::PositiveNumber);
-  sub->add_option("--pp", l.pp, "pipeline-parallel size")->check(CLI::PositiveNumber);
-  sub->add_option("--vpp", l.vpp, "virtual pipeline chunks per pipeline rank")->check(CLI::PositiveNumber);
-  sub->add_option("--cp", l.cp, "context-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--mbs", l.mbs, "micro-batch size")->check(int_range(1, kMaxBatch));
+  sub->add_option("--tp", l.tp, "tensor-parallel size")->check(int_range(1, kMaxGpus));
+  sub->add_option("--pp", l.pp, "pipeline-parallel size")->check(int_range(1, kMaxGpus));
+  sub->add_option("--vpp", l.vpp, "virtual pipeline chunks per pipeline rank")->check(int_range(1, kMaxGpus));
+  sub->add_option("--cp", l.cp, "context-parallel size")->check(int_range(1, kMaxGpus));
   sub->add_option("--cp-comm", l.cp_comm, "context-parallel exchange p2p|a2a|allgather")
       ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
-  sub->add_option("--ep", l.ep, "expert-parallel size")->check(CLI::PositiveNumber);
-  sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(CLI::PositiveNumber);
+  sub->add_option("--ep", l.ep, "expert-parallel size")->check(int_range(1, kMaxGpus));
+  sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(int_range(1, kMaxGpus));
   auto* sp = sub->add_flag_function("--sp", [&l](int64_t) { l.sp = true; }, "sequence parallel (default on when tp > 1)");
   auto* nsp = sub->add_flag_function("--no-sp", [&l](int64_t) { l.sp = false; }, "no sequence parallel");
   sp->excludes(nsp);
@@ -64,7 +72,7 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
   sub->add_flag("--dist-opt", l.dist_opt, "distributed optimizer (= --zero 1)");
   sub->add_option("--recompute", l.recompute, "none|selective|full")->check(CLI::IsMember({"none", "selective", "full"}));
   sub->add_option("--recompute-layers", l.recompute_layers, "layers per chunk recomputed with --recompute full")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, kMaxLayers));
   sub->add_option("--schedule", l.schedule, "gpipe|1f1b|interleaved|zb (default 1f1b, interleaved when vpp > 1)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb"}));
   sub->add_option("--attention", l.attention, "flash|unfused|triton attention kernels")
@@ -77,9 +85,9 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
   sub->add_flag("--no-overlap-grad-reduce", l.no_overlap_grad_reduce, "do not overlap DP gradient reduction");
   sub->add_flag("--no-overlap-param-gather", l.no_overlap_param_gather, "do not overlap the parameter all-gather");
   sub->add_option("--first-stage-layers", l.first_stage_layers, "layers on the first pipeline stage (0 = even)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, kMaxLayers));
   sub->add_option("--last-stage-layers", l.last_stage_layers, "layers on the last pipeline stage (0 = even)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, kMaxLayers));
   sub->add_option("--pipeline-layout", l.pipeline_layout,
                   "layers per chunk: 'balanced' (most even split) or 'a,b;c,d' (stages by ';', chunks by ',')");
   sub->add_option("--recompute-modules", l.recompute_modules,
@@ -175,7 +183,10 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
     std::string num;
     auto flush = [&](bool end_stage) {
       if (num.empty()) throw InputError{"--pipeline-layout: expected numbers like '4,4;4,3', got '" + l.pipeline_layout + "'"};
-      row.push_back(std::stoi(num));
+      if (num.size() > 9 || std::stoll(num) > p.model.num_layers)
+        throw InputError{"--pipeline-layout: " + num + " layers in one chunk exceeds the model's " +
+                         std::to_string(p.model.num_layers) + " layers"};
+      row.push_back(int(std::stoll(num)));
       num.clear();
       if (end_stage) {
         q.pipeline_layout.push_back(row);
@@ -193,19 +204,55 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   auto problems = validate_layout(p.model, p.cluster, p.training, p.parallel);
   if (!problems.empty()) {
     std::string msg = "invalid layout:";
-    for (auto& e : problems) msg += "\n  - " + e;
+    for (auto& e : problems) {
+      msg += "\n  - " + e;
+      if (e.rfind("layers do not split into pp stages", 0) == 0) msg += pipeline_split_hint(p.model.num_layers, q);
+    }
     throw InputError{msg};
   }
   return p;
 }
 
-CostParams cost_params_for(const Plan& plan, const std::string& calibration_file) {
+std::string pipeline_split_hint(int layers, const ParallelConfig& q) {
+  const int pp = q.pp;
+  if (pp < 2 || q.num_layers_in_first_pipeline_stage || q.num_layers_in_last_pipeline_stage || !q.pipeline_layout.empty())
+    return "";
+  std::string hint = "\n    keep --pp " + std::to_string(pp) + " with --pipeline-layout balanced (Megatron's split " +
+                     "that counts the embedding and the loss as layers)";
+  // uneven first/last stages (Llama-3.1-405B: 126 layers on pp 16 = 7 + 14 x 8 + 7)
+  const int middle = pp - 2;
+  for (int each = (layers + pp - 1) / pp; q.vpp == 1 && each >= 1 && middle > 0; --each) {
+    int rest = layers - middle * each;
+    if (rest < 2) continue;
+    if (rest > 2 * each) break;
+    int first = rest / 2, last = rest - first;
+    hint += ", or with --first-stage-layers " + std::to_string(first) + " --last-stage-layers " + std::to_string(last) +
+            " (" + std::to_string(first) + " + " + std::to_string(middle) + " x " + std::to_string(each) + " + " +
+            std::to_string(last) + " = " + std::to_string(layers) + ")";
+    break;
+  }
+  return hint;
+}
+
+CostParams cost_params_for(const Plan& plan, const std::string& calibration_file, bool force) {
   if (calibration_file.empty()) return default_cost_params(plan.cluster);
-  return load_calibration(calibration_file).params_for(plan.cluster.gpu);
+  Calibration cal = load_calibration(calibration_file);
+  std::string warning = check_calibration(cal, plan.cluster.gpu, force);
+  if (!warning.empty()) std::cerr << warning << "\n";
+  return cal.params_for(plan.cluster.gpu);
+}
+
+std::string check_calibration(const Calibration& cal, const GpuSpec& gpu, bool force) {
+  std::string why = calibration_mismatch(cal, gpu);
+  if (why.empty()) return "";
+  if (!force) throw InputError{"--calibration: " + why};
+  return "mplan: warning: --force: " + why.substr(0, why.find(';')) + "; applying it anyway";
 }
 
 Calibration load_calibration(const std::string& calibration_file) {
   if (calibration_file.empty()) return shipped_calibration();
+  std::string bad = check_input_file(calibration_file);
+  if (!bad.empty()) throw InputError{"--calibration " + bad};
   auto c = read_calibration_file(calibration_file, shipped_calibration().params);
   if (!c) throw InputError{c.error().message()};
   return c.value();

@@ -15,6 +15,7 @@ struct JobArgs {
   int gpus = 0;
   int64_t gbs = 0, seq = 0;
   std::string calibration;  // --calibration FILE
+  bool force = false;       // --force: apply a calibration fitted for another GPU architecture
   // the framework and the runtime options every layout of the job shares (search keeps them fixed)
   std::string framework = "megatron";
   bool fp8_param_gather = false, grad_reduce_in_bf16 = false, cross_entropy_fusion = false, adam_states_bf16 = false;
@@ -46,13 +47,22 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l);
 
 // Builds and validates the plan; any problem throws InputError (exit 2) naming the field/rule.
 Plan plan_from_args(const JobArgs& a, const LayoutArgs& l);
+// When pp does not divide the layers: how to keep that pp ("--pipeline-layout balanced", or first/last
+// stage sizes such that the middle stages split evenly), as text appended to the refusal; "" else.
+std::string pipeline_split_hint(int layers, const ParallelConfig& q);
 // Resolves model/cluster/training of the job (no layout) into a plan skeleton; the job's runtime
 // options (framework, fp8 parameters, gradient/optimizer dtypes, fused loss, MoE capacity) are set.
 Plan job_skeleton(const JobArgs& a);
 // Cost parameters: --calibration FILE if given, else the shipped calibration for the cluster's GPU,
-// else the documented defaults.
-CostParams cost_params_for(const Plan& plan, const std::string& calibration_file);
+// else the documented defaults. A calibration fitted for another GPU architecture is refused (exit 2)
+// unless `force`, which applies it with a warning on stderr.
+CostParams cost_params_for(const Plan& plan, const std::string& calibration_file, bool force = false);
 // The calibration in the file, or the shipped one when `calibration_file` is empty.
 Calibration load_calibration(const std::string& calibration_file);
+// Refuses (InputError) a calibration fitted for another architecture than `gpu`'s, unless `force`;
+// then returns the warning to print ("" when the calibration applies).
+std::string check_calibration(const Calibration& cal, const GpuSpec& gpu, bool force);
+// Adds --force (apply a calibration of another GPU architecture) to a subcommand.
+void add_force_option(CLI::App* sub, bool& force);
 
 }  // namespace mplan::cli

@@ -9,6 +9,7 @@ option(MPLAN_BUILD_TESTS "Build the GoogleTest suites" ON)
 option(MPLAN_BUILD_BENCH "Build the Google Benchmark targets" ON)
 option(MPLAN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 option(MPLAN_WERROR "Treat warnings as errors" OFF)
+option(MPLAN_FUZZ "Build the libFuzzer targets (clang; scripts/fuzz sets the sanitizer flags)" OFF)
 
 add_library(mplan_warnings INTERFACE)
 target_compile_options(mplan_warnings INTERFACE

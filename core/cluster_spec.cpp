@@ -2,6 +2,7 @@
 #include "core/cluster_spec.h"
 
 #include "core/json_fields.h"
+#include "core/limits.h"
 
 namespace mplan {
 
@@ -21,15 +22,15 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
                     "scale_out_bw_gbps", "scale_out_latency_us", "nvls", "num_nodes", "ranks_per_nvlink_domain", "sources", "notes"});
   ClusterSpec c;
   c.name = f.opt_string("name").value_or("custom");
-  c.gpus_per_node = static_cast<int>(f.integer("gpus_per_node"));
-  c.nvlink_domain_size = static_cast<int>(f.integer_or("nvlink_domain_size", c.gpus_per_node));
-  c.scale_up_bw_gbps = f.number("scale_up_bw_gbps");
-  c.scale_up_latency_us = f.number("scale_up_latency_us", true);
-  c.scale_out_bw_gbps = f.number("scale_out_bw_gbps");
-  c.scale_out_latency_us = f.number("scale_out_latency_us", true);
+  c.gpus_per_node = static_cast<int>(f.integer("gpus_per_node", 1, kMaxGpus));
+  c.nvlink_domain_size = static_cast<int>(f.integer_or("nvlink_domain_size", c.gpus_per_node, 1, kMaxGpus));
+  c.scale_up_bw_gbps = f.number("scale_up_bw_gbps", false, kMaxBandwidthGbps);
+  c.scale_up_latency_us = f.number("scale_up_latency_us", true, kMaxLatencyUs);
+  c.scale_out_bw_gbps = f.number("scale_out_bw_gbps", false, kMaxBandwidthGbps);
+  c.scale_out_latency_us = f.number("scale_out_latency_us", true, kMaxLatencyUs);
   c.nvls = f.boolean_or("nvls", false);
-  c.ranks_per_nvlink_domain = static_cast<int>(f.integer_or("ranks_per_nvlink_domain", 0, 0));
-  c.num_nodes = static_cast<int>(f.integer("num_nodes"));
+  c.ranks_per_nvlink_domain = static_cast<int>(f.integer_or("ranks_per_nvlink_domain", 0, 0, kMaxGpus));
+  c.num_nodes = static_cast<int>(f.integer("num_nodes", 1, kMaxNodes));
   const json* g = f.object("gpu");
   if (!g) {
     if (!f.has("gpu")) f.problem("gpu", "missing; expected an object with name, peak_tflops, memory_gib, hbm_gbps, sm_count");
@@ -38,10 +39,10 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
     gf.reject_unknown({"name", "arch", "peak_tflops", "memory_gib", "hbm_gbps", "sm_count", "host_link_gbps"});
     c.gpu.name = gf.string("name");
     c.gpu.arch = gf.opt_string("arch").value_or("");
-    c.gpu.memory_gib = gf.number("memory_gib");
-    c.gpu.hbm_gbps = gf.number("hbm_gbps");
-    c.gpu.sm_count = static_cast<int>(gf.integer("sm_count"));
-    c.gpu.host_link_gbps = gf.opt_number("host_link_gbps", true).value_or(0);
+    c.gpu.memory_gib = gf.number("memory_gib", false, kMaxMemoryGib);
+    c.gpu.hbm_gbps = gf.number("hbm_gbps", false, kMaxBandwidthGbps);
+    c.gpu.sm_count = static_cast<int>(gf.integer("sm_count", 1, kMaxSms));
+    c.gpu.host_link_gbps = gf.opt_number("host_link_gbps", true, kMaxBandwidthGbps).value_or(0);
     const json* pk = gf.object("peak_tflops");
     if (!pk) {
       if (!gf.has("peak_tflops")) gf.problem("peak_tflops", "missing; expected e.g. {\"bf16\": 989.4, \"fp8\": 1978.9}");
@@ -52,9 +53,9 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
       pf.reject_unknown(names);
       for (Precision p : kAllPrecisions) {
         std::string key(to_string(p));
-        if (auto v = pf.opt_number(key.c_str())) c.gpu.peak_tflops[p] = *v;
+        if (auto v = pf.opt_number(key.c_str(), false, kMaxPeakTflops)) c.gpu.peak_tflops[p] = *v;
       }
-      if (c.gpu.peak_tflops.empty()) pf.problem("bf16", "no peak given; at least one precision's dense TFLOP/s is required");
+      if (pk->empty()) pf.problem("bf16", "no peak given; at least one precision's dense TFLOP/s is required");
     }
   }
   if (const json* s = f.object("sources")) {
@@ -105,6 +106,9 @@ std::vector<std::string> validate_cluster(const ClusterSpec& c) {
     p.push_back("cluster.nvlink_domain_size: " + std::to_string(c.nvlink_domain_size) +
                 " must be a multiple or a divisor of gpus_per_node=" + std::to_string(c.gpus_per_node));
   if (c.num_nodes < 1) p.push_back("cluster.num_nodes: must be >= 1");
+  if (int64_t(c.num_nodes) * c.gpus_per_node > kMaxGpus)
+    p.push_back("cluster: num_nodes x gpus_per_node = " + std::to_string(int64_t(c.num_nodes) * c.gpus_per_node) +
+                " GPUs exceeds " + std::to_string(kMaxGpus) + "; describe the part of the cluster one job uses");
   if (c.ranks_per_nvlink_domain > c.nvlink_domain_size)
     p.push_back("cluster.ranks_per_nvlink_domain: " + std::to_string(c.ranks_per_nvlink_domain) +
                 " exceeds nvlink_domain_size=" + std::to_string(c.nvlink_domain_size));

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/json_fields.h"
+#include "core/limits.h"
 #include "core/suggest.h"
 
 namespace mplan {
@@ -25,10 +26,30 @@ bool looks_like_hf_config(const json& j) {
 
 namespace {
 
-Activation activation_from_hf(const std::string& act, bool gated) {
+// The MLP activation: `key` (hidden_act, activation_function for gpt2) must be given and be one that
+// mplan models; a gated MLP (llama family) takes SiLU only. Unknown or missing values are refused
+// instead of becoming SwiGLU (which changes FLOPs, memory and what `mplan train` computes).
+Activation read_activation(JsonFields& f, const char* key, bool gated) {
+  static const std::vector<std::string> gated_acts = {"silu", "swish"};
+  static const std::vector<std::string> plain_acts = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
+                                                      "gelu_python", "gelu_accurate", "relu2", "squared_relu"};
+  const auto& ok = gated ? gated_acts : plain_acts;
+  std::string act = f.choice(key, ok);
   if (gated) return Activation::swiglu;
   if (act == "relu2" || act == "squared_relu") return Activation::squared_relu;
   return Activation::gelu;
+}
+
+// head_dim when given, else hidden_size / num_attention_heads, which must then divide exactly.
+int head_dim_of(JsonFields& f, const ModelSpec& m, const char* key) {
+  if (f.has(key)) return static_cast<int>(f.integer(key, 1, kMaxHeadDim));
+  if (m.num_attention_heads <= 0 || m.hidden_size <= 0) return 1;
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    f.problem(key, "missing, and hidden_size=" + std::to_string(m.hidden_size) + " is not divisible by num_attention_heads=" +
+                       std::to_string(m.num_attention_heads) + "; give " + key + " (the per-head dimension)");
+    return 1;
+  }
+  return static_cast<int>(m.hidden_size / m.num_attention_heads);
 }
 
 // RoPE settings: rope_theta / rope_scaling (transformers 4) or rope_parameters (transformers 5).
@@ -46,11 +67,10 @@ void read_llama_like(JsonFields& f, ModelSpec& m) {
   m.ffn_hidden_size = f.integer("intermediate_size");
   m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
   m.num_query_groups = static_cast<int>(f.integer_or("num_key_value_heads", m.num_attention_heads));
-  int default_hd = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
-  m.kv_channels = static_cast<int>(f.integer_or("head_dim", default_hd));
+  m.kv_channels = head_dim_of(f, m, "head_dim");
   m.vocab_size = f.integer("vocab_size");
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
-  m.activation = activation_from_hf(f.opt_string("hidden_act").value_or("silu"), true);
+  m.activation = read_activation(f, "hidden_act", true);
   m.norm = NormKind::rmsnorm;
   m.position_embedding = PositionEmbedding::rope;
   m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
@@ -75,7 +95,7 @@ void read_qwen_moe(JsonFields& f, ModelSpec& m) {
 
 Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name) {
   std::vector<std::string> problems;
-  JsonFields f(j, "config.json", problems);
+  JsonFields f(j, "config.json", problems, /*null_is_missing=*/true);  // HF: null = the library's default
   if (!problems.empty()) return Error(problems);
   if (!f.has("model_type")) {
     return Error("config.json: field 'model_type' is missing; supported model types: " + join(hf_supported_model_types()));
@@ -124,7 +144,7 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     m.num_query_groups = static_cast<int>(f.integer_or("num_key_value_heads", m.num_attention_heads));
     m.vocab_size = f.integer("vocab_size");
     m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
-    m.activation = Activation::swiglu;
+    m.activation = read_activation(f, "hidden_act", true);
     m.norm = NormKind::rmsnorm;
     m.position_embedding = PositionEmbedding::rope;
     m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
@@ -153,11 +173,11 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     m.num_attention_heads = static_cast<int>(f.integer("n_head"));
     m.num_query_groups = m.num_attention_heads;
     m.ffn_hidden_size = f.integer_or("n_inner", 4 * m.hidden_size);
-    m.kv_channels = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
+    m.kv_channels = head_dim_of(f, m, "head_dim");
     m.vocab_size = f.integer("vocab_size");
     m.max_position_embeddings = f.integer("n_positions");
     m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
-    m.activation = Activation::gelu;
+    m.activation = read_activation(f, "activation_function", false);
     m.norm = NormKind::layernorm;
     m.position_embedding = PositionEmbedding::learned;
     m.add_bias_linear = m.add_qkv_bias = true;
@@ -167,11 +187,11 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     m.ffn_hidden_size = f.integer("intermediate_size");
     m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
     m.num_query_groups = m.num_attention_heads;
-    m.kv_channels = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
+    m.kv_channels = head_dim_of(f, m, "head_dim");
     m.vocab_size = f.integer("vocab_size");
     m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
     m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
-    m.activation = Activation::gelu;
+    m.activation = read_activation(f, "hidden_act", false);
     m.norm = NormKind::layernorm;
     m.position_embedding = PositionEmbedding::rope;
     m.add_bias_linear = m.add_qkv_bias = f.boolean_or("attention_bias", true);

@@ -1,90 +1,124 @@
-// Typed, message-collecting JSON field access and atomic file I/O.
+// Typed, message-collecting JSON field access; file I/O through the bounded reader and safe writer.
 #include "core/json_fields.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "core/bounded_input.h"
+#include "core/safe_output.h"
+#include "core/strict_json.h"
 #include "core/suggest.h"
 
 namespace mplan {
 
 using nlohmann::json;
 
-JsonFields::JsonFields(const json& obj, std::string path, std::vector<std::string>& problems)
-    : obj_(obj), path_(std::move(path)), problems_(problems) {
-  if (!obj_.is_object()) problems_.push_back((path_.empty() ? std::string("input") : path_) + ": expected a JSON object");
+JsonFields::JsonFields(const json& obj, std::string path, std::vector<std::string>& problems, bool null_is_missing)
+    : obj_(obj), path_(std::move(path)), problems_(problems), null_is_missing_(null_is_missing) {
+  if (!obj_.is_object()) {
+    problems_.push_back((path_.empty() ? std::string("input") : path_) + ": expected a JSON object");
+    return;
+  }
+  if (!null_is_missing_)
+    for (auto it = obj_.begin(); it != obj_.end(); ++it)
+      if (it.value().is_null()) problem(it.key(), "null is not a value; give a value or leave the field out");
 }
 
 void JsonFields::problem(const std::string& key, const std::string& what) {
   problems_.push_back(field(key.c_str()) + ": " + what);
 }
 
+bool JsonFields::null_reported(const char* key) const {
+  return !null_is_missing_ && obj_.is_object() && obj_.contains(key) && obj_[key].is_null();
+}
+
 bool JsonFields::has(const char* key) const { return obj_.is_object() && obj_.contains(key) && !obj_[key].is_null(); }
 
 static std::string describe(const json& v) {
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
 
-std::optional<int64_t> JsonFields::opt_integer(const char* key, int64_t min) {
+static std::string range_text(int64_t min, int64_t max) {
+  return max == kMaxJsonInt && min <= 1 ? ">= " + std::to_string(min)
+                                        : "in " + std::to_string(min) + ".." + std::to_string(max);
+}
+
+std::optional<int64_t> JsonFields::opt_integer(const char* key, int64_t min, int64_t max) {
   if (!has(key)) return std::nullopt;
   const json& v = obj_[key];
   int64_t x = 0;
-  if (v.is_number_integer()) {
+  bool integral = false, too_big = false;
+  if (v.is_number_unsigned()) {
+    too_big = v.get<uint64_t>() > uint64_t(max);
+    x = too_big ? max : int64_t(v.get<uint64_t>());
+    integral = true;
+  } else if (v.is_number_integer()) {
     x = v.get<int64_t>();
-  } else if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
-    x = static_cast<int64_t>(v.get<double>());
-  } else {
-    problem(key, "expected an integer >= " + std::to_string(min) + ", got " + describe(v));
+    integral = true;
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d)) {
+      integral = true;
+      too_big = d > double(max);
+      x = too_big ? max : d < double(min) ? min - 1 : int64_t(d);
+    }
+  }
+  if (!integral) {
+    problem(key, "expected an integer " + range_text(min, max) + ", got " + describe(v));
+    return std::nullopt;
+  }
+  if (too_big || x > max) {
+    problem(key, "must be <= " + std::to_string(max) + ", got " + describe(v));
     return std::nullopt;
   }
   if (x < min) {
-    problem(key, "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
+    problem(key, "must be >= " + std::to_string(min) + ", got " + describe(v));
     return std::nullopt;
   }
   return x;
 }
 
-int64_t JsonFields::integer(const char* key, int64_t min) {
+int64_t JsonFields::integer(const char* key, int64_t min, int64_t max) {
   if (!has(key)) {
-    problem(key, "missing; expected an integer >= " + std::to_string(min));
+    if (!null_reported(key)) problem(key, "missing; expected an integer " + range_text(min, max));
     return min;
   }
-  return opt_integer(key, min).value_or(min);
+  return opt_integer(key, min, max).value_or(min);
 }
 
-int64_t JsonFields::integer_or(const char* key, int64_t fallback, int64_t min) {
-  return has(key) ? opt_integer(key, min).value_or(fallback) : fallback;
+int64_t JsonFields::integer_or(const char* key, int64_t fallback, int64_t min, int64_t max) {
+  return has(key) ? opt_integer(key, min, max).value_or(fallback) : fallback;
 }
 
-std::optional<double> JsonFields::opt_number(const char* key, bool allow_zero) {
+static std::string num_range(bool allow_zero, double max) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s and <= %g", allow_zero ? ">= 0" : "> 0", max);
+  return buf;
+}
+
+std::optional<double> JsonFields::opt_number(const char* key, bool allow_zero, double max) {
   if (!has(key)) return std::nullopt;
   const json& v = obj_[key];
   if (!v.is_number()) {
-    problem(key, std::string("expected a number ") + (allow_zero ? ">= 0" : "> 0") + ", got " + describe(v));
+    problem(key, "expected a number " + num_range(allow_zero, max) + ", got " + describe(v));
     return std::nullopt;
   }
   double x = v.get<double>();
-  if (x < 0 || (!allow_zero && x == 0)) {
-    problem(key, std::string("must be ") + (allow_zero ? ">= 0" : "> 0") + ", got " + describe(v));
+  if (!std::isfinite(x) || x < 0 || (!allow_zero && x == 0) || x > max) {
+    problem(key, "must be " + num_range(allow_zero, max) + ", got " + describe(v));
     return std::nullopt;
   }
   return x;
 }
 
-double JsonFields::number(const char* key, bool allow_zero) {
+double JsonFields::number(const char* key, bool allow_zero, double max) {
   if (!has(key)) {
-    problem(key, std::string("missing; expected a number ") + (allow_zero ? ">= 0" : "> 0"));
+    if (!null_reported(key)) problem(key, "missing; expected a number " + num_range(allow_zero, max));
     return allow_zero ? 0.0 : 1.0;
   }
-  return opt_number(key, allow_zero).value_or(1.0);
+  return opt_number(key, allow_zero, max).value_or(1.0);
 }
 
 std::optional<std::string> JsonFields::opt_string(const char* key) {
@@ -99,7 +133,7 @@ std::optional<std::string> JsonFields::opt_string(const char* key) {
 
 std::string JsonFields::string(const char* key) {
   if (!has(key)) {
-    problem(key, "missing; expected a string");
+    if (!null_reported(key)) problem(key, "missing; expected a string");
     return {};
   }
   return opt_string(key).value_or("");
@@ -117,7 +151,7 @@ bool JsonFields::boolean_or(const char* key, bool fallback) {
 
 bool JsonFields::boolean(const char* key) {
   if (!has(key)) {
-    problem(key, "missing; expected true or false");
+    if (!null_reported(key)) problem(key, "missing; expected true or false");
     return false;
   }
   return boolean_or(key, false);
@@ -134,7 +168,7 @@ std::string JsonFields::choice_or(const char* key, const std::vector<std::string
 
 std::string JsonFields::choice(const char* key, const std::vector<std::string>& choices) {
   if (!has(key)) {
-    problem(key, "missing; expected one of " + join(choices, "|"));
+    if (!null_reported(key)) problem(key, "missing; expected one of " + join(choices, "|"));
     return choices.front();
   }
   return choice_or(key, choices, choices.front());
@@ -159,48 +193,15 @@ void JsonFields::reject_unknown(const std::vector<std::string>& known) {
 }
 
 std::optional<json> parse_json_text(const std::string& text, const std::string& what, std::vector<std::string>& problems) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    problems.push_back(what + ": malformed JSON (" + std::string(e.what()) + ")");
-    return std::nullopt;
-  }
+  return parse_json_strict(text, what, problems);
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::vector<std::string>& problems) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    problems.push_back(path + ": cannot open (" + std::strerror(errno) + ")");
-    return std::nullopt;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path, kMaxJsonInputBytes, problems);
 }
 
 std::string write_text_file_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return path + ": cannot write (" + std::strerror(errno) + ")";
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      std::string err = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return path + ": write failed (" + err + ")";
-    }
-    off += static_cast<size_t>(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return path + ": cannot replace (" + err + ")";
-  }
-  return {};
+  return write_output_file(path, text);
 }
 
 }  // namespace mplan

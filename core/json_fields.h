@@ -2,6 +2,7 @@
 // ("model.num_layers: missing; expected a positive integer") instead of throwing on the first.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -9,21 +10,29 @@
 
 namespace mplan {
 
+// Upper bounds when a field names none: integers fit an int (most fields are stored as int),
+// numbers are finite and below any physical quantity mplan reads.
+constexpr int64_t kMaxJsonInt = std::numeric_limits<int32_t>::max();
+constexpr double kMaxJsonNumber = 1e15;
+
 class JsonFields {
  public:
   // `path` prefixes every message ("model", "cluster.gpu"); problems are appended to `problems`.
-  JsonFields(const nlohmann::json& obj, std::string path, std::vector<std::string>& problems);
+  // A field whose value is `null` is a problem ("give a value or leave the field out"), unless
+  // `null_is_missing` (Hugging Face configs, where null means "the library's default").
+  JsonFields(const nlohmann::json& obj, std::string path, std::vector<std::string>& problems,
+             bool null_is_missing = false);
 
   bool has(const char* key) const;
   std::string field(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
 
-  // Required integer >= min. Returns min on error (callers check problems before using values).
-  int64_t integer(const char* key, int64_t min = 1);
-  std::optional<int64_t> opt_integer(const char* key, int64_t min = 1);
-  int64_t integer_or(const char* key, int64_t fallback, int64_t min = 1);
-  // Required number > 0 (or >= 0 when allow_zero).
-  double number(const char* key, bool allow_zero = false);
-  std::optional<double> opt_number(const char* key, bool allow_zero = false);
+  // Required integer in [min, max]. Returns min on error (callers check problems before using values).
+  int64_t integer(const char* key, int64_t min = 1, int64_t max = kMaxJsonInt);
+  std::optional<int64_t> opt_integer(const char* key, int64_t min = 1, int64_t max = kMaxJsonInt);
+  int64_t integer_or(const char* key, int64_t fallback, int64_t min = 1, int64_t max = kMaxJsonInt);
+  // Required finite number > 0 (or >= 0 when allow_zero) and <= max.
+  double number(const char* key, bool allow_zero = false, double max = kMaxJsonNumber);
+  std::optional<double> opt_number(const char* key, bool allow_zero = false, double max = kMaxJsonNumber);
   std::string string(const char* key);
   std::optional<std::string> opt_string(const char* key);
   bool boolean(const char* key);
@@ -39,17 +48,23 @@ class JsonFields {
   void problem(const std::string& key, const std::string& what);
 
  private:
+  bool null_reported(const char* key) const;  // a null value, already reported by the constructor
+
   const nlohmann::json& obj_;
   std::string path_;
   std::vector<std::string>& problems_;
+  bool null_is_missing_ = false;
 };
 
-// Parse text as JSON; on failure a message naming `what` (file name) and the parser's position.
+// Parse text as JSON (strictly: core/strict_json.h); on failure a message naming `what` (file name)
+// and the parser's position or the duplicated key.
 std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& what,
                                               std::vector<std::string>& problems);
-// Read a whole file; nullopt and a message if unreadable.
+// Read a whole JSON document (regular file or "-", at most kMaxJsonInputBytes: core/bounded_input.h);
+// nullopt and a message if unreadable.
 std::optional<std::string> read_text_file(const std::string& path, std::vector<std::string>& problems);
-// Write atomically: temp file in the same directory, fsync, rename. Returns "" or an error message.
+// Write an output file without clobbering what the path names (core/safe_output.h: atomic for
+// regular files, write-through for devices, symlinks resolved). Returns "" or an error message.
 std::string write_text_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace mplan

@@ -2,6 +2,7 @@
 #include "core/model_spec.h"
 
 #include "core/json_fields.h"
+#include "core/limits.h"
 
 namespace mplan {
 
@@ -60,10 +61,18 @@ Expected<ModelSpec> model_from_json(const json& j) {
   m.hidden_size = f.integer("hidden_size");
   m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
   m.vocab_size = f.integer("vocab_size");
-  m.ffn_hidden_size = f.integer_or("ffn_hidden_size", 4 * m.hidden_size);
+  // required: Megatron's 4 x hidden_size default is wrong for every gated-MLP model, so it is not guessed
+  m.ffn_hidden_size = f.integer("ffn_hidden_size");
   m.num_query_groups = static_cast<int>(f.integer_or("num_query_groups", m.num_attention_heads));
-  int default_kv = m.num_attention_heads > 0 ? static_cast<int>(m.hidden_size / m.num_attention_heads) : 1;
-  m.kv_channels = static_cast<int>(f.integer_or("kv_channels", default_kv));
+  if (f.has("kv_channels")) {
+    m.kv_channels = static_cast<int>(f.integer("kv_channels"));
+  } else if (m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0) {
+    m.kv_channels = static_cast<int>(m.hidden_size / m.num_attention_heads);
+  } else if (m.num_attention_heads > 0) {
+    f.problem("kv_channels", "missing, and hidden_size=" + std::to_string(m.hidden_size) +
+                                 " is not divisible by num_attention_heads=" + std::to_string(m.num_attention_heads) +
+                                 "; give kv_channels (the per-head dimension)");
+  }
   std::string act = f.choice("activation", {"gelu", "swiglu", "squared_relu"});
   m.activation = act == "swiglu" ? Activation::swiglu : act == "squared_relu" ? Activation::squared_relu : Activation::gelu;
   m.norm = f.choice("norm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
@@ -150,6 +159,10 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
   auto pos = [&](const char* name, int64_t v) {
     if (v <= 0) p.push_back(std::string("model.") + name + ": must be a positive integer, got " + std::to_string(v));
   };
+  auto at_most = [&](const char* name, int64_t v, int64_t max) {
+    if (v > max) p.push_back(std::string("model.") + name + ": " + std::to_string(v) + " exceeds " + std::to_string(max) +
+                             ", more than any model mplan can describe");
+  };
   pos("num_layers", m.num_layers);
   pos("hidden_size", m.hidden_size);
   pos("ffn_hidden_size", m.ffn_hidden_size);
@@ -157,6 +170,28 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
   pos("num_query_groups", m.num_query_groups);
   pos("kv_channels", m.kv_channels);
   pos("vocab_size", m.vocab_size);
+  at_most("num_layers", m.num_layers, kMaxLayers);
+  at_most("hidden_size", m.hidden_size, kMaxHidden);
+  at_most("ffn_hidden_size", m.ffn_hidden_size, kMaxFfn);
+  at_most("num_attention_heads", m.num_attention_heads, kMaxHeads);
+  at_most("num_query_groups", m.num_query_groups, kMaxHeads);
+  at_most("kv_channels", m.kv_channels, kMaxHeadDim);
+  at_most("vocab_size", m.vocab_size, kMaxVocab);
+  at_most("max_position_embeddings", m.max_position_embeddings, kMaxSeq);
+  at_most("mtp_num_layers", m.mtp_num_layers, kMaxLayers);
+  if (m.moe) {
+    at_most("moe.num_experts", m.moe->num_experts, kMaxExperts);
+    at_most("moe.moe_ffn_hidden_size", m.moe->moe_ffn_hidden_size, kMaxFfn);
+    at_most("moe.shared_expert_ffn_hidden_size", m.moe->shared_expert_ffn_hidden_size, kMaxFfn);
+    at_most("moe.moe_layer_freq", m.moe->moe_layer_freq, kMaxLayers);
+  }
+  if (m.mla) {
+    at_most("mla.q_lora_rank", m.mla->q_lora_rank, kMaxHidden);
+    at_most("mla.kv_lora_rank", m.mla->kv_lora_rank, kMaxHidden);
+    at_most("mla.qk_head_dim", m.mla->qk_head_dim, kMaxHeadDim);
+    at_most("mla.qk_rope_head_dim", m.mla->qk_rope_head_dim, kMaxHeadDim);
+    at_most("mla.v_head_dim", m.mla->v_head_dim, kMaxHeadDim);
+  }
   if (!p.empty()) return p;
   if (!m.mla && m.num_attention_heads % m.num_query_groups != 0)
     p.push_back("model.num_query_groups: " + std::to_string(m.num_query_groups) + " does not divide num_attention_heads=" +

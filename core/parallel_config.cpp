@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/json_fields.h"
+#include "core/limits.h"
 
 namespace mplan {
 
@@ -124,20 +125,20 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
                     "fp8_param_gather", "grad_reduce_in_bf16", "cross_entropy_fusion", "moe_capacity_factor",
                     "moe_pad_to_capacity", "cpu_offload_layers", "main_params", "adam_states_bf16", "remat_policy"});
   ParallelConfig p;
-  p.world_size = static_cast<int>(f.integer("world_size"));
-  p.tp = static_cast<int>(f.integer_or("tp", 1));
+  p.world_size = static_cast<int>(f.integer("world_size", 1, kMaxGpus));
+  p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxGpus));
   p.sp = f.boolean_or("sp", p.tp > 1);
-  p.pp = static_cast<int>(f.integer_or("pp", 1));
-  p.vpp = static_cast<int>(f.integer_or("vpp", 1));
-  p.cp = static_cast<int>(f.integer_or("cp", 1));
+  p.pp = static_cast<int>(f.integer_or("pp", 1, 1, kMaxGpus));
+  p.vpp = static_cast<int>(f.integer_or("vpp", 1, 1, kMaxLayers));
+  p.cp = static_cast<int>(f.integer_or("cp", 1, 1, kMaxGpus));
   p.cp_comm_type = *parse_cp_comm_type(f.choice_or("cp_comm_type", {"p2p", "a2a", "allgather"}, "p2p"));
-  p.ep = static_cast<int>(f.integer_or("ep", 1));
-  p.etp = static_cast<int>(f.integer_or("etp", 1));
+  p.ep = static_cast<int>(f.integer_or("ep", 1, 1, kMaxGpus));
+  p.etp = static_cast<int>(f.integer_or("etp", 1, 1, kMaxGpus));
   p.zero = static_cast<int>(f.integer_or("zero", 1, 0));
   if (p.zero > 3) f.problem("zero", "must be 0, 1, 2 or 3, got " + std::to_string(p.zero));
-  p.micro_batch_size = static_cast<int>(f.integer_or("micro_batch_size", 1));
+  p.micro_batch_size = static_cast<int>(f.integer_or("micro_batch_size", 1, 1, kMaxBatch));
   p.recompute = *parse_recompute(f.choice_or("recompute", {"none", "selective", "full"}, "none"));
-  p.recompute_num_layers = static_cast<int>(f.integer_or("recompute_num_layers", 0, 0));
+  p.recompute_num_layers = static_cast<int>(f.integer_or("recompute_num_layers", 0, 0, kMaxLayers));
   if (f.has("recompute_modules")) {
     std::string bad;
     auto names = string_list(j["recompute_modules"]);
@@ -154,8 +155,8 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
     else f.problem("offload_modules", (names ? "'" + bad + "' is not an activation offloading module; " : std::string("expected a list of names; ")) +
                                           "valid: " + module_choices(offload_module_names()));
   }
-  p.dp_replicate = static_cast<int>(f.integer_or("dp_replicate", 1));
-  p.cpu_offload_layers = static_cast<int>(f.integer_or("cpu_offload_layers", 0, 0));
+  p.dp_replicate = static_cast<int>(f.integer_or("dp_replicate", 1, 1, kMaxGpus));
+  p.cpu_offload_layers = static_cast<int>(f.integer_or("cpu_offload_layers", 0, 0, kMaxLayers));
   p.main_params = *parse_main_params(f.choice_or("main_params", {"fp32", "remainder", "bf16", "none"}, "fp32"));
   p.adam_states_bf16 = f.boolean_or("adam_states_bf16", false);
   {
@@ -176,8 +177,8 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   p.moe_a2a_overlap = f.boolean_or("moe_a2a_overlap", false);
   p.schedule = *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
   p.attention_backend = *parse_attention_backend(f.choice_or("attention_backend", {"flash", "unfused", "triton"}, "flash"));
-  p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0));
-  p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0));
+  p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0, kMaxLayers));
+  p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0, kMaxLayers));
   if (f.has("pipeline_layout")) {
     const json& pl = j["pipeline_layout"];
     bool ok = pl.is_array();
@@ -185,12 +186,12 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
       ok = ok && st.is_array();
       std::vector<int> row;
       for (const auto& v : st) {
-        ok = ok && v.is_number_integer() && v.get<int>() >= 0;
+        ok = ok && v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxLayers;
         if (ok) row.push_back(v.get<int>());
       }
       p.pipeline_layout.push_back(row);
     }
-    if (!ok) f.problem("pipeline_layout", "expected [[layers per chunk] per stage] of integers >= 0");
+    if (!ok) f.problem("pipeline_layout", "expected [[layers per chunk] per stage] of integers in 0.." + std::to_string(kMaxLayers));
   }
   if (auto dp = f.opt_integer("dp")) {
     int derived = p.dp();

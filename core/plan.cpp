@@ -2,6 +2,7 @@
 #include "core/plan.h"
 
 #include "core/json_fields.h"
+#include "core/strict_json.h"
 
 namespace mplan {
 
@@ -78,7 +79,7 @@ Expected<Plan> read_plan_file(const std::string& path) {
 }
 
 Status write_plan_file(const std::string& path, const Plan& p) {
-  std::string err = write_text_file_atomic(path, plan_to_json(p).dump(2) + "\n");
+  std::string err = write_text_file_atomic(path, dump_json(plan_to_json(p), 2) + "\n");
   if (!err.empty()) return Error(err);
   return {};
 }

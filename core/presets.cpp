@@ -62,7 +62,12 @@ std::string file_stem_name(const std::string& path) {
 std::vector<std::string> model_preset_names() { return names_under("data/models/"); }
 std::vector<std::string> cluster_preset_names() { return names_under("data/clusters/"); }
 std::string model_preset_text(const std::string& name) { return text_of("data/models/", name); }
-std::string cluster_preset_text(const std::string& name) { return text_of("data/clusters/", name); }
+std::string cluster_preset_text(const std::string& name) {
+  // "local-cpu": the CPU of the development host as profiled and committed (data/calibration/local-cpu);
+  // not in cluster_preset_names() because no GPU profile ships for it
+  if (name == kLocalCpuCluster) return text_of("data/calibration/local-cpu/", name);
+  return text_of("data/clusters/", name);
+}
 
 Expected<ModelSpec> model_preset(const std::string& name) {
   std::string text = model_preset_text(name);
@@ -110,7 +115,8 @@ Expected<ClusterSpec> resolve_cluster(const std::string& s) {
   if (!cluster_preset_text(s).empty()) return cluster_preset(s);
   if (!is_file(s)) {
     return Error("--cluster: '" + s + "' is neither a cluster preset nor a readable file" +
-                 did_you_mean(s, cluster_preset_names()) + "; presets: " + join(cluster_preset_names()));
+                 did_you_mean(s, cluster_preset_names()) + "; presets: " + join(cluster_preset_names()) + " and " +
+                 kLocalCpuCluster + " (the profiled CPU of the development host)");
   }
   std::vector<std::string> problems;
   auto text = read_text_file(s, problems);

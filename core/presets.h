@@ -10,6 +10,10 @@
 
 namespace mplan {
 
+// The cluster of the development host's profiled CPU (data/calibration/local-cpu/local-cpu.json):
+// resolvable by name like a preset, listed apart (no GPU profile ships for it).
+constexpr const char* kLocalCpuCluster = "local-cpu";
+
 std::vector<std::string> model_preset_names();
 std::vector<std::string> cluster_preset_names();
 Expected<ModelSpec> model_preset(const std::string& name);

@@ -2,6 +2,7 @@
 #include "core/training_spec.h"
 
 #include "core/json_fields.h"
+#include "core/limits.h"
 
 namespace mplan {
 
@@ -22,8 +23,8 @@ Expected<TrainingSpec> training_from_json(const json& j) {
   if (!problems.empty()) return Error(problems);
   f.reject_unknown({"global_batch_size", "seq_length", "precision", "method"});
   TrainingSpec t;
-  t.global_batch_size = f.integer("global_batch_size");
-  t.seq_length = f.integer("seq_length");
+  t.global_batch_size = f.integer("global_batch_size", 1, kMaxBatch);
+  t.seq_length = f.integer("seq_length", 1, kMaxSeq);
   std::string p = f.choice("precision", {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"});
   t.precision = parse_precision(p).value_or(Precision::bf16);
   std::string m = f.choice_or("method", {"pretrain", "sft", "lora"}, "pretrain");

@@ -7,6 +7,8 @@
 // only with --overlap-grad-reduce and the distributed optimizer or Megatron FSDP; a pipeline layout
 // that Megatron's --account-for-embedding/loss-in-pipeline-split produce is written as those flags;
 // --recompute-method never with selective recomputation; --moe-grouped-gemm only with --bf16.
+#include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -302,7 +304,17 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       }
       return tok[++i];
     };
-    auto ival = [&]() { return std::stoll(val()); };
+    auto ival = [&]() -> long long {
+      std::string v = val();
+      errno = 0;
+      char* end = nullptr;
+      long long x = std::strtoll(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || errno == ERANGE || x < 0 || x > (1ll << 30)) {
+        problems.push_back(k + ": expected a non-negative integer, got '" + v + "'");
+        return 0;
+      }
+      return x;
+    };
     if (k == "--tensor-model-parallel-size") p.tp = int(ival());
     else if (k == "--pipeline-model-parallel-size") p.pp = int(ival());
     else if (k == "--context-parallel-size") p.cp = int(ival());
@@ -395,6 +407,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
           size_t j = i + 2;
           std::string d;
           while (j < layout.size() && std::isdigit(static_cast<unsigned char>(layout[j]))) d += layout[j++];
+          if (d.size() > 6) return Error("--pipeline-model-parallel-layout: t*" + d + " is more layers than any model has");
           cnt = d.empty() ? 1 : std::stoi(d);
           i = j;
         } else {

@@ -134,7 +134,11 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
             if (!lim.allows("etp", etp)) continue;
             if (job.moe && (int64_t(tp) * cp * dp) % (int64_t(ep) * etp) != 0) { cnt.reject(rule::ep_tiling); continue; }
             if (job.moe && m.moe->moe_ffn_hidden_size % etp != 0) { cnt.reject(rule::etp_ffn); continue; }
+            // vpp beyond kMaxSearchedVpp shortens the bubble by under 1/kMaxSearchedVpp of its 1F1B size,
+            // while every vpp value costs a pipeline shape of pp*vpp chunks: trying all of 1 .. layers/pp
+            // made search time and memory grow with the square of the layers. --fix/--max vpp lift the cap.
             int vmax = pp == 1 ? 1 : std::max(1, job.units / pp);
+            if (!lim.fix.count("vpp") && !lim.max.count("vpp")) vmax = std::min(vmax, kMaxSearchedVpp);
             for (int vpp = 1; vpp <= vmax; ++vpp) {
               if (!lim.allows("vpp", vpp)) continue;
               bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0 && pp * vpp <= m.num_layers;

@@ -9,7 +9,8 @@
 //    TP-comm overlap when on.
 //  - pp: divisors with pp*vpp <= pipeline units; an even split when the layers divide, else (and in
 //    addition, when it differs) Megatron's balanced split that counts the embedding and the loss as
-//    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, interleaved schedule for vpp > 1.
+//    layers (balanced_pipeline_layout). vpp: 1 .. layers per stage, at most kMaxSearchedVpp unless
+//    --fix/--max vpp say otherwise (so the space grows linearly with the layers); interleaved for vpp > 1.
 //    With vpp = 1 also lighter first and last stages (uneven_stage_splits): the last stage holds the
 //    LM head and the loss, often a few layers' worth of work, and then sets the pace of the pipeline.
 //  - schedule: 1F1B and zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out
@@ -33,6 +34,9 @@ struct SearchStats;
 }
 
 namespace mplan::planner {
+
+// Largest vpp tried when neither --fix nor --max names vpp (published layouts use up to 24).
+constexpr int kMaxSearchedVpp = 64;
 
 struct Structure {
   Layout base;  // tp pp vpp pipe cp dp ep etp mbs set; the rest default

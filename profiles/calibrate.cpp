@@ -120,6 +120,7 @@ Expected<CalibrateResult> calibrate(const CalibrateOptions& o) {
     set_fitted_latencies(res.cluster, fit->cluster.scale_up_latency_us, fit->cluster.scale_up_latency_us);
 
   res.calibration.gpu = cluster.gpu.name;
+  res.calibration.arch = cluster.gpu.arch;
   res.calibration.params = fit->params;
   json fj = fit->to_json();
   fj["date"] = utc_now_iso();

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <thread>
 
+#include "core/strict_json.h"
+
 namespace mplan::profiles {
 
 using nlohmann::json;
@@ -134,9 +136,12 @@ Status write_error(const Connection& c, const std::string& path, const std::stri
   return Error(path + ": " + what + ": " + c.errmsg());
 }
 
+// A JSON column, or `fallback` when the text is not JSON or (for an object fallback) not an object:
+// a damaged or hand-edited row must not reach code that iterates an object's keys.
 json parse_json_or(const std::string& text, json fallback) {
   json j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? fallback : j;
+  if (j.is_discarded() || (fallback.is_object() && !j.is_object())) return fallback;
+  return j;
 }
 
 const char* kKernelColumns =
@@ -162,6 +167,8 @@ Expected<ProfileDb> ProfileDb::open(const std::string& path, OpenMode mode) {
   struct stat st{};
   const bool exists = !memory && ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) return Error(path + " is a directory; give a file name to --db.");
+  if (exists && !S_ISREG(st.st_mode))
+    return Error(path + " is not a regular file (a device, FIFO or socket); give a file name to --db.");
   if (!exists && !memory && mode == OpenMode::read_only)
     return Error(path + ": no such profile database; run `mplan profile --db " + path + "` first, or check the path.");
   Inspection ins;
@@ -223,8 +230,8 @@ Expected<int64_t> ProfileDb::add_device(const Device& d) {
               "INSERT INTO devices(kind, name, host, peak_tflops, hbm_gbps, memory_gib, sm_count, driver, libraries, "
               "created_at, source, cluster) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return Error(path_ + ": " + s.error());
-  s.bind(1, d.kind).bind(2, d.name).bind(3, d.host).bind(4, json(d.peak_tflops).dump()).bind(5, d.hbm_gbps);
-  s.bind(6, d.memory_gib).bind(7, d.sm_count).bind(8, d.driver).bind(9, d.libraries.dump());
+  s.bind(1, d.kind).bind(2, d.name).bind(3, d.host).bind(4, dump_json(json(d.peak_tflops))).bind(5, d.hbm_gbps);
+  s.bind(6, d.memory_gib).bind(7, d.sm_count).bind(8, d.driver).bind(9, dump_json(d.libraries));
   s.bind(10, d.created_at.empty() ? utc_now_iso() : d.created_at).bind(11, d.source).bind(12, d.cluster);
   if (s.step() != SQLITE_DONE) return write_error(db_, path_, "cannot add the device").error();
   int64_t id = sqlite3_last_insert_rowid(db_.get());
@@ -239,8 +246,8 @@ Status ProfileDb::update_device(const Device& d) {
               "UPDATE devices SET kind=?, name=?, host=?, peak_tflops=?, hbm_gbps=?, memory_gib=?, sm_count=?, driver=?, "
               "libraries=?, source=?, cluster=? WHERE id=?");
   if (!s.ok()) return Error(path_ + ": " + s.error());
-  s.bind(1, d.kind).bind(2, d.name).bind(3, d.host).bind(4, json(d.peak_tflops).dump()).bind(5, d.hbm_gbps);
-  s.bind(6, d.memory_gib).bind(7, d.sm_count).bind(8, d.driver).bind(9, d.libraries.dump()).bind(10, d.source);
+  s.bind(1, d.kind).bind(2, d.name).bind(3, d.host).bind(4, dump_json(json(d.peak_tflops))).bind(5, d.hbm_gbps);
+  s.bind(6, d.memory_gib).bind(7, d.sm_count).bind(8, d.driver).bind(9, dump_json(d.libraries)).bind(10, d.source);
   s.bind(11, d.cluster).bind(12, d.id);
   if (s.step() != SQLITE_DONE) return write_error(db_, path_, "cannot update the device");
   if (auto e = tx.commit(); !e.empty()) return write_error(db_, path_, "commit failed");
@@ -311,8 +318,8 @@ Expected<int64_t> ProfileDb::add_calibration(const CalibrationRecord& c) {
   Transaction tx(db_);
   if (!tx.error().empty()) return write_error(db_, path_, "cannot start a transaction").error();
   Statement s(db_, "INSERT INTO calibrations(device_id, created_at, params, fit, rows_used) VALUES (?,?,?,?,?)");
-  s.bind(1, c.device_id).bind(2, c.created_at.empty() ? utc_now_iso() : c.created_at).bind(3, c.params.dump());
-  s.bind(4, c.fit.dump()).bind(5, c.rows_used.dump());
+  s.bind(1, c.device_id).bind(2, c.created_at.empty() ? utc_now_iso() : c.created_at).bind(3, dump_json(c.params));
+  s.bind(4, dump_json(c.fit)).bind(5, dump_json(c.rows_used));
   if (s.step() != SQLITE_DONE) return write_error(db_, path_, "cannot store the calibration").error();
   int64_t id = sqlite3_last_insert_rowid(db_.get());
   if (auto e = tx.commit(); !e.empty()) return write_error(db_, path_, "commit failed").error();

@@ -86,6 +86,8 @@ Row read_row(const std::vector<std::string>& cells, const std::map<std::string, 
     r.v[c] = v;
   }
   if (!r.v.count("step")) problems.push_back(where + ": the step is empty");
+  else if (r.v["step"] < 0 || r.v["step"] > 1e9 || r.v["step"] != std::floor(r.v["step"]))
+    problems.push_back(where + ": step " + cells[col.at("step")] + " is not a whole number in 0..1000000000");
   else if (!r.v.count("step_time_s") && !r.v.count("tokens_per_s"))
     problems.push_back(where + ": needs step_time_s or tokens_per_s");
   else if (r.v.count("step_time_s") ? r.v["step_time_s"] <= 0 : r.v["tokens_per_s"] <= 0)

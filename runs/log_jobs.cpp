@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include "core/bounded_input.h"
+
 namespace mplan::runs {
 
 namespace fs = std::filesystem;
@@ -54,6 +56,8 @@ Expected<std::vector<std::string>> expand_paths(const std::vector<std::string>& 
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(p, ec)) {
       files.push_back(p);
+    } else if (fs::exists(p, ec)) {  // a device, FIFO or socket: refused before reading (core/bounded_input.h)
+      problems.push_back(check_input_file(p) + "; check --megatron-log");
     } else {
       problems.push_back(p + ": no such log file or directory; check --megatron-log");
     }

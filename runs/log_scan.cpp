@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
+#include "core/bounded_input.h"
 #include "runs/config_yaml.h"
 #include "runs/log_text.h"
 #include "runs/nemo_log.h"
@@ -208,8 +210,10 @@ ScannedLog scan_log(std::istream& in, const std::string& name) {
 }
 
 Expected<ScannedLog> scan_log_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(path + ": cannot read the log; check the path and its permissions");
+  std::vector<std::string> problems;
+  auto text = read_input_file(path, kMaxTableInputBytes, problems);  // regular file or "-", size-capped
+  if (!text) return Error(problems);
+  std::istringstream in(*text);
   return scan_log(in, path);
 }
 

@@ -7,6 +7,7 @@
 
 #include "runs/log_text.h"
 
+
 namespace mplan::runs {
 
 namespace {

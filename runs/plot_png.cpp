@@ -2,6 +2,7 @@
 // one is created on the offscreen platform when the program has none (command-line use).
 #include "runs/plot_png.h"
 
+#include <QBuffer>
 #include <QByteArray>
 #include <QColor>
 #include <QFile>
@@ -16,6 +17,9 @@
 #include <QString>
 #include <cstdio>
 #include <memory>
+#include <string_view>
+
+#include "core/safe_output.h"
 
 namespace mplan::runs {
 
@@ -104,13 +108,12 @@ Status write_png(const PlotScene& scene, const std::string& path) {
     g.scale(scale, scale);
     for (const auto& p : scene.prims) draw(g, p);
   }
-  std::string tmp = path + ".tmp";
-  if (!img.save(QString::fromStdString(tmp), "PNG"))
-    return Error("--plot " + path + ": cannot write the PNG (check the directory exists and is writable)");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Error("--plot " + path + ": cannot move the PNG into place");
-  }
+  QByteArray png;
+  QBuffer buffer(&png);
+  buffer.open(QIODevice::WriteOnly);
+  if (!img.save(&buffer, "PNG")) return Error("--plot " + path + ": cannot encode the PNG");
+  std::string err = write_output_file(path, std::string_view(png.constData(), size_t(png.size())));
+  if (!err.empty()) return Error("--plot " + err);
   return {};
 }
 

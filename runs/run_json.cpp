@@ -32,6 +32,7 @@ json run_to_json(const RunRecord& r, bool with_details, bool with_plan) {
             {"software", r.software},
             {"git_commit", r.git_commit},
             {"started_at", r.started_at},
+            {"status", r.status},
             {"tags", r.tags},
             {"warnings", r.warnings},
             {"summary", summary_to_json(r.summary)}};

@@ -47,13 +47,30 @@ std::string check_finite(const StepMetric& m) {
     if (f.v && !std::isfinite(*f.v))
       return "step " + std::to_string(m.step) + ": " + f.name + " is not a finite number (leave it absent instead)";
   if (m.step_time_s < 0) return "step " + std::to_string(m.step) + ": step_time_s is negative";
+  // physical limits: no training step lasts 11 days, no GPU holds an exabyte
+  if (m.step_time_s > 1e6)
+    return "step " + std::to_string(m.step) + ": step_time_s = " + std::to_string(m.step_time_s) +
+           " s is more than 11 days per step; not a measurement (check the log's elapsed time units)";
+  if (m.peak_memory_gib.value_or(0) > 1e6 || m.tokens_per_s > 1e15 || m.tflops_per_gpu > 1e6 ||
+      m.reported_tflops_per_gpu.value_or(0) > 1e6)
+    return "step " + std::to_string(m.step) + ": a throughput or memory value is beyond any real machine";
   return "";
 }
+
+}  // namespace
+
+bool valid_run_status(const std::string& s) {
+  return s == "completed" || s == "aborted" || s == "diverged" || s == "failed";
+}
+
+namespace {
 
 std::vector<std::string> check_run(const RunRecord& run) {
   std::vector<std::string> problems;
   if (!run.plan.is_object()) problems.push_back("run.plan: expected the mplan.plan/1 JSON object");
   if (run.source.empty()) problems.push_back("run.source: empty; expected mplan, megatron-log or csv");
+  if (!valid_run_status(run.status))
+    problems.push_back("run.status: '" + run.status + "'; expected completed, aborted, diverged or failed");
   for (const auto& m : run.steps)
     if (auto e = check_finite(m); !e.empty()) problems.push_back("run." + e);
   for (const auto& o : run.ops)
@@ -157,7 +174,7 @@ class SqliteRunsDb final : public RunsDb {
   static constexpr const char* kRunColumns =
       "SELECT id, plan_key, plan_json, source, host, software_json, git_commit, started_at, prediction_json, "
       "source_file, warnings_json, steps_total, steps_measured, step_time_s, tokens_per_s, tflops_per_gpu, mfu, "
-      "mfu_spread, peak_memory_gib, predicted_mfu, source_job FROM runs";
+      "mfu_spread, peak_memory_gib, predicted_mfu, source_job, status FROM runs";
 
   // Inserts one run with its steps, ops and tags inside the caller's write transaction.
   int64_t insert_run(const RunRecord& run) {
@@ -166,15 +183,15 @@ class SqliteRunsDb final : public RunsDb {
     Stmt ins(db_,
              "INSERT INTO runs (plan_key, plan_json, source, host, software_json, git_commit, started_at, "
              "prediction_json, source_file, warnings_json, steps_total, steps_measured, step_time_s, "
-             "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu, source_job) "
-             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+             "tokens_per_s, tflops_per_gpu, mfu, mfu_spread, peak_memory_gib, predicted_mfu, source_job, status) "
+             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ins.bind(1, key).bind(2, dump(run.plan)).bind(3, run.source).bind(4, run.host);
     ins.bind(5, dump(run.software.is_null() ? json::object() : run.software)).bind(6, run.git_commit);
     ins.bind(7, run.started_at).bind(8, dump(run.prediction.is_null() ? json::object() : run.prediction));
     ins.bind(9, run.source_file).bind(10, dump(json(run.warnings)));
     ins.bind(11, int64_t(s.steps_total)).bind(12, int64_t(s.steps_measured)).bind(13, s.step_time_s);
     ins.bind(14, s.tokens_per_s).bind(15, s.tflops_per_gpu).bind(16, s.mfu).bind(17, s.mfu_spread);
-    ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu).bind(20, int64_t(run.source_job));
+    ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu).bind(20, int64_t(run.source_job)).bind(21, run.status);
     ins.step();
     int64_t id = sqlite3_last_insert_rowid(db_);
     Stmt st(db_,
@@ -234,6 +251,7 @@ class SqliteRunsDb final : public RunsDb {
     s.peak_memory_gib = q.real(18);
     s.predicted_mfu = q.real(19);
     r.source_job = static_cast<int>(q.int64(20));
+    r.status = q.text(21);
     return r;
   }
 
@@ -348,6 +366,10 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
   bool is_dir = false;
   bool exists = file_size(path, size, is_dir);
   if (is_dir) return Error("runs database " + path + ": is a directory; pass --db a file name such as runs.db");
+  struct stat st{};
+  if (exists && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error("runs database " + path + ": not a regular file (a device, FIFO or socket); pass --db a file name "
+                 "such as runs.db");
   if (exists && size > 0) {
     char header[16] = {};
     std::ifstream in(path, std::ios::binary);

@@ -73,6 +73,10 @@ struct RunRecord {
   RunSummary summary;                 // filled by add_run / get_run / list_runs (input value ignored)
   // Added in schema 3:
   int source_job = 0;  // which job of a multi-job log file (1-based); 0 = the file held one job
+  // Added in schema 4: how the run ended. completed | aborted (killed: signal, launcher gone) |
+  // diverged (non-finite loss) | failed (e.g. a checkpoint could not be written). Imports and runs
+  // stored before schema 4 are "completed"; regressions compare completed runs only.
+  std::string status = "completed";
 };
 
 // Key of a plan: model name + dimensions + cluster + layout + batch, independent of meta fields.
@@ -84,7 +88,9 @@ std::string plan_label(const nlohmann::json& plan);
 RunSummary summarize(const std::vector<StepMetric>& steps, const nlohmann::json& prediction);
 
 // The schema version this build writes (PRAGMA user_version). Older files are migrated on open.
-constexpr int kRunsSchemaVersion = 3;
+constexpr int kRunsSchemaVersion = 4;
+// The values of RunRecord::status.
+bool valid_run_status(const std::string& status);
 
 class RunsDb {
  public:

@@ -6,6 +6,7 @@
 //      schemas 1-2 become NULL); per-step `skipped` flag and reported tokens/s/GPU (Megatron-DeepSpeed
 //      tgs); per-run `source_job` (which job of a multi-job log). The steps table is rebuilt (SQLite
 //      cannot drop NOT NULL in place); the runs table only gains a column.
+//   4: per-run status (completed | aborted | diverged | failed); earlier runs are "completed".
 #include "runs/schema.h"
 
 #include <string>
@@ -103,6 +104,10 @@ ALTER TABLE steps_v3 RENAME TO steps;
 ALTER TABLE runs ADD COLUMN source_job INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+const char* kSchema4 = R"sql(
+ALTER TABLE runs ADD COLUMN status TEXT NOT NULL DEFAULT 'completed';
+)sql";
+
 // Schema 1 stored no summaries: compute them from the steps (no warm-up flags existed, so every
 // step counts) and the stored prediction.
 void backfill_summaries_v2(sqlite3* db) {
@@ -148,6 +153,7 @@ void migrate_schema(sqlite3* db, int from_version) {
     backfill_summaries_v2(db);
   }
   if (from_version < 3) sql_exec(db, kSchema3, "migrating to schema 3");
+  if (from_version < 4) sql_exec(db, kSchema4, "migrating to schema 4");
   sql_exec(db, "PRAGMA application_id = " + std::to_string(kRunsApplicationId), "marking the file");
   sql_exec(db, "PRAGMA user_version = " + std::to_string(kRunsSchemaVersion), "setting the schema version");
 }

@@ -1,6 +1,8 @@
 // Cost-model parameters: defaults and the mplan.calibration/1 JSON form.
 #include "simulator/cost_params.h"
 
+#include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -8,6 +10,7 @@
 
 #include "core/activation_options.h"
 #include "core/json_fields.h"
+#include "core/presets.h"
 
 namespace mplan {
 
@@ -31,7 +34,7 @@ CostParams physical_start() {
 const Calibration& shipped_calibration() {
   static const Calibration cal = [] {
     const auto& files = embedded_calibration();
-    if (files.empty()) return Calibration{"", physical_start(), {}, {}};
+    if (files.empty()) return Calibration{"", "", physical_start(), {}, {}};
     auto j = nlohmann::json::parse(files.front().second, nullptr, false);
     auto c = calibration_from_json(j, physical_start());
     if (!c) throw std::logic_error("shipped calibration is invalid: " + c.error().message());
@@ -95,6 +98,35 @@ namespace {
   X(allocator_overhead_frac) X(reserved_gib) X(comm_buffer_bytes)
 }  // namespace
 
+ParamRange cost_param_range(const std::string& name) {
+  // efficiencies are fractions of a peak: (0, 1]; the rest are physical quantities with generous caps
+  static const std::map<std::string, ParamRange> ranges = {
+      {"gemm_half_flops", {0, 1e15, false}},      {"kernel_overhead_us", {0, 1e6, false}},
+      {"moe_load_cv", {0, 100, false}},           {"overlap_slowdown", {0, 1, false}},
+      {"comm_overlap", {0, 1, false}},            {"optimizer_overhead_s", {0, 1e4, false}},
+      {"allocator_overhead_frac", {0, 10, false}}, {"reserved_gib", {0, 1e4, false}},
+      {"comm_buffer_bytes", {0, 1e13, false}}};
+  auto it = ranges.find(name);
+  return it == ranges.end() ? ParamRange{0, 1, true} : it->second;
+}
+
+namespace {
+// A cost parameter read within its physical range (cost_param_range), or nullopt with the field named.
+std::optional<double> bounded(JsonFields& f, const char* key, const std::string& range_of = "") {
+  if (!f.has(key)) return std::nullopt;
+  ParamRange r = cost_param_range(range_of.empty() ? key : range_of);
+  auto v = f.opt_number(key, true, r.hi);
+  if (!v) return std::nullopt;
+  if (*v > r.hi || (r.lo_open ? *v <= r.lo : *v < r.lo)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "must be in %s%g, %g], got %g", r.lo_open ? "(" : "[", r.lo, r.hi, *v);
+    f.problem(key, buf);
+    return std::nullopt;
+  }
+  return v;
+}
+}  // namespace
+
 json calibration_to_json(const Calibration& c) {
   json p = json::object();
 #define X(f) p[#f] = c.params.f;
@@ -110,7 +142,8 @@ json calibration_to_json(const Calibration& c) {
   if (!fe.empty()) p["framework_eff"] = fe;
   json arch = json::object();
   for (const auto& [a, m] : c.by_arch) arch[a] = m;
-  json out = {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"params", p}, {"by_arch", arch}, {"fit", c.fit}};
+  json out = {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"arch", c.arch}, {"params", p}, {"by_arch", arch},
+              {"fit", c.fit.is_object() ? c.fit : json::object()}};
   if (!c.intervals.empty()) out["intervals"] = c.intervals;
   return out;
 }
@@ -119,13 +152,14 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   std::vector<std::string> problems;
   JsonFields f(j, "calibration", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"schema", "gpu", "params", "by_arch", "fit", "intervals"});
+  f.reject_unknown({"schema", "gpu", "arch", "params", "by_arch", "fit", "intervals"});
   auto schema = f.opt_string("schema");
   if (!schema || *schema != kCalibrationSchema)
     f.problem("schema", std::string("expected \"") + kCalibrationSchema + "\"");
   Calibration c;
   c.params = base;
   c.gpu = f.opt_string("gpu").value_or("");
+  c.arch = f.opt_string("arch").value_or("");
   if (const json* pj = f.object("params")) {
     JsonFields pf(*pj, "calibration.params", problems);
     std::vector<std::string> known = {"gemm_tile_m", "gemm_tile_n", "precision_eff", "framework_eff"};
@@ -134,18 +168,19 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
 #undef X
     pf.reject_unknown(known);
 #define X(fld) \
-  if (auto v = pf.opt_number(#fld, true)) c.params.fld = *v;
+  if (auto v = bounded(pf, #fld)) c.params.fld = *v;
     MPLAN_COST_FIELDS(X)
 #undef X
-    c.params.gemm_tile_m = int(pf.integer_or("gemm_tile_m", c.params.gemm_tile_m));
-    c.params.gemm_tile_n = int(pf.integer_or("gemm_tile_n", c.params.gemm_tile_n));
+    c.params.gemm_tile_m = int(pf.integer_or("gemm_tile_m", c.params.gemm_tile_m, 1, 4096));
+    c.params.gemm_tile_n = int(pf.integer_or("gemm_tile_n", c.params.gemm_tile_n, 1, 4096));
     if (const json* pe = pf.object("precision_eff")) {
+      JsonFields ef(*pe, "calibration.params.precision_eff", problems);
       for (auto it = pe->begin(); it != pe->end(); ++it) {
         auto prec = parse_precision(it.key());
-        if (!prec || !it.value().is_number() || it.value().get<double>() <= 0)
-          problems.push_back("calibration.params.precision_eff." + it.key() + ": expected a precision name with a number > 0");
-        else
-          c.params.precision_eff[*prec] = it.value().get<double>();
+        if (!prec)
+          ef.problem(it.key(), "not a precision; expected one of bf16|fp16|fp8|mxfp8|nvfp4|fp32");
+        else if (auto v = bounded(ef, it.key().c_str(), "precision_eff.x"))
+          c.params.precision_eff[*prec] = *v;
       }
     }
     if (const json* fe = pf.object("framework_eff")) {
@@ -165,12 +200,13 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
         problems.push_back("calibration.by_arch." + it.key() + ": expected an object of parameter overrides");
         continue;
       }
+      JsonFields af(it.value(), "calibration.by_arch." + it.key(), problems);
       for (auto p = it.value().begin(); p != it.value().end(); ++p) {
         CostParams probe;
-        if (!cost_param_ref(probe, p.key()) || !p.value().is_number())
-          problems.push_back("calibration.by_arch." + it.key() + "." + p.key() + ": unknown parameter or not a number");
-        else
-          c.by_arch[it.key()][p.key()] = p.value().get<double>();
+        if (!cost_param_ref(probe, p.key()))
+          af.problem(p.key(), "unknown parameter");
+        else if (auto v = bounded(af, p.key().c_str()))
+          c.by_arch[it.key()][p.key()] = *v;
       }
     }
   }
@@ -193,6 +229,23 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
     if (*v <= 0 || *v > 1.0) problems.push_back("calibration.params: efficiencies must be in (0, 1]");
   if (!problems.empty()) return Error(problems);
   return c;
+}
+
+std::string calibration_arch(const Calibration& c) {
+  if (!c.arch.empty() || c.gpu.empty()) return c.arch;
+  for (const auto& name : cluster_preset_names()) {  // files written before "arch": the preset GPU they name
+    auto cl = cluster_preset(name);
+    if (cl && cl->gpu.name == c.gpu) return cl->gpu.arch;
+  }
+  return "";
+}
+
+std::string calibration_mismatch(const Calibration& c, const GpuSpec& gpu) {
+  std::string arch = calibration_arch(c);
+  if (arch.empty() || gpu.arch.empty() || arch == gpu.arch || c.by_arch.count(gpu.arch)) return "";
+  return "the calibration was fitted for " + arch + (c.gpu.empty() ? "" : " (" + c.gpu + ")") + " GPUs, but the plan's GPU " +
+         gpu.name + " is " + gpu.arch + "; kernel efficiencies do not transfer between architectures. Use a calibration of " +
+         "this GPU (mplan calibrate), leave --calibration out for the shipped one, or pass --force to apply it anyway";
 }
 
 Expected<Calibration> read_calibration_file(const std::string& path, const CostParams& base) {

@@ -89,7 +89,8 @@ struct CostParams {
 // A calibration: global parameters plus per-architecture overrides of a few of them (GEMM and
 // attention kernel efficiencies differ between GPU generations), keyed by GpuSpec::arch.
 struct Calibration {
-  std::string gpu;  // GpuSpec::name it was fitted for ("" = any)
+  std::string gpu;   // GpuSpec::name it was fitted for ("" = any)
+  std::string arch;  // GpuSpec::arch it was fitted for ("" = any: global parameters + by_arch overrides)
   CostParams params;
   std::map<std::string, std::map<std::string, double>> by_arch;
   nlohmann::json fit = nlohmann::json::object();  // fit error, rows used, date (written by calibrate)
@@ -105,12 +106,27 @@ struct Calibration {
 // "precision_eff.<precision>"); nullptr for an unknown name.
 double* cost_param_ref(CostParams& p, const std::string& name);
 
+// The physical range of a named parameter (efficiencies (0, 1], overheads >= 0 with generous caps);
+// calibration files outside it are refused with the field named.
+struct ParamRange {
+  double lo, hi;
+  bool lo_open;  // (lo, hi] instead of [lo, hi]
+};
+ParamRange cost_param_range(const std::string& name);
+
 // Documented defaults for a GPU (see docs/cost_model.md): the shipped calibration (fitted to the
 // published runs of shared/calibration by `mplan validate --fit`, reproducible from committed inputs)
 // for the cluster's GPU architecture, or the physical starting values when none applies.
 CostParams default_cost_params(const ClusterSpec& c);
 // The shipped calibration itself.
 const Calibration& shipped_calibration();
+
+// "" when `c` applies to `gpu`; else why not: the calibration was fitted for another GPU
+// architecture (its "arch", or for files without one the architecture of the preset GPU it names)
+// and carries no by_arch overrides for this one. Callers refuse the mismatch (exit 2) unless --force.
+std::string calibration_mismatch(const Calibration& c, const GpuSpec& gpu);
+// The architecture `c` was fitted for ("" = any), inferred from its GPU name when "arch" is absent.
+std::string calibration_arch(const Calibration& c);
 
 nlohmann::json calibration_to_json(const Calibration& c);
 // Fields missing from "params" keep the defaults passed in `base`.

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_input.h"
 #include "core/counting.h"
 #include "core/presets.h"
 #include "simulator/run_facts.h"
@@ -225,11 +226,10 @@ Expected<std::vector<CsvRow>> read_csv_text(const std::string& text, const std::
 }
 
 Expected<std::vector<CsvRow>> read_csv_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return read_csv_text(ss.str(), path);
+  std::vector<std::string> problems;
+  auto read = read_input_file(path, kMaxTableInputBytes, problems);  // regular file or "-", size-capped
+  if (!read) return Error(problems);
+  return read_csv_text(*read, path);
 }
 
 std::optional<std::string> doubtful_flag(const CsvRow& r) {

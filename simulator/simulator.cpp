@@ -45,6 +45,26 @@ void add_warnings(const Plan& plan, const StepReport& r, std::vector<std::string
   if (exposed > 0.25 * r.step_time_s) w.push_back("exposed communication is " + pct(exposed / r.step_time_s) + " of the step");
 }
 
+// Results are checked before anyone prints them: extreme inputs (a peak of 1e308 TFLOP/s, an
+// efficiency far above 1) must be refused, not shown as "tokens/s inf, MFU -nan%" or "MFU 166%".
+std::string check_report_finite(const StepReport& r) {
+  struct F {
+    const char* name;
+    double v;
+  };
+  for (F f : {F{"step time", r.step_time_s}, F{"tokens/s per GPU", r.tokens_per_s_per_gpu},
+              F{"model TFLOP/s per GPU", r.model_tflops_per_gpu}, F{"MFU", r.mfu}, F{"peak memory", r.peak_memory_gib},
+              F{"pipeline bubble", r.bubble_fraction}})
+    if (!std::isfinite(f.v) || f.v < 0)
+      return std::string("the prediction's ") + f.name + " is not a finite number; the cluster, calibration or model " +
+             "holds a value outside physical limits (check peak_tflops, bandwidths and efficiencies)";
+  if (!(r.step_time_s > 0)) return "the predicted step time is 0; the cluster or calibration holds an impossible value";
+  if (r.mfu > 1.0 + 1e-9)
+    return "the predicted MFU is " + std::to_string(int(std::lround(100 * r.mfu))) + "%, above 100%: a calibration " +
+           "efficiency or the cluster's peak is impossible (efficiencies are fractions of the peak, at most 1)";
+  return "";
+}
+
 }  // namespace
 
 Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const SimOptions& opt) {
@@ -128,6 +148,7 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   });
   r.warnings = w.warnings;
   add_warnings(plan, r, r.warnings);
+  if (auto bad = check_report_finite(r); !bad.empty()) return Error(bad);
   return r;
 }
 

@@ -277,7 +277,7 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
 
 void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0) {
   for (const auto& [name, t] : lc.tally) {
-    auto it = std::find_if(dst.begin(), dst.end(), [&](const OpTally& o) { return o.name == name; });
+    auto it = std::find_if(dst.begin(), dst.end(), [&n = name](const OpTally& o) { return o.name == n; });
     if (it == dst.end()) {
       dst.push_back({name, t.time_s * scale, int(t.calls * scale)});
     } else {

@@ -127,6 +127,19 @@ Status commit_checkpoint(const std::string& root, int step, const nlohmann::json
   return {};
 }
 
+int remove_partial_checkpoints(const std::string& root) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind("step_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0 && e.is_directory(ec))
+      stale.push_back(e.path());
+  }
+  int removed = 0;
+  for (const auto& p : stale) removed += fs::remove_all(p, ec) > 0 ? 1 : 0;
+  return removed;
+}
+
 Expected<std::string> latest_checkpoint(const std::string& root) {
   std::ifstream in((fs::path(root) / "latest").string());
   std::string name;

@@ -30,6 +30,9 @@ Status read_rank_file(const std::string& path, nlohmann::json* header, const std
 // Rank 0, after every rank wrote its file into the tmp directory: renames it to the final name,
 // writes meta.json and points "latest" at it, then removes all but the newest `keep` checkpoints.
 Status commit_checkpoint(const std::string& root, int step, const nlohmann::json& meta, int keep = 2);
+// Removes the "step_*.tmp" directories a killed run left under `root` (never a committed checkpoint);
+// returns how many. Rank 0 calls it when a run starts and when it is aborted.
+int remove_partial_checkpoints(const std::string& root);
 // The directory "latest" points to, or an error saying there is none.
 Expected<std::string> latest_checkpoint(const std::string& root);
 

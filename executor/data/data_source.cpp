@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_input.h"
+
 namespace mplan::exec {
 
 namespace {
@@ -85,11 +87,12 @@ std::unique_ptr<DataSource> make_synthetic_data(uint64_t seed, int64_t vocab) {
 
 Expected<std::unique_ptr<DataSource>> make_corpus_data(const std::string& path, uint64_t seed, int64_t vocab,
                                                        int64_t S) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error("--data " + path + ": cannot read the file; give a text file or 'synthetic'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::vector<std::string> problems;
+  auto read = path == "-" ? std::nullopt : read_input_file(path, kMaxTableInputBytes, problems);
+  if (!read)
+    return Error("--data " + (problems.empty() ? path + ": every rank reads the corpus, so it must be a file"
+                                               : problems.front()) + "; give a text file or 'synthetic'");
+  const std::string& text = *read;
   if (vocab < ByteTokenizer::kVocab)
     return Error("--data " + path + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
                  std::to_string(vocab) + "; use --data synthetic or a larger vocabulary");

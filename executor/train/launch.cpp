@@ -2,6 +2,8 @@
 #include "executor/train/launch.h"
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,11 +16,13 @@
 #include <regex>
 #include <thread>
 
+#include "core/bounded_input.h"
 #include "core/counting.h"
 #include "core/rank_grid.h"
 #include "core/schedule.h"
 #include "core/units.h"
 #include "executor/backend/blas_config.h"
+#include "executor/train/abort_guard.h"
 
 namespace mplan::exec {
 
@@ -83,8 +87,9 @@ std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, co
     e.push_back(buf);
   }
   if (opt.data != "synthetic") {
-    std::ifstream in(opt.data);
-    if (!in) e.push_back("--data " + opt.data + ": cannot read the file; give a text file or 'synthetic'");
+    std::string bad = opt.data == "-" ? opt.data + ": every rank reads the corpus, so it must be a file"
+                                      : check_input_file(opt.data);
+    if (!bad.empty()) e.push_back("--data " + bad + ": cannot read it as a corpus; give a text file or 'synthetic'");
     if (plan.model.vocab_size < 256)
       e.push_back("--data " + opt.data + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
                   std::to_string(plan.model.vocab_size));
@@ -132,15 +137,25 @@ int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std
   int fd = mkstemp(exit_path);
   if (fd >= 0) close(fd);
   std::vector<std::string> cmd = cmd_in;
-  if (fd >= 0) {
-    auto it = std::find(cmd.begin(), cmd.end(), "MPLAN_LAUNCHED=1");
-    if (it != cmd.end()) cmd.insert(it + 1, {"-x", std::string("MPLAN_EXIT_FILE=") + exit_path});
+  // every rank learns who launched it, and ends when that process is gone (abort_guard.h)
+  const pid_t launcher = getpid();
+  const std::string launcher_env = std::string(kLauncherPidEnv) + "=" + std::to_string(launcher);
+  setenv(kLauncherPidEnv, std::to_string(launcher).c_str(), 1);  // for a direct child (world size 1)
+  auto launched = std::find(cmd.begin(), cmd.end(), "MPLAN_LAUNCHED=1");
+  if (launched != cmd.end()) {
+    std::vector<std::string> extra = {"-x", launcher_env};
+    if (fd >= 0) extra.insert(extra.end(), {"-x", std::string("MPLAN_EXIT_FILE=") + exit_path});
+    cmd.insert(launched + 1, extra.begin(), extra.end());
   }
   int err_pipe[2];
   if (pipe(err_pipe) != 0) return 1;
   pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) {
+    // the job goes down with the launcher, even when the launcher is killed with SIGKILL: mpirun gets
+    // SIGTERM and stops its ranks (and the ranks' own watchers notice the launcher is gone)
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != launcher) _exit(128 + SIGTERM);  // the launcher died before prctl took effect
     if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     close(err_pipe[0]);

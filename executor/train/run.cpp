@@ -7,7 +7,10 @@
 #include <ctime>
 #include <iomanip>
 #include <map>
+#include <mutex>
 #include <sstream>
+
+#include "executor/checkpoint/checkpoint.h"
 
 namespace mplan::exec {
 
@@ -88,7 +91,8 @@ nlohmann::json summary_to_json(const RunSummary& s) {
   for (const OpStat& o : s.ops) ops.push_back({{"name", o.op}, {"time_s", o.seconds}, {"calls", o.calls}});
   return {{"plan", plan_to_json(s.plan)}, {"backend", s.backend},   {"data", s.data},
           {"world_size", s.world_size},   {"started_at", s.started_at}, {"gemm_peak_gflops_per_core", s.peak_gflops},
-          {"steps", steps},               {"ops", ops}};
+          {"steps", steps},               {"ops", ops},
+          {"status", s.status},           {"end_reason", s.end_reason}};
 }
 
 int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, MPI_Comm base) {
@@ -109,6 +113,43 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
   sum.data = t.data_description();
   sum.peak_gflops = t.peak_gflops();
   sum.world_size = t.world_size();
+  // steps done so far, shared with the abort recorder (which runs on the watcher thread)
+  std::mutex journal;
+  bool ended = false;  // the run was handed to the sink already (under `journal`)
+  auto finish = [&](RunSummary& s, const std::string& status, const std::string& reason) {
+    ended = true;
+    s.status = status;
+    s.end_reason = reason;
+    s.ops = median_ops(s.steps);
+    if (!lead || !out.sink) return std::string();
+    return out.sink(s);
+  };
+  struct ClearRecorder {
+    AbortGuard* g;
+    ~ClearRecorder() {
+      if (g) g->set_recorder(nullptr);
+    }
+  } clear_recorder{out.abort};
+  if (out.abort)
+    out.abort->set_recorder([&](const std::string& why) {
+      RunSummary copy;
+      std::lock_guard<std::mutex> lock(journal);
+      if (ended) return;  // the run ended (and was recorded) just before the signal
+      copy = sum;
+      if (!opt.checkpoint_dir.empty() && lead) remove_partial_checkpoints(opt.checkpoint_dir);
+      std::string err = finish(copy, "aborted", why);
+      if (lead) {
+        *out.info << "mplan: training aborted (" << why << ") after " << copy.steps.size() << " step(s)"
+                  << (out.sink ? err.empty() ? "; recorded with status 'aborted'" : "; recording failed: " + err : "")
+                  << std::endl;
+      }
+    });
+  if (lead && !opt.checkpoint_dir.empty()) {
+    int stale = remove_partial_checkpoints(opt.checkpoint_dir);  // left by a run that was killed mid-save
+    if (stale > 0)
+      *out.info << "  removed " << stale << " partial checkpoint director" << (stale == 1 ? "y" : "ies")
+                << " (step_*.tmp) left by an interrupted run\n";
+  }
   const ParallelConfig& p = plan.parallel;
   if (lead) {
     *out.info << "mplan train: " << plan.model.name << " on " << p.world_size << " rank(s): tp=" << p.tp
@@ -146,6 +187,12 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
   while (t.step_index() < opt.steps) {
     StepMetrics m = t.step();
     if (!m.finite) {
+      std::string reason = "step " + std::to_string(m.step) + ": " + (std::isfinite(m.loss) ? "gradient norm" : "loss") +
+                           " is not finite";
+      {
+        std::lock_guard<std::mutex> lock(journal);
+        finish(sum, "diverged", reason);
+      }
       if (lead) {
         *out.info << "mplan: step " << m.step << ": " << (std::isfinite(m.loss) ? "gradient norm" : "loss") << " is "
                   << (std::isfinite(m.loss) ? m.grad_norm : m.loss) << "; training stopped without applying it. ";
@@ -159,23 +206,31 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
     }
     if (lead) print_step(out, m, header);
     header = false;
-    sum.steps.push_back(m);
+    {
+      std::lock_guard<std::mutex> lock(journal);
+      sum.steps.push_back(m);
+    }
     const bool end = t.step_index() == opt.steps;
     if (!opt.checkpoint_dir.empty() && (end || (opt.checkpoint_every > 0 && t.step_index() % opt.checkpoint_every == 0))) {
       Status st = t.save_checkpoint();
       if (!st.ok()) {
+        {
+          std::lock_guard<std::mutex> lock(journal);
+          finish(sum, "failed", st.error().message());
+        }
         if (lead) *out.info << "mplan: " << st.error().message() << "\n";
         return 1;
       }
     }
   }
-  sum.ops = median_ops(sum.steps);
-  if (lead && out.sink) {
-    std::string err = out.sink(sum);
-    if (!err.empty()) {
-      *out.info << "mplan: " << err << "\n";
-      return 1;
-    }
+  std::string err;
+  {
+    std::lock_guard<std::mutex> lock(journal);
+    err = finish(sum, "completed", "");
+  }
+  if (!err.empty()) {
+    *out.info << "mplan: " << err << "\n";
+    return 1;
   }
   return 0;
 }

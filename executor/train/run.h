@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 
+#include "executor/train/abort_guard.h"
 #include "executor/train/trainer.h"
 
 namespace mplan::exec {
@@ -24,15 +25,20 @@ struct RunSummary {
   double peak_gflops = 0;
   std::string backend, data, started_at;
   int world_size = 1;
+  // How the run ended: completed | aborted (signal, launcher gone) | diverged | failed (checkpoint).
+  std::string status = "completed";
+  std::string end_reason;  // e.g. "SIGTERM", "step 12: loss is nan"
 };
 
 struct RunOutput {
   std::string format = "table";  // table | json
   std::ostream* out = nullptr;   // per-step lines (rank 0)
   std::ostream* info = nullptr;  // banners and messages (rank 0)
-  // called on rank 0 after a successful run (e.g. to store it in the runs database); returns an
-  // error message or ""
+  // called on rank 0 when the run ends, successfully or not (status in the summary), e.g. to store it in
+  // the runs database; returns an error message or ""
   std::function<std::string(const RunSummary&)> sink;
+  // when set, a signal or the loss of the launcher ends the job with the run recorded as "aborted"
+  AbortGuard* abort = nullptr;
 };
 
 // The summary as JSON (what `mplan train --summary-out` writes and `mplan verify` reads): plan,

@@ -101,6 +101,8 @@ std::string write_run_to_db(const std::string& path, const RunSummary& s, const 
   }
   r.prediction = prediction.is_object() ? prediction : nlohmann::json::object();
   r.tags = {"executor", "cpu"};
+  r.status = s.status;
+  if (!s.end_reason.empty()) r.warnings.push_back("run " + s.status + ": " + s.end_reason);
   auto id = db.value()->add_run(r);
   if (!id) return "--runs-db " + path + ": " + id.error().message();
   return "";

@@ -19,10 +19,11 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-inline CliResult run_mplan(const std::string& args) {
+// Runs a shell command line with stdout and stderr captured.
+inline CliResult run_shell(const std::string& cmdline) {
   static int counter = 0;
   std::string base = ::testing::TempDir() + "/cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = std::string(MPLAN_BINARY_DIR) + "/bin/mplan " + args + " >" + base + ".out 2>" + base + ".err";
+  std::string cmd = cmdline + " >" + base + ".out 2>" + base + ".err";
   int st = std::system(cmd.c_str());
   CliResult r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -32,3 +33,5 @@ inline CliResult run_mplan(const std::string& args) {
   std::remove((base + ".err").c_str());
   return r;
 }
+
+inline CliResult run_mplan(const std::string& args) { return run_shell(std::string(MPLAN_BINARY_DIR) + "/bin/mplan " + args); }

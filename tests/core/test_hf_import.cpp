@@ -77,3 +77,30 @@ TEST(HfImport, MissingFieldNamed) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("num_hidden_layers: missing"), std::string::npos) << r.error().message();
 }
+
+// Issue 17: a garbage or missing activation is refused instead of becoming SwiGLU; a head dimension
+// that hidden_size / heads cannot give exactly must be stated; HF's null still means "default".
+TEST(HfImport, ActivationAndHeadDimAreNotGuessed) {
+  nlohmann::json j = nlohmann::json::parse(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": 256, "hidden_act": "silu"})");
+  ASSERT_TRUE(hf_model_from_config(j, "x").ok());
+  j["hidden_act"] = "banana";
+  auto bad = hf_model_from_config(j, "x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("config.json.hidden_act: 'banana' is not one of silu|swish"), std::string::npos)
+      << bad.error().message();
+  j.erase("hidden_act");
+  auto missing = hf_model_from_config(j, "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("config.json.hidden_act: missing"), std::string::npos)
+      << missing.error().message();
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = 66;
+  auto hd = hf_model_from_config(j, "x");
+  ASSERT_FALSE(hd.ok());
+  EXPECT_NE(hd.error().message().find("config.json.head_dim: missing, and hidden_size=66"), std::string::npos)
+      << hd.error().message();
+  j["head_dim"] = 16;
+  j["rope_scaling"] = nullptr;  // transformers writes null for "none"
+  EXPECT_TRUE(hf_model_from_config(j, "x").ok());
+}

@@ -10,7 +10,7 @@ namespace {
 json minimal() {
   return {{"name", "tiny"},        {"num_layers", 4},          {"hidden_size", 64},    {"num_attention_heads", 4},
           {"vocab_size", 256},     {"activation", "swiglu"},   {"norm", "rmsnorm"},    {"tied_embeddings", true},
-          {"position_embedding", "rope"}};
+          {"position_embedding", "rope"}, {"ffn_hidden_size", 176}};
 }
 std::string errors_of(const json& j) {
   auto r = model_from_json(j);
@@ -23,7 +23,35 @@ TEST(ModelSpec, MegatronDefaults) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->num_query_groups, 4);
   EXPECT_EQ(r->kv_channels, 16);
-  EXPECT_EQ(r->ffn_hidden_size, 256);
+  EXPECT_EQ(r->ffn_hidden_size, 176);
+}
+
+// Defaults that would change results are not guessed (issue 17): ffn_hidden_size is required, a
+// kv_channels that hidden/heads cannot give exactly must be stated, null is not "missing".
+TEST(ModelSpec, NoSilentDefaults) {
+  json j = minimal();
+  j.erase("ffn_hidden_size");
+  EXPECT_NE(errors_of(j).find("model.ffn_hidden_size: missing"), std::string::npos) << errors_of(j);
+  j = minimal();
+  j["hidden_size"] = 66;  // 66 / 4 heads = 16.5
+  EXPECT_NE(errors_of(j).find("model.kv_channels: missing, and hidden_size=66 is not divisible"), std::string::npos)
+      << errors_of(j);
+  j["kv_channels"] = 16;
+  EXPECT_EQ(errors_of(j), "");
+  j = minimal();
+  j["ffn_hidden_size"] = nullptr;
+  EXPECT_NE(errors_of(j).find("model.ffn_hidden_size: null is not a value"), std::string::npos) << errors_of(j);
+}
+
+TEST(ModelSpec, ImpossibleSizesAreRefused) {
+  json j = minimal();
+  j["num_layers"] = 1e9;
+  std::string e = errors_of(j);
+  EXPECT_NE(e.find("model.num_layers: 1000000000 exceeds 100000"), std::string::npos) << e;
+  j = minimal();
+  j["vocab_size"] = 1ll << 40;
+  e = errors_of(j);
+  EXPECT_NE(e.find("model.vocab_size: must be <="), std::string::npos) << e;
 }
 
 TEST(ModelSpec, RoundTrip) {

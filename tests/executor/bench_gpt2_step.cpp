@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   nlohmann::json model = {{"name", "gpt2-124m"},
                           {"num_layers", 12},
                           {"hidden_size", 768},
+                          {"ffn_hidden_size", 3072},
                           {"num_attention_heads", 12},
                           {"vocab_size", 50257},
                           {"activation", "gelu"},

@@ -31,7 +31,7 @@ inline nlohmann::json tiny_model(const std::string& kind) {
   nlohmann::json m = {{"name", "tiny-" + kind}, {"num_layers", 4}, {"hidden_size", 64}, {"num_attention_heads", 4},
                       {"vocab_size", 256}};
   if (kind == "gpt") {
-    m.update({{"activation", "gelu"}, {"norm", "layernorm"}, {"tied_embeddings", true},
+    m.update({{"activation", "gelu"}, {"norm", "layernorm"}, {"tied_embeddings", true}, {"ffn_hidden_size", 256},
               {"position_embedding", "learned"}, {"max_position_embeddings", 64}, {"add_bias_linear", true}});
   } else {
     m.update({{"activation", "swiglu"}, {"norm", "rmsnorm"}, {"tied_embeddings", false}, {"position_embedding", "rope"},

@@ -199,8 +199,23 @@ TEST(VerifyCli, ComparesMeasuredAndPredictedPerOp) {
     }
   }
   EXPECT_TRUE(qkv) << r.out;
-  auto no_db = run_mplan("verify --plan " + write_plan("llama", {{"world_size", 1}}));
-  EXPECT_EQ(no_db.code, 2);
-  EXPECT_NE(no_db.err.find("mplan profile --backend cpu"), std::string::npos) << no_db.err;
+}
+
+// Issue 17: `mplan verify --plan P` works on a fresh clone: it uses the committed local-cpu profile
+// when this machine matches it, else profiles this machine quickly; either way it says which, and the
+// next verify finds the profile in the cache.
+TEST(VerifyCli, WorksWithoutFlags) {
+  std::string cache = tmpdir() + "/cache";
+  std::string env = "XDG_CACHE_HOME=" + cache;
+  std::string plan = write_plan("llama", {{"world_size", 1}});
+  auto first = run_mplan("verify --plan " + plan + " --steps 2", env);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_TRUE(first.err.find("committed local-cpu profile") != std::string::npos ||
+              first.err.find("profiling it now") != std::string::npos)
+      << first.err;
+  EXPECT_NE(first.out.find("step time"), std::string::npos) << first.out;
+  auto second = run_mplan("verify --plan " + plan + " --steps 2", env);
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.err.find("this machine's CPU profile"), std::string::npos) << second.err;
 }
 #endif  // MPLAN_TEST_HAS_VERIFY

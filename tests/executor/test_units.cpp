@@ -193,6 +193,7 @@ TEST(Preflight, RefusesWhatThisMachineCannotRun) {
   nlohmann::json big = test::tiny_model("gpt");
   big["hidden_size"] = 4096;
   big["num_attention_heads"] = 32;
+  big["ffn_hidden_size"] = 16384;
   auto huge = plan_from_json(test::plan_json(big, {{"world_size", 1}, {"micro_batch_size", 1}}, 8, 32));
   ASSERT_TRUE(huge);
   p = preflight(huge.value(), opt, mi);

@@ -170,7 +170,7 @@ def op_cases():
 # whole-model goldens
 
 MODELS = {
-    "gpt": dict(num_layers=2, hidden_size=16, num_attention_heads=2, vocab_size=32, activation="gelu",
+    "gpt": dict(num_layers=2, hidden_size=16, ffn_hidden_size=64, num_attention_heads=2, vocab_size=32, activation="gelu",
                 norm="layernorm", tied_embeddings=True, position_embedding="learned", max_position_embeddings=16,
                 add_bias_linear=True),
     "llama": dict(num_layers=2, hidden_size=16, num_attention_heads=4, num_query_groups=2, ffn_hidden_size=24,

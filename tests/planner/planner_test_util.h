@@ -18,7 +18,7 @@ inline ModelSpec tiny_dense() {
 }
 
 inline ModelSpec tiny_gpt() {  // GPT-3 style: GELU, LayerNorm, biases, learned positions, dropout, tied
-  return model_from_json(nlohmann::json{{"name", "tiny-gpt"}, {"num_layers", 6}, {"hidden_size", 768},
+  return model_from_json(nlohmann::json{{"name", "tiny-gpt"}, {"num_layers", 6}, {"hidden_size", 768}, {"ffn_hidden_size", 3072},
                                         {"num_attention_heads", 12}, {"vocab_size", 50257}, {"activation", "gelu"},
                                         {"norm", "layernorm"}, {"tied_embeddings", true}, {"position_embedding", "learned"},
                                         {"max_position_embeddings", 2048}, {"add_bias_linear", true},

@@ -1,0 +1,79 @@
+// Issue 17: impossible cost parameters are refused when read (with the field named), a calibration of
+// another GPU architecture is recognised, and the simulator never returns a non-finite or >100% MFU
+// result even when its parameters are set in code, bypassing the file checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/presets.h"
+#include "simulator/cost_params.h"
+#include "simulator/simulator.h"
+
+using namespace mplan;
+
+namespace {
+Plan small_plan() {
+  Plan p;
+  p.model = *model_preset("llama3-8b");
+  p.cluster = *cluster_preset("dgx-h100");
+  p.training = {64, 2048, Precision::bf16};
+  p.parallel.world_size = 8;
+  p.parallel.tp = 8;
+  p.parallel.sp = true;
+  return p;
+}
+}  // namespace
+
+TEST(BoundedCostParams, EfficiencyAboveOneIsRefusedWithItsField) {
+  nlohmann::json j = calibration_to_json(shipped_calibration());
+  j["params"]["precision_eff"]["bf16"] = 9223372036854775808.0;  // 2^63
+  j["by_arch"]["hopper"]["gemm_eff_max"] = 3.0;
+  auto r = calibration_from_json(j, CostParams{});
+  ASSERT_FALSE(r.ok());
+  std::string e = r.error().message();
+  EXPECT_NE(e.find("calibration.params.precision_eff.bf16: must be"), std::string::npos) << e;
+  EXPECT_NE(e.find("calibration.by_arch.hopper.gemm_eff_max: must be"), std::string::npos) << e;
+}
+
+TEST(BoundedCostParams, ArchitectureMismatchIsDetected) {
+  Calibration a100;
+  a100.gpu = "A100-SXM4-80GB";  // a file written before "arch": inferred from the preset GPU it names
+  const GpuSpec& h100 = cluster_preset("dgx-h100")->gpu;
+  EXPECT_EQ(calibration_arch(a100), "ampere");
+  std::string why = calibration_mismatch(a100, h100);
+  EXPECT_NE(why.find("fitted for ampere"), std::string::npos) << why;
+  EXPECT_NE(why.find("--force"), std::string::npos) << why;
+  a100.by_arch["hopper"]["gemm_eff_max"] = 0.8;  // explicit overrides for the plan's architecture apply
+  EXPECT_EQ(calibration_mismatch(a100, h100), "");
+  EXPECT_EQ(calibration_mismatch(shipped_calibration(), h100), "");  // the shipped one covers every architecture
+  auto round = calibration_from_json(calibration_to_json(Calibration{"H100-SXM5-80GB", "hopper", {}, {}, {}}), CostParams{});
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->arch, "hopper");
+}
+
+TEST(BoundedCostParams, SimulatorRefusesImpossibleResults) {
+  Plan p = small_plan();
+  CostParams ok = default_cost_params(p.cluster);
+  auto good = simulate(p, ok);
+  ASSERT_TRUE(good.ok()) << good.error().message();
+  EXPECT_LE(good->mfu, 1.0);
+  CostParams fast = ok;
+  fast.gemm_eff_max = 1e30;  // set in code: the JSON reader would refuse it
+  fast.attn_fwd_eff = fast.attn_bwd_eff = fast.hbm_eff = 1e30;
+  fast.precision_eff[Precision::bf16] = 9.2e18;
+  auto r = simulate(p, fast);
+  if (r.ok()) {  // the cost model caps efficiencies; whatever it returns must be a possible result
+    EXPECT_TRUE(std::isfinite(r->mfu) && r->mfu <= 1.0) << r->mfu;
+    EXPECT_TRUE(std::isfinite(r->tokens_per_s_per_gpu)) << r->tokens_per_s_per_gpu;
+  }
+  CostParams slow = ok;
+  slow.kernel_overhead_us = 9.2e18;
+  auto rs = simulate(p, slow);
+  if (rs.ok()) {
+    EXPECT_TRUE(std::isfinite(rs->step_time_s) && rs->step_time_s > 0);
+  }
+  Plan inf = p;  // the case of issue 17: "tokens/s inf, MFU -nan%"
+  inf.cluster.gpu.peak_tflops[Precision::bf16] = 1e308;
+  auto ri = simulate(inf, ok);
+  ASSERT_FALSE(ri.ok()) << "tokens/s " << ri->tokens_per_s_per_gpu;
+}
