@@ -188,7 +188,8 @@ int run_cross_validation(const ValidateOptions& o) {
     Calibration cal = rep.in_sample_calibration;
     cal.fit = {{"rows", rep.rows.size()}, {"source", o.runs}, {"cross_validation", o.cv},
                {"held_out_mape_pct", rep.overall.held_out.mape}, {"in_sample_mape_pct", rep.overall.in_sample.mape},
-               {"interval_coverage", rep.coverage},
+               {"interval_coverage", rep.coverage}, {"interval_coverage_at_q10_q90", rep.coverage_nominal},
+               {"interval_level", rep.interval_level}, {"reset_to_prior", rep.reset_to_prior},
                {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
     std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
@@ -207,7 +208,9 @@ int run_cross_validation(const ValidateOptions& o) {
                            {{"mode", o.cv}, {"folds", rep.folds}, {"overall", cv_stats_json(rep.overall)}, {"by_family", fam},
                             {"by_source", src}, {"by_framework", fw}, {"rows", rows_j}, {"failures", rep.failures},
                             {"intervals", rep.intervals}, {"interval_coverage", rep.coverage},
-                            {"interval_coverage_rows", rep.coverage_rows}}}};
+                            {"interval_coverage_rows", rep.coverage_rows}, {"interval_level", rep.interval_level},
+                            {"interval_coverage_at_q10_q90", rep.coverage_nominal},
+                            {"reset_to_prior", rep.reset_to_prior}}}};
     std::cout << dump_json(out, 2) << "\n";
     return kExitOk;
   }
@@ -217,10 +220,17 @@ int run_cross_validation(const ValidateOptions& o) {
   print_cv_table("family", rep.by_family);
   print_cv_table("framework", rep.by_framework);
   print_cv_table("source", rep.by_source);
-  std::cout << "80% prediction intervals (ln measured/predicted): ";
+  std::cout << "80% prediction intervals (ln measured/predicted, residual quantiles " << fmt(rep.interval_level, 3) << "/"
+            << fmt(1 - rep.interval_level, 3) << "): ";
   for (auto it = rep.intervals.begin(); it != rep.intervals.end(); ++it)
-    std::cout << it.key() << " [" << fmt(it.value()["q10"].get<double>(), 3) << ", " << fmt(it.value()["q90"].get<double>(), 3) << "] ";
-  std::cout << "\ncoverage out of fold: " << fmt_pct(rep.coverage, 1) << " of " << rep.coverage_rows << " rows\n";
+    std::cout << it.key() << " [" << fmt(it.value()["lo"].get<double>(), 3) << ", " << fmt(it.value()["hi"].get<double>(), 3) << "] ";
+  std::cout << "\ncoverage out of fold: " << fmt_pct(rep.coverage, 1) << " of " << rep.coverage_rows << " rows (plain 10th/90th percentiles: "
+            << fmt_pct(rep.coverage_nominal, 1) << ")\n";
+  for (const auto& [fold, names] : rep.reset_to_prior) {
+    std::cout << "fold '" << fold << "': no training row informs";
+    for (const auto& n : names) std::cout << " " << n;
+    std::cout << " (they start from their priors)\n";
+  }
   if (!rep.failures.empty()) {
     std::cout << "rows that failed to simulate (charged as 10x off, never dropped):\n";
     for (const auto& f : rep.failures) std::cout << "  " << f << "\n";

@@ -79,11 +79,21 @@ double* cost_param_ref(CostParams& p, const std::string& n) {
   return nullptr;
 }
 
+std::optional<std::pair<double, double>> interval_bounds(const nlohmann::json& q) {
+  if (!q.is_object()) return std::nullopt;
+  // "lo"/"hi" (current); "q10"/"q90" (files written before the conformal level)
+  const char* lo = q.contains("lo") ? "lo" : "q10";
+  const char* hi = q.contains("hi") ? "hi" : "q90";
+  if (!q.contains(lo) || !q.contains(hi) || !q[lo].is_number() || !q[hi].is_number()) return std::nullopt;
+  double a = q[lo].get<double>(), b = q[hi].get<double>();
+  if (!std::isfinite(a) || !std::isfinite(b) || a > b) return std::nullopt;
+  return std::make_pair(a, b);
+}
+
 CostParams Calibration::params_for(const GpuSpec& g) const {
   CostParams p = params;
   for (auto it = intervals.begin(); it != intervals.end(); ++it)
-    if (it.value().is_object() && it.value().contains("q10") && it.value().contains("q90"))
-      p.interval_q10_q90[it.key()] = {it.value()["q10"].get<double>(), it.value()["q90"].get<double>()};
+    if (auto b = interval_bounds(it.value())) p.interval_lo_hi[it.key()] = *b;
   auto it = by_arch.find(g.arch);
   if (it != by_arch.end())
     for (const auto& [name, v] : it->second)
@@ -216,10 +226,8 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   if (f.has("intervals")) {
     if (const json* ij = f.object("intervals")) {
       for (auto it = ij->begin(); it != ij->end(); ++it) {
-        const json& q = it.value();
-        bool ok = q.is_object() && q.contains("q10") && q.contains("q90") && q["q10"].is_number() && q["q90"].is_number() &&
-                  q["q10"].get<double>() <= q["q90"].get<double>();
-        if (!ok) problems.push_back("calibration.intervals." + it.key() + ": expected {\"q10\": lo, \"q90\": hi} with lo <= hi");
+        if (!interval_bounds(it.value()))
+          problems.push_back("calibration.intervals." + it.key() + ": expected {\"lo\": number, \"hi\": number} with lo <= hi");
       }
       c.intervals = *ij;
     }

@@ -3,6 +3,8 @@
 // `mplan simulate/search --calibration FILE` load.
 #pragma once
 #include <map>
+#include <optional>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -76,15 +78,19 @@ struct CostParams {
     return it == framework_eff.end() ? 1.0 : it->second;
   }
 
-  // 80 % prediction intervals: per family ("dense", "moe") the 10th and 90th percentiles of
-  // ln(measured / predicted) of the cross-validated residuals; filled from Calibration::intervals.
-  std::map<std::string, std::pair<double, double>> interval_q10_q90;
+  // 80 % prediction intervals: per family ("dense", "moe") the bounds of ln(measured / predicted)
+  // from the cross-validated residuals (quantile level set so that 80 % of held-out sources' rows fall
+  // inside); filled from Calibration::intervals.
+  std::map<std::string, std::pair<double, double>> interval_lo_hi;
 
   double eff_for(Precision p) const {
     auto it = precision_eff.find(p);
     return it == precision_eff.end() ? 1.0 : it->second;
   }
 };
+
+// {"lo", "hi"} (or "q10", "q90") of one interval family, if present, finite and ordered.
+std::optional<std::pair<double, double>> interval_bounds(const nlohmann::json& q);
 
 // A calibration: global parameters plus per-architecture overrides of a few of them (GEMM and
 // attention kernel efficiencies differ between GPU generations), keyed by GpuSpec::arch.
@@ -95,7 +101,8 @@ struct Calibration {
   std::map<std::string, std::map<std::string, double>> by_arch;
   nlohmann::json fit = nlohmann::json::object();  // fit error, rows used, date (written by calibrate)
   // Prediction intervals: per family ("dense", "moe"), quantiles of ln(measured / predicted) of the
-  // cross-validated residuals ({"q10": .., "q90": .., "n": ..}); empty = none (mplan validate --cv).
+  // cross-validated residuals ({"lo": .., "hi": .., "level": .., "target": .., "n": ..}; "q10"/"q90"
+  // are read as lo/hi); empty = none (mplan validate --cv).
   nlohmann::json intervals = nlohmann::json::object();
 
   // The parameters for one GPU: global ones with that architecture's overrides applied.

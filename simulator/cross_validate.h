@@ -44,8 +44,11 @@ struct CvReport {
   std::map<std::string, CvStats> by_family, by_source, by_framework;
   std::vector<std::string> folds;        // what each fold held out
   std::vector<std::string> failures;     // rows that did not simulate in some fit
-  nlohmann::json intervals;              // per interval family: q10, q90, n (all held-out residuals)
-  double coverage = 0;                   // share of held-out rows inside the 80 % interval built out of fold
+  nlohmann::json intervals;              // per interval family: lo, hi, level, target, n (all held-out residuals)
+  double interval_level = 0.10;          // residual quantiles [level, 1 - level] that reach the target coverage
+  double coverage = 0;                   // share of held-out rows inside the interval built out of fold, at that level
+  double coverage_nominal = 0;           // the same with the plain 10th/90th percentiles
+  std::map<std::string, std::vector<std::string>> reset_to_prior;  // fold -> parameters no training row informs
   int coverage_rows = 0;
   Calibration in_sample_calibration;     // the fit on every row (with `intervals` set)
 };
@@ -55,10 +58,14 @@ struct CvReport {
 CvReport cross_validate(const std::vector<CsvRow>& rows, const Calibration& start, const std::vector<FitParamSpec>& which,
                         const CvOptions& opt, const std::function<void(const std::string&)>& progress = {});
 
+// Target coverage of the shipped prediction intervals.
+inline constexpr double kIntervalTarget = 0.80;
+
+// The [level, 1 - level] quantiles of v (linear interpolation between order statistics).
+std::pair<double, double> residual_quantiles(std::vector<double> v, double level);
+
 // The run-group key of a published row: model|gpu|gpus|tp|pp|cp|ep|precision.
 std::string run_group_key(const CsvRow& r);
 
-// The 10th / 90th percentiles of `v` (linear interpolation between order statistics).
-std::pair<double, double> quantiles_10_90(std::vector<double> v);
 
 }  // namespace mplan

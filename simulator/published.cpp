@@ -332,7 +332,13 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   else if (dopt.find("shard_grad_op") != std::string::npos) p.zero = 2;
   else if (fsdp > 0 || lower(r.get("fsdp")) == "on") p.zero = 3;
   else if (dopt.rfind("no", 0) == 0) p.zero = 0;
-  else p.zero = 1;
+  else {
+    // not stated: Megatron's distributed optimizer where the framework has it, else the framework's
+    // own sharding (MaxText/Paxml shard everything: zero 3)
+    const FrameworkMemory fm = framework_memory(plan.training.framework);
+    p.zero = (fm.zero_levels >> 1) & 1u ? 1 : fm.default_zero;
+    if (p.zero != 1) run.notes += "sharding not stated: " + to_string(plan.training.framework) + "'s default zero " + std::to_string(p.zero) + "; ";
+  }
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   if (p.zero == 3 && fsdp > 1 && dp > fsdp && dp % int(fsdp) == 0) {
     // a sharding group smaller than the data-parallel group: hybrid sharding, replicated over the rest

@@ -99,11 +99,11 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   r.model_tflops_per_gpu = flops / (r.step_time_s * gpus) / 1e12;
   r.mfu = peak > 0 ? flops / (r.step_time_s * gpus * peak) : 0;
   r.mfu_full_attention = peak > 0 ? flops_full / (r.step_time_s * gpus * peak) : 0;
-  if (auto it = params.interval_q10_q90.find(plan.model.moe ? "moe" : "dense"); it != params.interval_q10_q90.end()) {
-    // ln(measured / predicted) lies in [q10, q90] for 80 % of the held-out rows of the family
-    const auto [q10, q90] = it->second;
-    r.tokens_per_s_per_gpu_interval = {r.tokens_per_s_per_gpu * std::exp(q10), r.tokens_per_s_per_gpu * std::exp(q90)};
-    r.step_time_s_interval = {r.step_time_s * std::exp(-q90), r.step_time_s * std::exp(-q10)};
+  if (auto it = params.interval_lo_hi.find(plan.model.moe ? "moe" : "dense"); it != params.interval_lo_hi.end()) {
+    // ln(measured / predicted) lies in [lo, hi] for 80 % of held-out sources' rows of the family
+    const auto [lo, hi] = it->second;
+    r.tokens_per_s_per_gpu_interval = {r.tokens_per_s_per_gpu * std::exp(lo), r.tokens_per_s_per_gpu * std::exp(hi)};
+    r.step_time_s_interval = {r.step_time_s * std::exp(-hi), r.step_time_s * std::exp(-lo)};
   }
 
   r.capacity_gib = plan.cluster.gpu.memory_gib;
