@@ -10,6 +10,7 @@
 #include "core/bounded_input.h"
 #include "core/json_fields.h"
 #include "core/strict_json.h"
+#include "core/time_format.h"
 #include "runs/import.h"
 #include "runs/log_jobs.h"
 #include "runs/predict.h"
@@ -28,15 +29,6 @@ struct ImportOptions {
   int warmup = 10, job = 0;
   bool allow_mismatch = false, no_predict = false;
 };
-
-std::string now_utc_iso() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // "2024-05-01", "2024-05-01T12:00:00Z" or "2024-05-01 12:00:00" -> "YYYY-MM-DDTHH:MM:SSZ".
 std::string normalize_date(const std::string& s) {
@@ -95,7 +87,7 @@ void finish_run(const ImportOptions& o, runs::ImportResult& res, const json& pre
   RunRecord& run = res.run;
   if (!o.started_at.empty()) run.started_at = normalize_date(o.started_at);
   if (run.started_at.empty()) {
-    run.started_at = now_utc_iso();
+    run.started_at = utc_now_iso();
     run.warnings.push_back("the file names no date: started_at is the import time (pass --started-at)");
   }
   if (!o.host.empty()) run.host = o.host;

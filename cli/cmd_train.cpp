@@ -29,6 +29,7 @@
 #include "executor/train/run_record.h"
 #include "cli/table.h"
 #include "core/counting.h"
+#include "core/stats.h"
 #if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
 #include "profiles/calibrate.h"
 #include "profiles/local_profile.h"
@@ -264,9 +265,7 @@ int run_verify(const VerifyOptions& o) {
     if (i > 0 || steps.size() == 1) times.push_back(steps[i]["step_time_s"].get<double>());
     mem = std::max(mem, steps[i]["peak_memory_gib"].get<double>());
   }
-  std::sort(times.begin(), times.end());
-  const double t_meas = times.size() % 2 ? times[times.size() / 2]
-                                         : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  const double t_meas = stats::median(times);
   const double flops =
       model_flops_per_step(plan.model, plan.training.global_batch_size, plan.training.seq_length, AttentionFlops::causal);
   const double peak = sim_plan.cluster.gpu.peak(Precision::fp32).value_or(0) * 1e12;

@@ -27,6 +27,7 @@ void add_inspect_command(CLI::App& app, Runner& run);   // inspect
 // Each part's subcommands live in their own cmd_*.cpp (owned by that part):
 void add_simulate_commands(CLI::App& app, Runner& run);  // simulate, validate, bench     (cmd_simulate.cpp)
 void add_search_commands(CLI::App& app, Runner& run);    // search, explain, export       (cmd_search.cpp)
+void add_search_check_command(CLI::App& app, Runner& run);  // search-check             (cmd_search_check.cpp)
 void add_profile_commands(CLI::App& app, Runner& run);   // profile, calibrate            (cmd_profile.cpp)
 void add_train_commands(CLI::App& app, Runner& run);     // train, verify                 (cmd_train.cpp)
 void add_runs_commands(CLI::App& app, Runner& run);      // runs, regress                 (cmd_runs.cpp)

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_inspect_command(app, run);
   add_simulate_commands(app, run);
   add_search_commands(app, run);
+  add_search_check_command(app, run);
 #ifdef MPLAN_HAVE_PROFILE
   add_profile_commands(app, run);
 #endif

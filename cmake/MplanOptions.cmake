@@ -6,7 +6,7 @@ option(MPLAN_BUILD_PROFILES "Build the profiles part (profile DB, profilers, cal
 option(MPLAN_BUILD_EXECUTOR "Build the executor part (trainer, mplan train/verify)" ON)
 option(MPLAN_BUILD_RUNS "Build the runs part (runs DB, mplan runs/regress)" ON)
 option(MPLAN_BUILD_TESTS "Build the GoogleTest suites" ON)
-option(MPLAN_BUILD_BENCH "Build the Google Benchmark targets" ON)
+option(MPLAN_BUILD_BENCH "Build the speed benchmark programs bench_planner and bench_gpt2_step (not run by ctest)" ON)
 option(MPLAN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 option(MPLAN_WERROR "Treat warnings as errors" OFF)
 option(MPLAN_FUZZ "Build the libFuzzer targets (clang; scripts/fuzz sets the sanitizer flags)" OFF)

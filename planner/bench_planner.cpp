@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/presets.h"
+#include "core/stats.h"
 #include "planner/planner.h"
 
 using namespace mplan;
@@ -49,7 +50,8 @@ void run(const char* name, const Plan& p, int threads, int repeat) {
   std::sort(cpus.begin(), cpus.end());
   const SearchStats& s = last.stats;
   std::printf("%s (threads %d): median wall %.3f s (min %.3f, max %.3f over %d runs); median CPU time %.3f s\n", name,
-              threads, walls[walls.size() / 2], walls.front(), walls.back(), repeat, cpus[cpus.size() / 2]);
+              threads, mplan::stats::quantile_sorted(walls, 0.5), walls.front(), walls.back(), repeat,
+              mplan::stats::quantile_sorted(cpus, 0.5));
   std::printf("  enumerated %lld, rejected %lld, pruned by memory %lld, pruned by bound %lld, simulated %lld (fit %lld), "
               "structures %lld, probes %lld\n",
               (long long)s.enumerated, (long long)s.rejected, (long long)s.pruned_memory, (long long)s.pruned_by_bound,

@@ -2,9 +2,9 @@
 #include "planner/layer_costs.h"
 
 #include <algorithm>
-#include <atomic>
 #include <numeric>
-#include <thread>
+
+#include "core/parallel_for.h"
 
 namespace mplan::planner {
 
@@ -182,15 +182,10 @@ void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
   todo.erase(std::unique(todo.begin(), todo.end(), [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); }),
              todo.end());
   std::vector<std::unique_ptr<ShapeCosts>> out(todo.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();) out[i] = std::make_unique<ShapeCosts>(compute(todo[i]));
-  };
-  int n = std::max(1, std::min<int>(threads, int(todo.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  // a worker's exception (e.g. std::bad_alloc) reaches the caller once all workers have stopped
+  parallel_for(todo.size(), threads, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) out[i] = std::make_unique<ShapeCosts>(compute(todo[i]));
+  });
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < todo.size(); ++i)
     if (cache_.emplace(todo[i], std::move(out[i])).second) ++probes_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/time_format.h"
 #include "core/presets.h"
 #include "profiles/local_cluster.h"
 #include "profiles/shipped.h"

@@ -11,11 +11,12 @@
 #include <cstdlib>
 #include <random>
 
+#include "core/time_format.h"
 #include "core/ops.h"
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_kernels.h"
 #include "profiles/host_info.h"
-#include "profiles/stats.h"
+#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -268,7 +269,7 @@ Timing time_kernel(const std::function<void()>& run, const RepPolicy& p) {
     samples.push_back(dt / inner);
     total += dt;
   }
-  Summary s = summarize(samples);
+  stats::Summary s = stats::summarize(samples);
   return {s.median, s.p10, s.p90, int(samples.size())};
 }
 

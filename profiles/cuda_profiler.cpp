@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/time_format.h"
 #include "core/ops.h"
 #include "core/presets.h"
 #include "profiles/calibrate.h"

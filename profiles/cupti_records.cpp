@@ -5,7 +5,7 @@
 
 #include "core/ops.h"
 #include "profiles/cost_eval.h"
-#include "profiles/stats.h"
+#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -111,7 +111,7 @@ std::vector<KernelRow> kernel_rows_from(const std::vector<PendingKernel>& pendin
       missing.push_back(p.row.op + " " + p.row.pass);
       continue;
     }
-    Summary s = summarize(t);
+    stats::Summary s = stats::summarize(t);
     KernelRow r = p.row;
     r.reps = s.n;
     r.median_us = s.median, r.p10_us = s.p10, r.p90_us = s.p90;
@@ -130,7 +130,7 @@ std::vector<CollectiveRow> collective_rows_from(const std::vector<PendingCollect
       missing.push_back(p.row.op + " " + std::to_string(p.row.bytes) + " B");
       continue;
     }
-    Summary s = summarize(t);
+    stats::Summary s = stats::summarize(t);
     CollectiveRow r = p.row;
     r.reps = s.n;
     r.median_us = s.median, r.p10_us = s.p10, r.p90_us = s.p90;

@@ -10,7 +10,7 @@
 
 #include "profiles/cost_eval.h"
 #include "profiles/least_squares.h"
-#include "profiles/stats.h"
+#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -121,7 +121,7 @@ FitError fit_error(const std::vector<double>& pred, const std::vector<double>& m
     double l = log_residual(pred[i], meas[i]);
     sq += l * l;
   }
-  Summary s = summarize(ape);
+  stats::Summary s = stats::summarize(ape);
   e.mape = sum / double(ape.size());
   e.median_ape = s.median;
   e.p90_ape = s.p90;

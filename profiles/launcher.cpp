@@ -1,13 +1,12 @@
 // mpirun launching and the `mplan profile --backend cpu` driver (see launcher.h, cpu_profiler.h).
 #include "profiles/launcher.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 
+#include "core/process.h"
 #include "profiles/cpu_profiler.h"
 #include "profiles/host_info.h"
 
@@ -42,21 +41,9 @@ std::string self_executable() {
 }
 
 int run_child(const std::vector<std::string>& argv) {
-  std::vector<char*> a;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    execvp(a[0], a.data());
-    _exit(127);
-  }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) return -1;
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return -1;
+  ProcessOptions o;
+  o.exec_hint = "; install openmpi-bin, or pass --no-collectives";
+  return run_process(argv, o);
 }
 
 Expected<CpuProfileResult> run_cpu_profile(const CpuProfileOptions& o) {

@@ -14,7 +14,7 @@
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_profiler.h"
 #include "profiles/host_info.h"
-#include "profiles/stats.h"
+#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -99,7 +99,7 @@ CollectiveRow measure(Collective c, int64_t bytes, MPI_Comm comm, int g, int ran
     for (int i = 0; i < iters; ++i) run_once(c, bytes, comm, g, rank, a, b);
     samples.push_back(max_over(comm, (MPI_Wtime() - s) / iters));
   }
-  Summary st = summarize(samples);
+  stats::Summary st = stats::summarize(samples);
   CollectiveRow row;
   row.op = to_string(c);
   row.group_size = g;

@@ -6,12 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <thread>
 
+#include "core/time_format.h"
 #include "core/strict_json.h"
 
 namespace mplan::profiles {
@@ -30,7 +29,7 @@ struct Inspection {
   bool empty = false;  // a valid SQLite file without tables, or a 0-byte file: initialise it
 };
 
-bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+using sqlite::is_busy;
 
 Error locked_error(const std::string& path) {
   return Error(path + ": the profile database is locked by another process (waited " +
@@ -153,15 +152,6 @@ const char* kCollectiveColumns =
 
 }  // namespace
 
-std::string utc_now_iso() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Expected<ProfileDb> ProfileDb::open(const std::string& path, OpenMode mode) {
   const bool memory = path == ":memory:";
   struct stat st{};
@@ -193,18 +183,9 @@ Expected<ProfileDb> ProfileDb::open(const std::string& path, OpenMode mode) {
   if (!c) return c.error();
   Connection conn = std::move(c).value();
   if (!memory) {
-    // Switching to WAL takes an exclusive lock and SQLite answers SQLITE_BUSY at once (no busy
-    // handler) while another process holds a shared lock, e.g. several writers opening a new file
-    // together: retry with a short sleep until the busy timeout.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
-    for (int attempt = 0;; ++attempt) {
-      Statement wal(conn, "PRAGMA journal_mode = WAL");
-      int rc = wal.ok() ? wal.step() : conn.errcode();
-      if (rc == SQLITE_ROW) break;
-      if (!is_busy(rc) || std::chrono::steady_clock::now() > deadline)
-        return Status(write_error(conn, path, "cannot switch to WAL")).error();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt * 7 + ::getpid()) % 10));
-    }
+    // WAL (sqlite::enable_wal retries the exclusive lock it needs until the busy timeout)
+    if (int rc = sqlite::enable_wal(conn.get(), kBusyTimeoutMs); rc != SQLITE_OK)
+      return is_busy(rc) ? locked_error(path) : Status(write_error(conn, path, "cannot switch to WAL")).error();
   }
   std::string e = conn.exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
   if (!e.empty()) return Error(path + ": " + e);

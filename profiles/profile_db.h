@@ -10,9 +10,13 @@
 #include <vector>
 
 #include "core/status.h"
-#include "profiles/sqlite_handle.h"
+#include "core/sqlite_db.h"
 
 namespace mplan::profiles {
+
+using sqlite::Connection;
+using sqlite::Statement;
+using sqlite::Transaction;
 
 constexpr int kSchemaVersion = 2;
 constexpr const char* kApplication = "mplan.profiles";
@@ -139,8 +143,5 @@ class ProfileDb {
 const std::vector<std::string>& schema_migrations();
 // Creates a new database at an older schema version (tests of migrations).
 Status create_database_at_version(const std::string& path, int version);
-
-// Current UTC time as "2025-01-31T12:00:00Z".
-std::string utc_now_iso();
 
 }  // namespace mplan::profiles

@@ -6,13 +6,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <sstream>
 
+#include "core/csv.h"
 #include "runs/import.h"
-#include "runs/stats.h"
+#include "core/stats.h"
 #include "runs/warmup.h"
 
 namespace mplan::runs {
+
+using stats::median;
 
 namespace {
 
@@ -27,19 +29,6 @@ std::string lower_trim(std::string s) {
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) out.push_back(cur), cur.clear();
-    else cur += c;
-  }
-  out.push_back(cur);
-  return out;
 }
 
 // One data row: its line number and the numeric cells of the columns mplan reads.
@@ -99,24 +88,21 @@ Row read_row(const std::vector<std::string>& cells, const std::map<std::string, 
 
 Expected<CsvRows> read_csv_rows(const std::string& text, const std::string& name) {
   CsvRows out;
-  std::istringstream in(text);
-  std::string line;
-  int n = 0;
+  csv::Options copt;
+  copt.comment = '#';
+  auto records = csv::parse(text, name, copt);
+  if (!records) return records.error();
   std::map<std::string, size_t> col;
   std::vector<std::string> problems;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::string probe = lower_trim(line);
-    if (probe.empty() || probe[0] == '#') continue;
-    auto cells = split_csv(line);
-    std::string where = name + ":" + std::to_string(n);
+  for (const csv::Record& rec : *records) {
+    const std::vector<std::string>& cells = rec.fields;
+    std::string where = name + ":" + std::to_string(rec.line);
     if (col.empty()) {
       col = read_header(cells, where, out.warnings, problems);
       if (!problems.empty()) return Error(problems);
       continue;
     }
-    out.rows.push_back(read_row(cells, col, n, where, problems));
+    out.rows.push_back(read_row(cells, col, rec.line, where, problems));
   }
   if (col.empty()) problems.push_back(name + ": empty CSV; expected a header row and one row per step");
   else if (out.rows.empty() && problems.empty()) problems.push_back(name + ": no data rows after the header");

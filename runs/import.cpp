@@ -8,7 +8,6 @@
 #include <map>
 
 #include "core/counting.h"
-#include "runs/stats.h"
 #include "runs/warmup.h"
 
 namespace mplan::runs {

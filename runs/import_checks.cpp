@@ -7,9 +7,11 @@
 
 #include "core/counting.h"
 #include "runs/import.h"
-#include "runs/stats.h"
+#include "core/stats.h"
 
 namespace mplan::runs {
+
+using stats::median;
 
 namespace {
 

@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <map>
 
-#include "runs/stats.h"
+#include "core/stats.h"
 
 namespace mplan::runs {
+
+using stats::kMedianStdErrFactor;
+using stats::median;
 
 namespace {
 

@@ -5,12 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include "runs/schema.h"
 #include "runs/sqlite_util.h"
@@ -116,31 +114,31 @@ class SqliteRunsDb final : public RunsDb {
       std::string sql = std::string(kRunColumns) + " WHERE id = ?";
       Stmt q(db_, sql.c_str());
       q.bind(1, id);
-      if (!q.step()) return Error(no_such_run(id));
+      if (!q.next()) return Error(no_such_run(id));
       RunRecord r = read_run(q);
       Stmt st(db_,
               "SELECT step, loss, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib, warmup, "
               "reported_tflops_per_gpu, skipped, reported_tokens_per_s_per_gpu FROM steps WHERE run_id = ? "
               "ORDER BY idx");
       st.bind(1, id);
-      while (st.step()) {
+      while (st.next()) {
         StepMetric m;
-        m.step = static_cast<int>(st.int64(0));
-        m.loss = st.opt_real(1);
-        m.step_time_s = st.real(2);
-        m.tokens_per_s = st.real(3);
-        m.tflops_per_gpu = st.real(4);
-        m.mfu = st.real(5);
-        m.peak_memory_gib = st.opt_real(6);
-        m.warmup = st.int64(7) != 0;
-        m.reported_tflops_per_gpu = st.opt_real(8);
-        m.skipped = st.int64(9) != 0;
-        m.reported_tokens_per_s_per_gpu = st.opt_real(10);
+        m.step = static_cast<int>(st.i64(0));
+        m.loss = st.opt_f64(1);
+        m.step_time_s = st.f64(2);
+        m.tokens_per_s = st.f64(3);
+        m.tflops_per_gpu = st.f64(4);
+        m.mfu = st.f64(5);
+        m.peak_memory_gib = st.opt_f64(6);
+        m.warmup = st.i64(7) != 0;
+        m.reported_tflops_per_gpu = st.opt_f64(8);
+        m.skipped = st.i64(9) != 0;
+        m.reported_tokens_per_s_per_gpu = st.opt_f64(10);
         r.steps.push_back(m);
       }
       Stmt op(db_, "SELECT op, measured_s, predicted_s, calls FROM ops WHERE run_id = ? ORDER BY idx");
       op.bind(1, id);
-      while (op.step()) r.ops.push_back({op.text(0), op.real(1), op.real(2), op.int64(3)});
+      while (op.next()) r.ops.push_back({op.text(0), op.f64(1), op.f64(2), op.i64(3)});
       auto tags = read_tags(id);
       r.tags = tags[id];
       return r;
@@ -157,7 +155,7 @@ class SqliteRunsDb final : public RunsDb {
       Stmt q(db_, sql.c_str());
       if (!key.empty()) q.bind(1, key);
       std::vector<RunRecord> out;
-      while (q.step()) out.push_back(read_run(q));
+      while (q.next()) out.push_back(read_run(q));
       auto tags = read_tags(-1);
       for (auto& r : out)
         if (auto it = tags.find(r.id); it != tags.end()) r.tags = it->second;
@@ -192,7 +190,7 @@ class SqliteRunsDb final : public RunsDb {
     ins.bind(11, int64_t(s.steps_total)).bind(12, int64_t(s.steps_measured)).bind(13, s.step_time_s);
     ins.bind(14, s.tokens_per_s).bind(15, s.tflops_per_gpu).bind(16, s.mfu).bind(17, s.mfu_spread);
     ins.bind(18, s.peak_memory_gib).bind(19, s.predicted_mfu).bind(20, int64_t(run.source_job)).bind(21, run.status);
-    ins.step();
+    ins.next();
     int64_t id = sqlite3_last_insert_rowid(db_);
     Stmt st(db_,
             "INSERT INTO steps (run_id, idx, step, loss, step_time_s, tokens_per_s, tflops_per_gpu, mfu, "
@@ -205,7 +203,7 @@ class SqliteRunsDb final : public RunsDb {
       st.bind(6, m.tokens_per_s).bind(7, m.tflops_per_gpu).bind(8, m.mfu).bind(9, m.peak_memory_gib);
       st.bind(10, int64_t(m.warmup ? 1 : 0)).bind(11, m.reported_tflops_per_gpu);
       st.bind(12, int64_t(m.skipped ? 1 : 0)).bind(13, m.reported_tokens_per_s_per_gpu);
-      st.step();
+      st.next();
     }
     Stmt op(db_, "INSERT INTO ops (run_id, idx, op, measured_s, predicted_s, calls) VALUES (?,?,?,?,?,?)");
     for (size_t i = 0; i < run.ops.size(); ++i) {
@@ -213,20 +211,20 @@ class SqliteRunsDb final : public RunsDb {
       op.reset();
       op.bind(1, id).bind(2, int64_t(i)).bind(3, o.op).bind(4, o.measured_s).bind(5, o.predicted_s);
       op.bind(6, o.calls);
-      op.step();
+      op.next();
     }
     Stmt tg(db_, "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?,?)");
     for (const auto& t : run.tags) {
       tg.reset();
       tg.bind(1, id).bind(2, t);
-      tg.step();
+      tg.next();
     }
     return id;
   }
 
   static RunRecord read_run(const Stmt& q) {
     RunRecord r;
-    r.id = q.int64(0);
+    r.id = q.i64(0);
     r.plan_key = q.text(1);
     r.plan = parse_or(q.text(2), json::object());
     r.source = q.text(3);
@@ -241,16 +239,16 @@ class SqliteRunsDb final : public RunsDb {
       for (const auto& s : w)
         if (s.is_string()) r.warnings.push_back(s.get<std::string>());
     RunSummary& s = r.summary;
-    s.steps_total = static_cast<int>(q.int64(11));
-    s.steps_measured = static_cast<int>(q.int64(12));
-    s.step_time_s = q.real(13);
-    s.tokens_per_s = q.real(14);
-    s.tflops_per_gpu = q.real(15);
-    s.mfu = q.real(16);
-    s.mfu_spread = q.real(17);
-    s.peak_memory_gib = q.real(18);
-    s.predicted_mfu = q.real(19);
-    r.source_job = static_cast<int>(q.int64(20));
+    s.steps_total = static_cast<int>(q.i64(11));
+    s.steps_measured = static_cast<int>(q.i64(12));
+    s.step_time_s = q.f64(13);
+    s.tokens_per_s = q.f64(14);
+    s.tflops_per_gpu = q.f64(15);
+    s.mfu = q.f64(16);
+    s.mfu_spread = q.f64(17);
+    s.peak_memory_gib = q.f64(18);
+    s.predicted_mfu = q.f64(19);
+    r.source_job = static_cast<int>(q.i64(20));
     r.status = q.text(21);
     return r;
   }
@@ -261,7 +259,7 @@ class SqliteRunsDb final : public RunsDb {
     Stmt q(db_, id >= 0 ? "SELECT run_id, tag FROM tags WHERE run_id = ? ORDER BY tag"
                         : "SELECT run_id, tag FROM tags ORDER BY run_id, tag");
     if (id >= 0) q.bind(1, id);
-    while (q.step()) out[q.int64(0)].push_back(q.text(1));
+    while (q.next()) out[q.i64(0)].push_back(q.text(1));
     return out;
   }
 
@@ -271,11 +269,11 @@ class SqliteRunsDb final : public RunsDb {
       WriteTxn txn(db_);
       Stmt exists(db_, "SELECT 1 FROM runs WHERE id = ?");
       exists.bind(1, id);
-      if (!exists.step()) return Error(no_such_run(id));
+      if (!exists.next()) return Error(no_such_run(id));
       Stmt q(db_, add ? "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?,?)"
                       : "DELETE FROM tags WHERE run_id = ? AND tag = ?");
       q.bind(1, id).bind(2, tag);
-      q.step();
+      q.next();
       txn.commit();
       return {};
     } catch (const SqlError& e) {
@@ -322,38 +320,21 @@ Probe probe(sqlite3* db, bool check_integrity) {
   Probe p;
   {
     Stmt q(db, "PRAGMA application_id");
-    if (q.step()) p.app_id = static_cast<int32_t>(q.int64(0));
+    if (q.next()) p.app_id = static_cast<int32_t>(q.i64(0));
   }
   {
     Stmt q(db, "PRAGMA user_version");
-    if (q.step()) p.user_version = static_cast<int>(q.int64(0));
+    if (q.next()) p.user_version = static_cast<int>(q.i64(0));
   }
   {
     Stmt q(db, "SELECT count(*) FROM sqlite_master");
-    if (q.step()) p.objects = q.int64(0);
+    if (q.next()) p.objects = q.i64(0);
   }
   if (check_integrity) {
     Stmt q(db, "PRAGMA quick_check");
-    if (q.step() && q.text(0) != "ok") throw SqlError{SQLITE_CORRUPT, "integrity check: " + q.text(0)};
+    if (q.next() && q.text(0) != "ok") throw SqlError{SQLITE_CORRUPT, "integrity check: " + q.text(0)};
   }
   return p;
-}
-
-// Switching to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once (without the
-// busy handler) when another connection holds a shared lock meanwhile, e.g. several processes
-// opening a new file together. Retry with a short jittered sleep until the busy timeout.
-void set_wal_mode(sqlite3* raw) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
-  for (int attempt = 0;; ++attempt) {
-    try {
-      Stmt q(raw, "PRAGMA journal_mode = WAL");
-      q.step();
-      return;
-    } catch (const SqlError& e) {
-      if ((e.code != SQLITE_BUSY && e.code != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline) throw;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt * 7 + ::getpid()) % 10));
-  }
 }
 
 }  // namespace
@@ -409,9 +390,9 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
                  "); mplan left the file untouched. Use a newer mplan or another --db file.");
   // 2. Ours or empty: WAL, durability, foreign keys, then migrate under the write lock.
   try {
-    sql_exec(raw, "PRAGMA foreign_keys = ON", "enabling foreign keys");
-    set_wal_mode(raw);
-    sql_exec(raw, "PRAGMA synchronous = FULL", "setting durability");
+    sqlite::exec_checked(raw, "PRAGMA foreign_keys = ON", "enabling foreign keys");
+    sqlite::check(raw, sqlite::enable_wal(raw, kBusyTimeoutMs), "switching to WAL");
+    sqlite::exec_checked(raw, "PRAGMA synchronous = FULL", "setting durability");
     if (!ours || p.user_version < kRunsSchemaVersion) {
       WriteTxn txn(raw);
       Probe now = probe(raw, false);  // another process may have migrated meanwhile

@@ -114,7 +114,7 @@ void backfill_summaries_v2(sqlite3* db) {
   std::vector<std::pair<int64_t, std::string>> runs;
   {
     Stmt q(db, "SELECT id, prediction_json FROM runs");
-    while (q.step()) runs.emplace_back(q.int64(0), q.text(1));
+    while (q.next()) runs.emplace_back(q.i64(0), q.text(1));
   }
   Stmt steps(db, "SELECT step, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib FROM steps "
                  "WHERE run_id = ? ORDER BY idx");
@@ -124,14 +124,14 @@ void backfill_summaries_v2(sqlite3* db) {
     std::vector<StepMetric> v;
     steps.reset();
     steps.bind(1, id);
-    while (steps.step()) {
+    while (steps.next()) {
       StepMetric m;
-      m.step = static_cast<int>(steps.int64(0));
-      m.step_time_s = steps.real(1);
-      m.tokens_per_s = steps.real(2);
-      m.tflops_per_gpu = steps.real(3);
-      m.mfu = steps.real(4);
-      m.peak_memory_gib = steps.real(5);
+      m.step = static_cast<int>(steps.i64(0));
+      m.step_time_s = steps.f64(1);
+      m.tokens_per_s = steps.f64(2);
+      m.tflops_per_gpu = steps.f64(3);
+      m.mfu = steps.f64(4);
+      m.peak_memory_gib = steps.f64(5);
       v.push_back(m);
     }
     auto pred = nlohmann::json::parse(pred_text, nullptr, false);
@@ -140,22 +140,22 @@ void backfill_summaries_v2(sqlite3* db) {
     upd.bind(1, int64_t(s.steps_total)).bind(2, int64_t(s.steps_measured)).bind(3, s.step_time_s);
     upd.bind(4, s.tokens_per_s).bind(5, s.tflops_per_gpu).bind(6, s.mfu).bind(7, s.mfu_spread);
     upd.bind(8, s.peak_memory_gib).bind(9, s.predicted_mfu).bind(10, id);
-    upd.step();
+    upd.next();
   }
 }
 
 }  // namespace
 
 void migrate_schema(sqlite3* db, int from_version) {
-  if (from_version < 1) sql_exec(db, kSchema1, "creating schema 1");
+  if (from_version < 1) sqlite::exec_checked(db, kSchema1, "creating schema 1");
   if (from_version < 2) {
-    sql_exec(db, kSchema2, "migrating to schema 2");
+    sqlite::exec_checked(db, kSchema2, "migrating to schema 2");
     backfill_summaries_v2(db);
   }
-  if (from_version < 3) sql_exec(db, kSchema3, "migrating to schema 3");
-  if (from_version < 4) sql_exec(db, kSchema4, "migrating to schema 4");
-  sql_exec(db, "PRAGMA application_id = " + std::to_string(kRunsApplicationId), "marking the file");
-  sql_exec(db, "PRAGMA user_version = " + std::to_string(kRunsSchemaVersion), "setting the schema version");
+  if (from_version < 3) sqlite::exec_checked(db, kSchema3, "migrating to schema 3");
+  if (from_version < 4) sqlite::exec_checked(db, kSchema4, "migrating to schema 4");
+  sqlite::exec_checked(db, "PRAGMA application_id = " + std::to_string(kRunsApplicationId), "marking the file");
+  sqlite::exec_checked(db, "PRAGMA user_version = " + std::to_string(kRunsSchemaVersion), "setting the schema version");
 }
 
 }  // namespace mplan::runs

@@ -3,11 +3,16 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/hash.h"
 #include "core/plan.h"
 #include "runs/runs_db.h"
-#include "runs/stats.h"
+#include "core/stats.h"
 
 namespace mplan::runs {
+
+using stats::kMadToSigma;
+using stats::mad;
+using stats::median;
 
 using nlohmann::json;
 
@@ -43,14 +48,6 @@ void strip_provenance(json& j) {
   for (auto& [k, v] : j.items()) strip_provenance(v);
 }
 
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // The normalized plan (defaults filled in by the core parser when it parses), without meta.
 json canonical_plan(const json& plan) {
@@ -92,9 +89,8 @@ std::string plan_key(const json& plan) {
   json canon = canonical_plan(plan);
   std::string model = str_at(plan, "model", "name");
   if (model.empty()) model = "plan";
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(canon.dump(-1, ' ', false, json::error_handler_t::replace))));
-  return model + "-" + std::string(hex, 12);
+  std::string hex = fnv1a_hex(canon.dump(-1, ' ', false, json::error_handler_t::replace));
+  return model + "-" + hex.substr(0, 12);
 }
 
 std::string plan_label(const json& plan) {

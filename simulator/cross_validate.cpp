@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "core/hash.h"
+#include "core/stats.h"
 #include "simulator/simulator.h"
 
 namespace mplan {
@@ -18,25 +20,11 @@ std::string run_group_key(const CsvRow& r) {
 std::pair<double, double> residual_quantiles(std::vector<double> v, double level) {
   if (v.empty()) return {0, 0};
   std::sort(v.begin(), v.end());
-  auto q = [&](double p) {
-    double x = p * double(v.size() - 1);
-    size_t i = size_t(std::floor(x));
-    double f = x - double(i);
-    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
-  };
-  return {q(level), q(1.0 - level)};
+  return {stats::quantile_sorted(v, level), stats::quantile_sorted(v, 1.0 - level)};
 }
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 struct Prepared {
   std::vector<MeasuredRun> runs;

@@ -21,6 +21,7 @@
 
 #include "core/bounded_input.h"
 #include "core/counting.h"
+#include "core/csv.h"
 #include "core/presets.h"
 #include "simulator/run_facts.h"
 
@@ -174,52 +175,19 @@ std::optional<double> CsvRow::num(const std::string& k) const {
 }
 
 Expected<std::vector<CsvRow>> read_csv_text(const std::string& text, const std::string& path) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<std::string> rec;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          field += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rec.push_back(field);
-      field.clear();
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      rec.push_back(field);
-      field.clear();
-      if (!(rec.size() == 1 && rec[0].empty())) records.push_back(rec);
-      rec.clear();
-    } else {
-      field += c;
-    }
-  }
-  if (!field.empty() || !rec.empty()) {
-    rec.push_back(field);
-    records.push_back(rec);
-  }
-  if (quoted) return Error(path + ": unterminated quoted field");
+  auto parsed = csv::parse(text, path);
+  if (!parsed) return parsed.error();
+  const std::vector<csv::Record>& records = *parsed;
   if (records.empty()) return Error(path + ": empty CSV (expected a header row)");
   std::vector<CsvRow> rows;
-  const auto& head = records[0];
+  const auto& head = records[0].fields;
   for (size_t i = 1; i < records.size(); ++i) {
-    if (records[i].size() != head.size())
-      return Error(path + ": row " + std::to_string(i + 1) + " has " + std::to_string(records[i].size()) +
-                   " fields, the header has " + std::to_string(head.size()));
+    const auto& fields = records[i].fields;
+    if (fields.size() != head.size())
+      return Error(path + ": row " + std::to_string(i + 1) + " (line " + std::to_string(records[i].line) + ") has " +
+                   std::to_string(fields.size()) + " fields, the header has " + std::to_string(head.size()));
     CsvRow r;
-    for (size_t k = 0; k < head.size(); ++k) r.f[head[k]] = records[i][k];
+    for (size_t k = 0; k < head.size(); ++k) r.f[head[k]] = fields[k];
     rows.push_back(std::move(r));
   }
   return rows;

@@ -17,7 +17,8 @@ struct CsvRow {
   std::optional<double> num(const std::string& k) const;
 };
 
-// RFC-4180 CSV (quoted fields, embedded commas/quotes/newlines); header row gives the keys.
+// CSV through core/csv.h (RFC 4180: quoted fields, embedded commas/quotes/newlines, BOM, CRLF);
+// the header row gives the keys.
 Expected<std::vector<CsvRow>> read_csv_file(const std::string& path);
 Expected<std::vector<CsvRow>> read_csv_text(const std::string& text, const std::string& what);
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/stats.h"
+
 namespace mplan {
 
 std::string dominant_memory_term(const MemoryBreakdown& m) {
@@ -33,8 +35,8 @@ ErrorStats error_stats(const std::vector<double>& e) {
     within += x <= 10.0 ? 1 : 0;
   }
   s.mape = sum / v.size();
-  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  s.p90 = v[std::min(v.size() - 1, size_t(std::ceil(0.9 * v.size())) - 1)];
+  s.median = stats::quantile_sorted(v, 0.5);
+  s.p90 = stats::quantile_sorted(v, 0.9);
   s.within10 = double(within) / v.size();
   return s;
 }

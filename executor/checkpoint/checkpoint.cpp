@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/hash.h"
 #include "core/json_fields.h"
 
 namespace mplan::exec {
@@ -20,14 +21,6 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'P', 'L', 'A', 'N', 'C', 'K', '1'};
 
-uint64_t fnv(uint64_t h, const void* p, size_t n) {
-  const unsigned char* c = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= c[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 std::string step_name(int step) {
   char buf[32];
@@ -52,13 +45,13 @@ Status write_rank_file(const std::string& path, const nlohmann::json& header, co
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return Error("checkpoint: cannot write " + tmp + ": " + std::strerror(errno));
   std::string h = header.dump();
-  uint64_t hlen = h.size(), sum = 1469598103934665603ULL;
+  uint64_t hlen = h.size(), sum = kFnv1aOffset;
   bool ok = std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&hlen, 8, 1, f) == 1 &&
             std::fwrite(h.data(), 1, h.size(), f) == h.size();
   for (const ArrayRef& a : arrays) {
     if (!ok) break;
     ok = std::fwrite(a.data, sizeof(float), size_t(a.n), f) == size_t(a.n);
-    sum = fnv(sum, a.data, size_t(a.n) * sizeof(float));
+    sum = fnv1a(sum, a.data, size_t(a.n) * sizeof(float));
   }
   ok = ok && std::fwrite(&sum, 8, 1, f) == 1;
   ok = ok && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -93,10 +86,10 @@ Status read_rank_file(const std::string& path, nlohmann::json* header, const std
     Status st = check(*header);
     if (!st.ok()) return st;
   }
-  uint64_t sum = 1469598103934665603ULL, stored = 0;
+  uint64_t sum = kFnv1aOffset, stored = 0;
   for (const ArrayRef& a : arrays) {
     in.read(reinterpret_cast<char*>(a.data), std::streamsize(size_t(a.n) * sizeof(float)));
-    sum = fnv(sum, a.data, size_t(a.n) * sizeof(float));
+    sum = fnv1a(sum, a.data, size_t(a.n) * sizeof(float));
   }
   in.read(reinterpret_cast<char*>(&stored), 8);
   if (!in) return Error("checkpoint: " + path + " is truncated");

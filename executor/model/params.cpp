@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/hash.h"
+
 namespace mplan::exec {
 
 namespace {
@@ -16,14 +18,6 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 template <class T>
 void put(std::string& out, const T& v) {

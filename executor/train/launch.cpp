@@ -1,10 +1,6 @@
 // Preflight checks and self-launch through mpirun (stderr scanned for dead ranks).
 #include "executor/train/launch.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +14,7 @@
 
 #include "core/bounded_input.h"
 #include "core/counting.h"
+#include "core/process.h"
 #include "core/rank_grid.h"
 #include "core/schedule.h"
 #include "core/units.h"
@@ -147,39 +144,20 @@ int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std
     if (fd >= 0) extra.insert(extra.end(), {"-x", std::string("MPLAN_EXIT_FILE=") + exit_path});
     cmd.insert(launched + 1, extra.begin(), extra.end());
   }
-  int err_pipe[2];
-  if (pipe(err_pipe) != 0) return 1;
-  pid_t pid = fork();
-  if (pid < 0) return 1;
-  if (pid == 0) {
-    // the job goes down with the launcher, even when the launcher is killed with SIGKILL: mpirun gets
-    // SIGTERM and stops its ranks (and the ranks' own watchers notice the launcher is gone)
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != launcher) _exit(128 + SIGTERM);  // the launcher died before prctl took effect
-    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    close(err_pipe[0]);
-    close(err_pipe[1]);
-    std::vector<char*> argv;
-    for (const std::string& s : cmd) argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "mplan: cannot run mpirun (%s); install openmpi-bin\n", std::strerror(errno));
-    _exit(127);
-  }
-  close(err_pipe[1]);
+  // the job goes down with the launcher, even when the launcher is killed with SIGKILL: mpirun gets
+  // SIGTERM and stops its ranks (and the ranks' own watchers notice the launcher is gone)
+  ProcessOptions po;
+  po.die_with_parent = true;
+  po.stdout_to_stderr = stdout_to_stderr;
+  po.exec_hint = "; install openmpi-bin";
   std::string err_text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(err_pipe[0], buf, sizeof(buf))) > 0) {
-    fwrite(buf, 1, size_t(n), stderr);
+  po.on_stderr = [&err_text](std::string_view chunk) {
+    fwrite(chunk.data(), 1, chunk.size(), stderr);
     fflush(stderr);
-    err_text.append(buf, size_t(n));
-  }
-  close(err_pipe[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    err_text.append(chunk);
+  };
+  int code = run_process(cmd, po);
+  if (code < 0) code = 1;  // no pipe or no fork
   if (fd >= 0) {
     std::ifstream ef(exit_path);
     int reported = -1;

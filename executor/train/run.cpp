@@ -10,18 +10,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/stats.h"
+#include "core/time_format.h"
 #include "executor/checkpoint/checkpoint.h"
 
 namespace mplan::exec {
 
 namespace {
-
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 std::string fixed(double v, int d) {
   std::ostringstream os;
@@ -69,11 +64,7 @@ std::vector<OpStat> median_ops(const std::vector<StepMetrics>& steps) {
       calls[o.op] = std::max(calls[o.op], o.calls);
     }
   std::vector<OpStat> out;
-  for (auto& [op, v] : secs) {
-    std::sort(v.begin(), v.end());
-    double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    out.push_back({op, med, calls[op]});
-  }
+  for (auto& [op, v] : secs) out.push_back({op, stats::median(std::move(v)), calls[op]});
   return out;
 }
 
@@ -108,7 +99,7 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
   RunSummary sum;
   sum.plan = plan;
   sum.options = opt;
-  sum.started_at = iso_now();
+  sum.started_at = utc_now_iso();
   sum.backend = t.backend().describe();
   sum.data = t.data_description();
   sum.peak_gflops = t.peak_gflops();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/counting.h"
+#include "core/hash.h"
 #include "core/units.h"
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
@@ -45,15 +46,7 @@ std::string layout_key(const Plan& plan) {
   nlohmann::json j = {{"model", model_to_json(plan.model)},
                       {"training", training_to_json(plan.training)},
                       {"parallel", parallel_to_json(plan.parallel)}};
-  std::string s = j.dump();
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return fnv1a_hex(j.dump());
 }
 
 double process_peak_rss_bytes() {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/counting.h"
+#include "core/stats.h"
 #include "executor/backend/blas_config.h"
 #include "executor/train/run.h"
 #include "executor/train/trainer.h"
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
   std::vector<double> times;
   for (size_t i = 1; i < ms.size(); ++i) times.push_back(ms[i].step_time_s);
   std::sort(times.begin(), times.end());
-  const double med = times[times.size() / 2];
+  const double med = mplan::stats::quantile_sorted(times, 0.5), cpu_med = mplan::stats::quantile_sorted(cpus, 0.5);
   const ModelSpec& m = plan.value().model;
   // FLOPs actually executed: 6 x (matmul parameters incl. the tied LM head) x tokens + attention
   ParamCounts pc = count_params(m);
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
   const double peak = exec::measure_gemm_gflops(1024, 5);
   std::printf("\nmedian step %.3f s wall -> %.1f tokens/s; median CPU time %.3f s -> %.1f tokens/s; best wall %.3f s "
               "-> %.1f tokens/s\n",
-              med, tokens / med, cpus[cpus.size() / 2], tokens / cpus[cpus.size() / 2], times.front(),
+              med, tokens / med, cpu_med, tokens / cpu_med, times.front(),
               tokens / times.front());
   std::printf("model FLOPs/step (Megatron, causal) %.1f GFLOP -> %.1f GFLOP/s = %.1f%% of the measured single-core "
               "sgemm peak %.1f GFLOP/s (%s kernels)\n",

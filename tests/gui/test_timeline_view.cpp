@@ -80,7 +80,10 @@ class TestTimelineView : public QObject {
     QImage after = v.grab().toImage();
     QVERIFY2(darkPixels(after, axis) > 20, "the ruler is still drawn");
     QCOMPARE(v.laneAt(axis.center().y()), -1);  // no lane under the ruler
-    QVERIFY(v.tooltipAt(QPoint(int(at.x()), v.laneRect(last).center().y())).contains("stage 15"));
+    bool last_stage_shown = false;  // some event of the last lane, wherever the calibration puts it
+    for (int x = int(v.mapping().x0) + 2; x < v.lanesViewport().right() && !last_stage_shown; x += 4)
+      last_stage_shown = v.tooltipAt(QPoint(x, v.laneRect(last).center().y())).contains("stage 15");
+    QVERIFY(last_stage_shown);
     QTest::keyClick(&v, Qt::Key_PageUp);
     QVERIFY(v.verticalOffset() < v.maxVerticalOffset());
   }

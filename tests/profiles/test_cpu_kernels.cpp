@@ -10,7 +10,7 @@
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_kernels.h"
 #include "profiles/cpu_profiler.h"
-#include "profiles/stats.h"
+#include "core/stats.h"
 
 using namespace mplan;
 using namespace mplan::profiles;
@@ -111,7 +111,7 @@ TEST(CpuKernels, RopeBackwardInvertsForward) {
 }
 
 TEST(CpuProfiler, SummaryPercentiles) {
-  Summary s = summarize({5, 1, 4, 2, 3});
+  stats::Summary s = stats::summarize({5, 1, 4, 2, 3});
   EXPECT_DOUBLE_EQ(s.median, 3);
   EXPECT_NEAR(s.p10, 1.4, 1e-12);
   EXPECT_NEAR(s.p90, 4.6, 1e-12);
@@ -163,7 +163,9 @@ TEST(CpuProfiler, TinyKernelProfileWritesRows) {
   auto sessions = db.value().sessions();
   ASSERT_EQ(sessions->size(), 1u);
   EXPECT_EQ(sessions->front().status, "complete");
-  for (const auto& k : *db.value().kernels(dev.id)) {
+  auto kernels = db.value().kernels(dev.id);  // kept alive: the loop must not iterate a destroyed temporary
+  ASSERT_TRUE(kernels);
+  for (const auto& k : *kernels) {
     EXPECT_GT(k.median_us, 0);
     EXPECT_LE(k.p10_us, k.median_us);
     EXPECT_GE(k.reps, 3);

@@ -1,0 +1,27 @@
+// The one process launcher of mplan (mpirun for the CPU profile's collectives and for training):
+// fork + execvp of a command line, then wait for it.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mplan {
+
+struct ProcessOptions {
+  // The child's standard output goes to this process's standard error (keeps stdout clean for JSON).
+  bool stdout_to_stderr = false;
+  // The child gets SIGTERM when this process dies, even by SIGKILL (Linux PR_SET_PDEATHSIG).
+  bool die_with_parent = false;
+  // When set, the child's standard error is read through a pipe and handed over chunk by chunk
+  // (the caller may echo and scan it); otherwise it is inherited.
+  std::function<void(std::string_view)> on_stderr;
+  // Appended to "mplan: cannot run <program> (<reason>)" when exec fails, e.g. "; install openmpi-bin".
+  std::string exec_hint;
+};
+
+// Runs argv (argv[0] looked up in PATH) and waits for it. Returns its exit code, 128 + the signal
+// when it was killed, 127 when the program could not be started, -1 when fork or pipe failed.
+int run_process(const std::vector<std::string>& argv, const ProcessOptions& opt = {});
+
+}  // namespace mplan
