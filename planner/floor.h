@@ -35,7 +35,8 @@ struct ShapeFloor {
 
 class FloorCache {
  public:
-  FloorCache(const Job& job, const CostParams& prm) : job_(job), prm_(prm) {}
+  // `prm`: the job's cost parameters (the framework's efficiency is applied here, as the simulator does)
+  FloorCache(const Job& job, const CostParams& prm);
   // Floor of the shape (tp, cp, ep, etp, mbs), minimum over the variants allowed for it.
   const ShapeFloor& get(int tp, int cp, int ep, int etp, int mbs);
 
@@ -50,6 +51,6 @@ class FloorCache {
 // Lower bound of the step time of any candidate of a structure (frame `f` + micro-batch size).
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
                          const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
-                         double overlap_slowdown);
+                         const CostParams& prm);
 
 }  // namespace mplan::planner

@@ -68,6 +68,7 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
   copy_job_runtime(q, job.parallel);  // the job's runtime options, as every candidate has
   if (!full_mode) q.recompute_modules.bits = k.rmods;
   q.offload_modules.bits = k.offload;
+  q.moe_a2a_overlap = moe_type && k.a2a != 0;  // layer costs only (the probe's full recompute is not validated)
   q.dp_replicate = 1;
   q.pipeline_layout = full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}}
                                 : std::vector<std::vector<int>>{{1}, {1}, {1}};
@@ -80,7 +81,7 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
 
 ShapeKey shape_of(const Layout& l) {
   return {l.tp,     l.cp,       l.ep, l.etp, l.mbs, l.sp, l.overlap, uint8_t(l.cp_comm), uint8_t(l.schedule == Schedule::zero_bubble),
-          l.recompute == Recompute::selective ? l.rmods : 0u, l.offload};
+          l.recompute == Recompute::selective ? l.rmods : 0u, l.offload, l.a2a};
 }
 
 LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}

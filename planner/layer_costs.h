@@ -49,7 +49,8 @@ struct ShapeKey {
   int tp, cp, ep, etp, mbs;
   uint8_t sp, overlap, cp_comm, split_w;
   uint32_t rmods, offload;  // selective recompute modules, offloaded modules
-  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w, rmods, offload); }
+  uint8_t a2a;              // moe_a2a_overlap
+  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w, rmods, offload, a2a); }
   bool operator<(const ShapeKey& o) const { return tie() < o.tie(); }
 };
 ShapeKey shape_of(const Layout& l);
