@@ -99,6 +99,7 @@ class Bounds {
   mutable std::mutex sched_mu_;
   mutable std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<ScheduleInfo>> sched_;
   bool mtp_moe_ = false;
+  ParamCounts counts_;  // the model's parameter counts (for fill_stage_params)
 };
 
 }  // namespace mplan::planner

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <thread>
 
+#include "simulator/layer_cost.h"
+
 namespace mplan::planner {
 
 namespace {
@@ -140,7 +142,51 @@ void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const 
   sc.has_selective = true;
 }
 
+void LayerCostCache::add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const {
+  if (!job_.model.moe) return;
+  Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
+  p.parallel.moe_a2a_overlap = true;
+  ListTiming on = layer_timing(p, prm_, 0);
+  p.parallel.moe_a2a_overlap = false;
+  ListTiming off = layer_timing(p, prm_, 0);
+  const double dF = on.F.total() - off.F.total(), dB = on.B.total() - off.B.total(), dW = on.W.total() - off.W.total();
+  for (PieceCost* pc : {&sc.moe.none, &sc.moe.full, &sc.moe.selective}) {
+    pc->F += dF;
+    pc->B += dB;
+    pc->W += dW;
+  }
+}
+
+const ShapeCosts& LayerCostCache::get_a2a(const ShapeKey& k, bool selective) {
+  ShapeCosts* entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(k);
+    if (it != cache_.end()) {
+      entry = it->second.get();
+      if (!selective || entry->has_selective) return *entry;
+    }
+  }
+  ShapeKey k0 = k;
+  k0.a2a = 0;
+  ShapeCosts d = get(k0, selective);
+  add_a2a_delta(k, d);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = cache_.emplace(k, nullptr);
+  if (inserted) {
+    it->second = std::make_unique<ShapeCosts>(d);
+  } else if (selective && !it->second->has_selective) {  // the rest of the entry is immutable
+    it->second->dense.selective = d.dense.selective;
+    it->second->moe.selective = d.moe.selective;
+    it->second->emb_sel = d.emb_sel;
+    it->second->head_sel = d.head_sel;
+    it->second->has_selective = true;
+  }
+  return *it->second;
+}
+
 const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
+  if (k.a2a) return get_a2a(k, selective);
   ShapeCosts* entry = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -173,11 +219,20 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
 }
 
 void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
-  std::vector<ShapeKey> todo;
+  std::vector<ShapeKey> todo, derived;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& k : keys)
-      if (!cache_.count(k)) todo.push_back(k);
+    for (const auto& k : keys) {
+      if (cache_.count(k)) continue;
+      if (!k.a2a) {
+        todo.push_back(k);
+        continue;
+      }
+      derived.push_back(k);  // from the same shape without the overlap (add_a2a_delta)
+      ShapeKey k0 = k;
+      k0.a2a = 0;
+      if (!cache_.count(k0)) todo.push_back(k0);
+    }
   }
   std::sort(todo.begin(), todo.end());
   todo.erase(std::unique(todo.begin(), todo.end(), [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); }),
@@ -192,9 +247,12 @@ void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
   for (int t = 1; t < n; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < todo.size(); ++i)
-    if (cache_.emplace(todo[i], std::move(out[i])).second) ++probes_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < todo.size(); ++i)
+      if (cache_.emplace(todo[i], std::move(out[i])).second) ++probes_;
+  }
+  for (const ShapeKey& k : derived) get_a2a(k, false);
 }
 
 }  // namespace mplan::planner

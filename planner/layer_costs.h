@@ -68,6 +68,11 @@ class LayerCostCache {
 
  private:
   ShapeCosts compute(const ShapeKey& k) const;
+  // moe_a2a_overlap changes only the MoE layers' forward and backward times (not their memory, nor
+  // the dense layers, embedding or head): such a shape costs what the same shape without it costs
+  // plus the difference of one MoE layer's timing (simulator's layer_timing) — no probe.
+  const ShapeCosts& get_a2a(const ShapeKey& k, bool selective);
+  void add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const;
   void compute_selective(const ShapeKey& k, ShapeCosts& sc) const;
   const Plan& job_;
   CostParams prm_;

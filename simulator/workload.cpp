@@ -164,7 +164,40 @@ void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0
   }
 }
 
+ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, const RankGrid& grid, int dom) {
+  const ParallelConfig& p = plan.parallel;
+  const ModelSpec& m = plan.model;
+  ListTimingContext lt;
+  lt.cl = &plan.cluster;
+  lt.prm = &prm;
+  lt.prec = plan.training.precision;
+  lt.frozen = plan.training.frozen_base();
+  lt.split_w = schedule_splits_weight_grad(p.schedule);
+  lt.tp = p.tp;
+  lt.cp = p.cp;
+  lt.tp_comm_overlap = p.tp_comm_overlap;
+  lt.moe_a2a_overlap = p.moe_a2a_overlap;
+  lt.tp_pl = grid.placement(Dim::tp, dom);
+  lt.cp_pl = grid.placement(Dim::cp, dom);
+  lt.ep_pl = grid.placement(Dim::ep, dom);
+  lt.etp_pl = grid.placement(Dim::etp, dom);
+  if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
+    lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl);
+  return lt;
+}
+
 }  // namespace
+
+ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
+  const CostParams prm = framework_params(prm_in, plan.training.framework);
+  RankGrid grid(plan.parallel);
+  const ListTimingContext lt = list_timing_context(plan, prm, grid, std::max(1, plan.cluster.placement_domain()));
+  const OpContext oc = op_context(plan, plan.parallel, prm);
+  ModelSpec dense_model = plan.model;
+  if (!plan.model.is_moe_layer(layer)) dense_model.moe.reset();
+  const std::vector<Op> ops = layer_ops(plan.model.is_moe_layer(layer) ? plan.model : dense_model, plan.model.is_moe_layer(layer) ? layer : 0, oc);
+  return time_op_list(ops, op_list_compute(ops, lt), lt);
+}
 
 Workload build_workload(const Plan& plan, const CostParams& prm_in) {
   // the framework's kernel efficiency relative to Megatron-Core's (CostParams::framework_eff)
@@ -179,23 +212,8 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
   RankGrid grid(p);
   int dom = std::max(1, cl.placement_domain());
   Ctx x{plan, p, cl, prm, {}, grid.placement(Dim::dp, dom), grid.placement(Dim::edp, dom)};
-  ListTimingContext& lt = x.lt;
-  lt.cl = &cl;
-  lt.prm = &prm;
-  lt.prec = plan.training.precision;
-  lt.frozen = plan.training.frozen_base();
-  lt.split_w = w.split_w;
-  lt.tp = p.tp;
-  lt.cp = p.cp;
-  lt.tp_comm_overlap = p.tp_comm_overlap;
-  lt.moe_a2a_overlap = p.moe_a2a_overlap;
-  lt.tp_pl = grid.placement(Dim::tp, dom);
-  lt.cp_pl = grid.placement(Dim::cp, dom);
-  lt.ep_pl = grid.placement(Dim::ep, dom);
-  lt.etp_pl = grid.placement(Dim::etp, dom);
+  x.lt = list_timing_context(plan, prm, grid, dom);
   const OpContext oc = op_context(plan, p, prm);
-  if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
-    lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl);
 
   // layer costs by type (dense / MoE), embedding and head
   ModelSpec dense_model = m;

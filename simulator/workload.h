@@ -87,4 +87,9 @@ struct Workload {
 
 Workload build_workload(const Plan& plan, const CostParams& params);
 
+struct ListTiming;
+// Time of transformer layer `layer` of `plan` per micro-batch without recomputation, exactly as
+// build_workload charges it (simulator/layer_cost.h with the plan's group placements).
+ListTiming layer_timing(const Plan& plan, const CostParams& params, int layer);
+
 }  // namespace mplan
