@@ -7,10 +7,9 @@
 // and from those, for one candidate's chunk costs, what each stage must still do after its last
 // backward: the last gradient bucket of chunk 0 (ready only when that backward ends), the optimizer
 // step and the parameter all-gather the next step's first forwards cannot hide.
-// The data-parallel terms mirror simulator/workload.cpp and simulator/pipeline_sim.cpp (bucket
-// sizes, ZeRO collectives, AdamW bytes per parameter, FSDP overlap) so the step-time bound can include
-// them; tests/planner checks on sampled spaces that no bound exceeds the simulation, which catches
-// any drift between the two.
+// The data-parallel terms are the simulator's own (simulator/dp_costs.h: buckets, ZeRO collectives,
+// the optimizer step, FSDP traffic; simulator/layer_cost.h: exposed_comm_s); how the tails relax the
+// simulation is relaxation R3/R4 of bounds.h.
 #pragma once
 #include <array>
 #include <map>
