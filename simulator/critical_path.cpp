@@ -2,6 +2,7 @@
 #include "simulator/critical_path.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dag_shortest_paths.hpp>
 #include <boost/graph/reverse_graph.hpp>
@@ -48,6 +49,19 @@ std::string event_kind_name(const StepEvent& e, int zero) {
     case StepEvent::Kind::dp_gather: return "dp param all-gather";
   }
   return "?";
+}
+
+std::string critical_path_summary(const StepReport& r, size_t max_kinds) {
+  std::string s;
+  size_t shown = 0;
+  for (const CriticalKindShare& k : r.critical_by_kind) {
+    if (shown == max_kinds || k.share < 0.005) break;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " %.0f%%", 100 * k.share);
+    s += (shown++ ? ", " : "") + k.kind + pct;
+  }
+  if (shown < r.critical_by_kind.size() && !s.empty()) s += ", ...";
+  return s;
 }
 
 CriticalPathResult critical_path(const StepGraph& sg, int zeroed) {

@@ -58,6 +58,10 @@ struct CriticalPathResult {
 // Longest path, slack and the grouping by kind. `zeroed`: an event whose duration counts as 0.
 CriticalPathResult critical_path(const StepGraph& g, int zeroed = -1);
 
+// "stage 3 backward 41%, pp p2p 6%, dp reduce-scatter tail 3%" — the first `max_kinds` kinds of
+// StepReport::critical_by_kind with their shares (kinds under 0.5% left out; "" without a path).
+std::string critical_path_summary(const StepReport& r, size_t max_kinds = 6);
+
 // Kind of a critical event as reported ("forward", "backward", "weight gradient", "pp p2p",
 // "dp reduce-scatter", "dp all-reduce", "optimizer", "dp param all-gather").
 std::string event_kind_name(const StepEvent& e, int zero);
