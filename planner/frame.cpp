@@ -167,8 +167,7 @@ double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, con
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l) {
   if (l.pp <= 1) return 0;
   const Plan& p = *job.plan;
-  double tokens = double(l.mbs) * double(job.seq()) / l.cp;
-  double bytes = tokens / (l.sp ? l.tp : 1) * double(p.model.hidden_size) * activation_bytes(p.training.precision);
+  double bytes = p2p_activation_bytes(p.model, p.training, l.mbs, l.tp, l.cp, l.sp != 0);
   bool same = 0 / job.domain == (int64_t(l.tp) * l.cp * l.dp) / job.domain;
   return p2p_time_s(bytes, same, p.cluster, prm);
 }

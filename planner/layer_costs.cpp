@@ -142,6 +142,17 @@ void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const 
   sc.has_selective = true;
 }
 
+namespace {
+// Fills the selective-recompute parts of a cached entry (the rest of it is immutable: other threads read it).
+void take_selective(ShapeCosts& entry, const ShapeCosts& from) {
+  entry.dense.selective = from.dense.selective;
+  entry.moe.selective = from.moe.selective;
+  entry.emb_sel = from.emb_sel;
+  entry.head_sel = from.head_sel;
+  entry.has_selective = true;
+}
+}  // namespace
+
 void LayerCostCache::add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const {
   if (!job_.model.moe) return;
   Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
@@ -175,12 +186,8 @@ const ShapeCosts& LayerCostCache::get_a2a(const ShapeKey& k, bool selective) {
   auto [it, inserted] = cache_.emplace(k, nullptr);
   if (inserted) {
     it->second = std::make_unique<ShapeCosts>(d);
-  } else if (selective && !it->second->has_selective) {  // the rest of the entry is immutable
-    it->second->dense.selective = d.dense.selective;
-    it->second->moe.selective = d.moe.selective;
-    it->second->emb_sel = d.emb_sel;
-    it->second->head_sel = d.head_sel;
-    it->second->has_selective = true;
+  } else if (selective && !it->second->has_selective) {
+    take_selective(*it->second, d);
   }
   return *it->second;
 }
@@ -208,11 +215,7 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   compute_selective(k, tmp);
   std::lock_guard<std::mutex> lock(mu_);
   if (!entry->has_selective) {
-    entry->dense.selective = tmp.dense.selective;
-    entry->moe.selective = tmp.moe.selective;
-    entry->emb_sel = tmp.emb_sel;
-    entry->head_sel = tmp.head_sel;
-    entry->has_selective = true;
+    take_selective(*entry, tmp);
     ++probes_;
   }
   return *entry;

@@ -24,7 +24,7 @@
 //    fine-grained activation offloading (offload_module_sets).
 //  - moe_a2a_overlap (EP all-to-alls beside another micro-batch's compute): off, and on where Megatron
 //    allows it — MoE with ep > 1, pp = 1 or interleaved, no full recompute and no 'moe' recompute
-//    module. `--fix moe_a2a_overlap=on|off` (or the job's own flag, which fixes it on) narrows it.
+//    module. `--fix moe_a2a_overlap=on|off` (or the job's own parallel.moe_a2a_overlap, which fixes it on) narrows it.
 #pragma once
 #include <cstdint>
 #include <vector>

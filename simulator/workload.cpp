@@ -188,6 +188,11 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
 
 }  // namespace
 
+double p2p_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int mbs, int tp, int cp, bool sp) {
+  double tokens = double(mbs) * double(t.seq_length) / cp;
+  return tokens / (sp ? tp : 1) * double(m.hidden_size) * activation_bytes(t.precision);
+}
+
 ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
   const CostParams prm = framework_params(prm_in, plan.training.framework);
   RankGrid grid(plan.parallel);
@@ -346,8 +351,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
     st.optimizer_s = optimizer_step_s(p.zero, st.dense_params, st.expert_params, dp, p.edp(), cl, prm);
   }
   // pipeline traffic: one activation tensor per micro-batch and boundary (sequence-parallel shard)
-  double tokens = double(p.micro_batch_size) * plan.training.seq_length / p.cp;
-  w.p2p_bytes = tokens / (p.sp ? p.tp : 1) * m.hidden_size * activation_bytes(plan.training.precision);
+  w.p2p_bytes = p2p_activation_bytes(m, plan.training, p.micro_batch_size, p.tp, p.cp, p.sp);
   if (p.pp > 1) {
     int a = grid.rank_of_dense(0, 0, 0, 0), b = grid.rank_of_dense(0, 0, 0, 1);
     w.p2p_s = p2p_time_s(w.p2p_bytes, a / dom == b / dom, cl, prm);
