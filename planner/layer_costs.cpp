@@ -168,16 +168,17 @@ void LayerCostCache::add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const {
   }
 }
 
+const ShapeCosts* LayerCostCache::find_ready(const ShapeKey& k, bool selective, ShapeCosts*& entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(k);
+  if (it == cache_.end()) return nullptr;
+  entry = it->second.get();
+  return !selective || entry->has_selective ? entry : nullptr;
+}
+
 const ShapeCosts& LayerCostCache::get_a2a(const ShapeKey& k, bool selective) {
   ShapeCosts* entry = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(k);
-    if (it != cache_.end()) {
-      entry = it->second.get();
-      if (!selective || entry->has_selective) return *entry;
-    }
-  }
+  if (const ShapeCosts* ready = find_ready(k, selective, entry)) return *ready;
   ShapeKey k0 = k;
   k0.a2a = 0;
   ShapeCosts d = get(k0, selective);
@@ -195,14 +196,7 @@ const ShapeCosts& LayerCostCache::get_a2a(const ShapeKey& k, bool selective) {
 const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   if (k.a2a) return get_a2a(k, selective);
   ShapeCosts* entry = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(k);
-    if (it != cache_.end()) {
-      entry = it->second.get();
-      if (!selective || entry->has_selective) return *entry;
-    }
-  }
+  if (const ShapeCosts* ready = find_ready(k, selective, entry)) return *ready;
   if (!entry) {
     auto v = std::make_unique<ShapeCosts>(compute(k));
     std::lock_guard<std::mutex> lock(mu_);

@@ -68,6 +68,8 @@ class LayerCostCache {
 
  private:
   ShapeCosts compute(const ShapeKey& k) const;
+  // The cached entry of `k` when it holds what is asked (else nullptr); `entry`: the entry when cached.
+  const ShapeCosts* find_ready(const ShapeKey& k, bool selective, ShapeCosts*& entry);
   // moe_a2a_overlap changes only the MoE layers' forward and backward times (not their memory, nor
   // the dense layers, embedding or head): such a shape costs what the same shape without it costs
   // plus the difference of one MoE layer's timing (simulator's layer_timing) — no probe.
