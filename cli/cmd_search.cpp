@@ -328,7 +328,7 @@ void add_search_commands(CLI::App& app, Runner& run) {
     sub->add_option("--fix", o->fix,
                     "fixed choices, e.g. tp=8,pp=4 (keys tp pp vpp cp ep etp dp mbs zero recompute_layers, and sp=on|off, "
                     "tp_comm_overlap=on|off, recompute=none|selective|full, schedule=gpipe|1f1b|interleaved|zb, "
-                    "cp_comm=p2p|a2a|allgather)");
+                    "cp_comm=p2p|a2a|allgather, moe_a2a_overlap=on|off)");
     sub->add_option("--max", o->max, "upper limits, e.g. tp=8,pp=32 (keys tp pp vpp cp ep etp dp mbs zero recompute_layers)");
     sub->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(int_range(0, 4096));
     sub->add_flag("--stats", o->stats, "print how many layouts were enumerated, rejected, pruned and simulated");

@@ -26,6 +26,7 @@ int run_simulate(const SimulateOptions& o) {
   CostParams params = cost_params_for(plan, o.job.calibration, o.job.force);
   SimOptions so;
   so.trace = !o.trace_file.empty();
+  so.critical_path = true;
   auto r = simulate(plan, params, so);
   if (!r) throw InputError{r.error().message()};
   if (so.trace) {

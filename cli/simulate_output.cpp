@@ -66,6 +66,18 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
   row("bubble: stage imbalance", r.bubble_imbalance_s);
   row("optimizer", r.time.optimizer);
   out << b.render() << "\n";
+  if (!r.critical_by_kind.empty()) {
+    TextTable cp({"critical path (" + std::to_string(r.critical_path.size()) + " events), by kind", "seconds", "share"});
+    size_t shown = 0;
+    for (const auto& k : r.critical_by_kind) {
+      if (shown++ == 8) {
+        cp.add_row({"... " + std::to_string(r.critical_by_kind.size() - 8) + " more", "", ""});
+        break;
+      }
+      cp.add_row({k.kind, fmt(k.time_s, 4), fmt_pct(k.share)});
+    }
+    out << cp.render() << "\n";
+  }
   TextTable st({"stage", "layers", "memory GiB", "weights", "grads", "optim", "activations", "other", "busy s", "in flight"});
   for (const auto& x : r.per_stage)
     st.add_row({std::to_string(x.stage), std::to_string(x.layers), fmt(x.memory_gib, 1), fmt(x.memory.weights, 1),

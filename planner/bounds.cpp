@@ -60,6 +60,7 @@ Bounds::Bounds(const Job& job, const CostParams& prm) : job_(job), prm_(prm) {
   moe_prefix_.assign(size_t(m.num_layers) + 1, 0);
   for (int i = 0; i < m.num_layers; ++i) moe_prefix_[i + 1] = moe_prefix_[i] + (m.is_moe_layer(i) ? 1 : 0);
   mtp_moe_ = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
+  counts_ = count_params(m);
 }
 
 void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const {
@@ -226,7 +227,7 @@ double Bounds::stage_memory_gib(const Layout& l, const PipeShape& ps, int s, dou
   st.chunks.resize(ps.vpp);
   int layers = 0;
   for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
-  fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers);
+  fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);
   return stage_memory(sc.plan, st, act_bytes, prm_).total();
 }
 
@@ -239,7 +240,7 @@ double Bounds::peak_memory_gib(const Layout& l, const PipeShape& ps, const std::
   for (int s = 0; s < ps.pp; ++s) {
     int layers = 0;
     for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
-    fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers);
+    fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);
     MemoryBreakdown mb = stage_memory(sc.plan, st, act_peak.empty() ? 0.0 : act_peak[s], prm_);
     double g = mb.total();
     if (s == 0 || g > best) {

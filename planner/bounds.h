@@ -15,6 +15,28 @@
 //  - Memory: weights, gradients and optimizer states per ZeRO level (simulator/memory.cpp's
 //    stage_memory) with the activation peak from walking the schedule's action list exactly as the
 //    event simulation accounts it (the peak depends on the order of actions, not their timing).
+//
+// RELAXATIONS — the one list of where a bound departs from the simulation (everything else is the
+// simulator's own code: op and collective costs and the overlap rules of simulator/layer_cost.h, the
+// data-parallel terms of simulator/dp_costs.h, build_workload itself on the probes, stage_memory):
+//  R1 structure floor (floor.cpp): per layer type the minimum over the variants a structure contains
+//     (sp/TP-comm overlap, CP exchange, zero-bubble split, moe_a2a_overlap on/off), with no
+//     recomputation and no offloading transfers (both only add time), group placements of the
+//     smallest grid with the shape (as the probes), and sequence parallel's smaller p2p transfer;
+//  R2 the chain: on each stage the actions are serial and micro-batch 0 passes the earlier stages
+//     once; every other wait (transfers queued on a link, the schedule's own bubbles, imbalance
+//     between stages) counts as zero;
+//  R3 the data-parallel tail: only chunk 0's last gradient buckets (ready during its final backward,
+//     with at most pp - s deferred W passes on a zero-bubble stage), the optimizer step and the
+//     parameter all-gather beyond the first forwards' window; other buckets count as hidden. In the
+//     floor chunk 0's bucket share is bounded below by its smallest backward over the largest of all;
+//  R4 ZeRO-3: chunk compute g is a lower bound and g + exposed_comm_s(c, g) grows with g;
+//  R5 selective recompute before its probe exists: the plain (none) costs and the frame's static
+//     memory (recompute only adds time and never memory below it);
+//  R6 activation memory before simulating: what each stage holds at its first backward (closed forms
+//     of the schedule tables), a subset of what it holds at its peak.
+// tests/planner/test_bound_property.cpp checks every bound against simulate() on >= 10,000 random
+// layouts; docs/planner.md states the same list.
 #pragma once
 #include <map>
 #include <memory>
@@ -99,6 +121,7 @@ class Bounds {
   mutable std::mutex sched_mu_;
   mutable std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<ScheduleInfo>> sched_;
   bool mtp_moe_ = false;
+  ParamCounts counts_;  // the model's parameter counts (for fill_stage_params)
 };
 
 }  // namespace mplan::planner

@@ -10,7 +10,7 @@ const std::vector<std::string>& numeric_keys() {
   return k;
 }
 const std::vector<std::string>& choice_keys() {
-  static const std::vector<std::string> k = {"sp", "tp_comm_overlap", "recompute", "schedule", "cp_comm"};
+  static const std::vector<std::string> k = {"sp", "tp_comm_overlap", "recompute", "schedule", "cp_comm", "moe_a2a_overlap"};
   return k;
 }
 
@@ -26,7 +26,7 @@ std::optional<int> choice_code(const std::string& key, const std::string& v) {
   if (key == "recompute") return idx({"none", "selective", "full"});
   if (key == "schedule") return idx({"gpipe", "1f1b", "interleaved", "zb"});
   if (key == "cp_comm") return idx({"p2p", "a2a", "allgather"});
-  if (key == "sp" || key == "tp_comm_overlap") {
+  if (key == "sp" || key == "tp_comm_overlap" || key == "moe_a2a_overlap") {
     if (v == "on" || v == "true" || v == "1") return 1;
     if (v == "off" || v == "false" || v == "0") return 0;
   }
@@ -43,7 +43,7 @@ Status check_limits(const std::map<std::string, int>& fix, const std::map<std::s
   for (const auto& [k, v] : fix) {
     if (!contains(numeric_keys(), k) && !contains(choice_keys(), k))
       e.push_back("--fix " + k + ": unknown key; use tp, pp, vpp, cp, ep, etp, dp, mbs, zero, recompute_layers, sp, "
-                  "tp_comm_overlap, recompute, schedule or cp_comm");
+                  "tp_comm_overlap, moe_a2a_overlap, recompute, schedule or cp_comm");
     else if (contains(numeric_keys(), k) && k != "zero" && k != "recompute_layers" && v < 1)
       e.push_back(kv("--fix", k, v) + " must be >= 1");
     else if ((k == "zero" && (v < 0 || v > 3)) || (k == "recompute_layers" && v < 0))

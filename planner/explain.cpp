@@ -12,6 +12,7 @@
 #include "core/rank_grid.h"
 #include "planner/layout.h"
 #include "planner/planner.h"
+#include "simulator/critical_path.h"
 
 namespace mplan {
 
@@ -247,7 +248,7 @@ std::string breakdown_table(const std::vector<std::pair<std::string, const StepR
 
 Expected<std::string> explain_plan(const Plan& plan, const Calibration& cal) {
   CostParams prm = cal.params_for(plan.cluster.gpu);
-  auto base = simulate(plan, prm);
+  auto base = simulate(plan, prm, SimOptions{false, true});
   if (!base) return base.error();
   const StepReport& b = *base;
   std::ostringstream o;
@@ -265,6 +266,7 @@ Expected<std::string> explain_plan(const Plan& plan, const Calibration& cal) {
     if (b.time.*(p.field) > 0.005 * b.step_time_s) where.push_back(std::string(p.name) + " " + pct(b.time.*(p.field) / b.step_time_s));
   o << "where the time goes: ";
   for (size_t i = 0; i < where.size(); ++i) o << (i ? ", " : "") << where[i];
+  if (!b.critical_by_kind.empty()) o << "\ncritical path (" << b.critical_path.size() << " events): " << critical_path_summary(b);
   o << "\n\nthe usual alternatives (one change each):\n";
   struct Alt {
     std::string label, why;

@@ -11,6 +11,7 @@
 #include "planner/placement.h"
 #include "simulator/collectives.h"
 #include "simulator/compute_cost.h"
+#include "simulator/layer_cost.h"
 
 namespace mplan::planner {
 
@@ -21,109 +22,17 @@ FloorPiece min_piece(const FloorPiece& a, const FloorPiece& b) {
           std::min(a.FB, b.FB), std::max(a.BWmax, b.BWmax), std::max(a.Wmax, b.Wmax), std::min(a.BWmin, b.BWmin)};
 }
 
-struct Variant {
-  int tp = 1, cp = 1;
-  bool ovl = false, split = false, frozen = false;
-  Precision prec = Precision::bf16;
-  GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
-  double moe_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
-};
-
-// Compute costs of an op list's ops (those do not depend on the overlap variant).
-std::vector<OpCost> op_costs(const std::vector<Op>& ops, const Variant& v, const ClusterSpec& cl, const CostParams& prm) {
-  std::vector<OpCost> oc(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].kind != OpKind::comm) {
-      bool bf16 = is_fp8_family(v.prec) && (ops[i].name == "lm_head_gemm" || ops[i].name == "router");
-      oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : v.prec, cl, prm);
-      if (v.frozen) oc[i].bwd_weight_s = 0;
-    }
-  return oc;
-}
-
-// Per-layer cost of an op list without recomputation, as build_workload's costing charges it.
-FloorPiece cost_list(const std::vector<Op>& ops, const std::vector<OpCost>& oc, const Variant& v, const ClusterSpec& cl,
-                     const CostParams& prm) {
-  auto overlapped = [&](double c, double g, int n = 1) {
-    if (c <= 0) return 0.0;
-    return std::max(c, g * (1.0 + prm.overlap_slowdown)) - g + std::min(c, g) / std::max(1, n);
-  };
-  auto placement = [&](CommGroup g) -> const GroupPlacement& {
-    switch (g) {
-      case CommGroup::cp: return v.cp_pl;
-      case CommGroup::ep: return v.ep_pl;
-      case CommGroup::etp: return v.etp_pl;
-      default: return v.tp_pl;
-    }
-  };
-  auto gemm_after = [&](size_t i) -> const OpCost* {
-    for (size_t j = i + 1; j < ops.size(); ++j)
-      if (ops[j].kind == OpKind::gemm) return &oc[j];
-    return nullptr;
-  };
-  auto gemm_before = [&](size_t i) -> const OpCost* {
-    for (size_t j = i; j-- > 0;)
-      if (ops[j].kind == OpKind::gemm) return &oc[j];
-    return nullptr;
-  };
-  double F = 0, B = 0, W = 0;
-  size_t block_start = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    if (op.kind != OpKind::comm) {
-      F += oc[i].fwd_s;
-      B += oc[i].bwd_input_s;
-      (v.split ? W : B) += oc[i].bwd_weight_s;
-      continue;
-    }
-    double t = is_moe_token_all_to_all(op)
-                   ? moe_all_to_all_time_s(op.comm_bytes, v.moe_share, v.ep_pl, cl, prm)
-                   : collective_time_s(op.collective, op.comm_bytes, placement(op.group), cl, prm);
-    const OpCost* nx = gemm_after(i);
-    const OpCost* pv = gemm_before(i);
-    if (op.name == "tp_allgather") {
-      double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
-      F += v.ovl ? overlapped(t, g, v.tp) : t;
-      B += overlapped(t, dg);
-      B += v.ovl ? overlapped(t, wg, v.tp) : overlapped(t, v.split ? 0 : wg);
-      block_start = i + 1;
-    } else if (op.name == "tp_reduce_scatter") {
-      double g = pv ? pv->fwd_s : 0, dg = pv ? pv->bwd_input_s : 0;
-      F += v.ovl ? overlapped(t, g, v.tp) : t;
-      B += v.ovl ? overlapped(t, dg, v.tp) : t;
-      block_start = i + 1;
-    } else if (op.name == "tp_allreduce") {
-      double wg = 0;
-      for (size_t j = block_start; j < i; ++j)
-        if (ops[j].kind == OpKind::gemm) {
-          wg = oc[j].bwd_weight_s;
-          break;
-        }
-      F += t;
-      B += v.split ? t : overlapped(t, wg);
-      block_start = i + 1;
-    } else if (op.name == "cp_kv_exchange" && op.collective == Collective::send_recv) {
-      int steps = v.cp - 1;
-      double per = collective_time_s(Collective::send_recv, op.comm_bytes / steps, v.cp_pl, cl, prm);
-      double per_b = collective_time_s(Collective::send_recv, 2 * op.comm_bytes / steps, v.cp_pl, cl, prm);
-      double af = 0, ab = 0;
-      for (size_t j = i + 1; j < ops.size(); ++j)
-        if (ops[j].kind == OpKind::attention) {
-          af = oc[j].fwd_s / v.cp;
-          ab = oc[j].bwd_input_s / v.cp;
-          break;
-        }
-      F += steps * overlapped(per, af);
-      B += steps * overlapped(per_b, ab);
-    } else {  // the CP all-to-all / all-gather, the EP and ETP collectives and the rest: exposed
-      F += t;
-      B += t;
-    }
-  }
+// A list's floor piece: the simulator's own per-list timing (simulator/layer_cost.h), no recompute.
+FloorPiece piece_of(const std::vector<Op>& ops, const std::vector<OpCost>& oc, const ListTimingContext& x) {
+  ListTiming t = time_op_list(ops, oc, x);
+  double F = t.F.total(), B = t.B.total(), W = t.W.total();
   return {F, B, F + B + W, F + B, B + W, W, B + W};
 }
 
 }  // namespace
+
+FloorCache::FloorCache(const Job& job, const CostParams& prm)
+    : job_(job), prm_(framework_params(prm, job.plan->training.framework)) {}
 
 const ShapeFloor& FloorCache::get(int tp, int cp, int ep, int etp, int mbs) {
   auto key = std::make_tuple(tp, cp, ep, etp, mbs);
@@ -145,7 +54,9 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   int mp = tp * cp, ee = ep * etp;
   int dp = ee / std::gcd(ee, mp);
   auto pl = [&](Dim d) { return fast_placement(tp, cp, dp, 1, etp, ep, d, job_.domain); };
-  Variant v;
+  ListTimingContext v;
+  v.cl = &cl;
+  v.prm = &prm_;
   v.tp = tp;
   v.cp = cp;
   v.prec = p.training.precision;
@@ -154,8 +65,8 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.cp_pl = pl(Dim::cp);
   v.ep_pl = pl(Dim::ep);
   v.etp_pl = pl(Dim::etp);
-  if (m.moe && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
-    v.moe_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl);
+  if (m.moe && ep > 1 && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
+    v.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl);
   ModelSpec dense_model = m;
   dense_model.moe.reset();
   int first_moe = 0;
@@ -166,37 +77,39 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   std::vector<std::pair<int, int>> tpv = {{0, 0}};  // (sp, overlap)
   if (tp > 1) tpv = job_.moe ? std::vector<std::pair<int, int>>{{1, 0}, {1, 1}}
                              : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}};
-  std::vector<OpContext::CpComm> cps = {OpContext::CpComm::p2p};
-  if (cp > 1) cps = {OpContext::CpComm::p2p, OpContext::CpComm::a2a, OpContext::CpComm::allgather};
+  std::vector<CpCommType> cps = {CpCommType::p2p};
+  if (cp > 1) cps = {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather};
   std::vector<int> sps = tp == 1 ? std::vector<int>{0} : job_.moe ? std::vector<int>{1} : std::vector<int>{0, 1};
+  // MoE all-to-all overlap where the shape has an all-to-all (search offers it, space.cpp)
+  std::vector<bool> a2a = {false};
+  if (job_.moe && ep > 1) a2a.push_back(true);
+  ParallelConfig q = p.parallel;  // the job's runtime options (copy_job_runtime) with this shape
+  q.tp = tp;
+  q.cp = cp;
+  q.ep = ep;
+  q.etp = etp;
+  q.micro_batch_size = mbs;
   for (int sp : sps)
-    for (auto cc : cps) {
-      OpContext oc;
-      oc.tp = tp;
-      oc.cp = cp;
-      oc.ep = ep;
-      oc.etp = etp;
-      oc.sp = sp != 0;
-      oc.micro_batch = mbs;
-      oc.seq = job_.seq();
-      oc.precision = p.training.precision;
-      oc.cp_comm = cc;
-      oc.flash_attention = p.parallel.attention_backend != AttentionBackend::unfused;
-      oc.triton_attention = p.parallel.attention_backend == AttentionBackend::triton;
+    for (CpCommType cc : cps) {
+      q.sp = sp != 0;
+      q.cp_comm_type = cc;
+      OpContext oc = op_context(p, q, prm_);
       std::vector<Op> dense_ops = layer_ops(dense_model, 0, oc), moe_ops, emb = embedding_ops(m, oc), head = head_ops(m, oc);
       if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
-      auto dense_c = op_costs(dense_ops, v, cl, prm_), moe_c = op_costs(moe_ops, v, cl, prm_);
-      auto emb_c = op_costs(emb, v, cl, prm_), head_c = op_costs(head, v, cl, prm_);
+      auto dense_c = op_list_compute(dense_ops, v), moe_c = op_list_compute(moe_ops, v);
+      auto emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
       for (auto [tsp, ov] : tpv) {
         if (tsp != sp) continue;
-        v.ovl = ov != 0;
-        for (bool split : {false, true}) {
-          v.split = split;
-          out.dense = min_piece(out.dense, cost_list(dense_ops, dense_c, v, cl, prm_));
-          if (m.moe) out.moe = min_piece(out.moe, cost_list(moe_ops, moe_c, v, cl, prm_));
-          out.emb = min_piece(out.emb, cost_list(emb, emb_c, v, cl, prm_));
-          out.head = min_piece(out.head, cost_list(head, head_c, v, cl, prm_));
-        }
+        v.tp_comm_overlap = ov != 0;
+        for (bool split : {false, true})
+          for (bool a2a_ovl : a2a) {
+            v.split_w = split;
+            v.moe_a2a_overlap = a2a_ovl;
+            out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
+            if (m.moe) out.moe = min_piece(out.moe, piece_of(moe_ops, moe_c, v));
+            out.emb = min_piece(out.emb, piece_of(emb, emb_c, v));
+            out.head = min_piece(out.head, piece_of(head, head_c, v));
+          }
       }
     }
   if (!m.moe) out.moe = out.dense;
@@ -205,7 +118,7 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
 
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
                          const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
-                         double overlap_slowdown) {
+                         const CostParams& prm) {
   const ModelSpec& m = job.model();
   const int pp = ps.pp, vpp = ps.vpp;
   const double mb = double(microbatches);
@@ -294,10 +207,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   if (std::find(zeros.begin(), zeros.end(), 3) != zeros.end()) {
     z3 = ch;
     if (!f.fsdp_ag.empty()) {
-      auto overlapped = [&](double c, double g, int n) {
-        if (c <= 0) return 0.0;
-        return std::max(c, g * (1.0 + overlap_slowdown)) - g + std::min(c, g) / std::max(1, n);
-      };
+      auto overlapped = [&](double c, double g, int n) { return exposed_comm_s(c, g, n, prm); };
       for (size_t i = 0; i < z3.size(); ++i) {
         double F = ch[i].F + overlapped(f.fsdp_ag[i], ch[i].F, ps.layers[i]);
         double B = ch[i].B + overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ch[i].B, ps.layers[i]);

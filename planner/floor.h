@@ -1,12 +1,10 @@
 // The probe-free lower bound of a whole structure (first level of the search). Per layer type, the
-// cost of a layer without recomputation is computed from the op list (core/ops.h) with the
-// simulator's public op and collective costs, following the overlap rules of build_workload's
-// per-layer costing (simulator/workload.cpp: which TP/CP/EP transfers hide behind which GEMM or
-// attention block), for every variant a structure contains (sequence parallel on/off, TP-comm
-// overlap, CP exchange, zero-bubble split); the structure's bound takes the minimum over them. A
-// structure whose bound is already worse than the K-th best result is never expanded — for big spaces
-// that is most of them, and no probe (layer_costs.h) or per-candidate bound is computed for them.
-// Any drift from the simulator's rules is caught by the soundness tests (tests/planner).
+// cost of a layer without recomputation is the simulator's own per-list timing
+// (simulator/layer_cost.h: time_op_list, the same function build_workload calls) for every variant a
+// structure contains (sequence parallel on/off, TP-comm overlap, CP exchange, zero-bubble split, MoE
+// all-to-all overlap); the structure's bound takes the minimum over them (relaxation R1 of bounds.h).
+// A structure whose bound is already worse than the K-th best result is never expanded — for big
+// spaces that is most of them, and no probe (layer_costs.h) or per-candidate bound is computed for them.
 #pragma once
 #include <map>
 #include <mutex>
@@ -35,7 +33,8 @@ struct ShapeFloor {
 
 class FloorCache {
  public:
-  FloorCache(const Job& job, const CostParams& prm) : job_(job), prm_(prm) {}
+  // `prm`: the job's cost parameters (the framework's efficiency is applied here, as the simulator does)
+  FloorCache(const Job& job, const CostParams& prm);
   // Floor of the shape (tp, cp, ep, etp, mbs), minimum over the variants allowed for it.
   const ShapeFloor& get(int tp, int cp, int ep, int etp, int mbs);
 
@@ -50,6 +49,6 @@ class FloorCache {
 // Lower bound of the step time of any candidate of a structure (frame `f` + micro-batch size).
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
                          const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
-                         double overlap_slowdown);
+                         const CostParams& prm);
 
 }  // namespace mplan::planner

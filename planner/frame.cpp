@@ -7,8 +7,13 @@
 
 #include "planner/placement.h"
 #include "simulator/collectives.h"
+#include "simulator/dp_costs.h"
+#include "simulator/layer_cost.h"
 
 namespace mplan::planner {
+
+FrameBuilder::FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b)
+    : job_(job), prm_(framework_params(prm, job.plan->training.framework)), bounds_(b) {}
 
 Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros,
                           Bounds::MemScratch& ms) const {
@@ -17,7 +22,7 @@ Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, 
   f.pipe_id = pipe_id;
   const ClusterSpec& cl = job_.plan->cluster;
   const bool frozen = job_.plan->training.frozen_base();
-  const double overhead = std::max(0.0, prm_.optimizer_overhead_s);
+  const double overhead = prm_.optimizer_overhead_s;  // as simulator/dp_costs.h charges it
   const int dp = std::max(1, base.dp), edp = std::max(1, (base.tp * base.cp * base.dp) / (base.ep * base.etp));
   f.static_mem.fill(std::numeric_limits<double>::infinity());
   for (int z : zeros) {
@@ -35,8 +40,7 @@ Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, 
     if (frozen) continue;
     for (int s = 0; s < ps.pp; ++s) {
       double dense = ps.params[s].dense / base.tp, expert = ps.params[s].expert / (double(base.ep) * base.etp);
-      double local = z >= 1 ? dense / dp + expert / edp : dense + expert;
-      f.opt[z][s] = local * 34.0 / (cl.gpu.hbm_gbps * 1e9 * prm_.hbm_eff) + overhead;
+      f.opt[z][s] = optimizer_step_s(z, dense, expert, dp, edp, cl, prm_);
     }
   }
   return f;
@@ -70,7 +74,7 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
   f.buckets.assign(ps.pp, 1);
   for (int s = 0; s < ps.pp; ++s) {
     double dense = ps.params[s].dense / base.tp, expert = ps.params[s].expert / (double(base.ep) * base.etp);
-    if (!frozen) f.buckets[s] = std::max(1, int(std::ceil((dense + expert) / std::max(40e6, 1e6 * dp))));
+    if (!frozen) f.buckets[s] = dp_bucket_count(dense + expert, dp);
   }
   for (int z : zeros) {
     f.grad[z].assign(ps.pp, 0.0);
@@ -78,11 +82,8 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
     if (frozen || z == 3) continue;
     for (int s = 0; s < ps.pp; ++s) {
       double dense = ps.params[s].dense / base.tp, expert = ps.params[s].expert / (double(base.ep) * base.etp);
-      Collective gc = z == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-      f.grad[z][s] = collective_time_s(gc, dense * 4, dp_pl, cl, prm_) + collective_time_s(gc, expert * 4, edp_pl, cl, prm_);
-      if (z > 0)
-        f.gather[z][s] = collective_time_s(Collective::all_gather, dense * 2, dp_pl, cl, prm_) +
-                         collective_time_s(Collective::all_gather, expert * 2, edp_pl, cl, prm_);
+      f.grad[z][s] = dp_grad_reduce_s(z, dense, expert, dp_pl, edp_pl, cl, prm_);
+      f.gather[z][s] = dp_param_gather_s(z, dense, expert, dp_pl, edp_pl, cl, prm_);
     }
   }
   if (std::find(zeros.begin(), zeros.end(), 3) != zeros.end() && !frozen) {
@@ -95,21 +96,17 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
       for (int c = 0; c < ps.vpp; ++c) {
         size_t i = size_t(s) * ps.vpp + c;
         double frac = ps.params[s].dense + ps.params[s].expert > 0 ? double(ps.layers[i]) / std::max(1, stage_layers) : 0;
-        f.fsdp_ag[i] = collective_time_s(Collective::all_gather, dense * 2 * frac, dp_pl, cl, prm_) +
-                       collective_time_s(Collective::all_gather, expert * 2 * frac, edp_pl, cl, prm_);
-        f.fsdp_rs[i] = collective_time_s(Collective::reduce_scatter, dense * 4 * frac, dp_pl, cl, prm_) +
-                       collective_time_s(Collective::reduce_scatter, expert * 4 * frac, edp_pl, cl, prm_);
+        FsdpTraffic t = fsdp_chunk_traffic(dense, expert, frac, dp_pl, edp_pl, cl, prm_);
+        f.fsdp_ag[i] = t.gather_s;
+        f.fsdp_rs[i] = t.scatter_s;
       }
     }
   }
 }
 
-void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, double slowdown, std::vector<ChunkTotals>& ct) {
+void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, const CostParams& prm, std::vector<ChunkTotals>& ct) {
   if (l.zero != 3 || f.fsdp_ag.empty()) return;
-  auto overlapped = [&](double c, double g, int n) {
-    if (c <= 0) return 0.0;
-    return std::max(c, g * (1.0 + slowdown)) - g + std::min(c, g) / std::max(1, n);
-  };
+  auto overlapped = [&](double c, double g, int n) { return exposed_comm_s(c, g, n, prm); };
   for (size_t i = 0; i < ct.size(); ++i) {
     double fa = overlapped(f.fsdp_ag[i], ct[i].F, ps.layers[i]);
     double fb = overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ct[i].B, ps.layers[i]);
@@ -143,11 +140,34 @@ void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std
   }
 }
 
+double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& cand, const PipeShape& ps, LayerCostCache& costs,
+                         const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct,
+                         std::vector<double>& tail) {
+  // Selective recompute only adds time, so before its probe exists the plain costs bound it.
+  Layout l = cand;
+  bool approx = !exact && l.recompute == Recompute::selective;
+  if (approx) l.recompute = Recompute::none;
+  b.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
+  add_fsdp(f, l, ps, prm, ct);
+  stage_tails(f, l, ps, ct, tail, !approx);
+  return b.step_time_lb(l, ps, ct, tail, p2p_s);
+}
+
+double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
+                           std::vector<ChunkTotals>& ct, std::vector<double>& act) {
+  if (l.recompute == Recompute::selective) return f.static_mem[l.zero];
+  b.chunk_totals(l, ps, costs.get(shape_of(l)), ct);
+  b.activations_at_first_backward(l, ps, ct, act);
+  double m = 0;
+  const int z = l.zero;
+  for (int s = 0; s < ps.pp; ++s) m = std::max(m, f.mem_base[z][s] + f.mem_slope[z][s] * act[s]);
+  return m;
+}
+
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l) {
   if (l.pp <= 1) return 0;
   const Plan& p = *job.plan;
-  double tokens = double(l.mbs) * double(job.seq()) / l.cp;
-  double bytes = tokens / (l.sp ? l.tp : 1) * double(p.model.hidden_size) * activation_bytes(p.training.precision);
+  double bytes = p2p_activation_bytes(p.model, p.training, l.mbs, l.tp, l.cp, l.sp != 0);
   bool same = 0 / job.domain == (int64_t(l.tp) * l.cp * l.dp) / job.domain;
   return p2p_time_s(bytes, same, p.cluster, prm);
 }

@@ -7,10 +7,9 @@
 // and from those, for one candidate's chunk costs, what each stage must still do after its last
 // backward: the last gradient bucket of chunk 0 (ready only when that backward ends), the optimizer
 // step and the parameter all-gather the next step's first forwards cannot hide.
-// The data-parallel terms mirror simulator/workload.cpp and simulator/pipeline_sim.cpp (bucket
-// sizes, ZeRO collectives, AdamW bytes per parameter, FSDP overlap) so the step-time bound can include
-// them; tests/planner checks on sampled spaces that no bound exceeds the simulation, which catches
-// any drift between the two.
+// The data-parallel terms are the simulator's own (simulator/dp_costs.h: buckets, ZeRO collectives,
+// the optimizer step, FSDP traffic; simulator/layer_cost.h: exposed_comm_s); how the tails relax the
+// simulation is relaxation R3/R4 of bounds.h.
 #pragma once
 #include <array>
 #include <map>
@@ -20,6 +19,7 @@
 
 #include "core/rank_grid.h"
 #include "planner/bounds.h"
+#include "planner/layer_costs.h"
 #include "simulator/cost_params.h"
 
 namespace mplan::planner {
@@ -41,7 +41,8 @@ struct Frame {
 
 class FrameBuilder {
  public:
-  FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b) : job_(job), prm_(prm), bounds_(b) {}
+  // `prm`: the job's cost parameters (the framework's efficiency is applied here, as the simulator does)
+  FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b);
   // Memory and optimizer terms (cheap: no group placement).
   Frame build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros,
               Bounds::MemScratch& ms) const;
@@ -58,12 +59,23 @@ class FrameBuilder {
 };
 
 // ZeRO-3: adds to each chunk's F and B the FSDP traffic its compute does not hide.
-void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, double overlap_slowdown, std::vector<ChunkTotals>& ct);
+void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, const CostParams& prm, std::vector<ChunkTotals>& ct);
 // Per-stage time after the last backward (see above) for candidate `l` of frame `f`. Without
 // `with_grad_bucket` the gradient bucket is left out (when `ct` only bounds the real chunk costs, the
 // bucket's share of the gradient reduction is not known).
 void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                  std::vector<double>& out, bool with_grad_bucket = true);
+// Lower bound of the simulated step time of candidate `l` of frame `f` (chunk costs from the probes,
+// FSDP traffic, stage tails, bounds.h's chain). Without `exact`, a selective-recompute candidate is
+// bounded by its plain costs (its own probe is not needed). `ct`/`tail`: scratch.
+double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
+                         const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct,
+                         std::vector<double>& tail);
+// Lower bound of the peak memory (GiB) of candidate `l`: its frame's memory with the activations each
+// stage holds at its first backward (the frame's static memory for selective recompute, whose probe
+// comes later). `ct`/`act`: scratch.
+double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
+                           std::vector<ChunkTotals>& ct, std::vector<double>& act);
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 

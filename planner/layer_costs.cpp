@@ -6,6 +6,8 @@
 
 #include "core/parallel_for.h"
 
+#include "simulator/layer_cost.h"
+
 namespace mplan::planner {
 
 namespace {
@@ -68,6 +70,7 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
   copy_job_runtime(q, job.parallel);  // the job's runtime options, as every candidate has
   if (!full_mode) q.recompute_modules.bits = k.rmods;
   q.offload_modules.bits = k.offload;
+  q.moe_a2a_overlap = moe_type && k.a2a != 0;  // layer costs only (the probe's full recompute is not validated)
   q.dp_replicate = 1;
   q.pipeline_layout = full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}}
                                 : std::vector<std::vector<int>>{{1}, {1}, {1}};
@@ -80,7 +83,7 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
 
 ShapeKey shape_of(const Layout& l) {
   return {l.tp,     l.cp,       l.ep, l.etp, l.mbs, l.sp, l.overlap, uint8_t(l.cp_comm), uint8_t(l.schedule == Schedule::zero_bubble),
-          l.recompute == Recompute::selective ? l.rmods : 0u, l.offload};
+          l.recompute == Recompute::selective ? l.rmods : 0u, l.offload, l.a2a};
 }
 
 LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}
@@ -139,16 +142,61 @@ void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const 
   sc.has_selective = true;
 }
 
-const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
-  ShapeCosts* entry = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(k);
-    if (it != cache_.end()) {
-      entry = it->second.get();
-      if (!selective || entry->has_selective) return *entry;
-    }
+namespace {
+// Fills the selective-recompute parts of a cached entry (the rest of it is immutable: other threads read it).
+void take_selective(ShapeCosts& entry, const ShapeCosts& from) {
+  entry.dense.selective = from.dense.selective;
+  entry.moe.selective = from.moe.selective;
+  entry.emb_sel = from.emb_sel;
+  entry.head_sel = from.head_sel;
+  entry.has_selective = true;
+}
+}  // namespace
+
+void LayerCostCache::add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const {
+  if (!job_.model.moe) return;
+  Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
+  p.parallel.moe_a2a_overlap = true;
+  ListTiming on = layer_timing(p, prm_, 0);
+  p.parallel.moe_a2a_overlap = false;
+  ListTiming off = layer_timing(p, prm_, 0);
+  const double dF = on.F.total() - off.F.total(), dB = on.B.total() - off.B.total(), dW = on.W.total() - off.W.total();
+  for (PieceCost* pc : {&sc.moe.none, &sc.moe.full, &sc.moe.selective}) {
+    pc->F += dF;
+    pc->B += dB;
+    pc->W += dW;
   }
+}
+
+const ShapeCosts* LayerCostCache::find_ready(const ShapeKey& k, bool selective, ShapeCosts*& entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(k);
+  if (it == cache_.end()) return nullptr;
+  entry = it->second.get();
+  return !selective || entry->has_selective ? entry : nullptr;
+}
+
+const ShapeCosts& LayerCostCache::get_a2a(const ShapeKey& k, bool selective) {
+  ShapeCosts* entry = nullptr;
+  if (const ShapeCosts* ready = find_ready(k, selective, entry)) return *ready;
+  ShapeKey k0 = k;
+  k0.a2a = 0;
+  ShapeCosts d = get(k0, selective);
+  add_a2a_delta(k, d);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = cache_.emplace(k, nullptr);
+  if (inserted) {
+    it->second = std::make_unique<ShapeCosts>(d);
+  } else if (selective && !it->second->has_selective) {
+    take_selective(*it->second, d);
+  }
+  return *it->second;
+}
+
+const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
+  if (k.a2a) return get_a2a(k, selective);
+  ShapeCosts* entry = nullptr;
+  if (const ShapeCosts* ready = find_ready(k, selective, entry)) return *ready;
   if (!entry) {
     auto v = std::make_unique<ShapeCosts>(compute(k));
     std::lock_guard<std::mutex> lock(mu_);
@@ -161,22 +209,27 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   compute_selective(k, tmp);
   std::lock_guard<std::mutex> lock(mu_);
   if (!entry->has_selective) {
-    entry->dense.selective = tmp.dense.selective;
-    entry->moe.selective = tmp.moe.selective;
-    entry->emb_sel = tmp.emb_sel;
-    entry->head_sel = tmp.head_sel;
-    entry->has_selective = true;
+    take_selective(*entry, tmp);
     ++probes_;
   }
   return *entry;
 }
 
 void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
-  std::vector<ShapeKey> todo;
+  std::vector<ShapeKey> todo, derived;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& k : keys)
-      if (!cache_.count(k)) todo.push_back(k);
+    for (const auto& k : keys) {
+      if (cache_.count(k)) continue;
+      if (!k.a2a) {
+        todo.push_back(k);
+        continue;
+      }
+      derived.push_back(k);  // from the same shape without the overlap (add_a2a_delta)
+      ShapeKey k0 = k;
+      k0.a2a = 0;
+      if (!cache_.count(k0)) todo.push_back(k0);
+    }
   }
   std::sort(todo.begin(), todo.end());
   todo.erase(std::unique(todo.begin(), todo.end(), [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); }),
@@ -186,9 +239,12 @@ void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
   parallel_for(todo.size(), threads, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) out[i] = std::make_unique<ShapeCosts>(compute(todo[i]));
   });
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < todo.size(); ++i)
-    if (cache_.emplace(todo[i], std::move(out[i])).second) ++probes_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < todo.size(); ++i)
+      if (cache_.emplace(todo[i], std::move(out[i])).second) ++probes_;
+  }
+  for (const ShapeKey& k : derived) get_a2a(k, false);
 }
 
 }  // namespace mplan::planner

@@ -49,7 +49,8 @@ struct ShapeKey {
   int tp, cp, ep, etp, mbs;
   uint8_t sp, overlap, cp_comm, split_w;
   uint32_t rmods, offload;  // selective recompute modules, offloaded modules
-  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w, rmods, offload); }
+  uint8_t a2a;              // moe_a2a_overlap
+  auto tie() const { return std::tie(tp, cp, ep, etp, mbs, sp, overlap, cp_comm, split_w, rmods, offload, a2a); }
   bool operator<(const ShapeKey& o) const { return tie() < o.tie(); }
 };
 ShapeKey shape_of(const Layout& l);
@@ -67,6 +68,13 @@ class LayerCostCache {
 
  private:
   ShapeCosts compute(const ShapeKey& k) const;
+  // The cached entry of `k` when it holds what is asked (else nullptr); `entry`: the entry when cached.
+  const ShapeCosts* find_ready(const ShapeKey& k, bool selective, ShapeCosts*& entry);
+  // moe_a2a_overlap changes only the MoE layers' forward and backward times (not their memory, nor
+  // the dense layers, embedding or head): such a shape costs what the same shape without it costs
+  // plus the difference of one MoE layer's timing (simulator's layer_timing) — no probe.
+  const ShapeCosts& get_a2a(const ShapeKey& k, bool selective);
+  void add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const;
   void compute_selective(const ShapeKey& k, ShapeCosts& sc) const;
   const Plan& job_;
   CostParams prm_;

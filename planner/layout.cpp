@@ -37,6 +37,7 @@ ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, const
   p.schedule = l.schedule;
   if (l.recompute == Recompute::selective) p.recompute_modules.bits = l.rmods;
   p.offload_modules.bits = l.offload;
+  p.moe_a2a_overlap = l.a2a != 0;
   if (l.pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, l.pp, l.vpp);
   if (l.pipe == PipeLayout::first_last) {
     p.num_layers_in_first_pipeline_stage = l.first_layers;
@@ -62,6 +63,7 @@ Layout from_parallel(const ParallelConfig& p) {
   l.recompute_layers = p.recompute_num_layers;
   l.rmods = p.recompute == Recompute::selective ? p.recompute_modules.bits : 0;
   l.offload = p.offload_modules.bits;
+  l.a2a = p.moe_a2a_overlap ? 1 : 0;
   l.overlap = p.tp_comm_overlap ? 1 : 0;
   l.schedule = p.schedule;
   l.pipe = p.pipeline_layout.empty() ? PipeLayout::even : PipeLayout::balanced;
@@ -88,6 +90,7 @@ std::string short_name(const Layout& l) {
   if (l.rmods) s += "(" + join_names(to_names(RecomputeModules{l.rmods})) + ")";
   if (l.offload) s += " offload(" + join_names(to_names(OffloadModules{l.offload})) + ")";
   s += " " + to_string(l.schedule);
+  if (l.a2a) s += " a2a-overlap";
   return s;
 }
 

@@ -28,10 +28,11 @@ struct Layout {
   int16_t first_layers = 0, last_layers = 0;  // pipe == first_last only
   uint32_t rmods = 0;    // recompute == selective: Megatron's --recompute-modules (0 = its default, core_attn)
   uint32_t offload = 0;  // fine-grained activation offloading modules (OffloadModules bits)
+  uint8_t a2a = 0;       // moe_a2a_overlap: EP all-to-alls beside another micro-batch's compute
 
   auto key() const {
     return std::make_tuple(tp, sp, pp, vpp, int(pipe), first_layers, last_layers, cp, int(cp_comm), ep, etp, zero, mbs,
-                           int(recompute), recompute_layers, rmods, offload, int(schedule), overlap);
+                           int(recompute), recompute_layers, rmods, offload, int(schedule), overlap, a2a);
   }
   bool operator<(const Layout& o) const { return key() < o.key(); }
   bool operator==(const Layout& o) const { return key() == o.key(); }

@@ -245,7 +245,7 @@ bool Searcher::prepare() {
         pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
         const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
         si.bound = structure_time_lb(J_, ps, f, fit, fl, bounds_.microbatches(s.base), p2p_time(J_, prm_, pl),
-                                     bounds_.moe_prefix(), prm_.overlap_slowdown) * (1 - kSlack);
+                                     bounds_.moe_prefix(), prm_) * (1 - kSlack);
       }
     }
     std::lock_guard<std::mutex> lock(merge_mu);
@@ -284,15 +284,8 @@ double Searcher::search_progress(int64_t popped) const {
 
 double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const {
   const Frame& f = frames_[n.frame];
-  const PipeShape& ps = space_.pipes[f.pipe_id];
-  // Selective recompute only adds time, so before its probe exists the plain costs bound it.
-  Layout l = n.l;
-  bool approx = !exact && l.recompute == Recompute::selective;
-  if (approx) l.recompute = Recompute::none;
-  bounds_.chunk_totals(l, ps, costs_.get(shape_of(l), l.recompute == Recompute::selective), ct);
-  add_fsdp(f, l, ps, prm_.overlap_slowdown, ct);
-  stage_tails(f, l, ps, ct, tail, !approx);
-  return bounds_.step_time_lb(l, ps, ct, tail, p2p_time(J_, prm_, l)) * (1 - kSlack);
+  return candidate_time_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, prm_, p2p_time(J_, prm_, n.l), exact, ct, tail) *
+         (1 - kSlack);
 }
 
 void Searcher::expand(const std::vector<int64_t>& group) {
@@ -345,14 +338,7 @@ void Searcher::expand(const std::vector<int64_t>& group) {
 double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act,
                            Bounds::MemScratch&) const {
   const Frame& f = frames_[n.frame];
-  if (n.l.recompute == Recompute::selective) return f.static_mem[n.l.zero];  // its probe comes later
-  const PipeShape& ps = space_.pipes[f.pipe_id];
-  bounds_.chunk_totals(n.l, ps, costs_.get(shape_of(n.l)), ct);
-  bounds_.activations_at_first_backward(n.l, ps, ct, act);
-  double m = 0;
-  const int z = n.l.zero;
-  for (int s = 0; s < ps.pp; ++s) m = std::max(m, f.mem_base[z][s] + f.mem_slope[z][s] * act[s]);
-  return m;
+  return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act);
 }
 
 Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const {
@@ -547,7 +533,10 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
   if (auto s = check_limits(opt.fix, opt.max, world); !s.ok())
     for (const auto& p : s.error().problems) e.push_back(p);
   if (!e.empty()) return Error(e);
-  Searcher s(job, cal.params_for(job.cluster.gpu), opt);
+  // a job that asks for the MoE all-to-all overlap keeps it; otherwise the search tries both
+  SearchOptions o = opt;
+  if (keep.moe_a2a_overlap && !o.fix.count("moe_a2a_overlap")) o.fix["moe_a2a_overlap"] = 1;
+  Searcher s(job, cal.params_for(job.cluster.gpu), o);
   return s.run();
 }
 

@@ -257,6 +257,11 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
       if (!have && k > 0 && k <= ps.min_chunk) rcs.push_back({Recompute::full, k, 0, 0});
     }
   }
+  // MoE all-to-all overlap (Megatron's --overlap-moe-expert-parallel-comm): with expert parallelism,
+  // pp = 1 or interleaving, and neither full recompute nor the 'moe' recompute module
+  std::vector<uint8_t> a2as;
+  for (uint8_t a : {uint8_t(0), uint8_t(1)})
+    if ((a == 0 || (job.moe && l.ep > 1 && (l.pp == 1 || l.vpp > 1))) && lim.allows("moe_a2a_overlap", a)) a2as.push_back(a);
   int64_t count = 0;
   for (auto [sp, ov] : tpv) {
     if (!lim.allows("sp", sp) || !lim.allows("tp_comm_overlap", ov)) continue;
@@ -271,10 +276,12 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
         reject(rule::cp_a2a);
         continue;
       }
-      count += int64_t(rcs.size()) * int64_t(scheds.size());
-      if (!out) continue;
       for (const Rc& rc : rcs)
-        for (Schedule s : scheds) {
+        for (uint8_t a2a : a2as) {
+          if (a2a && (rc.mode == Recompute::full || (rc.rmods & uint32_t(RecomputeModule::moe)) != 0)) continue;
+          count += int64_t(scheds.size());
+          if (!out) continue;
+          for (Schedule s : scheds) {
           Layout v = l;
           v.sp = sp;
           v.overlap = ov;
@@ -284,7 +291,9 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
           v.rmods = rc.rmods;
           v.offload = rc.offload;
           v.schedule = s;
+          v.a2a = a2a;
           out->push_back(v);
+          }
         }
     }
   }

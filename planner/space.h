@@ -22,6 +22,9 @@
 //    module sets, recompute_module_sets), full of all layers, and full of the first k layers of each
 //    chunk for k in 1, 2, 3, 4, 6, 8, 12, 16 ... below the smallest chunk; none and selective also with
 //    fine-grained activation offloading (offload_module_sets).
+//  - moe_a2a_overlap (EP all-to-alls beside another micro-batch's compute): off, and on where Megatron
+//    allows it — MoE with ep > 1, pp = 1 or interleaved, no full recompute and no 'moe' recompute
+//    module. `--fix moe_a2a_overlap=on|off` (or the job's own parallel.moe_a2a_overlap, which fixes it on) narrows it.
 #pragma once
 #include <cstdint>
 #include <vector>

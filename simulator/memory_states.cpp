@@ -20,10 +20,14 @@ double fp8_weight_copy_bytes(Precision p, const std::string& arch) {
 
 void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
                        int layers) {
+  fill_stage_params(st, m, p, sp, stage, layers, count_params(m));
+}
+
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
+                       int layers, const ParamCounts& pc) {
   st.dense_params = sp.dense / p.tp;
   st.expert_params = sp.expert / (double(p.ep) * p.etp);
   st.layers = layers;
-  ParamCounts pc = count_params(m);
   const bool last = stage == p.pp - 1;
   double head = m.tied_embeddings ? (p.pp > 1 ? double(m.vocab_size) * m.hidden_size : 0) : pc.output;
   double emb = (stage == 0 ? pc.embedding : 0) + (last ? head : 0);

@@ -33,6 +33,10 @@ struct ModelStateBytes {
 // workload and the planner's memory bound so both see the same rank.
 void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
                        int layers);
+// The same with the model's parameter counts given (count_params(m): callers that fill many stages
+// of one model count them once).
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
+                       int layers, const ParamCounts& pc);
 
 // Bytes per parameter of Transformer Engine's quantized weight copy (rowwise + columnwise usages) for
 // the precision on this GPU architecture; 0 outside the fp8 family.

@@ -10,6 +10,7 @@
 
 #include "core/schedule.h"
 #include "simulator/comm_events.h"
+#include "simulator/critical_path.h"
 
 namespace mplan {
 
@@ -35,10 +36,98 @@ std::string label(const Action& a) {
   return std::string(1, char(a.phase)) + " mb" + std::to_string(a.microbatch) + " c" + std::to_string(a.chunk);
 }
 
+// Adds an event to the DAG; its trace events run from `trace_first` to the trace's current end.
+int record_event(StepGraph* graph, const std::vector<TraceEvent>* trace, StepEvent::Kind kind, int stage, int mb, int chunk,
+                 double start, double dur, int trace_first) {
+  return graph->add({kind, stage, mb, chunk, start, dur, PhaseCost{}, trace_first, trace ? int(trace->size()) : -1});
+}
+
+// The data-parallel tail of stage `s` after its last compute action (at sr.compute_end_s): the
+// gradient buckets (released as the final backward passes of each chunk finish, when overlapped),
+// the optimizer and the exposed parameter all-gather; their trace events and DAG events.
+// last_b: per chunk the final backward's (start, end); last_node / last_b_node: their DAG events.
+void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather,
+                const std::vector<std::pair<double, double>>& last_b, int last_node, const std::vector<int>& last_b_node,
+                StageResult& sr, std::vector<TraceEvent>* trace, StepGraph* graph) {
+  const StageWork& st = w.stages[s];
+  const int vpp = int(st.chunks.size());
+  double dp_free = 0;
+  int prev_bucket = -1;  // DAG: the stage's last gradient bucket
+  if (st.dp_grad_s > 0) {
+    double total_b = 0;
+    for (int c = 0; c < vpp; ++c) total_b += st.chunks[c].B.total() + st.chunks[c].W.total();
+    for (int c = vpp - 1; c >= 0; --c) {
+      double share = total_b > 0 ? (st.chunks[c].B.total() + st.chunks[c].W.total()) / total_b : 1.0 / vpp;
+      double t_chunk = st.dp_grad_s * share;
+      int k = std::max(1, int(std::lround(st.dp_buckets * share)));
+      auto [b0, b1] = last_b[c];
+      if (w.split_w) b1 = sr.compute_end_s;  // weight gradients complete with the deferred W passes
+      for (int j = 0; j < k; ++j) {
+        double ready = overlap_grad ? b0 + (b1 - b0) * double(j + 1) / k : sr.compute_end_s;
+        double st0 = std::max(dp_free, ready);
+        dp_free = st0 + t_chunk / k;
+        if (graph) {  // after the previous bucket and the point of the backward that makes it ready
+          int b = record_event(graph, trace, StepEvent::Kind::dp_grad, s, -1, c, st0, t_chunk / k, trace ? int(trace->size()) : -1);
+          if (trace) graph->events.back().trace_end += 1;
+          int from = overlap_grad && !w.split_w && last_b_node[c] >= 0 ? last_b_node[c] : last_node;
+          const StepEvent& fe = graph->events[size_t(from)];
+          graph->link(from, b, ready - (fe.start_s + fe.dur_s));
+          graph->link(prev_bucket, b);
+          prev_bucket = b;
+        }
+        if (trace) {  // exposed: what runs after the last backward
+          trace->push_back({s, "dp", "DP grad reduce c" + std::to_string(c), st0, t_chunk / k, 'C', -1, c});
+          trace->back().exposed_s = std::clamp(dp_free - std::max(st0, sr.compute_end_s), 0.0, t_chunk / k);
+        }
+      }
+    }
+  }
+  double grad_exposed = std::max(0.0, dp_free - sr.compute_end_s);
+  double gather_exposed = 0;
+  if (st.dp_param_gather_s > 0) {
+    if (overlap_gather) {
+      // overlapped with the next step's first forward passes on this stage
+      double window = 0;
+      for (int c = 0; c < vpp; ++c) window += st.chunks[c].F.total();
+      gather_exposed = std::max(st.dp_param_gather_s / st.dp_buckets, st.dp_param_gather_s - window);
+    } else {
+      gather_exposed = st.dp_param_gather_s;
+    }
+  }
+  sr.dp_exposed_s = grad_exposed + gather_exposed;
+  sr.optimizer_s = st.optimizer_s;
+  sr.end_s = sr.compute_end_s + grad_exposed + st.optimizer_s + gather_exposed;
+  const int opt_trace = trace ? int(trace->size()) : -1;
+  if (graph) {  // the optimizer after the compute and the gradients, the exposed gather after it
+    int o = record_event(graph, trace, StepEvent::Kind::optimizer, s, -1, -1, sr.compute_end_s + grad_exposed, st.optimizer_s, opt_trace);
+    if (trace) graph->events.back().trace_end = opt_trace + 1;
+    graph->link(last_node, o);
+    graph->link(prev_bucket, o);
+    if (gather_exposed > 0) {
+      double hidden = std::max(0.0, st.dp_param_gather_s - gather_exposed);
+      int at = trace ? opt_trace + (hidden > 0 ? 2 : 1) : -1;
+      int g = record_event(graph, trace, StepEvent::Kind::dp_gather, s, -1, -1, sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, at);
+      if (trace) graph->events.back().trace_end = at + 1;
+      graph->link(o, g);
+    }
+  }
+  if (trace) {
+    trace->push_back({s, "compute", "optimizer", sr.compute_end_s + grad_exposed, st.optimizer_s, 'O', -1, -1});
+    // the gather runs after the optimizer; the part the next step's first forwards hide is drawn
+    // where they are, at the start of this step
+    double hidden = std::max(0.0, st.dp_param_gather_s - gather_exposed);
+    if (hidden > 0) trace->push_back({s, "dp", "DP param all-gather (hidden by the first forwards)", 0.0, hidden, 'C', -1, -1});
+    if (gather_exposed > 0) {
+      trace->push_back({s, "dp", "DP param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
+      trace->back().exposed_s = gather_exposed;
+    }
+  }
+}
+
 }  // namespace
 
 PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std::vector<TraceEvent>* trace,
-                                 std::vector<MemoryCounter>* mem) {
+                                 std::vector<MemoryCounter>* mem, StepGraph* graph) {
   const bool overlap_grad = p.overlap_grad_reduce && w.comm_overlap;
   const bool overlap_gather = p.overlap_param_gather && w.comm_overlap;
   const int pp = p.pp, vpp = p.vpp, m = w.microbatches;
@@ -60,6 +149,16 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   if (trace) comm.emplace(w, p);
   std::vector<long> f_send(size_t(pp) * vpp * m, -1), b_send(size_t(pp) * vpp * m, -1);
   auto slot = [&](int st, int c, int mb) { return (size_t(st) * vpp + c) * m + mb; };
+  // dependency DAG: the event of each action and transfer, the last one per stage and link
+  std::vector<int> f_node, b_node, f_arr_node, b_arr_node, last_node(pp, -1), link_f_node(pp, -1), link_b_node(pp, -1);
+  std::vector<std::vector<int>> last_b_node(pp, std::vector<int>(vpp, -1));
+  if (graph) {
+    graph->zero = p.zero;
+    for (auto* v : {&f_node, &b_node, &f_arr_node, &b_arr_node}) v->assign(size_t(pp) * vpp * m, -1);
+  }
+  auto record = [&](StepEvent::Kind kind, int st, int mb, int c, double start, double dur, int trace_first) {
+    return record_event(graph, trace, kind, st, mb, c, start, dur, trace_first);
+  };
 
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q;
   long seq = 0;
@@ -112,6 +211,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       }
       const PhaseCost& pc = a.phase == Phase::F ? ch.F : a.phase == Phase::B ? ch.B : ch.W;
       double end = start + pc.total();
+      const int trace_at = trace ? int(trace->size()) : -1;
       sr.busy += pc;
       free_at[s] = end;
       // activation memory held between F and B/W
@@ -134,6 +234,32 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
                                           : -1;
         if (sent >= 0) (*trace)[size_t(sent)].peer_start_s = start;  // the flow of that send ends here
       }
+      int node = -1;
+      if (graph) {  // the action, after the stage's previous one and its inputs
+        const size_t sl = slot(s, a.chunk, a.microbatch);
+        node = record(a.phase == Phase::F ? StepEvent::Kind::forward : a.phase == Phase::B ? StepEvent::Kind::backward
+                                                                                         : StepEvent::Kind::weight_grad,
+                      s, a.microbatch, a.chunk, start, end - start, trace_at);
+        graph->events.back().parts = pc;
+        graph->link(last_node[s], node);
+        if (a.phase == Phase::F) graph->link(f_arr_node[sl], node);
+        if (a.phase == Phase::B) graph->link(f_node[sl], node), graph->link(b_arr_node[sl], node);
+        if (a.phase == Phase::W) graph->link(b_node[sl], node);
+        if (a.phase == Phase::F) f_node[sl] = node;
+        if (a.phase == Phase::B) b_node[sl] = node;
+        last_node[s] = node;
+        if (a.phase == Phase::B && b_count[s][a.chunk] + 1 == m) last_b_node[s][a.chunk] = node;
+      }
+      // a transfer to stage ns: after its producer and the link's previous transfer
+      auto record_send = [&](std::vector<int>& link_node, std::vector<int>& arr_node, int ns, int nc, double depart) {
+        if (!graph) return;
+        int t = record(StepEvent::Kind::p2p, s, a.microbatch, a.chunk, depart, w.p2p_s, trace ? int(trace->size()) : -1);
+        if (trace && w.p2p_s > 0) graph->events.back().trace_end += 1;  // the send event pushed next
+        graph->link(node, t);
+        graph->link(link_node[s], t);
+        link_node[s] = t;
+        arr_node[slot(ns, nc, a.microbatch)] = t;
+      };
       // record completion and hand the tensor to the neighbour
       if (a.phase == Phase::F) {
         f_end.at(s, a.chunk, a.microbatch) = end;
@@ -145,6 +271,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           double arr = depart + w.p2p_s;
           link_fwd[s] = arr;
           f_arr.at(ns, nc, a.microbatch) = arr;
+          record_send(link_f_node, f_arr_node, ns, nc, depart);
           if (trace && w.p2p_s > 0) {
             f_send[slot(ns, nc, a.microbatch)] = long(trace->size());
             trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
@@ -163,6 +290,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           double arr = depart + w.p2p_s;
           link_bwd[s] = arr;
           b_arr.at(ns, nc, a.microbatch) = arr;
+          record_send(link_b_node, b_arr_node, ns, nc, depart);
           if (trace && w.p2p_s > 0) {
             b_send[slot(ns, nc, a.microbatch)] = long(trace->size());
             trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
@@ -182,56 +310,9 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   // data-parallel gradient reduction, optimizer, parameter gather per stage
   for (int s = 0; s < pp; ++s) {
     StageResult& sr = res.stages[s];
-    const StageWork& st = w.stages[s];
     sr.compute_end_s = free_at[s];
     sr.max_in_flight = max_in_flight(lists[s]);
-    double dp_free = 0;
-    if (st.dp_grad_s > 0) {
-      double total_b = 0;
-      for (int c = 0; c < vpp; ++c) total_b += st.chunks[c].B.total() + st.chunks[c].W.total();
-      for (int c = vpp - 1; c >= 0; --c) {
-        double share = total_b > 0 ? (st.chunks[c].B.total() + st.chunks[c].W.total()) / total_b : 1.0 / vpp;
-        double t_chunk = st.dp_grad_s * share;
-        int k = std::max(1, int(std::lround(st.dp_buckets * share)));
-        auto [b0, b1] = last_b[s][c];
-        if (w.split_w) b1 = free_at[s];  // weight gradients complete with the deferred W passes
-        for (int j = 0; j < k; ++j) {
-          double ready = overlap_grad ? b0 + (b1 - b0) * double(j + 1) / k : sr.compute_end_s;
-          double st0 = std::max(dp_free, ready);
-          dp_free = st0 + t_chunk / k;
-          if (trace) {  // exposed: what runs after the last backward
-            trace->push_back({s, "dp", "DP grad reduce c" + std::to_string(c), st0, t_chunk / k, 'C', -1, c});
-            trace->back().exposed_s = std::clamp(dp_free - std::max(st0, sr.compute_end_s), 0.0, t_chunk / k);
-          }
-        }
-      }
-    }
-    double grad_exposed = std::max(0.0, dp_free - sr.compute_end_s);
-    double gather_exposed = 0;
-    if (st.dp_param_gather_s > 0) {
-      if (overlap_gather) {
-        // overlapped with the next step's first forward passes on this stage
-        double window = 0;
-        for (int c = 0; c < vpp; ++c) window += st.chunks[c].F.total();
-        gather_exposed = std::max(st.dp_param_gather_s / st.dp_buckets, st.dp_param_gather_s - window);
-      } else {
-        gather_exposed = st.dp_param_gather_s;
-      }
-    }
-    sr.dp_exposed_s = grad_exposed + gather_exposed;
-    sr.optimizer_s = st.optimizer_s;
-    sr.end_s = sr.compute_end_s + grad_exposed + st.optimizer_s + gather_exposed;
-    if (trace) {
-      trace->push_back({s, "compute", "optimizer", sr.compute_end_s + grad_exposed, st.optimizer_s, 'O', -1, -1});
-      // the gather runs after the optimizer; the part the next step's first forwards hide is drawn
-      // where they are, at the start of this step
-      double hidden = std::max(0.0, st.dp_param_gather_s - gather_exposed);
-      if (hidden > 0) trace->push_back({s, "dp", "DP param all-gather (hidden by the first forwards)", 0.0, hidden, 'C', -1, -1});
-      if (gather_exposed > 0) {
-        trace->push_back({s, "dp", "DP param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
-        trace->back().exposed_s = gather_exposed;
-      }
-    }
+    stage_tail(w, s, overlap_grad, overlap_gather, last_b[s], last_node[s], last_b_node[s], sr, trace, graph);
     if (sr.end_s > res.step_time_s) {
       res.step_time_s = sr.end_s;
       res.critical_stage = s;

@@ -3,7 +3,7 @@
 // core/schedule.h executed with their cross-stage dependencies and point-to-point transfers, then the
 // data-parallel gradient reduction (bucketed, overlapped with the last backward), the optimizer and
 // the parameter all-gather. Events are ordered by (time, sequence) so equal times resolve the same way
-// every run.
+// every run. It can record what it ran as the step's dependency DAG (simulator/critical_path.h).
 #pragma once
 #include <vector>
 
@@ -31,8 +31,10 @@ struct PipelineResult {
   double step_time_s = 0;
 };
 
-// `trace`/`mem` are filled when non-null.
+struct StepGraph;
+
+// `trace`/`mem`/`graph` are filled when non-null (graph: the step's dependency DAG, critical_path.h).
 PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std::vector<TraceEvent>* trace,
-                                 std::vector<MemoryCounter>* mem);
+                                 std::vector<MemoryCounter>* mem, StepGraph* graph = nullptr);
 
 }  // namespace mplan

@@ -7,6 +7,8 @@ namespace mplan {
 
 using nlohmann::json;
 
+json critical_path_json(const StepReport& r);
+
 static json memory_json(const MemoryBreakdown& m) {
   return {{"weights", m.weights},   {"gradients", m.gradients},       {"optimizer", m.optimizer},
           {"activations", m.activations}, {"comm_buffers", m.comm_buffers}, {"other", m.other}};
@@ -26,7 +28,7 @@ json report_to_json(const StepReport& r) {
   json ops = json::array();
   for (const auto& o : r.ops) ops.push_back({{"op", o.name}, {"time_s", o.time_s}, {"calls", o.calls}});
   const TimeBreakdown& t = r.time;
-  return {{"step_time_s", r.step_time_s},
+  json out = {{"step_time_s", r.step_time_s},
           {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
           {"tokens_per_s_per_gpu_interval", nlohmann::json::array({r.tokens_per_s_per_gpu_interval.first, r.tokens_per_s_per_gpu_interval.second})},
           {"step_time_s_interval", nlohmann::json::array({r.step_time_s_interval.first, r.step_time_s_interval.second})},
@@ -56,6 +58,17 @@ json report_to_json(const StepReport& r) {
           {"critical_stage", r.critical_stage},
           {"bottleneck_stage", r.bottleneck_stage},
           {"bubble_s", {{"fill_drain", r.bubble_fill_drain_s}, {"stage_imbalance", r.bubble_imbalance_s}}}};
+  if (!r.critical_path.empty()) out["critical_path"] = critical_path_json(r);
+  return out;
+}
+
+json critical_path_json(const StepReport& r) {
+  json events = json::array(), by = json::array();
+  for (const CriticalEvent& e : r.critical_path)
+    events.push_back({{"kind", e.kind}, {"stage", e.stage}, {"microbatch", e.microbatch}, {"chunk", e.chunk},
+                      {"start_s", e.start_s}, {"duration_s", e.duration_s}});
+  for (const CriticalKindShare& k : r.critical_by_kind) by.push_back({{"kind", k.kind}, {"time_s", k.time_s}, {"share", k.share}});
+  return {{"length_s", r.critical_path_s}, {"events", events}, {"by_kind", by}};
 }
 
 namespace {
@@ -64,6 +77,9 @@ namespace {
 // and its waits for a transfer get their own so that slices on a thread nest.
 const std::pair<const char*, int> kThreads[] = {{"compute", 0}, {"tp", 1}, {"cp", 2},         {"ep", 3},
                                                 {"dp", 4},      {"p2p", 5}, {"p2p backward", 6}, {"p2p wait", 7}};
+
+// The process of the "critical path" track (above every stage's pid).
+constexpr int kCriticalPid = 1000000;
 
 int thread_of(const TraceEvent& e) {
   if (e.stream == "p2p") return e.name.rfind("wait", 0) == 0 ? 7 : e.name.rfind("send B", 0) == 0 ? 6 : 5;
@@ -82,6 +98,12 @@ json trace_to_json(const StepReport& r, const Plan& plan) {
     for (const auto& [name, id] : kThreads)
       ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", s}, {"tid", id}, {"args", {{"name", name}}}});
   }
+  json critical = json::array();
+  if (!r.critical_path.empty()) {
+    ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", kCriticalPid}, {"args", {{"name", "critical path"}}}});
+    ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kCriticalPid}, {"args", {{"sort_index", -1}}}});
+    ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", kCriticalPid}, {"tid", 0}, {"args", {{"name", "critical path"}}}});
+  }
   int64_t flow = 0;
   for (const auto& e : r.trace) {
     const int tid = thread_of(e);
@@ -95,7 +117,15 @@ json trace_to_json(const StepReport& r, const Plan& plan) {
     json args = json::object();
     if (e.microbatch >= 0) args["microbatch"] = e.microbatch, args["chunk"] = e.chunk;
     if (e.phase == 'C') args["exposed_us"] = e.exposed_s * 1e6;
+    if (e.critical) args["critical"] = true;
     if (!args.empty()) x["args"] = std::move(args);
+    if (e.critical) {  // a copy on the "critical path" track (its own process, below the stages)
+      json c = x;
+      c["pid"] = kCriticalPid;
+      c["tid"] = 0;
+      c["name"] = "stage " + std::to_string(e.stage) + " " + e.name;
+      critical.push_back(std::move(c));
+    }
     ev.push_back(std::move(x));
     if (e.exposed_s > 0 && e.exposed_s < e.dur_s)  // the exposed part as a slice inside the event
       ev.push_back({{"ph", "X"}, {"name", "exposed"}, {"cat", "exposed"}, {"pid", e.stage}, {"tid", tid},
@@ -107,6 +137,7 @@ json trace_to_json(const StepReport& r, const Plan& plan) {
                     {"ts", e.peer_start_s * 1e6}});
     }
   }
+  for (auto& c : critical) ev.push_back(std::move(c));
   for (const auto& m : r.memory_trace)
     ev.push_back({{"ph", "C"}, {"name", "activation memory (GiB)"}, {"pid", m.stage}, {"ts", m.time_s * 1e6}, {"args", {{"GiB", m.gib}}}});
   return {{"traceEvents", ev},

@@ -11,6 +11,7 @@
 #include "core/units.h"
 #include "simulator/bubbles.h"
 #include "simulator/memory.h"
+#include "simulator/critical_path.h"
 #include "simulator/pipeline_sim.h"
 #include "simulator/workload.h"
 
@@ -67,13 +68,37 @@ std::string check_report_finite(const StepReport& r) {
 
 }  // namespace
 
+namespace {
+
+// StepReport::critical_path / critical_by_kind from the step's DAG, and the critical trace events.
+void fill_critical_path(const StepGraph& g, StepReport& r) {
+  CriticalPathResult cp = critical_path(g);
+  r.critical_path_s = cp.length_s;
+  for (int i : cp.path) {
+    const StepEvent& e = g.events[size_t(i)];
+    r.critical_path.push_back({event_kind_name(e, g.zero), e.stage, e.microbatch, e.chunk, e.start_s, e.dur_s});
+    for (int t = std::max(0, e.trace_first); t < e.trace_end && t < int(r.trace.size()); ++t) {
+      TraceEvent& te = r.trace[size_t(t)];
+      // the action itself and the exposed part of the collectives inside it
+      if (te.phase != 'C' || te.exposed_s > 0 || te.stream == "p2p") te.critical = true;
+    }
+  }
+  r.critical_by_kind = std::move(cp.by_kind);
+}
+
+}  // namespace
+
 Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const SimOptions& opt) {
   auto problems = validate_layout(plan.model, plan.cluster, plan.training, plan.parallel);
   if (!problems.empty()) return Error(problems);
   const ParallelConfig& p = plan.parallel;
   Workload w = build_workload(plan, params);
   StepReport r;
-  PipelineResult pr = simulate_pipeline(w, p, opt.trace ? &r.trace : nullptr, opt.trace ? &r.memory_trace : nullptr);
+  StepGraph graph;
+  const bool want_path = opt.trace || opt.critical_path;
+  PipelineResult pr = simulate_pipeline(w, p, opt.trace ? &r.trace : nullptr, opt.trace ? &r.memory_trace : nullptr,
+                                        want_path ? &graph : nullptr);
+  if (want_path) fill_critical_path(graph, r);
 
   r.num_microbatches = w.microbatches;
   r.step_time_s = pr.step_time_s;

@@ -85,6 +85,20 @@ struct TraceEvent {
   // Pipeline sends: the receiving stage and when the action that consumes the tensor starts there.
   int peer_stage = -1;
   double peer_start_s = 0;
+  bool critical = false;  // on the step's critical path (simulator/critical_path.h)
+};
+
+// One event of the step's critical path (simulator/critical_path.h).
+struct CriticalEvent {
+  std::string kind;  // forward | backward | weight gradient | pp p2p | dp reduce-scatter | dp all-reduce | optimizer | dp param all-gather
+  int stage = 0, microbatch = -1, chunk = -1;
+  double start_s = 0, duration_s = 0;
+};
+// The critical path's time of one kind ("stage 3 backward", "pp p2p", "tp comm exposed",
+// "dp reduce-scatter tail" ...) and its share of the path.
+struct CriticalKindShare {
+  std::string kind;
+  double time_s = 0, share = 0;
 };
 
 struct MemoryCounter {
@@ -120,10 +134,16 @@ struct StepReport {
   int bottleneck_stage = -1;
   double bubble_fill_drain_s = 0;
   double bubble_imbalance_s = 0;
+  // The step's critical path, filled when SimOptions::critical_path or ::trace: its events in time
+  // order, its length (= step_time_s) and its time by kind, largest first.
+  std::vector<CriticalEvent> critical_path;
+  double critical_path_s = 0;
+  std::vector<CriticalKindShare> critical_by_kind;
 };
 
 struct SimOptions {
   bool trace = false;
+  bool critical_path = false;  // build the step's dependency DAG and its critical path (also with trace)
 };
 
 // Validates the plan (same rules as the plan file) and simulates it.

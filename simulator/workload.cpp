@@ -1,17 +1,12 @@
-// Builds the per-(stage, chunk) action costs of a plan from the op vocabulary (core/ops.h), the
-// compute cost model and the collective model, including how communication overlaps compute:
-//  - sequence-parallel TP: forward all-gather/reduce-scatter exposed unless tp_comm_overlap; in the
-//    backward Megatron overlaps the input re-gather with dgrad and the grad reduce-scatter with wgrad;
-//  - TP without SP: forward all-reduce exposed, backward all-reduce overlapped with wgrad;
-//  - CP p2p ring: each of the cp-1 K/V transfers overlaps one attention block;
-//  - EP/ETP all-to-all and gathers, CP a2a/all-gather: exposed, except that with moe_a2a_overlap
-//    (Megatron's merged forward/backward of two micro-batches) each EP all-to-all runs beside one
-//    compute piece of the other micro-batch: forward dispatch with the backward MLP, forward combine
-//    with the backward attention, backward dispatch with the forward MLP, backward combine with the
-//    forward attention; the compute then runs on the SMs the communication kernels leave free;
+// Builds the per-(stage, chunk) action costs of a plan from the op vocabulary (core/ops.h): each op
+// list (layer type, embedding, head) is timed by simulator/layer_cost.h (the compute cost model, the
+// collective model and which communication overlaps which compute — shared with the planner's
+// bounds), then assembled into chunks with recomputation, activation memory and offloading:
 //  - MoE load: the busiest EP rank's token share (moe_load_factor, simulator/moe_load.h) sets the
 //    expert compute and all-to-all time; DeepEP/HybridEP send a token once per remote NVLink domain;
-//  - ZeRO-3 (FSDP) parameter gathers and gradient scatters overlap the chunk's compute.
+//  - ZeRO-3 (FSDP) parameter gathers and gradient scatters overlap the chunk's compute;
+//  - the data-parallel terms (buckets, gradient reduction, parameter gather, optimizer step) come from
+//    simulator/dp_costs.h.
 // Overlapped compute slows down by params.overlap_slowdown; only the excess is exposed.
 #include "simulator/workload.h"
 
@@ -24,6 +19,8 @@
 #include "core/schedule.h"
 #include "simulator/collectives.h"
 #include "simulator/compute_cost.h"
+#include "simulator/dp_costs.h"
+#include "simulator/layer_cost.h"
 #include "simulator/memory_states.h"
 #include "simulator/moe_load.h"
 
@@ -31,58 +28,22 @@ namespace mplan {
 
 namespace {
 
-// SMs the EP communication kernels occupy while they overlap compute (Megatron's default
-// --moe-deepep-num-sms is 20; NCCL all-to-all runs a similar number of channels).
-constexpr double kEpCommSms = 20;
-
 struct Ctx {
   const Plan& plan;
-  bool frozen;  // LoRA: no weight gradients for the base model
-  const CostParams& prm;
-  const ClusterSpec& cl;
   const ParallelConfig& p;
-  bool split_w;
-  GroupPlacement tp, cp, ep, etp, dp, edp;
-  Precision prec;
-  double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
+  const ClusterSpec& cl;
+  const CostParams& prm;
+  ListTimingContext lt;  // what the op lists' timing depends on (layer_cost.h)
+  GroupPlacement dp, edp;
 };
 
-// Exposed time of a communication of length c overlapped with compute g (chunked in n pieces).
-double overlapped(const Ctx& x, double c, double g, int n = 1) {
-  if (c <= 0) return 0;
-  if (x.prm.comm_overlap < 0.5) return c;  // blocking communication: nothing hides
-  double gs = g * (1.0 + x.prm.overlap_slowdown);
-  return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
-}
+double overlapped(const Ctx& x, double c, double g, int n = 1) { return exposed_comm_s(c, g, n, x.prm); }
 
 // Exposed time of moving `bytes` between device and host beside `compute` seconds of work (activation
 // offloading: device-to-host in the forward, back in the backward, on their own copy engine).
 double host_transfer(const Ctx& x, double bytes, double compute) {
   if (bytes <= 0 || x.cl.gpu.host_link_gbps <= 0) return 0;
   return overlapped(x, bytes / (x.cl.gpu.host_link_gbps * 1e9), compute);
-}
-
-Precision gemm_precision(const Ctx& x, const Op& op) {
-  if (is_fp8_family(x.prec) && (op.name == "lm_head_gemm" || op.name == "router")) return Precision::bf16;
-  return x.prec;
-}
-
-const GroupPlacement& placement_of(const Ctx& x, CommGroup g) {
-  switch (g) {
-    case CommGroup::tp: return x.tp;
-    case CommGroup::cp: return x.cp;
-    case CommGroup::ep: return x.ep;
-    case CommGroup::etp: return x.etp;
-    case CommGroup::dp: return x.dp;
-    case CommGroup::edp: return x.edp;
-    default: return x.tp;
-  }
-}
-
-double comm_time(const Ctx& x, const Op& op) {
-  if (is_moe_token_all_to_all(op))
-    return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep, x.cl, x.prm);
-  return collective_time_s(op.collective, op.comm_bytes, placement_of(x, op.group), x.cl, x.prm);
 }
 
 struct ListCost {
@@ -141,27 +102,12 @@ void tally(ListCost& lc, const std::string& name, double t) {
 
 ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   ListCost lc;
-  std::vector<OpCost> oc(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].kind != OpKind::comm) {
-      oc[i] = compute_op_cost(ops[i], gemm_precision(x, ops[i]), x.cl, x.prm);
-      if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
-    }
-  auto next_gemm = [&](size_t i) -> const OpCost* {
-    for (size_t j = i + 1; j < ops.size(); ++j)
-      if (ops[j].kind == OpKind::gemm) return &oc[j];
-    return nullptr;
-  };
-  auto prev_gemm = [&](size_t i) -> const OpCost* {
-    for (size_t j = i; j-- > 0;)
-      if (ops[j].kind == OpKind::gemm) return &oc[j];
-    return nullptr;
-  };
-  size_t block_start = 0;
+  const std::vector<OpCost> oc = op_list_compute(ops, x.lt);
+  const ListTiming lt = time_op_list(ops, oc, x.lt, true);
+  lc.F = lt.F;
+  lc.B = lt.B;
+  lc.W = lt.W;
   bool first_input = true;
-  // MoE all-to-all overlap: compute before the dispatch ("attention" piece) and after it ("MLP")
-  double attnF = 0, attnB = 0, mlpF = 0, mlpB = 0, dispatch_t = 0, combine_t = 0;
-  bool after_dispatch = false;
   // MaxText/Paxml: a JAX remat policy saves named tensors of the layer and recomputes the rest
   const bool annotated = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.remat_tensor != 0; });
   const bool jax_remat = annotated && x.p.recompute == Recompute::selective && x.plan.training.framework == Framework::maxtext;
@@ -171,7 +117,6 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   const bool op_sac = x.p.recompute == Recompute::selective && x.plan.training.framework == Framework::torchtitan;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (op.name == "dispatch_a2a") after_dispatch = true;
     account_saved(lc, op, rm, offload, op_sac);
     if (first_input && op.kind == OpKind::norm) {
       lc.input = op.saved_bytes;  // the layer input (norm input) is what full recompute keeps
@@ -180,88 +125,20 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
     const bool rerun = !op_sac && !jax_remat && (op.rerun_by & rm) != 0;
     if (op.kind != OpKind::comm) {
       const OpCost& c = oc[i];
-      lc.F.compute += c.fwd_s;
-      lc.B.compute += c.bwd_input_s;
-      (x.split_w ? lc.W : lc.B).compute += c.bwd_weight_s;
-      (after_dispatch ? mlpF : attnF) += c.fwd_s;
-      (after_dispatch ? mlpB : attnB) += c.bwd_input_s + c.bwd_weight_s;
       if (rerun) lc.rerun_sel.compute += c.fwd_s;
       if (op_sac) lc.rerun_sel.compute += c.fwd_s * op.sac_rerun_frac;
       if (jax_remat && !(op.remat_tensor & jax_saved) && op.kind != OpKind::norm) lc.rerun_sel.compute += c.fwd_s;
       tally(lc, op.name, c.fwd_s + c.bwd_input_s + c.bwd_weight_s);
       continue;
     }
-    const PhaseCost f_before = lc.F;
-    double t = comm_time(x, op);
-    tally(lc, op.name, 2 * t);
-    if (op.name == "dispatch_a2a") dispatch_t = t;
-    if (op.name == "combine_a2a") combine_t = t;
-    const OpCost* nx = next_gemm(i);
-    const OpCost* pv = prev_gemm(i);
-    const bool ovl = x.p.tp_comm_overlap;
-    const int tpn = x.p.tp;
-    if (op.name == "tp_allgather") {
-      double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
-      lc.F.tp += ovl ? overlapped(x, t, g, tpn) : t;
-      lc.B.tp += overlapped(x, t, dg);                     // re-gather of the input for wgrad
-      lc.B.tp += ovl ? overlapped(x, t, wg, tpn) : overlapped(x, t, x.split_w ? 0 : wg);  // grad RS
-      block_start = i + 1;
-    } else if (op.name == "tp_reduce_scatter") {
-      double g = pv ? pv->fwd_s : 0, dg = pv ? pv->bwd_input_s : 0;
-      lc.F.tp += ovl ? overlapped(x, t, g, tpn) : t;
-      lc.B.tp += ovl ? overlapped(x, t, dg, tpn) : t;  // all-gather of the output gradient
-      block_start = i + 1;
-    } else if (op.name == "tp_allreduce") {
-      // forward all-reduce after the row-parallel GEMM; backward all-reduce of the input gradient of
-      // the block's column-parallel GEMM, overlapped with its weight gradient
-      double wg = 0;
-      for (size_t j = block_start; j < i; ++j)
-        if (ops[j].kind == OpKind::gemm) {
-          wg = oc[j].bwd_weight_s;
-          break;
-        }
-      lc.F.tp += t;
-      lc.B.tp += x.split_w ? t : overlapped(x, t, wg);
-      block_start = i + 1;
-    } else if (op.name == "cp_kv_exchange" && op.collective == Collective::send_recv) {
-      int steps = x.p.cp - 1;
-      double per = collective_time_s(Collective::send_recv, op.comm_bytes / steps, x.cp, x.cl, x.prm);
-      double af = 0, ab = 0;
-      for (size_t j = i + 1; j < ops.size(); ++j)
-        if (ops[j].kind == OpKind::attention) {
-          af = oc[j].fwd_s / x.p.cp;
-          ab = oc[j].bwd_input_s / x.p.cp;
-          break;
-        }
-      double per_b = collective_time_s(Collective::send_recv, 2 * op.comm_bytes / steps, x.cp, x.cl, x.prm);
-      lc.F.cp += steps * overlapped(x, per, af);
-      lc.B.cp += steps * overlapped(x, per_b, ab);
-    } else if (op.group == CommGroup::cp) {
-      lc.F.cp += t;
-      lc.B.cp += t;
-    } else if (op.group == CommGroup::ep || op.group == CommGroup::etp) {
-      lc.F.ep += t;
-      lc.B.ep += t;
-    } else {
-      lc.F.tp += t;
-      lc.B.tp += t;
-    }
+    tally(lc, op.name, 2 * lt.comm_s[i]);
     if (rerun) {
       // a re-run module repeats its communication as exposed in its forward
-      lc.rerun_sel.tp += lc.F.tp - f_before.tp;
-      lc.rerun_sel.cp += lc.F.cp - f_before.cp;
-      lc.rerun_sel.ep += lc.F.ep - f_before.ep;
+      const PhaseCost before = i > 0 ? lt.f_after[i - 1] : PhaseCost{};
+      lc.rerun_sel.tp += lt.f_after[i].tp - before.tp;
+      lc.rerun_sel.cp += lt.f_after[i].cp - before.cp;
+      lc.rerun_sel.ep += lt.f_after[i].ep - before.ep;
     }
-  }
-  if (x.p.moe_a2a_overlap && x.prm.comm_overlap >= 0.5 && dispatch_t + combine_t > 0) {
-    // each all-to-all hides behind its partner piece, slowed to the SMs left by the comm kernels
-    double sms = std::max(1, x.cl.gpu.sm_count);
-    double slow = kEpCommSms / std::max(1.0, sms - kEpCommSms);
-    auto ov = [&](double c, double g) { return std::max(c, g * (1.0 + slow)) - g; };
-    double exposed_f = ov(dispatch_t, mlpB) + ov(combine_t, attnB);
-    double exposed_b = ov(dispatch_t, mlpF) + ov(combine_t, attnF);
-    lc.F.ep += exposed_f - (dispatch_t + combine_t);
-    lc.B.ep += exposed_b - (dispatch_t + combine_t);
   }
   if (jax_remat) {
     double kept = 0;
@@ -287,17 +164,49 @@ void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0
   }
 }
 
+ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, const RankGrid& grid, int dom) {
+  const ParallelConfig& p = plan.parallel;
+  const ModelSpec& m = plan.model;
+  ListTimingContext lt;
+  lt.cl = &plan.cluster;
+  lt.prm = &prm;
+  lt.prec = plan.training.precision;
+  lt.frozen = plan.training.frozen_base();
+  lt.split_w = schedule_splits_weight_grad(p.schedule);
+  lt.tp = p.tp;
+  lt.cp = p.cp;
+  lt.tp_comm_overlap = p.tp_comm_overlap;
+  lt.moe_a2a_overlap = p.moe_a2a_overlap;
+  lt.tp_pl = grid.placement(Dim::tp, dom);
+  lt.cp_pl = grid.placement(Dim::cp, dom);
+  lt.ep_pl = grid.placement(Dim::ep, dom);
+  lt.etp_pl = grid.placement(Dim::etp, dom);
+  if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
+    lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl);
+  return lt;
+}
+
 }  // namespace
+
+double p2p_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int mbs, int tp, int cp, bool sp) {
+  double tokens = double(mbs) * double(t.seq_length) / cp;
+  return tokens / (sp ? tp : 1) * double(m.hidden_size) * activation_bytes(t.precision);
+}
+
+ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
+  const CostParams prm = framework_params(prm_in, plan.training.framework);
+  RankGrid grid(plan.parallel);
+  const ListTimingContext lt = list_timing_context(plan, prm, grid, std::max(1, plan.cluster.placement_domain()));
+  const OpContext oc = op_context(plan, plan.parallel, prm);
+  ModelSpec dense_model = plan.model;
+  if (!plan.model.is_moe_layer(layer)) dense_model.moe.reset();
+  const std::vector<Op> ops = layer_ops(plan.model.is_moe_layer(layer) ? plan.model : dense_model, plan.model.is_moe_layer(layer) ? layer : 0, oc);
+  return time_op_list(ops, op_list_compute(ops, lt), lt);
+}
 
 Workload build_workload(const Plan& plan, const CostParams& prm_in) {
   // the framework's kernel efficiency relative to Megatron-Core's (CostParams::framework_eff)
-  CostParams prm = prm_in;
-  if (double fe = prm_in.framework_factor(plan.training.framework); fe != 1.0) {
-    prm.gemm_eff_max *= fe;
-    prm.attn_fwd_eff *= fe;
-    prm.attn_bwd_eff *= fe;
-    prm.hbm_eff *= fe;
-  }
+  const CostParams prm = framework_params(prm_in, plan.training.framework);
   const ModelSpec& m = plan.model;
   const ParallelConfig& p = plan.parallel;
   const ClusterSpec& cl = plan.cluster;
@@ -307,44 +216,9 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
   w.comm_overlap = prm.comm_overlap >= 0.5;
   RankGrid grid(p);
   int dom = std::max(1, cl.placement_domain());
-  Ctx x{plan, plan.training.frozen_base(), prm, cl, p, w.split_w, grid.placement(Dim::tp, dom), grid.placement(Dim::cp, dom),
-        grid.placement(Dim::ep, dom), grid.placement(Dim::etp, dom), grid.placement(Dim::dp, dom),
-        grid.placement(Dim::edp, dom), plan.training.precision};
-
-  OpContext oc;
-  oc.tp = p.tp;
-  oc.cp = p.cp;
-  oc.ep = p.ep;
-  oc.etp = p.etp;
-  oc.sp = p.sp;
-  oc.micro_batch = p.micro_batch_size;
-  oc.seq = plan.training.seq_length;
-  oc.precision = plan.training.precision;
-  oc.cp_comm = p.cp_comm_type == CpCommType::p2p ? OpContext::CpComm::p2p
-               : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
-                                                   : OpContext::CpComm::allgather;
-  oc.flash_attention = p.attention_backend != AttentionBackend::unfused;
-  oc.triton_attention = p.attention_backend == AttentionBackend::triton;
-  if (m.moe && p.ep > 1) {
-    const MoeSpec& e = *m.moe;
-    // the busiest EP rank's share under learned routing, or the sampling floor of forced balance
-    double tokens_per_rank = double(p.micro_batch_size) * plan.training.seq_length / (double(p.cp) * p.tp);
-    oc.moe_load_factor = moe_busiest_rank_factor(int(e.num_experts), int(e.top_k), p.ep, tokens_per_rank,
-                                                 p.moe_force_balance, prm.moe_expert_cv);
-    if (p.moe_dispatcher != MoeDispatcher::alltoall) x.moe_remote_share = moe_remote_share(int(e.num_experts), int(e.top_k), x.ep);
-  }
-  if (m.moe && p.moe_capacity_factor > 0) {
-    // tokens beyond an expert's capacity are dropped; padding fills every expert to its capacity
-    double cf = p.moe_capacity_factor;
-    oc.moe_load_factor = p.moe_pad_to_capacity ? cf : std::min(oc.moe_load_factor, cf);
-  }
-  // how the loss keeps the logits: a fused cross-entropy, torch's eager fp32 path (torchtitan,
-  // MaxText's unfused loss), or Megatron's vocab-parallel fp32 softmax
-  const Framework fw = plan.training.framework;
-  oc.loss_memory = p.cross_entropy_fusion                                       ? LossMemory::fused_in_place
-                   : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
-                                                                                : LossMemory::megatron_fp32_softmax;
-  oc.kv_repeated = fw == Framework::torchtitan;  // torchtitan's Llama repeat_kv()s K/V before SDPA
+  Ctx x{plan, p, cl, prm, {}, grid.placement(Dim::dp, dom), grid.placement(Dim::edp, dom)};
+  x.lt = list_timing_context(plan, prm, grid, dom);
+  const OpContext oc = op_context(plan, p, prm);
 
   // layer costs by type (dense / MoE), embedding and head
   ModelSpec dense_model = m;
@@ -456,45 +330,28 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
       st.optimizer_s = prm.optimizer_overhead_s;
       continue;
     }
-    double grad_dense = st.dense_params * 4, grad_expert = st.expert_params * 4;
     if (p.zero == 3) {
       // FSDP: parameters gathered before each chunk's forward and backward, gradients scattered after
       // its backward, per micro-batch, overlapped with that chunk's compute
+      int stage_layers = 0;
+      for (int cc = 0; cc < p.vpp; ++cc) stage_layers += n[s][cc];
       for (int c = 0; c < p.vpp; ++c) {
         ChunkCost& ch = st.chunks[c];
-        double frac = sp[s].total() > 0 ? double(ch.layers) / std::max(1, [&] {
-          int t = 0;
-          for (int cc = 0; cc < p.vpp; ++cc) t += n[s][cc];
-          return t;
-        }()) : 0;
-        double ag = collective_time_s(Collective::all_gather, st.dense_params * 2 * frac, x.dp, cl, prm) +
-                    collective_time_s(Collective::all_gather, st.expert_params * 2 * frac, x.edp, cl, prm);
-        double rs = collective_time_s(Collective::reduce_scatter, grad_dense * frac, x.dp, cl, prm) +
-                    collective_time_s(Collective::reduce_scatter, grad_expert * frac, x.edp, cl, prm);
-        ch.fsdp_gather_s = ag;
-        ch.fsdp_scatter_s = rs;
-        ch.F.dp += overlapped(x, ag, ch.F.total(), std::max(1, ch.layers));
-        ch.B.dp += overlapped(x, ag + rs, ch.B.total(), std::max(1, ch.layers));
+        double frac = sp[s].total() > 0 ? double(ch.layers) / std::max(1, stage_layers) : 0;
+        FsdpTraffic t = fsdp_chunk_traffic(st.dense_params, st.expert_params, frac, x.dp, x.edp, cl, prm);
+        ch.fsdp_gather_s = t.gather_s;
+        ch.fsdp_scatter_s = t.scatter_s;
+        ch.F.dp += overlapped(x, t.gather_s, ch.F.total(), std::max(1, ch.layers));
+        ch.B.dp += overlapped(x, t.gather_s + t.scatter_s, ch.B.total(), std::max(1, ch.layers));
       }
-      st.dp_grad_s = 0;
-      st.dp_param_gather_s = 0;
-    } else {
-      Collective gc = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-      st.dp_grad_s = collective_time_s(gc, grad_dense, x.dp, cl, prm) + collective_time_s(gc, grad_expert, x.edp, cl, prm);
-      st.dp_param_gather_s = p.zero == 0 ? 0
-                                         : collective_time_s(Collective::all_gather, st.dense_params * 2, x.dp, cl, prm) +
-                                               collective_time_s(Collective::all_gather, st.expert_params * 2, x.edp, cl, prm);
     }
-    double bucket_params = std::max(40e6, 1e6 * dp);
-    st.dp_buckets = std::max(1, int(std::ceil((st.dense_params + st.expert_params) / bucket_params)));
-    // AdamW on the local shard: ~34 bytes per parameter (fp32 master, m, v, grad; bf16 param out)
-    double local = p.zero >= 1 ? st.dense_params / dp + st.expert_params / std::max(1, p.edp())
-                               : st.dense_params + st.expert_params;
-    st.optimizer_s = local * 34.0 / (cl.gpu.hbm_gbps * 1e9 * prm.hbm_eff) + prm.optimizer_overhead_s;
+    st.dp_grad_s = dp_grad_reduce_s(p.zero, st.dense_params, st.expert_params, x.dp, x.edp, cl, prm);
+    st.dp_param_gather_s = dp_param_gather_s(p.zero, st.dense_params, st.expert_params, x.dp, x.edp, cl, prm);
+    st.dp_buckets = dp_bucket_count(st.dense_params + st.expert_params, dp);
+    st.optimizer_s = optimizer_step_s(p.zero, st.dense_params, st.expert_params, dp, p.edp(), cl, prm);
   }
   // pipeline traffic: one activation tensor per micro-batch and boundary (sequence-parallel shard)
-  double tokens = double(p.micro_batch_size) * plan.training.seq_length / p.cp;
-  w.p2p_bytes = tokens / (p.sp ? p.tp : 1) * m.hidden_size * activation_bytes(plan.training.precision);
+  w.p2p_bytes = p2p_activation_bytes(m, plan.training, p.micro_batch_size, p.tp, p.cp, p.sp);
   if (p.pp > 1) {
     int a = grid.rank_of_dense(0, 0, 0, 0), b = grid.rank_of_dense(0, 0, 0, 1);
     w.p2p_s = p2p_time_s(w.p2p_bytes, a / dom == b / dom, cl, prm);

@@ -87,4 +87,13 @@ struct Workload {
 
 Workload build_workload(const Plan& plan, const CostParams& params);
 
+// The activation (and gradient) tensor one pipeline transfer carries per micro-batch: the
+// sequence-parallel shard of mbs x seq/cp tokens of the hidden size.
+double p2p_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int mbs, int tp, int cp, bool sp);
+
+struct ListTiming;
+// Time of transformer layer `layer` of `plan` per micro-batch without recomputation, exactly as
+// build_workload charges it (simulator/layer_cost.h with the plan's group placements).
+ListTiming layer_timing(const Plan& plan, const CostParams& params, int layer);
+
 }  // namespace mplan

@@ -71,7 +71,8 @@ TimelineData buildTimeline(const StepReport& r) {
     auto& lane = by_key[{e.stage, streamOrder(e.stream), e.stream}];
     lane.stage = e.stage;
     lane.stream = e.stream;
-    lane.blocks.push_back({e.start_s, e.dur_s, e.phase, e.microbatch, e.chunk, e.name, e.exposed_s});
+    lane.blocks.push_back({e.start_s, e.dur_s, e.phase, e.microbatch, e.chunk, e.name, e.exposed_s, e.critical});
+    d.critical_blocks += e.critical ? 1 : 0;
     lane.busy_s += e.dur_s;
     if (isPipelineWork(e.phase)) d.pipeline_end_s = std::max(d.pipeline_end_s, e.start_s + e.dur_s);
   }

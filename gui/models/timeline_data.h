@@ -19,6 +19,7 @@ struct TimelineBlock {
   int microbatch = -1, chunk = -1;
   std::string name;  // the trace event's name ("F mb3 c0", "DP grad reduce c1", "send B mb2 c0")
   double exposed_s = 0;  // communication: its last exposed_s seconds hold up the compute stream
+  bool critical = false;  // on the step's critical path (simulator/critical_path.h)
   double end_s() const { return start_s + dur_s; }
 };
 
@@ -60,6 +61,7 @@ struct TimelineData {
   int bottleneck_stage = -1;
   std::vector<int> stage_layers;
   std::vector<TimelineFlow> flows;
+  int critical_blocks = 0;  // blocks on the critical path
   bool empty() const { return lanes.empty(); }
   int blockCount() const;
   // Index of the first lane of `stage` (its compute lane), -1 when absent.

@@ -38,6 +38,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     g.setPen(QColor(30, 30, 30));
     g.drawText(rect(), Qt::AlignCenter, "No timeline: run a search and select a plan.");
     flows_drawn_ = 0;
+    critical_drawn_ = 0;
     return;
   }
   paintLanes(g);  // first: the pinned parts paint over lanes scrolled under them
@@ -134,6 +135,7 @@ QString TimelineView::blockLabel(const TimelineBlock& b, double w, const QFontMe
 }
 
 void TimelineView::paintLanes(QPainter& g) {
+  critical_drawn_ = 0;
   QFont small = scaled(font(), 0.85);
   QFontMetrics fmSmall(small);
   const QRect vp = lanesViewport();
@@ -183,6 +185,14 @@ void TimelineView::paintLanes(QPainter& g) {
     }
     g.setFont(small);
     const bool compute = lane.isCompute();
+    const QPen critical_pen(QColor(200, 30, 30), 2);
+    auto outline_critical = [&](const TimelineBlock& b, const QRectF& r) {
+      if (!show_critical_ || !b.critical) return;
+      g.setPen(critical_pen);
+      g.setBrush(Qt::NoBrush);
+      g.drawRect(r.adjusted(1, 1, -1, -1));
+      ++critical_drawn_;
+    };
     const QColor stream = streamColor(QString::fromStdString(lane.stream));
     for (const auto& b : lane.blocks) {
       if (!map_.visible(b.start_s, b.dur_s)) continue;
@@ -193,6 +203,7 @@ void TimelineView::paintLanes(QPainter& g) {
         g.fillRect(r, stream.lighter(165));
         double ex = std::min(w, b.exposed_s * pps);
         if (ex >= 0.5) g.fillRect(QRectF(r.right() - std::max(1.0, ex), r.top(), std::max(1.0, ex), r.height()), stream.darker(115));
+        outline_critical(b, r);
         continue;
       }
       QColor c = phaseColor(b.phase, b.chunk);
@@ -210,6 +221,7 @@ void TimelineView::paintLanes(QPainter& g) {
           g.drawText(r.intersected(QRectF(plot)), Qt::AlignCenter, label);
         }
       }
+      outline_critical(b, r);
     }
     g.setBrush(Qt::NoBrush);
   }
@@ -310,6 +322,7 @@ void TimelineView::paintLegend(QPainter& g) {
   QBrush grey(QColor(150, 150, 150), Qt::BDiagPattern), amber(QColor(196, 120, 20), Qt::BDiagPattern);
   item(QColor(228, 228, 228), "fill/drain", &grey);
   if (imbalance) item(QColor(250, 226, 180), "stage imbalance", &amber);
+  if (show_critical_ && data_.critical_blocks > 0) item(QColor(200, 30, 30), "critical path (C)");
   g.setPen(QColor(130, 130, 130));
   QString hint = "wheel: scroll · Ctrl+wheel: zoom · drag: measure · Z: zoom to it";
   int hw = fm.horizontalAdvance(hint);

@@ -194,6 +194,7 @@ QString TimelineView::tooltipAt(const QPoint& pos) const {
     if (b.phase == 'C' && b.microbatch >= 0 && b.name.find("mb") == std::string::npos)
       head += QString("<br>micro-batch %1, chunk %2").arg(b.microbatch).arg(b.chunk);
     QString text = QString("%1<br>start %2<br>duration %3").arg(head, formatTime(b.start_s), formatTime(b.dur_s));
+    if (b.critical) text += "<br><b>on the critical path</b>";
     if (b.phase == 'C')
       text += b.exposed_s > 0 ? QString("<br><b>exposed %1</b> (the compute stream waits)").arg(formatTime(b.exposed_s))
                               : QString("<br>hidden behind compute (exposed 0)");
@@ -338,6 +339,12 @@ void TimelineView::mouseDoubleClickEvent(QMouseEvent*) {
   showAll();
 }
 
+void TimelineView::setShowCriticalPath(bool on) {
+  if (show_critical_ == on) return;
+  show_critical_ = on;
+  update();
+}
+
 void TimelineView::keyPressEvent(QKeyEvent* e) {
   const double pan = map_.width * 0.2;
   switch (e->key()) {
@@ -360,6 +367,7 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_Return:
     case Qt::Key_Enter: zoomToSelection(); break;
     case Qt::Key_Escape: clearSelection(); break;
+    case Qt::Key_C: setShowCriticalPath(!show_critical_); break;
     default: QWidget::keyPressEvent(e);
   }
 }

@@ -57,6 +57,11 @@ class TimelineView : public QWidget {
   std::pair<double, double> selection() const { return {sel_start_, sel_end_}; }
   bool hasSelection() const { return sel_end_ > sel_start_; }
   QString selectionText() const;
+  // The critical path (blocks outlined in red, simulator/critical_path.h): on by default, C toggles it.
+  bool showCriticalPath() const { return show_critical_; }
+  void setShowCriticalPath(bool on);
+  // Critical blocks outlined in the last paint.
+  int criticalDrawn() const { return critical_drawn_; }
   // Flows drawn in the last paint (0 when too many are visible to draw them).
   int flowsDrawn() const { return flows_drawn_; }
 
@@ -110,7 +115,9 @@ class TimelineView : public QWidget {
   std::vector<int> lane_top_, lane_height_;  // content coordinates (0 = first lane)
   int v_offset_ = 0;
   QScrollBar* vbar_;
-  bool has_chunks_ = false;  // label blocks with their chunk (interleaved schedules)
+  bool has_chunks_ = false;
+  bool show_critical_ = true;
+  mutable int critical_drawn_ = 0;  // label blocks with their chunk (interleaved schedules)
   Drag drag_ = Drag::none;
   double drag_x_ = 0, drag_t0_ = 0;
   double sel_start_ = 0, sel_end_ = 0;

@@ -5,7 +5,8 @@
 //  - arrows link each pipeline send to the action that consumes it;
 //  - a pp8 MoE plan shows its EP all-to-all and DP/ZeRO traffic with the exposed parts;
 //  - a heavy-head pipeline labels its idle as stage imbalance and names the bottleneck;
-//  - the title and the step summary never overlap.
+//  - the title and the step summary never overlap;
+//  - the critical path's blocks are outlined, and C toggles the outline (issue 15).
 #include <QWheelEvent>
 #include <QtTest/QtTest>
 
@@ -168,6 +169,29 @@ class TestTimelineView : public QObject {
     v.showRange(0, 0.1 * d.step_time_s);
     v.grab();
     QVERIFY(v.flowsDrawn() > 0);
+  }
+
+  void criticalPathIsOutlinedAndToggles() {
+    // the blocks on the step's critical path (simulator/critical_path.h) are outlined; C toggles it
+    TimelineView v;
+    v.resize(1200, 700);
+    TimelineData d = timelineOf(plan("llama3-8b", 64, 256, 4096, 2, 4));
+    QVERIFY(d.critical_blocks > 0);
+    int computeCritical = 0;
+    for (const auto& l : d.lanes)
+      for (const auto& b : l.blocks) computeCritical += l.isCompute() && b.critical;
+    QVERIFY(computeCritical > 0);
+    v.setTimeline(d, "pp4");
+    QVERIFY(v.showCriticalPath());
+    v.grab();
+    QVERIFY(v.criticalDrawn() > 0);
+    QTest::keyClick(&v, Qt::Key_C);
+    QVERIFY(!v.showCriticalPath());
+    v.grab();
+    QCOMPARE(v.criticalDrawn(), 0);
+    v.setShowCriticalPath(true);
+    v.grab();
+    QVERIFY(v.criticalDrawn() > 0);
   }
 
   void moePipelineShowsEpAndDpTraffic() {

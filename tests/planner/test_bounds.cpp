@@ -49,6 +49,13 @@ std::vector<Case> cases() {
   d.parallel.tp = 2, d.parallel.pp = 2, d.parallel.cp = 2, d.parallel.cp_comm_type = CpCommType::a2a, d.parallel.zero = 0;
   d.parallel.attention_backend = AttentionBackend::unfused, d.parallel.micro_batch_size = 2;
   add(d, "gpt lora unfused cp2 a2a sp off");
+  Plan e = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 16, 64, 4096);
+  e.parallel.tp = 2, e.parallel.sp = true, e.parallel.ep = 8, e.parallel.moe_a2a_overlap = true;
+  e.parallel.recompute = Recompute::selective, e.parallel.moe_dispatcher = MoeDispatcher::deepep;
+  add(e, "moe ep8 a2a overlap selective deepep (derived from the shape without the overlap)");
+  Plan f = e;
+  f.parallel.recompute = Recompute::none;
+  add(f, "moe ep8 a2a overlap");
   return out;
 }
 

@@ -1,0 +1,204 @@
+// Per-op-list cost and overlap rules shared by the simulator and the planner (see layer_cost.h).
+#include "simulator/layer_cost.h"
+
+#include <algorithm>
+
+#include "simulator/collectives.h"
+#include "simulator/moe_load.h"
+
+namespace mplan {
+
+namespace {
+
+// SMs the EP communication kernels occupy while they overlap compute (Megatron's default
+// --moe-deepep-num-sms is 20; NCCL all-to-all runs a similar number of channels).
+constexpr double kEpCommSms = 20;
+
+const GroupPlacement& placement_of(const ListTimingContext& x, CommGroup g) {
+  switch (g) {
+    case CommGroup::cp: return x.cp_pl;
+    case CommGroup::ep: return x.ep_pl;
+    case CommGroup::etp: return x.etp_pl;
+    default: return x.tp_pl;
+  }
+}
+
+}  // namespace
+
+double exposed_comm_s(double c, double g, int n, const CostParams& prm) {
+  if (c <= 0) return 0;
+  if (prm.comm_overlap < 0.5) return c;  // blocking communication: nothing hides
+  double gs = g * (1.0 + prm.overlap_slowdown);
+  return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
+}
+
+CostParams framework_params(const CostParams& prm_in, Framework fw) {
+  CostParams prm = prm_in;
+  if (double fe = prm_in.framework_factor(fw); fe != 1.0) {
+    prm.gemm_eff_max *= fe;
+    prm.attn_fwd_eff *= fe;
+    prm.attn_bwd_eff *= fe;
+    prm.hbm_eff *= fe;
+  }
+  return prm;
+}
+
+OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams& prm) {
+  const ModelSpec& m = plan.model;
+  OpContext oc;
+  oc.tp = p.tp;
+  oc.cp = p.cp;
+  oc.ep = p.ep;
+  oc.etp = p.etp;
+  oc.sp = p.sp;
+  oc.micro_batch = p.micro_batch_size;
+  oc.seq = plan.training.seq_length;
+  oc.precision = plan.training.precision;
+  oc.cp_comm = p.cp_comm_type == CpCommType::p2p ? OpContext::CpComm::p2p
+               : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
+                                                   : OpContext::CpComm::allgather;
+  oc.flash_attention = p.attention_backend != AttentionBackend::unfused;
+  oc.triton_attention = p.attention_backend == AttentionBackend::triton;
+  if (m.moe && p.ep > 1) {
+    const MoeSpec& e = *m.moe;
+    // the busiest EP rank's share under learned routing, or the sampling floor of forced balance
+    double tokens_per_rank = double(p.micro_batch_size) * plan.training.seq_length / (double(p.cp) * p.tp);
+    oc.moe_load_factor = moe_busiest_rank_factor(int(e.num_experts), int(e.top_k), p.ep, tokens_per_rank,
+                                                 p.moe_force_balance, prm.moe_expert_cv);
+  }
+  if (m.moe && p.moe_capacity_factor > 0) {
+    // tokens beyond an expert's capacity are dropped; padding fills every expert to its capacity
+    double cf = p.moe_capacity_factor;
+    oc.moe_load_factor = p.moe_pad_to_capacity ? cf : std::min(oc.moe_load_factor, cf);
+  }
+  // how the loss keeps the logits: a fused cross-entropy, torch's eager fp32 path (torchtitan,
+  // MaxText's unfused loss), or Megatron's vocab-parallel fp32 softmax
+  const Framework fw = plan.training.framework;
+  oc.loss_memory = p.cross_entropy_fusion                                       ? LossMemory::fused_in_place
+                   : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
+                                                                                : LossMemory::megatron_fp32_softmax;
+  oc.kv_repeated = fw == Framework::torchtitan;  // torchtitan's Llama repeat_kv()s K/V before SDPA
+  return oc;
+}
+
+std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTimingContext& x) {
+  std::vector<OpCost> oc(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind != OpKind::comm) {
+      bool bf16 = is_fp8_family(x.prec) && (ops[i].name == "lm_head_gemm" || ops[i].name == "router");
+      oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : x.prec, *x.cl, *x.prm);
+      if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
+    }
+  return oc;
+}
+
+double op_comm_time_s(const Op& op, const ListTimingContext& x) {
+  if (is_moe_token_all_to_all(op)) return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep_pl, *x.cl, *x.prm);
+  return collective_time_s(op.collective, op.comm_bytes, placement_of(x, op.group), *x.cl, *x.prm);
+}
+
+ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& oc, const ListTimingContext& x, bool per_op) {
+  const CostParams& prm = *x.prm;
+  auto overlapped = [&](double c, double g, int n = 1) { return exposed_comm_s(c, g, n, prm); };
+  auto next_gemm = [&](size_t i) -> const OpCost* {
+    for (size_t j = i + 1; j < ops.size(); ++j)
+      if (ops[j].kind == OpKind::gemm) return &oc[j];
+    return nullptr;
+  };
+  auto prev_gemm = [&](size_t i) -> const OpCost* {
+    for (size_t j = i; j-- > 0;)
+      if (ops[j].kind == OpKind::gemm) return &oc[j];
+    return nullptr;
+  };
+  ListTiming lt;
+  if (per_op) {
+    lt.comm_s.assign(ops.size(), 0.0);
+    lt.f_after.assign(ops.size(), PhaseCost{});
+  }
+  size_t block_start = 0;
+  // MoE all-to-all overlap: compute before the dispatch ("attention" piece) and after it ("MLP")
+  double attnF = 0, attnB = 0, mlpF = 0, mlpB = 0, dispatch_t = 0, combine_t = 0;
+  bool after_dispatch = false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.name == "dispatch_a2a") after_dispatch = true;
+    if (op.kind != OpKind::comm) {
+      const OpCost& c = oc[i];
+      lt.F.compute += c.fwd_s;
+      lt.B.compute += c.bwd_input_s;
+      (x.split_w ? lt.W : lt.B).compute += c.bwd_weight_s;
+      (after_dispatch ? mlpF : attnF) += c.fwd_s;
+      (after_dispatch ? mlpB : attnB) += c.bwd_input_s + c.bwd_weight_s;
+      if (per_op) lt.f_after[i] = lt.F;
+      continue;
+    }
+    double t = op_comm_time_s(op, x);
+    if (per_op) lt.comm_s[i] = t;
+    if (op.name == "dispatch_a2a") dispatch_t = t;
+    if (op.name == "combine_a2a") combine_t = t;
+    const OpCost* nx = next_gemm(i);
+    const OpCost* pv = prev_gemm(i);
+    const bool ovl = x.tp_comm_overlap;
+    const int tpn = x.tp;
+    if (op.name == "tp_allgather") {
+      double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
+      lt.F.tp += ovl ? overlapped(t, g, tpn) : t;
+      lt.B.tp += overlapped(t, dg);                                                // re-gather of the input for wgrad
+      lt.B.tp += ovl ? overlapped(t, wg, tpn) : overlapped(t, x.split_w ? 0 : wg);  // grad RS
+      block_start = i + 1;
+    } else if (op.name == "tp_reduce_scatter") {
+      double g = pv ? pv->fwd_s : 0, dg = pv ? pv->bwd_input_s : 0;
+      lt.F.tp += ovl ? overlapped(t, g, tpn) : t;
+      lt.B.tp += ovl ? overlapped(t, dg, tpn) : t;  // all-gather of the output gradient
+      block_start = i + 1;
+    } else if (op.name == "tp_allreduce") {
+      // forward all-reduce after the row-parallel GEMM; backward all-reduce of the input gradient of
+      // the block's column-parallel GEMM, overlapped with its weight gradient
+      double wg = 0;
+      for (size_t j = block_start; j < i; ++j)
+        if (ops[j].kind == OpKind::gemm) {
+          wg = oc[j].bwd_weight_s;
+          break;
+        }
+      lt.F.tp += t;
+      lt.B.tp += x.split_w ? t : overlapped(t, wg);
+      block_start = i + 1;
+    } else if (op.name == "cp_kv_exchange" && op.collective == Collective::send_recv) {
+      int steps = x.cp - 1;
+      double per = collective_time_s(Collective::send_recv, op.comm_bytes / steps, x.cp_pl, *x.cl, prm);
+      double af = 0, ab = 0;
+      for (size_t j = i + 1; j < ops.size(); ++j)
+        if (ops[j].kind == OpKind::attention) {
+          af = oc[j].fwd_s / x.cp;
+          ab = oc[j].bwd_input_s / x.cp;
+          break;
+        }
+      double per_b = collective_time_s(Collective::send_recv, 2 * op.comm_bytes / steps, x.cp_pl, *x.cl, prm);
+      lt.F.cp += steps * overlapped(per, af);
+      lt.B.cp += steps * overlapped(per_b, ab);
+    } else if (op.group == CommGroup::cp) {
+      lt.F.cp += t;
+      lt.B.cp += t;
+    } else if (op.group == CommGroup::ep || op.group == CommGroup::etp) {
+      lt.F.ep += t;
+      lt.B.ep += t;
+    } else {
+      lt.F.tp += t;
+      lt.B.tp += t;
+    }
+    if (per_op) lt.f_after[i] = lt.F;
+  }
+  if (x.moe_a2a_overlap && prm.comm_overlap >= 0.5 && dispatch_t + combine_t > 0) {
+    // each all-to-all hides behind its partner piece, slowed to the SMs left by the comm kernels
+    double sms = std::max(1, x.cl->gpu.sm_count);
+    double slow = kEpCommSms / std::max(1.0, sms - kEpCommSms);
+    auto ov = [&](double c, double g) { return std::max(c, g * (1.0 + slow)) - g; };
+    double exposed_f = ov(dispatch_t, mlpB) + ov(combine_t, attnB);
+    double exposed_b = ov(dispatch_t, mlpF) + ov(combine_t, attnF);
+    lt.F.ep += exposed_f - (dispatch_t + combine_t);
+    lt.B.ep += exposed_b - (dispatch_t + combine_t);
+  }
+  return lt;
+}
+
+}  // namespace mplan

@@ -1,0 +1,74 @@
+// The cost rules of one op list (a transformer layer, the embedding or the head) per micro-batch —
+// the one place that says what an op costs and which transfer hides behind which compute. Both the
+// simulator's workload (simulator/workload.cpp) and the planner's probe-free bounds (planner/floor.cpp)
+// call these functions, so the two cannot drift apart:
+//  - exposed_comm_s: a transfer of c seconds beside g seconds of compute (split in n pieces);
+//  - op_context: the per-rank view of a micro-batch (sizes, attention kernel, MoE load of the busiest
+//    expert rank, loss memory) for a layout;
+//  - time_op_list: forward, backward and weight-gradient time of an op list with its exposed TP, CP and
+//    EP communication:
+//    - sequence-parallel TP: forward all-gather/reduce-scatter exposed unless tp_comm_overlap; in the
+//      backward Megatron overlaps the input re-gather with dgrad and the grad reduce-scatter with wgrad;
+//    - TP without SP: forward all-reduce exposed, backward all-reduce overlapped with wgrad;
+//    - CP p2p ring: each of the cp-1 K/V transfers overlaps one attention block;
+//    - EP/ETP all-to-all and gathers, CP a2a/all-gather: exposed, except that with moe_a2a_overlap
+//      (Megatron's merged forward/backward of two micro-batches) each EP all-to-all runs beside one
+//      compute piece of the other micro-batch: forward dispatch with the backward MLP, forward combine
+//      with the backward attention, backward dispatch with the forward MLP, backward combine with the
+//      forward attention; the compute then runs on the SMs the communication kernels leave free.
+#pragma once
+#include <vector>
+
+#include "core/ops.h"
+#include "core/plan.h"
+#include "core/rank_grid.h"
+#include "simulator/compute_cost.h"
+#include "simulator/cost_params.h"
+#include "simulator/workload.h"
+
+namespace mplan {
+
+// Exposed time of a communication of `comm_s` overlapped with `compute_s` of compute (chunked in
+// `pieces`): the compute slows down by prm.overlap_slowdown and only the excess is exposed; with
+// blocking communication (prm.comm_overlap off) nothing hides.
+double exposed_comm_s(double comm_s, double compute_s, int pieces, const CostParams& prm);
+
+// The cost parameters of a framework (its kernel efficiency relative to Megatron-Core's,
+// CostParams::framework_eff, applied to the GEMM, attention and HBM efficiencies).
+CostParams framework_params(const CostParams& prm, Framework fw);
+
+// The op context of layout `p` for `plan`'s model and training (p may differ from plan.parallel).
+OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams& prm);
+
+// What the time of an op list depends on beyond the ops themselves.
+struct ListTimingContext {
+  const ClusterSpec* cl = nullptr;
+  const CostParams* prm = nullptr;
+  Precision prec = Precision::bf16;
+  bool frozen = false;  // LoRA: frozen base weights get no gradient
+  bool split_w = false;  // zero-bubble: weight gradients in their own W pass
+  int tp = 1, cp = 1;
+  bool tp_comm_overlap = false, moe_a2a_overlap = false;
+  GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
+  double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
+};
+
+// Compute costs of the ops of a list (comm ops left at zero); fp8 recipes keep the LM head and the
+// router in bf16.
+std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTimingContext& x);
+// Time of one communication op (MoE token all-to-alls through the dispatcher's model).
+double op_comm_time_s(const Op& op, const ListTimingContext& x);
+
+struct ListTiming {
+  PhaseCost F, B, W;  // B includes the weight gradient unless split_w
+  // per op: the communication time (comm ops) and the forward's parts after the op (for what a
+  // re-run module repeats), filled when asked
+  std::vector<double> comm_s;
+  std::vector<PhaseCost> f_after;
+};
+
+// Time of an op list per micro-batch with the overlap rules above; `oc` from op_list_compute.
+ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& oc, const ListTimingContext& x,
+                        bool per_op = false);
+
+}  // namespace mplan
