@@ -315,6 +315,32 @@ int run_export(const ExportCliOptions& o) {
   return kExitOk;
 }
 
+// --- import --megatron-args: an exported argument file back into a plan ----------------------------
+
+struct ImportCliOptions {
+  std::string megatron_args, cluster, out;
+  int gpus = 0;
+};
+
+int run_import(const ImportCliOptions& o) {
+  std::vector<std::string> problems;
+  auto text = read_text_file(o.megatron_args, problems);
+  if (!text) throw InputError{"--megatron-args: " + (problems.empty() ? std::string("unreadable") : problems.front())};
+  auto cluster = resolve_cluster(o.cluster);
+  if (!cluster) throw InputError{"--cluster: " + cluster.error().message()};
+  auto plan = import_megatron_plan(*text, *cluster, o.gpus);
+  if (!plan) throw InputError{"--megatron-args " + o.megatron_args + ": " + plan.error().message()};
+  std::string out = dump_json(plan_to_json(*plan), 2) + "\n";
+  if (o.out.empty()) {
+    std::cout << out;
+  } else {
+    std::string err = write_text_file_atomic(o.out, out);
+    if (!err.empty()) throw InputError{"--out: " + err};
+    std::cout << "wrote " << o.out << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_search_commands(CLI::App& app, Runner& run) {
@@ -359,6 +385,15 @@ void add_search_commands(CLI::App& app, Runner& run) {
     sub->add_option("--format", o->format, "megatron|torchtitan|plan")->check(format_choice({"megatron", "torchtitan", "plan"}));
     sub->add_option("--out", o->out, "write to this file instead of stdout");
     sub->callback([&run, o] { run = [o] { return run_export(*o); }; });
+  }
+  {
+    auto o = std::make_shared<ImportCliOptions>();
+    auto* sub = app.add_subcommand("import", "Read exported Megatron-LM arguments back into a plan file");
+    sub->add_option("--megatron-args", o->megatron_args, "a file written by mplan export --format megatron")->required();
+    sub->add_option("--cluster", o->cluster, "cluster preset or JSON file the plan runs on")->required();
+    sub->add_option("--gpus", o->gpus, "GPU count (default: the WORLD_SIZE in the file's header)");
+    sub->add_option("--out", o->out, "write the plan to this file instead of stdout");
+    sub->callback([&run, o] { run = [o] { return run_import(*o); }; });
   }
 }
 

@@ -52,12 +52,99 @@ int head_dim_of(JsonFields& f, const ModelSpec& m, const char* key) {
   return static_cast<int>(m.hidden_size / m.num_attention_heads);
 }
 
-// RoPE settings: rope_theta / rope_scaling (transformers 4) or rope_parameters (transformers 5).
-// mplan's cost model does not depend on them, but malformed values are still reported.
-void check_rope(JsonFields& f) {
-  f.opt_number("rope_theta");
-  if (f.has("rope_scaling")) f.object("rope_scaling");
-  if (f.has("rope_parameters")) f.object("rope_parameters");
+// RoPE settings: rope_theta + rope_scaling (transformers 4) or rope_parameters (transformers 5, which
+// holds rope_theta too). Scaling types mplan does not model (linear, dynamic, longrope, ...) are refused
+// with the field named, never dropped: the model would train with other positions.
+void read_rope(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::string>& problems) {
+  if (auto t = f.opt_number("rope_theta", false, 1e12)) m.rotary_base = *t;
+  const char* key = f.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  if (!f.has(key)) return;
+  const json* rs = f.object(key);
+  if (!rs) return;
+  JsonFields g(*rs, std::string("config.json.") + key, problems, true);
+  if (auto t = g.opt_number("rope_theta", false, 1e12)) m.rotary_base = *t;
+  const char* type_key = g.has("rope_type") ? "rope_type" : "type";
+  std::string type = g.has(type_key) ? g.string(type_key) : "default";
+  RopeScaling& r = m.rope_scaling;
+  if (type == "default") return;
+  if (type != "llama3" && type != "yarn") {
+    g.problem(type_key, "'" + type + "' is not a RoPE scaling mplan models (supported: default, llama3, yarn)");
+    return;
+  }
+  r.type = type == "llama3" ? RopeScalingType::llama3 : RopeScalingType::yarn;
+  r.factor = g.number("factor", false, 1e6);
+  // llama3 names it in the object; yarn configs fall back to max_position_embeddings / factor
+  if (g.has("original_max_position_embeddings")) {
+    r.original_max_position_embeddings = g.integer("original_max_position_embeddings", 1, kMaxSeq);
+  } else if (type == "yarn" && r.factor >= 1 && j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer()) {
+    r.original_max_position_embeddings = int64_t(double(j["max_position_embeddings"].get<int64_t>()) / r.factor);
+  } else {
+    g.problem("original_max_position_embeddings", "missing; the context length the model was pre-trained with");
+  }
+  if (r.type == RopeScalingType::llama3) {
+    r.low_freq_factor = g.number("low_freq_factor", false, 1e6);
+    r.high_freq_factor = g.number("high_freq_factor", false, 1e6);
+  } else {
+    r.beta_fast = g.opt_number("beta_fast", false, 1e6).value_or(32.0);
+    r.beta_slow = g.opt_number("beta_slow", false, 1e6).value_or(1.0);
+    r.mscale = g.opt_number("mscale", true, 1e6).value_or(1.0);
+    r.mscale_all_dim = g.opt_number("mscale_all_dim", true, 1e6).value_or(0.0);
+  }
+}
+
+// Sliding-window attention: sliding_window with layer_types (gpt-oss; transformers' per-layer list) or
+// on every layer (Mistral v0.1). Qwen's use_sliding_window/max_window_layers and layer kinds other
+// than sliding_attention/full_attention are refused by name.
+void read_window(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::string>& problems) {
+  bool enabled = f.boolean_or("use_sliding_window", true);
+  if (!enabled || !f.has("sliding_window")) return;
+  if (f.has("use_sliding_window") && f.has("max_window_layers")) {
+    f.problem("use_sliding_window", "Qwen's sliding window above max_window_layers is not modelled; set it to false");
+    return;
+  }
+  m.window_size = f.integer("sliding_window", 1, kMaxSeq);
+  if (!j.contains("layer_types") || j["layer_types"].is_null()) return;  // every layer windowed
+  const json& lt = j["layer_types"];
+  std::vector<int> windowed;
+  for (size_t i = 0; lt.is_array() && i < lt.size(); ++i) {
+    std::string k = lt[i].is_string() ? lt[i].get<std::string>() : "";
+    if (k != "sliding_attention" && k != "full_attention") {
+      problems.push_back("config.json.layer_types[" + std::to_string(i) + "]: '" + k +
+                         "' is not an attention variant mplan models (sliding_attention, full_attention)");
+      return;
+    }
+    windowed.push_back(k == "sliding_attention" ? 1 : 0);
+  }
+  if (!lt.is_array() || int(windowed.size()) != m.num_layers) {
+    problems.push_back("config.json.layer_types: expected a list of num_hidden_layers=" + std::to_string(m.num_layers) +
+                       " entries");
+    return;
+  }
+  // Megatron's window_attn_skip_freq N: layer i (0-based) is full attention when (i+1) % N == 0
+  for (int freq = 0; freq <= m.num_layers; ++freq) {
+    if (freq == 1) continue;
+    bool ok = true;
+    for (int i = 0; i < m.num_layers && ok; ++i) ok = windowed[size_t(i)] == (freq == 0 || (i + 1) % freq != 0 ? 1 : 0);
+    if (ok) {
+      m.window_attn_skip_freq = freq;
+      if (freq > m.num_layers) m.window_size = 0;
+      return;
+    }
+  }
+  if (std::count(windowed.begin(), windowed.end(), 1) == 0) {
+    m.window_size = 0;  // every layer full attention
+    return;
+  }
+  problems.push_back("config.json.layer_types: only a periodic pattern (one full-attention layer every N) is supported");
+}
+
+// Norm epsilon under its several spellings.
+void read_norm_eps(JsonFields& f, ModelSpec& m) {
+  for (const char* k : {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"})
+    if (f.has(k)) {
+      m.norm_epsilon = f.number(k, false, 1.0);
+      return;
+    }
 }
 
 // Llama-family dense/MoE fields shared by llama, mistral, mixtral, qwen2/3(+moe).
@@ -76,7 +163,6 @@ void read_llama_like(JsonFields& f, ModelSpec& m) {
   m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
   m.add_qkv_bias = f.boolean_or("attention_bias", false);
   m.add_bias_linear = f.boolean_or("mlp_bias", false) && m.add_qkv_bias;
-  check_rope(f);
 }
 
 // Qwen MoE: num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers, shared expert.
@@ -89,6 +175,21 @@ void read_qwen_moe(JsonFields& f, ModelSpec& m) {
   int step = static_cast<int>(f.integer_or("decoder_sparse_step", 1));
   e.moe_layer_freq = step;
   m.moe = e;
+}
+
+// DeepSeek-V3 / Kimi-K2 router: scoring_func (softmax|sigmoid), topk_method noaux_tc = the aux-loss-free
+// expert bias (e_score_correction_bias), n_group / topk_group, routed_scaling_factor.
+void read_deepseek_router(JsonFields& f, MoeSpec& e) {
+  std::string score = f.choice_or("scoring_func", {"softmax", "sigmoid"}, "softmax");
+  e.router_score_function = score == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
+  std::string method = f.choice_or("topk_method", {"greedy", "group_limited_greedy", "noaux_tc"}, "greedy");
+  e.router_enable_expert_bias = method == "noaux_tc";
+  if (method != "greedy") {
+    e.router_num_groups = static_cast<int>(f.integer_or("n_group", 0, 0, kMaxExperts));
+    e.router_group_topk = static_cast<int>(f.integer_or("topk_group", 0, 0, kMaxExperts));
+    if (e.router_num_groups <= 1) e.router_num_groups = e.router_group_topk = 0;  // one group: no limit
+  }
+  e.router_topk_scaling_factor = f.opt_number("routed_scaling_factor", false, 1e6).value_or(1.0);
 }
 
 }  // namespace
@@ -148,7 +249,7 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     m.norm = NormKind::rmsnorm;
     m.position_embedding = PositionEmbedding::rope;
     m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
-    check_rope(f);
+    m.qk_layernorm = true;  // q_a_layernorm and kv_a_layernorm: the latent norms (Megatron's --qk-layernorm with MLA)
     MlaSpec a;
     a.q_lora_rank = static_cast<int>(f.integer_or("q_lora_rank", 0, 0));
     a.kv_lora_rank = static_cast<int>(f.integer("kv_lora_rank"));
@@ -167,6 +268,7 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     e.moe_layer_freq = static_cast<int>(f.integer_or("moe_layer_freq", 1));
     m.moe = e;
     m.mtp_num_layers = static_cast<int>(f.integer_or("num_nextn_predict_layers", 0, 0));
+    read_deepseek_router(f, *m.moe);
   } else if (type == "gpt2") {
     m.num_layers = static_cast<int>(f.integer("n_layer"));
     m.hidden_size = f.integer("n_embd");
@@ -195,7 +297,8 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     m.norm = NormKind::layernorm;
     m.position_embedding = PositionEmbedding::rope;
     m.add_bias_linear = m.add_qkv_bias = f.boolean_or("attention_bias", true);
-    check_rope(f);
+    m.rotary_percent = f.opt_number("rotary_pct", false, 1.0).value_or(1.0);
+    if (auto b = f.opt_number("rotary_emb_base", false, 1e12)) m.rotary_base = *b;
   } else if (type == "gpt_oss") {
     read_llama_like(f, m);
     m.add_qkv_bias = m.add_bias_linear = f.boolean_or("attention_bias", true);
@@ -204,7 +307,11 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
     e.moe_ffn_hidden_size = m.ffn_hidden_size;
     m.moe = e;
+    m.softmax_type = SoftmaxType::learnable;  // gpt-oss: one learned sink logit per head (modeling_gpt_oss.py `sinks`)
   }
+  if (m.position_embedding == PositionEmbedding::rope && type != "gpt_neox") read_rope(f, j, m, problems);
+  read_norm_eps(f, m);
+  read_window(f, j, m, problems);
   // generic expert-count spellings for configs that mix conventions
   if (m.moe && m.moe->num_experts == 0) {
     for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts"})

@@ -33,6 +33,27 @@ int64_t ModelSpec::v_proj_width() const {
   return int64_t(num_query_groups) * kv_channels;
 }
 
+bool ModelSpec::is_window_layer(int layer) const {
+  if (window_size <= 0) return false;
+  if (window_attn_skip_freq <= 0) return true;
+  return (layer + 1) % window_attn_skip_freq != 0;
+}
+
+double ModelSpec::window_attention_fraction(int64_t seq) const {
+  if (window_size <= 0 || seq <= window_size) return 1.0;
+  const double s = double(seq), w = double(window_size);
+  double windowed = w * (w + 1) / 2 + (s - w) * w;  // query i attends to min(i, w) keys
+  return windowed / (s * (s + 1) / 2);
+}
+
+std::string to_string(RopeScalingType t) {
+  return t == RopeScalingType::llama3 ? "llama3" : t == RopeScalingType::yarn ? "yarn" : "none";
+}
+std::string to_string(RouterScore r) { return r == RouterScore::sigmoid ? "sigmoid" : "softmax"; }
+std::string to_string(SoftmaxType s) {
+  return s == SoftmaxType::learnable ? "learnable" : s == SoftmaxType::off_by_one ? "off-by-one" : "vanilla";
+}
+
 std::string to_string(Activation a) {
   switch (a) {
     case Activation::gelu: return "gelu";
@@ -48,7 +69,59 @@ static const std::vector<std::string> kModelFields = {
     "name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
     "kv_channels", "vocab_size", "activation", "norm", "tied_embeddings", "position_embedding",
     "max_position_embeddings", "add_bias_linear", "add_qkv_bias", "qk_layernorm", "moe", "mla",
-    "mtp_num_layers", "hidden_dropout", "attention_dropout", "source", "notes"};
+    "mtp_num_layers", "hidden_dropout", "attention_dropout", "norm_epsilon", "rotary_base", "rotary_percent",
+    "rope_scaling", "window_size", "window_attn_skip_freq", "softmax_type", "source", "notes", "sources"};
+
+namespace {
+
+// model.rope_scaling: {"type": "llama3"|"yarn", "factor", ...}; the fields of the other type are refused.
+RopeScaling read_rope_scaling(const json& j, std::vector<std::string>& problems) {
+  JsonFields g(j, "model.rope_scaling", problems);
+  RopeScaling r;
+  std::string type = g.choice("type", {"llama3", "yarn"});
+  r.type = type == "llama3" ? RopeScalingType::llama3 : RopeScalingType::yarn;
+  if (r.type == RopeScalingType::llama3) {
+    g.reject_unknown({"type", "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"});
+    r.low_freq_factor = g.opt_number("low_freq_factor", false, 1e6).value_or(1.0);
+    r.high_freq_factor = g.opt_number("high_freq_factor", false, 1e6).value_or(4.0);
+  } else {
+    g.reject_unknown({"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+                      "mscale_all_dim"});
+    r.beta_fast = g.opt_number("beta_fast", false, 1e6).value_or(32.0);
+    r.beta_slow = g.opt_number("beta_slow", false, 1e6).value_or(1.0);
+    r.mscale = g.opt_number("mscale", true, 1e6).value_or(1.0);
+    r.mscale_all_dim = g.opt_number("mscale_all_dim", true, 1e6).value_or(0.0);
+  }
+  r.factor = g.number("factor", false, 1e6);
+  r.original_max_position_embeddings = g.integer("original_max_position_embeddings", 1, kMaxSeq);
+  return r;
+}
+
+json rope_scaling_to_json(const RopeScaling& r) {
+  json j = {{"type", to_string(r.type)}, {"factor", r.factor},
+            {"original_max_position_embeddings", r.original_max_position_embeddings}};
+  if (r.type == RopeScalingType::llama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+  } else {
+    j["beta_fast"] = r.beta_fast;
+    j["beta_slow"] = r.beta_slow;
+    j["mscale"] = r.mscale;
+    j["mscale_all_dim"] = r.mscale_all_dim;
+  }
+  return j;
+}
+
+void read_router(JsonFields& g, MoeSpec& moe) {
+  moe.router_score_function =
+      g.choice_or("router_score_function", {"softmax", "sigmoid"}, "softmax") == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
+  moe.router_enable_expert_bias = g.boolean_or("router_enable_expert_bias", false);
+  moe.router_num_groups = static_cast<int>(g.integer_or("router_num_groups", 0, 0, kMaxExperts));
+  moe.router_group_topk = static_cast<int>(g.integer_or("router_group_topk", 0, 0, kMaxExperts));
+  moe.router_topk_scaling_factor = g.opt_number("router_topk_scaling_factor", false, 1e6).value_or(1.0);
+}
+
+}  // namespace
 
 Expected<ModelSpec> model_from_json(const json& j) {
   std::vector<std::string> problems;
@@ -86,10 +159,19 @@ Expected<ModelSpec> model_from_json(const json& j) {
   m.mtp_num_layers = static_cast<int>(f.integer_or("mtp_num_layers", 0, 0));
   m.hidden_dropout = f.opt_number("hidden_dropout", true).value_or(0.0);
   m.attention_dropout = f.opt_number("attention_dropout", true).value_or(0.0);
+  m.norm_epsilon = f.opt_number("norm_epsilon", false, 1.0).value_or(1e-5);
+  m.rotary_base = f.opt_number("rotary_base", false, 1e12).value_or(10000.0);
+  m.rotary_percent = f.opt_number("rotary_percent", false, 1.0).value_or(1.0);
+  if (const json* rj = f.object("rope_scaling")) m.rope_scaling = read_rope_scaling(*rj, problems);
+  m.window_size = f.integer_or("window_size", 0, 0, kMaxSeq);
+  m.window_attn_skip_freq = static_cast<int>(f.integer_or("window_attn_skip_freq", 0, 0, kMaxLayers));
+  std::string sm = f.choice_or("softmax_type", {"vanilla", "off-by-one", "learnable"}, "vanilla");
+  m.softmax_type = sm == "learnable" ? SoftmaxType::learnable : sm == "off-by-one" ? SoftmaxType::off_by_one : SoftmaxType::vanilla;
   if (const json* mj = f.object("moe")) {
     JsonFields g(*mj, "model.moe", problems);
     g.reject_unknown({"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
-                      "first_k_dense_layers", "moe_layer_freq"});
+                      "first_k_dense_layers", "moe_layer_freq", "router_score_function", "router_enable_expert_bias",
+                      "router_num_groups", "router_group_topk", "router_topk_scaling_factor"});
     MoeSpec moe;
     moe.num_experts = static_cast<int>(g.integer("num_experts"));
     moe.top_k = static_cast<int>(g.integer("top_k"));
@@ -97,6 +179,7 @@ Expected<ModelSpec> model_from_json(const json& j) {
     moe.shared_expert_ffn_hidden_size = g.integer_or("shared_expert_ffn_hidden_size", 0, 0);
     moe.first_k_dense_layers = static_cast<int>(g.integer_or("first_k_dense_layers", 0, 0));
     moe.moe_layer_freq = static_cast<int>(g.integer_or("moe_layer_freq", 1));
+    read_router(g, moe);
     m.moe = moe;
   }
   if (const json* lj = f.object("mla")) {
@@ -131,7 +214,18 @@ json model_to_json(const ModelSpec& m) {
             {"position_embedding", to_string(m.position_embedding)},
             {"add_bias_linear", m.add_bias_linear},
             {"add_qkv_bias", m.add_qkv_bias},
-            {"qk_layernorm", m.qk_layernorm}};
+            {"qk_layernorm", m.qk_layernorm},
+            {"norm_epsilon", m.norm_epsilon}};
+  if (m.position_embedding == PositionEmbedding::rope) {
+    j["rotary_base"] = m.rotary_base;
+    j["rotary_percent"] = m.rotary_percent;
+    if (m.rope_scaling.type != RopeScalingType::none) j["rope_scaling"] = rope_scaling_to_json(m.rope_scaling);
+  }
+  if (m.window_size > 0) {
+    j["window_size"] = m.window_size;
+    j["window_attn_skip_freq"] = m.window_attn_skip_freq;
+  }
+  if (m.softmax_type != SoftmaxType::vanilla) j["softmax_type"] = to_string(m.softmax_type);
   if (m.max_position_embeddings > 0) j["max_position_embeddings"] = m.max_position_embeddings;
   if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
   if (m.hidden_dropout > 0) j["hidden_dropout"] = m.hidden_dropout;
@@ -142,7 +236,14 @@ json model_to_json(const ModelSpec& m) {
                 {"moe_ffn_hidden_size", m.moe->moe_ffn_hidden_size},
                 {"shared_expert_ffn_hidden_size", m.moe->shared_expert_ffn_hidden_size},
                 {"first_k_dense_layers", m.moe->first_k_dense_layers},
-                {"moe_layer_freq", m.moe->moe_layer_freq}};
+                {"moe_layer_freq", m.moe->moe_layer_freq},
+                {"router_score_function", to_string(m.moe->router_score_function)},
+                {"router_enable_expert_bias", m.moe->router_enable_expert_bias},
+                {"router_topk_scaling_factor", m.moe->router_topk_scaling_factor}};
+    if (m.moe->router_num_groups > 0) {
+      j["moe"]["router_num_groups"] = m.moe->router_num_groups;
+      j["moe"]["router_group_topk"] = m.moe->router_group_topk;
+    }
   }
   if (m.mla) {
     j["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
@@ -153,6 +254,50 @@ json model_to_json(const ModelSpec& m) {
   }
   return j;
 }
+
+namespace {
+
+// Megatron-Core TransformerConfig.__post_init__ (megatron/core/transformer/transformer_config.py):
+// the expert bias needs a sigmoid-like score function; group-limited routing needs both numbers, groups
+// dividing the experts and group_topk <= num_groups; each chosen group must hold top_k/group_topk experts.
+void validate_router(const MoeSpec& e, std::vector<std::string>& p) {
+  if (e.router_enable_expert_bias && e.router_score_function != RouterScore::sigmoid)
+    p.push_back("model.moe.router_enable_expert_bias: needs router_score_function sigmoid (Megatron-Core asserts it)");
+  if ((e.router_num_groups > 0) != (e.router_group_topk > 0))
+    p.push_back("model.moe.router_group_topk: group-limited routing needs both router_num_groups and router_group_topk");
+  if (e.router_num_groups > 0 && e.router_group_topk > 0) {
+    if (e.num_experts % e.router_num_groups != 0)
+      p.push_back("model.moe.router_num_groups: " + std::to_string(e.router_num_groups) + " does not divide num_experts=" +
+                  std::to_string(e.num_experts));
+    else if (e.router_group_topk > e.router_num_groups)
+      p.push_back("model.moe.router_group_topk: " + std::to_string(e.router_group_topk) + " exceeds router_num_groups=" +
+                  std::to_string(e.router_num_groups));
+    else if (e.top_k % e.router_group_topk != 0 || e.top_k / e.router_group_topk > e.num_experts / e.router_num_groups)
+      p.push_back("model.moe.router_group_topk: top_k=" + std::to_string(e.top_k) + " experts do not split over " +
+                  std::to_string(e.router_group_topk) + " groups of " + std::to_string(e.num_experts / e.router_num_groups));
+  }
+  if (e.router_topk_scaling_factor <= 0) p.push_back("model.moe.router_topk_scaling_factor: must be > 0");
+}
+
+void validate_attention(const ModelSpec& m, std::vector<std::string>& p) {
+  if (m.norm_epsilon <= 0 || m.norm_epsilon >= 1) p.push_back("model.norm_epsilon: must be in (0, 1)");
+  if (m.rotary_base <= 1) p.push_back("model.rotary_base: must be > 1");
+  if (m.rotary_percent <= 0 || m.rotary_percent > 1) p.push_back("model.rotary_percent: must be in (0, 1]");
+  if (m.rope_scaling.type != RopeScalingType::none) {
+    if (m.position_embedding != PositionEmbedding::rope)
+      p.push_back("model.rope_scaling: needs position_embedding rope");
+    if (m.rope_scaling.factor < 1) p.push_back("model.rope_scaling.factor: must be >= 1");
+    if (m.rope_scaling.type == RopeScalingType::llama3 && m.rope_scaling.high_freq_factor <= m.rope_scaling.low_freq_factor)
+      p.push_back("model.rope_scaling.high_freq_factor: must exceed low_freq_factor");
+  }
+  if (m.window_size < 0) p.push_back("model.window_size: must be >= 0 (0 = full attention)");
+  if (m.window_attn_skip_freq < 0 || (m.window_attn_skip_freq > 0 && m.window_size == 0))
+    p.push_back("model.window_attn_skip_freq: needs window_size > 0 and must be >= 0");
+  if (m.window_attn_skip_freq == 1)
+    p.push_back("model.window_attn_skip_freq: 1 would make every layer full attention; leave window_size out instead");
+}
+
+}  // namespace
 
 std::vector<std::string> validate_model(const ModelSpec& m) {
   std::vector<std::string> p;
@@ -212,7 +357,9 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     if (e.first_k_dense_layers < 0 || e.first_k_dense_layers >= m.num_layers)
       p.push_back("model.moe.first_k_dense_layers: " + std::to_string(e.first_k_dense_layers) +
                   " must be in [0, num_layers)");
+    validate_router(e, p);
   }
+  validate_attention(m, p);
   if (m.mla) {
     if (m.mla->kv_lora_rank <= 0) p.push_back("model.mla.kv_lora_rank: must be > 0");
     if (m.mla->qk_head_dim <= 0) p.push_back("model.mla.qk_head_dim: must be > 0");

@@ -13,6 +13,25 @@ namespace mplan {
 enum class Activation { gelu, swiglu, squared_relu };
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionEmbedding { rope, learned };
+enum class RopeScalingType { none, llama3, yarn };
+enum class RouterScore { softmax, sigmoid };
+// Megatron's --softmax-type: vanilla attention, or a softmax with a sink (off-by-one: a constant 1 in
+// the denominator; learnable: one learned sink logit per head, gpt-oss).
+enum class SoftmaxType { vanilla, off_by_one, learnable };
+
+// RoPE frequency scaling (Hugging Face rope_scaling). llama3: Llama-3.1's piecewise rescaling of the
+// low frequencies; yarn: YaRN (DeepSeek-V3, Kimi-K2, gpt-oss). Fields a type does not use keep defaults.
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;  // the pre-extension context (llama3 8192, yarn 4096)
+  double low_freq_factor = 1.0;                   // llama3
+  double high_freq_factor = 4.0;                  // llama3
+  double beta_fast = 32.0;                        // yarn
+  double beta_slow = 1.0;                         // yarn
+  double mscale = 1.0;                            // yarn
+  double mscale_all_dim = 0.0;                    // yarn
+};
 
 struct MoeSpec {
   int num_experts = 0;
@@ -21,6 +40,14 @@ struct MoeSpec {
   int64_t shared_expert_ffn_hidden_size = 0;  // 0 = no shared expert
   int first_k_dense_layers = 0;               // leading layers with a dense MLP (DeepSeek)
   int moe_layer_freq = 1;                     // layer i >= first_k is MoE when i % freq == 0
+  // Router (Megatron's --moe-router-*): score function, the aux-loss-free per-expert bias (DeepSeek-V3),
+  // group-limited routing (experts in num_groups equal groups; a token picks experts from group_topk of
+  // them: node-limited routing when groups map to nodes) and the routed-weight scaling factor.
+  RouterScore router_score_function = RouterScore::softmax;
+  bool router_enable_expert_bias = false;
+  int router_num_groups = 0;  // 0 = no group-limited routing
+  int router_group_topk = 0;
+  double router_topk_scaling_factor = 1.0;  // 1 = none
 };
 
 struct MlaSpec {
@@ -47,7 +74,18 @@ struct ModelSpec {
   int64_t max_position_embeddings = 0;  // learned positions only
   bool add_bias_linear = false;         // biases on every linear layer (GPT-2, GPT-3, NeoX)
   bool add_qkv_bias = false;            // biases on the QKV projection only (Qwen2)
-  bool qk_layernorm = false;            // per-head norms of q and k (Qwen3)
+  bool qk_layernorm = false;            // per-head norms of q and k (Qwen3); with MLA the q and kv latent norms
+  double norm_epsilon = 1e-5;           // every LayerNorm/RMSNorm (Megatron's --norm-epsilon)
+  // RoPE (position_embedding = rope): base, the fraction of each head's dimensions rotated, scaling.
+  double rotary_base = 10000;
+  double rotary_percent = 1.0;
+  RopeScaling rope_scaling;
+  // Sliding-window attention: a token attends to the window_size most recent tokens (itself included;
+  // Megatron's --window-size window_size-1,0). window_attn_skip_freq N: every N-th layer (1-based) is
+  // full attention, the others windowed (Megatron's --window-attn-skip-freq); 0 = every layer windowed.
+  int64_t window_size = 0;  // 0 = full attention everywhere
+  int window_attn_skip_freq = 0;
+  SoftmaxType softmax_type = SoftmaxType::vanilla;  // attention sinks
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
   int mtp_num_layers = 0;
@@ -66,11 +104,19 @@ struct ModelSpec {
   int64_t kv_proj_width() const;  // k width (= v width for GQA)
   int64_t v_proj_width() const;
   bool gated_mlp() const { return activation == Activation::swiglu; }
+  // Whether layer `layer` (0-based) uses the sliding window.
+  bool is_window_layer(int layer) const;
+  // Keys a query of a causal sequence of length `seq` attends to, summed over the sequence, as a
+  // fraction of the causal s(s+1)/2 (1 = full causal attention); for a windowed layer.
+  double window_attention_fraction(int64_t seq) const;
 };
 
 std::string to_string(Activation a);
 std::string to_string(NormKind n);
 std::string to_string(PositionEmbedding p);
+std::string to_string(RopeScalingType t);
+std::string to_string(RouterScore r);
+std::string to_string(SoftmaxType s);  // Megatron's spelling: vanilla, off-by-one, learnable
 
 // Parses an mplan model JSON (Megatron field names). Missing optional fields take Megatron's
 // defaults (num_query_groups = heads, kv_channels = hidden/heads, ffn_hidden_size = 4*hidden).

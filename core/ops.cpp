@@ -199,7 +199,8 @@ void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   ops.push_back(rerun(keep(kv_up, d.T * a.kv_lora_rank * d.g), up));
 }
 
-void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d) {
+// `window`: the share of the causal score matrix a windowed layer computes (1 = full attention).
+void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, double window) {
   const double h = double(m.hidden_size), tp = c.tp;
   const uint32_t core = bit(RecomputeModule::core_attn), up = bit(RecomputeModule::mla_up_proj);
   Op an = norm_op("attn_norm", d, h, bit(OffloadModule::attn_norm));
@@ -253,8 +254,9 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     at.kind = OpKind::attention;
     at.rerun_by = core;
     at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true, c.triton_attention};
-    // per rank with load-balanced causal chunks: half of the q x kv score matrix
-    at.fwd_flops = 2.0 * d.b * d.sq * d.skv * heads * (dqk + dv) * 0.5;
+    // per rank with load-balanced causal chunks: half of the q x kv score matrix; a sliding window
+    // skips the blocks outside it (flash attention's window_size), scaling the work by `window`
+    at.fwd_flops = 2.0 * d.b * d.sq * d.skv * heads * (dqk + dv) * 0.5 * window;
     at.fwd_bytes = d.a * d.T * (heads * dqk + kv_heads * (dqk + dv) + heads * dv);
     keep(at, d.a * d.T * (heads * dqk + kv_seen * (dqk + dv)), m.mla ? up : 0, bit(OffloadModule::core_attn));
     keep(at, 4.0 * d.b * heads * d.sq, core, bit(OffloadModule::core_attn));  // fp32 softmax statistics
@@ -263,7 +265,8 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     at.bwd_transient_bytes = d.a * d.T * (heads * dqk + kv_seen * (dqk + dv) + heads * dv);  // dq, dk, dv, dout
     ops.push_back(at);
   } else {
-    // Megatron-LM's unfused path: batched GEMMs over the full (masked, not skipped) score matrix
+    // Megatron-LM's unfused path: batched GEMMs over the full (masked, not skipped) score matrix, with
+    // or without a sliding window
     double scores = d.b * heads * d.sq * d.skv;
     double drop = m.attention_dropout > 0 ? 1 : 0;
     Op qk = gemm("attn_qk_gemm", d.sq, d.skv, dqk, d.a, int64_t(d.b * heads));
@@ -391,7 +394,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, int layer, const OpContext& c) {
   Dims d = dims(c);
   std::vector<Op> ops;
   ops.reserve(24);
-  attention_block(ops, m, c, d);
+  attention_block(ops, m, c, d, m.is_window_layer(layer) ? m.window_attention_fraction(c.seq) : 1.0);
   mlp_block(ops, m, c, d, m.is_moe_layer(layer));
   return ops;
 }

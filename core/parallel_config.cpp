@@ -312,6 +312,8 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
       e.push_back("cpu_offload_layers=" + s(p.cpu_offload_layers) + " must be below num_layers=" + s(m.num_layers));
     if (!p.offload_modules.empty()) e.push_back("give either cpu_offload_layers or offload_modules, not both (Megatron rejects the combination)");
   }
+  // Megatron-Core transformer_config.py __post_init__: 'disable full recomputation when enabling
+  // overlap_moe_expert_parallel_comm', 'disable moe in recompute_modules when enabling ...'
   if (p.moe_a2a_overlap && (p.recompute == Recompute::full || p.effective_recompute_modules().has(RecomputeModule::moe)))
     e.push_back("moe_a2a_overlap cannot be combined with full recompute or recompute module 'moe' (Megatron's "
                 "--overlap-moe-expert-parallel-comm rejects them)");
@@ -437,7 +439,22 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
       e.push_back("a mixture-of-experts model with tp=" + s(p.tp) + " needs sequence parallel (sp=true), as Megatron-LM requires");
     if (m.moe->moe_ffn_hidden_size % p.etp != 0)
       e.push_back("etp=" + s(p.etp) + " does not divide moe_ffn_hidden_size=" + s(m.moe->moe_ffn_hidden_size));
+    // Megatron-Core megatron/core/transformer/transformer_config.py __post_init__:
+    //   assert self.expert_tensor_parallel_size == 1, "Bias in Moe is only supported when ETP==1"
+    if (m.add_bias_linear && p.etp > 1)
+      e.push_back("etp=" + s(p.etp) + ": '" + m.name + "' has linear biases, and Megatron-LM supports biases in MoE layers only with "
+                  "etp=1 (\"Bias in Moe is only supported when ETP==1\"); use etp=1");
+    // transformer_config.py __post_init__, `if self.overlap_moe_expert_parallel_comm:` block
+    if (p.moe_a2a_overlap && m.mtp_num_layers > 1)
+      e.push_back("moe_a2a_overlap supports at most one MTP layer (Megatron: 'MTP supports at most one layer when enabling "
+                  "overlap_moe_expert_parallel_comm'); the model has " + s(m.mtp_num_layers));
+    if (p.moe_a2a_overlap && (t.precision == Precision::fp32 || t.precision == Precision::tf32))
+      e.push_back("moe_a2a_overlap needs a bf16 or fp16 model (Megatron: 'overlap_moe_expert_parallel_comm is only supported with "
+                  "bf16 or fp16 model'); got precision " + std::string(to_string(t.precision)));
+    // transformer_config.py: 'overlap_moe_expert_parallel_comm is only supported with expert model parallelism'
     if (p.moe_a2a_overlap && p.ep == 1) e.push_back("moe_a2a_overlap needs expert parallelism (ep > 1): with ep=1 there is no all-to-all");
+    // transformer_config.py: 'If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be
+    // specified when pipeline_model_parallel_size > 1'
     if (p.moe_a2a_overlap && p.pp > 1 && p.vpp == 1)
       e.push_back("moe_a2a_overlap needs pp=1 or interleaving (vpp > 1), as Megatron's combined 1F1B schedule requires; got pp=" +
                   s(p.pp) + ", vpp=1");

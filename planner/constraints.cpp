@@ -120,6 +120,7 @@ std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bo
     if (m.moe->num_experts % l.ep != 0) return rule::ep_experts;
     if ((int64_t(l.tp) * l.cp * l.dp) % (int64_t(l.ep) * l.etp) != 0) return rule::ep_tiling;
     if (m.moe->moe_ffn_hidden_size % l.etp != 0) return rule::etp_ffn;
+    if (m.add_bias_linear && l.etp > 1) return rule::etp_bias;
   }
   if (l.vpp > 1 && l.pp == 1) return rule::vpp_pp;
   if (l.pipe == PipeLayout::even && l.pp * l.vpp > m.num_layers) return rule::chunks;

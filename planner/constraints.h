@@ -49,6 +49,7 @@ inline constexpr const char* cp_a2a = "a2a context parallel needs heads/tp and q
 inline constexpr const char* ep_experts = "ep does not divide num_experts";
 inline constexpr const char* ep_tiling = "ep*etp does not divide tp*cp*dp";
 inline constexpr const char* etp_ffn = "etp does not divide moe_ffn_hidden_size";
+inline constexpr const char* etp_bias = "MoE with linear biases needs etp=1 (Megatron)";
 inline constexpr const char* gbs_dp = "gbs not a multiple of mbs*dp";
 inline constexpr const char* interleaved_m = "interleaved schedule needs micro-batches divisible by pp";
 inline constexpr const char* vpp_pp = "vpp > 1 needs pp > 1";

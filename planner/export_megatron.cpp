@@ -19,9 +19,13 @@ namespace mplan {
 
 namespace {
 
+// the shortest decimal that reads back as the same double (so the import round-trips exactly)
 std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
+  char b[40];
+  for (int digits : {6, 10, 15, 17}) {
+    std::snprintf(b, sizeof b, "%.*g", digits, v);
+    if (std::strtod(b, nullptr) == v) break;
+  }
   return b;
 }
 
@@ -75,6 +79,62 @@ std::string moe_pattern(const ModelSpec& m) {
   return s + "]";
 }
 
+// RoPE: --rotary-base (an int in Megatron), --rotary-percent, and the scaling: llama3 as
+// --use-rope-scaling --rope-scaling-factor (Megatron fixes low/high frequency factors 1/4 and the 8192
+// original context); YaRN as --position-embedding-type yarn (written by the caller) with
+// --rotary-scaling-factor and the --yarn-* options, or with MLA as --rope-type yarn, whose
+// original_max_position_embeddings / beta_fast / beta_slow are MLATransformerConfig fields without a flag.
+template <class Arg>
+void rope_args(const ModelSpec& m, Arg&& arg, std::vector<std::string>& notes) {
+  char base[32];
+  std::snprintf(base, sizeof base, "%.0f", m.rotary_base);
+  arg("--rotary-base", base);
+  arg("--rotary-percent", num(m.rotary_percent));
+  if (std::fabs(m.rotary_base - std::round(m.rotary_base)) > 1e-9)
+    notes.push_back("rotary base " + num(m.rotary_base) + " is not an integer; Megatron's --rotary-base takes an int");
+  const RopeScaling& r = m.rope_scaling;
+  if (m.mla) arg("--rope-type", r.type == RopeScalingType::yarn ? "yarn" : "rope");
+  if (r.type == RopeScalingType::llama3) {
+    arg("--use-rope-scaling");
+    arg("--rope-scaling-factor", num(r.factor));
+    if (r.low_freq_factor != 1.0 || r.high_freq_factor != 4.0 || r.original_max_position_embeddings != 8192)
+      notes.push_back("Megatron's llama3 RoPE scaling fixes low_freq_factor 1, high_freq_factor 4 and an 8192-token original "
+                      "context; the model's differ");
+  } else if (r.type == RopeScalingType::yarn) {
+    arg("--rotary-scaling-factor", num(r.factor));
+    arg("--mscale", num(r.mscale));
+    arg("--mscale-all-dim", num(r.mscale_all_dim));
+    if (!m.mla) {
+      arg("--yarn-original-max-position-embeddings", std::to_string(r.original_max_position_embeddings));
+      arg("--yarn-beta-fast", num(r.beta_fast));
+      arg("--yarn-beta-slow", num(r.beta_slow));
+    } else if (r.original_max_position_embeddings != 4096 || r.beta_fast != 32 || r.beta_slow != 1) {
+      notes.push_back("YaRN with MLA: set MLATransformerConfig original_max_position_embeddings=" +
+                      std::to_string(r.original_max_position_embeddings) + ", beta_fast=" + num(r.beta_fast) +
+                      ", beta_slow=" + num(r.beta_slow) + " (no command-line flag; Megatron's defaults are 4096, 32, 1)");
+    }
+  }
+}
+
+// The environment Megatron-LM's validate_args checks (megatron/training/arguments.py): with tp > 1 or
+// cp > 1 before Blackwell (compute capability < 10) it asserts CUDA_DEVICE_MAX_CONNECTIONS=1, except
+// with Megatron-FSDP (which asserts it is not 1) or the EP all-to-all overlap (a warning; it wants more
+// connections). Returns the shell lines and the reason.
+std::vector<std::string> environment_lines(const Plan& plan) {
+  const ParallelConfig& p = plan.parallel;
+  const std::string& arch = plan.cluster.gpu.arch;
+  bool blackwell = arch == "blackwell" || arch == "rubin";
+  bool fsdp = p.zero >= 2;
+  if (fsdp) return {"unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP asserts it is not 1 (arguments.py validate_args)"};
+  if (p.tp == 1 && p.cp == 1) return {};
+  if (blackwell)
+    return {"unset CUDA_DEVICE_MAX_CONNECTIONS  # not needed from Blackwell on (arguments.py validate_args)"};
+  if (p.moe_a2a_overlap)
+    return {"export CUDA_DEVICE_MAX_CONNECTIONS=32  # EP all-to-all overlap wants several connections; Megatron only warns "
+            "with tp/cp > 1 (arguments.py validate_args)"};
+  return {"export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp/cp > 1 before Blackwell: Megatron asserts it (arguments.py validate_args)"};
+}
+
 }  // namespace
 
 std::string export_megatron_args(const Plan& plan) {
@@ -102,7 +162,15 @@ std::string export_megatron_args(const Plan& plan) {
   if (m.activation == Activation::swiglu) arg("--swiglu");
   if (m.activation == Activation::squared_relu) arg("--squared-relu");
   arg("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
-  arg("--position-embedding-type", m.position_embedding == PositionEmbedding::rope ? "rope" : "learned_absolute");
+  bool yarn = m.rope_scaling.type == RopeScalingType::yarn;
+  arg("--position-embedding-type", m.position_embedding == PositionEmbedding::learned ? "learned_absolute" : yarn && !m.mla ? "yarn" : "rope");
+  if (m.position_embedding == PositionEmbedding::rope) rope_args(m, arg, notes);
+  arg("--norm-epsilon", num(m.norm_epsilon));
+  if (m.softmax_type != SoftmaxType::vanilla) arg("--softmax-type", to_string(m.softmax_type));
+  if (m.window_size > 0) {
+    arg("--window-size", std::to_string(m.window_size - 1) + ",0");  // (tokens before, after) the query
+    if (m.window_attn_skip_freq > 0) iarg("--window-attn-skip-freq", m.window_attn_skip_freq);
+  }
   if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
   if (!m.add_bias_linear) arg("--disable-bias-linear");
   if (m.add_qkv_bias && !m.add_bias_linear) arg("--add-qkv-bias");
@@ -132,6 +200,14 @@ std::string export_megatron_args(const Plan& plan) {
       arg("--moe-token-dispatcher-type", "flex");
       arg("--moe-flex-dispatcher-backend", to_string(p.moe_dispatcher));
     }
+    const MoeSpec& e = *m.moe;
+    arg("--moe-router-score-function", to_string(e.router_score_function));
+    if (e.router_enable_expert_bias) arg("--moe-router-enable-expert-bias");
+    if (e.router_num_groups > 0) {
+      iarg("--moe-router-num-groups", e.router_num_groups);
+      iarg("--moe-router-group-topk", e.router_group_topk);
+    }
+    if (e.router_topk_scaling_factor != 1.0) arg("--moe-router-topk-scaling-factor", num(e.router_topk_scaling_factor));
     if (p.moe_force_balance) arg("--moe-router-force-load-balancing");
     if (p.moe_a2a_overlap) {
       arg("--overlap-moe-expert-parallel-comm");
@@ -254,16 +330,19 @@ std::string export_megatron_args(const Plan& plan) {
       << plan.cluster.name << "), written by mplan export\n";
   out << "# run with WORLD_SIZE=" << p.world_size << " (data-parallel size " << p.dp() << " = GPUs / (tp*pp*cp))\n";
   for (const auto& n : notes) out << "# note: " << n << "\n";
+  for (const auto& e : environment_lines(plan)) out << e << "\n";
   for (size_t i = 0; i < a.size(); ++i) out << a[i] << (i + 1 < a.size() ? " \\\n" : "\n");
   return out.str();
 }
 
-Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
-  // tokens: whitespace-separated, "double quotes" kept together, '\' line continuations and # comments dropped
+Expected<std::vector<std::string>> megatron_tokens(const std::string& text) {
+  // tokens: whitespace-separated, "double quotes" kept together, '\' line continuations and # comments
+  // dropped; shell lines of the environment (export/unset NAME...) are skipped
   std::vector<std::string> tok;
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
+    if (line.rfind("export ", 0) == 0 || line.rfind("unset ", 0) == 0) continue;
     size_t i = 0;
     while (i < line.size()) {
       if (line[i] == '#') break;
@@ -283,6 +362,13 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       tok.push_back(w);
     }
   }
+  return tok;
+}
+
+Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
+  auto tokens = megatron_tokens(text);
+  if (!tokens.ok()) return tokens.error();
+  const std::vector<std::string>& tok = *tokens;
   MegatronLayout r;
   ParallelConfig& p = r.parallel;
   p.zero = 0;

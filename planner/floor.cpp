@@ -66,7 +66,8 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.ep_pl = pl(Dim::ep);
   v.etp_pl = pl(Dim::etp);
   if (m.moe && ep > 1 && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
-    v.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl);
+    v.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl, m.moe->router_num_groups,
+                                          m.moe->router_group_topk);
   ModelSpec dense_model = m;
   dense_model.moe.reset();
   int first_moe = 0;

@@ -47,6 +47,10 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
     p.model.moe.reset();
   }
   p.model.num_layers = full_mode ? 5 : 3;
+  // Sliding-window models alternate windowed and full-attention layers; the probe's layers are all
+  // windowed (the cheaper kind), so the per-layer costs stay a lower bound of simulate()'s (exact for
+  // models without a window).
+  p.model.window_attn_skip_freq = 0;
   p.cluster = job.cluster;
   p.training = job.training;
   ParallelConfig& q = p.parallel;

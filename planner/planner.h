@@ -96,6 +96,15 @@ struct MegatronLayout {
   int num_layers = 0;
 };
 Expected<MegatronLayout> parse_megatron_args(const std::string& args);
+// The argument words of an exported file (comments, line continuations and the environment's
+// export/unset lines dropped; "quoted" values kept whole).
+Expected<std::vector<std::string>> megatron_tokens(const std::string& text);
+// The model the arguments build (planner/import_megatron.cpp), named by the export's header; the
+// fields Megatron's arguments do not carry (presets' sources) are absent. Every problem names its flag.
+Expected<ModelSpec> parse_megatron_model(const std::string& args);
+// A whole plan from an exported argument file: the model, the layout and the batch, on `cluster` with
+// the WORLD_SIZE of the header (or `world_size` when > 0).
+Expected<Plan> import_megatron_plan(const std::string& args, const ClusterSpec& cluster, int world_size = 0);
 // A torchtitan TOML for layouts torchtitan supports (FSDP, TP, PP, CP); Error otherwise.
 Expected<std::string> export_torchtitan_toml(const Plan& plan);
 

@@ -134,6 +134,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
             if (!lim.allows("etp", etp)) continue;
             if (job.moe && (int64_t(tp) * cp * dp) % (int64_t(ep) * etp) != 0) { cnt.reject(rule::ep_tiling); continue; }
             if (job.moe && m.moe->moe_ffn_hidden_size % etp != 0) { cnt.reject(rule::etp_ffn); continue; }
+            if (job.moe && m.add_bias_linear && etp > 1) { cnt.reject(rule::etp_bias); continue; }
             // vpp beyond kMaxSearchedVpp shortens the bubble by under 1/kMaxSearchedVpp of its 1F1B size,
             // while every vpp value costs a pipeline shape of pp*vpp chunks: trying all of 1 .. layers/pp
             // made search time and memory grow with the square of the layers. --fix/--max vpp lift the cap.

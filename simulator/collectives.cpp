@@ -77,7 +77,7 @@ double moe_all_to_all_time_s(double bytes, double remote_share, const GroupPlace
   return lat * std::ceil(std::log2(double(n))) + std::max(intra, inter) / p.a2a_eff;
 }
 
-double moe_remote_share(int experts, int top_k, const GroupPlacement& g) {
+double moe_remote_share(int experts, int top_k, const GroupPlacement& g, int num_groups, int group_topk) {
   int D = std::max(1, g.domains);
   if (D <= 1 || g.size <= 1 || experts <= 0 || top_k <= 0) return 1.0;
   double E = experts, per_domain = E * double(std::max(1, g.max_per_domain)) / g.size;
@@ -85,6 +85,14 @@ double moe_remote_share(int experts, int top_k, const GroupPlacement& g) {
   for (int i = 0; i < top_k && miss > 0; ++i) miss *= std::max(0.0, (E - per_domain - i) / (E - i));
   double copies = top_k * (1.0 - per_domain / E);  // remote copies per token of a plain all-to-all
   double sends = (E / per_domain - 1.0) * (1.0 - miss);
+  if (num_groups > 0 && group_topk > 0 && group_topk < num_groups) {
+    // experts are laid out in order, so a group spans ceil(group / per_domain) domains; of the at most
+    // group_topk * that many domains a token reaches, one in D is its own
+    double group = E / num_groups;
+    double spans = std::max(1.0, std::ceil(group / per_domain - 1e-9));
+    double reached = std::min(double(D), group_topk * spans);
+    sends = std::min(sends, reached * (D - 1.0) / D);
+  }
   return copies > 0 ? std::min(1.0, sends / copies) : 1.0;
 }
 

@@ -25,7 +25,10 @@ double moe_all_to_all_time_s(double bytes, double remote_share, const GroupPlace
 // routing over `experts` spread evenly over the group's ranks: a token reaches each remote domain
 // that holds at least one of its k experts once, i.e. (D-1)(1 - P(no expert in a domain)) sends
 // instead of k(D-1)/D copies.
-double moe_remote_share(int experts, int top_k, const GroupPlacement& g);
+// Group-limited routing (num_groups > 0: a token's experts come from group_topk of num_groups equal
+// groups, DeepSeek-V3's node-limited routing) caps the remote domains a token reaches at group_topk times
+// the domains one group spans.
+double moe_remote_share(int experts, int top_k, const GroupPlacement& g, int num_groups = 0, int group_topk = 0);
 
 // Point-to-point transfer between two ranks, in the same NVLink domain or not.
 double p2p_time_s(double bytes, bool same_domain, const ClusterSpec& cl, const CostParams& p);

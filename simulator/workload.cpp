@@ -182,7 +182,8 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.ep_pl = grid.placement(Dim::ep, dom);
   lt.etp_pl = grid.placement(Dim::etp, dom);
   if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
-    lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl);
+    lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl, m.moe->router_num_groups,
+                                           m.moe->router_group_topk);
   return lt;
 }
 
@@ -220,16 +221,29 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
   x.lt = list_timing_context(plan, prm, grid, dom);
   const OpContext oc = op_context(plan, p, prm);
 
-  // layer costs by type (dense / MoE), embedding and head
-  ModelSpec dense_model = m;
+  // layer costs by type (dense / MoE) x attention (full / sliding window), embedding and head
+  ModelSpec full_model = m;
+  full_model.window_size = 0;
+  ModelSpec dense_model = full_model;
   dense_model.moe.reset();
+  int first_moe = 0;
+  while (m.moe && first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
   ListCost dense = cost_ops(x, layer_ops(dense_model, 0, oc));
   ListCost moe;
-  if (m.moe) {
-    int first_moe = 0;
-    while (first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
-    moe = cost_ops(x, layer_ops(m, first_moe, oc));
+  if (m.moe) moe = cost_ops(x, layer_ops(full_model, first_moe, oc));
+  ListCost dense_win = dense, moe_win = moe;
+  if (m.window_size > 0) {
+    ModelSpec win_model = m;
+    win_model.window_attn_skip_freq = 0;  // every layer windowed
+    ModelSpec dense_win_model = win_model;
+    dense_win_model.moe.reset();
+    dense_win = cost_ops(x, layer_ops(dense_win_model, 0, oc));
+    if (m.moe) moe_win = cost_ops(x, layer_ops(win_model, first_moe, oc));
   }
+  auto layer_cost = [&](int i) -> const ListCost& {
+    bool win = m.is_window_layer(i);
+    return m.is_moe_layer(i) ? (win ? moe_win : moe) : (win ? dense_win : dense);
+  };
   ListCost emb = cost_ops(x, embedding_ops(m, oc));
   ListCost head = cost_ops(x, head_ops(m, oc));
   auto list_memory = [](const ListCost& lc) {
@@ -297,10 +311,12 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
         add_tally(ch.ops, lc, k);
       };
       if (s == 0 && c == 0) add_list(emb, false, 1);
-      int count[2][2] = {{0, 0}, {0, 0}};  // [moe][recomputed]
-      for (int i = first; i < first + ch.layers; ++i) count[m.is_moe_layer(i) ? 1 : 0][i - first < recompute_layers ? 1 : 0]++;
+      int count[2][2][2] = {};  // [moe][window][recomputed]
+      for (int i = first; i < first + ch.layers; ++i)
+        count[m.is_moe_layer(i) ? 1 : 0][m.is_window_layer(i) ? 1 : 0][i - first < recompute_layers ? 1 : 0]++;
       for (int e = 0; e < 2; ++e)
-        for (int r = 0; r < 2; ++r) add_list(e ? moe : dense, r == 1, count[e][r]);
+        for (int wi = 0; wi < 2; ++wi)
+          for (int r = 0; r < 2; ++r) add_list(e ? (wi ? moe_win : moe) : (wi ? dense_win : dense), r == 1, count[e][wi][r]);
       if (s == p.pp - 1 && c == p.vpp - 1) {
         add_list(m.is_moe_layer(m.num_layers - 1) ? moe : dense, false, m.mtp_num_layers);
         add_list(head, false, 1 + m.mtp_num_layers);
@@ -309,7 +325,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
         // layer-wise offloading (pp = 1): the first layers' activations wait in host memory
         int off = std::min(p.cpu_offload_layers, ch.layers);
         for (int i = first; i < first + off; ++i) {
-          const ListCost& lc = m.is_moe_layer(i) ? moe : dense;
+          const ListCost& lc = layer_cost(i);
           ch.act_bytes -= lc.saved;
           ch.F.host += host_transfer(x, lc.saved, lc.F.compute);
           ch.B.host += host_transfer(x, lc.saved, lc.B.compute);

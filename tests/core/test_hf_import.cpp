@@ -104,3 +104,54 @@ TEST(HfImport, ActivationAndHeadDimAreNotGuessed) {
   j["rope_scaling"] = nullptr;  // transformers writes null for "none"
   EXPECT_TRUE(hf_model_from_config(j, "x").ok());
 }
+
+// Issue 16: the published model, not an approximation: RoPE base and scaling, norm epsilon, latent
+// norms, router, sliding window and sinks read from config.json equal the presets' cited values.
+TEST(HfImport, ArchitectureDetailsMatchPresets) {
+  const std::vector<std::string> keys = {"norm_epsilon", "rotary_base",   "rotary_percent", "rope_scaling",
+                                         "window_size",  "window_attn_skip_freq", "softmax_type", "qk_layernorm"};
+  const std::vector<std::string> router = {"router_score_function", "router_enable_expert_bias", "router_num_groups",
+                                           "router_group_topk", "router_topk_scaling_factor"};
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "kimi-k2", "gpt-oss-120b"}) {
+    nlohmann::json a = model_to_json(load(std::string(name) + ".json")), b = model_to_json(*model_preset(name));
+    for (const auto& k : keys) EXPECT_EQ(a.value(k, nlohmann::json()), b.value(k, nlohmann::json())) << name << " " << k;
+    if (b.contains("moe")) {
+      for (const auto& k : router) {
+        EXPECT_EQ(a["moe"].value(k, nlohmann::json()), b["moe"].value(k, nlohmann::json())) << name << " " << k;
+      }
+    }
+  }
+  ModelSpec oss = load("gpt-oss-120b.json");
+  EXPECT_EQ(oss.window_size, 128);
+  EXPECT_TRUE(oss.is_window_layer(0));
+  EXPECT_FALSE(oss.is_window_layer(1));
+  EXPECT_EQ(oss.softmax_type, SoftmaxType::learnable);
+  ModelSpec ds = load("deepseek-v3.json");
+  EXPECT_EQ(ds.moe->router_score_function, RouterScore::sigmoid);
+  EXPECT_EQ(ds.moe->router_num_groups, 8);
+  EXPECT_EQ(ds.rope_scaling.type, RopeScalingType::yarn);
+  ModelSpec l31 = load("llama3.1-8b-rope-scaling.json");
+  EXPECT_EQ(l31.rope_scaling.type, RopeScalingType::llama3);
+  EXPECT_EQ(l31.rotary_base, 500000);
+  EXPECT_EQ(load("llama3.1-8b-transformers5.json").rope_scaling.factor, l31.rope_scaling.factor);
+}
+
+// An unknown RoPE scaling or attention variant is refused with the field named, never dropped.
+TEST(HfImport, UnknownRopeScalingOrAttentionVariantIsNamed) {
+  nlohmann::json j = nlohmann::json::parse(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": 256, "hidden_act": "silu",
+    "rope_scaling": {"rope_type": "longrope", "factor": 4}})");
+  auto r = hf_model_from_config(j, "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("config.json.rope_scaling.rope_type: 'longrope'"), std::string::npos) << r.error().message();
+  j.erase("rope_scaling");
+  j["sliding_window"] = 16;
+  j["layer_types"] = {"sliding_attention", "chunked_attention"};
+  auto v = hf_model_from_config(j, "x");
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().message().find("config.json.layer_types[1]: 'chunked_attention'"), std::string::npos) << v.error().message();
+  j["layer_types"] = {"sliding_attention", "full_attention"};
+  auto ok = hf_model_from_config(j, "x");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->window_attn_skip_freq, 2);
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model_spec.h"
+#include "core/presets.h"
 
 using namespace mplan;
 using nlohmann::json;
@@ -97,4 +98,43 @@ TEST(ModelSpec, MoeTopKRange) {
   json j = minimal();
   j["moe"] = {{"num_experts", 4}, {"top_k", 5}};
   EXPECT_NE(errors_of(j).find("model.moe.top_k"), std::string::npos);
+}
+
+// Issue 16: the architecture details round-trip through JSON and bad values name their field.
+TEST(ModelSpec, ArchitectureDetailsRoundTripAndValidate) {
+  for (const std::string& name : model_preset_names()) {
+    auto m = model_preset(name);
+    ASSERT_TRUE(m.ok()) << name;
+    auto back = model_from_json(model_to_json(*m));
+    ASSERT_TRUE(back.ok()) << name << ": " << back.error().message();
+    EXPECT_EQ(model_to_json(*back), model_to_json(*m)) << name;
+  }
+  nlohmann::json j = model_to_json(*model_preset("deepseek-v3"));
+  j["moe"]["router_score_function"] = "softmax";
+  auto bias = model_from_json(j);
+  ASSERT_FALSE(bias.ok());
+  EXPECT_NE(bias.error().message().find("model.moe.router_enable_expert_bias"), std::string::npos) << bias.error().message();
+  j = model_to_json(*model_preset("deepseek-v3"));
+  j["moe"]["router_num_groups"] = 7;
+  auto groups = model_from_json(j);
+  ASSERT_FALSE(groups.ok());
+  EXPECT_NE(groups.error().message().find("model.moe.router_num_groups: 7 does not divide num_experts=256"), std::string::npos);
+  j = model_to_json(*model_preset("llama3.1-405b"));
+  j["rope_scaling"]["type"] = "linear";
+  auto rs = model_from_json(j);
+  ASSERT_FALSE(rs.ok());
+  EXPECT_NE(rs.error().message().find("model.rope_scaling.type"), std::string::npos) << rs.error().message();
+  j = model_to_json(*model_preset("gpt-oss-120b"));
+  j["softmax_type"] = "sink";
+  EXPECT_FALSE(model_from_json(j).ok());
+}
+
+TEST(ModelSpec, SlidingWindowPatternAndFraction) {
+  ModelSpec m = *model_preset("gpt-oss-120b");
+  int windowed = 0;
+  for (int i = 0; i < m.num_layers; ++i) windowed += m.is_window_layer(i) ? 1 : 0;
+  EXPECT_EQ(windowed, 18);
+  // closed form: s=1024, w=128: (128*129/2 + 896*128) / (1024*1025/2)
+  EXPECT_DOUBLE_EQ(m.window_attention_fraction(1024), (128.0 * 129 / 2 + 896.0 * 128) / (1024.0 * 1025 / 2));
+  EXPECT_DOUBLE_EQ(m.window_attention_fraction(64), 1.0);
 }

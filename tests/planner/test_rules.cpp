@@ -20,7 +20,9 @@ Layout base_layout(int dp) {
 TEST(Rules, EachRuleOnItsOwn) {
   Plan dense = test::job(test::tiny_dense(), test::cluster("dgx-h100"), 64, 64, 4096);
   Plan moe = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 64, 64, 4096);
-  Job jd(dense), jm(moe);
+  Plan moe_bias = moe;  // gpt-oss style: MoE with linear biases (Megatron: etp must be 1)
+  moe_bias.model.add_bias_linear = moe_bias.model.add_qkv_bias = true;
+  Job jd(dense), jm(moe), jb(moe_bias);
   struct Case {
     const Job* job;
     Layout l;
@@ -42,6 +44,8 @@ TEST(Rules, EachRuleOnItsOwn) {
       {&jm, L([](Layout& l) { l.ep = 3, l.dp = 64; }), rule::ep_experts, true},
       {&jm, L([](Layout& l) { l.ep = 16, l.etp = 2, l.tp = 2, l.sp = 1, l.dp = 4, l.pp = 8; }), rule::ep_tiling, true},
       {&jm, L([](Layout& l) { l.etp = 3, l.dp = 3; }), rule::etp_ffn, true},
+      {&jb, L([](Layout& l) { l.etp = 2, l.tp = 2, l.sp = 1, l.dp = 32; }), rule::etp_bias, true},
+      {&jb, L([](Layout& l) { l.etp = 1, l.tp = 2, l.sp = 1, l.dp = 32; }), nullptr, true},  // valid
       {&jd, L([](Layout& l) { l.pp = 8, l.vpp = 2, l.dp = 8, l.schedule = Schedule::interleaved; }), rule::chunks, true},
       {&jd, L([](Layout& l) { l.pp = 3, l.dp = 1; }), rule::layers_split, true},
       {&jd, L([](Layout& l) { l.mbs = 2, l.dp = 64; }), rule::gbs_dp, true},

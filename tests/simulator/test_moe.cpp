@@ -129,5 +129,22 @@ TEST(MoeCost, AllToAllOverlapHidesExpertTraffic) {
   EXPECT_NEAR(b->time.total(), b->step_time_s, 1e-9 * b->step_time_s);
 }
 
+// Issue 16: group-limited routing (DeepSeek-V3: 256 experts in 8 groups, a token uses 4) caps the
+// domains a token reaches: with EP=64 over 8 domains of 32 experts (one group each), 4 domains, of
+// which 1 in 8 is the token's own, so 3.5 remote sends instead of ~4.6.
+TEST(MoeCost, GroupLimitedRoutingCapsTheDomainsReached) {
+  GroupPlacement g;
+  g.size = 64;
+  g.domains = 8;
+  g.max_per_domain = 8;
+  double free = moe_remote_share(256, 8, g);
+  double limited = moe_remote_share(256, 8, g, 8, 4);
+  double copies = 8 * (1 - 32.0 / 256);
+  EXPECT_NEAR(limited, 4 * 7.0 / 8 / copies, 1e-12);
+  EXPECT_LT(limited, free);
+  // every group allowed: no cap
+  EXPECT_DOUBLE_EQ(moe_remote_share(256, 8, g, 8, 8), free);
+}
+
 }  // namespace
 }  // namespace mplan

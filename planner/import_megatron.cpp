@@ -1,0 +1,218 @@
+// Megatron-LM arguments (as `mplan export --format megatron` writes them) read back into the model
+// and the plan they describe: the reverse of export_megatron_args, for `mplan import --megatron-args`
+// and the round-trip tests. Megatron's defaults apply to flags that are absent (arguments.py).
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+
+#include "planner/planner.h"
+
+namespace mplan {
+
+namespace {
+
+// --moe-layer-freq: "N", "([0]*k+[1]*n)" or a list "[0,1,...]" -> first_k_dense_layers, moe_layer_freq.
+bool read_moe_pattern(const std::string& v, int num_layers, MoeSpec& e) {
+  std::smatch mt;
+  if (std::regex_match(v, mt, std::regex(R"(\d+)"))) {
+    e.moe_layer_freq = std::stoi(v);
+    return true;
+  }
+  if (std::regex_match(v, mt, std::regex(R"(\(\[0\]\*(\d+)\+\[1\]\*(\d+)\))"))) {
+    e.first_k_dense_layers = std::stoi(mt[1]);
+    e.moe_layer_freq = 1;
+    return true;
+  }
+  std::vector<int> bits;
+  for (char c : v)
+    if (c == '0' || c == '1') bits.push_back(c - '0');
+  if (int(bits.size()) != num_layers || v.empty() || v.front() != '[') return false;
+  int k = 0;
+  while (k < num_layers && bits[size_t(k)] == 0) ++k;
+  for (int f = 1; f <= num_layers; ++f) {
+    bool ok = true;
+    for (int i = k; i < num_layers && ok; ++i) ok = bits[size_t(i)] == (i % f == 0 ? 1 : 0);
+    if (ok) {
+      e.first_k_dense_layers = k, e.moe_layer_freq = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Expected<ModelSpec> parse_megatron_model(const std::string& text) {
+  auto tokens = megatron_tokens(text);
+  if (!tokens.ok()) return tokens.error();
+  const std::vector<std::string>& tok = *tokens;
+  ModelSpec m;
+  std::smatch hm;
+  if (std::regex_search(text, hm, std::regex(R"(# Megatron-LM arguments for (\S+) on)"))) m.name = hm[1];
+  m.num_query_groups = 0;
+  m.kv_channels = 0;
+  m.add_bias_linear = true;  // Megatron's default; --disable-bias-linear turns it off
+  m.tied_embeddings = true;
+  m.position_embedding = PositionEmbedding::learned;
+  std::vector<std::string> problems;
+  MoeSpec e;
+  MlaSpec a;
+  bool moe = false, mla = false, qkv_bias = false;
+  std::string moe_freq, window, rope_type;
+  for (size_t i = 0; i < tok.size(); ++i) {
+    const std::string& k = tok[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= tok.size()) {
+        problems.push_back(k + " needs a value");
+        return "0";
+      }
+      return tok[++i];
+    };
+    auto ival = [&]() -> long long {
+      std::string v = val();
+      errno = 0;
+      char* end = nullptr;
+      long long x = std::strtoll(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || errno == ERANGE || x < 0 || x > (1ll << 40)) {
+        problems.push_back(k + ": expected a non-negative integer, got '" + v + "'");
+        return 0;
+      }
+      return x;
+    };
+    auto dval = [&]() -> double {
+      std::string v = val();
+      char* end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !std::isfinite(x)) {
+        problems.push_back(k + ": expected a number, got '" + v + "'");
+        return 0;
+      }
+      return x;
+    };
+    if (k == "--num-layers") m.num_layers = int(ival());
+    else if (k == "--hidden-size") m.hidden_size = ival();
+    else if (k == "--ffn-hidden-size") m.ffn_hidden_size = ival();
+    else if (k == "--num-attention-heads") m.num_attention_heads = int(ival());
+    else if (k == "--num-query-groups") m.num_query_groups = int(ival());
+    else if (k == "--kv-channels") m.kv_channels = int(ival());
+    else if (k == "--vocab-size") m.vocab_size = ival();
+    else if (k == "--max-position-embeddings") m.max_position_embeddings = ival();
+    else if (k == "--swiglu") m.activation = Activation::swiglu;
+    else if (k == "--squared-relu") m.activation = Activation::squared_relu;
+    else if (k == "--normalization") m.norm = val() == "RMSNorm" ? NormKind::rmsnorm : NormKind::layernorm;
+    else if (k == "--position-embedding-type") {
+      std::string t = val();
+      m.position_embedding = t == "learned_absolute" ? PositionEmbedding::learned : PositionEmbedding::rope;
+      if (t == "yarn") rope_type = "yarn";
+      else if (t != "rope" && t != "learned_absolute") problems.push_back("--position-embedding-type: '" + t + "' is not one mplan models");
+    } else if (k == "--rope-type") rope_type = val();
+    else if (k == "--untie-embeddings-and-output-weights") m.tied_embeddings = false;
+    else if (k == "--disable-bias-linear") m.add_bias_linear = false;
+    else if (k == "--add-qkv-bias") qkv_bias = true;
+    else if (k == "--qk-layernorm") m.qk_layernorm = true;
+    else if (k == "--attention-dropout") m.attention_dropout = dval();
+    else if (k == "--hidden-dropout") m.hidden_dropout = dval();
+    else if (k == "--norm-epsilon") m.norm_epsilon = dval();
+    else if (k == "--rotary-base") m.rotary_base = dval();
+    else if (k == "--rotary-percent") m.rotary_percent = dval();
+    else if (k == "--use-rope-scaling") {
+      m.rope_scaling.type = RopeScalingType::llama3;
+      m.rope_scaling.original_max_position_embeddings = 8192;
+      if (m.rope_scaling.factor == 1.0) m.rope_scaling.factor = 8.0;  // Megatron's --rope-scaling-factor default
+    } else if (k == "--rope-scaling-factor") m.rope_scaling.factor = dval();
+    else if (k == "--rotary-scaling-factor") m.rope_scaling.factor = dval();
+    else if (k == "--yarn-original-max-position-embeddings") m.rope_scaling.original_max_position_embeddings = ival();
+    else if (k == "--yarn-beta-fast") m.rope_scaling.beta_fast = dval();
+    else if (k == "--yarn-beta-slow") m.rope_scaling.beta_slow = dval();
+    else if (k == "--mscale") m.rope_scaling.mscale = dval();
+    else if (k == "--mscale-all-dim") m.rope_scaling.mscale_all_dim = dval();
+    else if (k == "--softmax-type") {
+      std::string t = val();
+      m.softmax_type = t == "learnable" ? SoftmaxType::learnable : t == "off-by-one" ? SoftmaxType::off_by_one : SoftmaxType::vanilla;
+      if (t != "learnable" && t != "off-by-one" && t != "vanilla") problems.push_back("--softmax-type: '" + t + "' is not vanilla, off-by-one or learnable");
+    } else if (k == "--window-size") window = val();
+    else if (k == "--window-attn-skip-freq") m.window_attn_skip_freq = int(ival());
+    else if (k == "--multi-latent-attention") mla = true;
+    else if (k == "--q-lora-rank") a.q_lora_rank = int(ival());
+    else if (k == "--kv-lora-rank") a.kv_lora_rank = int(ival());
+    else if (k == "--qk-head-dim") a.qk_head_dim = int(ival());
+    else if (k == "--qk-pos-emb-head-dim") a.qk_rope_head_dim = int(ival());
+    else if (k == "--v-head-dim") a.v_head_dim = int(ival());
+    else if (k == "--mtp-num-layers") m.mtp_num_layers = int(ival());
+    else if (k == "--num-experts") moe = true, e.num_experts = int(ival());
+    else if (k == "--moe-router-topk") e.top_k = int(ival());
+    else if (k == "--moe-ffn-hidden-size") e.moe_ffn_hidden_size = ival();
+    else if (k == "--moe-shared-expert-intermediate-size") e.shared_expert_ffn_hidden_size = ival();
+    else if (k == "--moe-layer-freq") moe_freq = val();
+    else if (k == "--moe-router-score-function") {
+      std::string t = val();
+      e.router_score_function = t == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
+      if (t != "sigmoid" && t != "softmax") problems.push_back("--moe-router-score-function: '" + t + "' is not softmax or sigmoid");
+    } else if (k == "--moe-router-enable-expert-bias") e.router_enable_expert_bias = true;
+    else if (k == "--moe-router-num-groups") e.router_num_groups = int(ival());
+    else if (k == "--moe-router-group-topk") e.router_group_topk = int(ival());
+    else if (k == "--moe-router-topk-scaling-factor") e.router_topk_scaling_factor = dval();
+    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) ++i;  // another option's value
+  }
+  if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
+  if (m.kv_channels == 0 && m.num_attention_heads > 0) m.kv_channels = int(m.hidden_size / m.num_attention_heads);
+  m.add_qkv_bias = m.add_bias_linear || qkv_bias;
+  if (rope_type == "yarn") m.rope_scaling.type = RopeScalingType::yarn;
+  if (m.rope_scaling.type == RopeScalingType::yarn && m.rope_scaling.original_max_position_embeddings == 0)
+    m.rope_scaling.original_max_position_embeddings = 4096;  // MLATransformerConfig's default
+  // YaRN with MLA: the MLATransformerConfig fields without a flag travel in the export's note
+  std::smatch ym;
+  if (mla && std::regex_search(text, ym, std::regex(R"(set MLATransformerConfig original_max_position_embeddings=(\d+), )"
+                                                    R"(beta_fast=([0-9.eE+-]+), beta_slow=([0-9.eE+-]+))"))) {
+    m.rope_scaling.original_max_position_embeddings = std::stoll(ym[1]);
+    m.rope_scaling.beta_fast = std::strtod(ym[2].str().c_str(), nullptr);
+    m.rope_scaling.beta_slow = std::strtod(ym[3].str().c_str(), nullptr);
+  }
+  if (m.position_embedding == PositionEmbedding::rope) m.max_position_embeddings = 0;  // only learned positions use it
+  if (!window.empty()) {
+    std::smatch wm;
+    if (std::regex_match(window, wm, std::regex(R"(\(?(\d+),\s*(\d+)\)?)")) && wm[2] == "0")
+      m.window_size = std::stoll(wm[1]) + 1;
+    else
+      problems.push_back("--window-size: '" + window + "' is not 'left,0' (a causal window)");
+  }
+  if (mla) {
+    m.mla = a;
+    m.kv_channels = a.qk_head_dim + a.qk_rope_head_dim;
+    m.num_query_groups = m.num_attention_heads;
+  }
+  if (moe) {
+    if (e.moe_ffn_hidden_size == 0) e.moe_ffn_hidden_size = m.ffn_hidden_size;
+    if (!moe_freq.empty() && !read_moe_pattern(moe_freq, m.num_layers, e))
+      problems.push_back("--moe-layer-freq: '" + moe_freq + "' is not a leading dense block followed by a periodic MoE pattern");
+    m.moe = e;
+  }
+  if (!problems.empty()) return Error(problems);
+  auto v = validate_model(m);
+  if (!v.empty()) return Error(v);
+  return m;
+}
+
+Expected<Plan> import_megatron_plan(const std::string& text, const ClusterSpec& cluster, int world_size) {
+  auto model = parse_megatron_model(text);
+  if (!model.ok()) return model.error();
+  auto layout = parse_megatron_args(text);
+  if (!layout.ok()) return layout.error();
+  Plan p;
+  p.model = *model;
+  p.cluster = cluster;
+  p.parallel = layout->parallel;
+  p.training.global_batch_size = layout->global_batch_size;
+  p.training.seq_length = layout->seq_length;
+  p.training.precision = layout->precision;
+  std::smatch wm;
+  if (world_size <= 0 && std::regex_search(text, wm, std::regex(R"(WORLD_SIZE=(\d+))"))) world_size = std::stoi(wm[1]);
+  if (world_size <= 0) return Error("the arguments do not say the GPU count (no 'WORLD_SIZE=' in the header); give --gpus");
+  p.parallel.world_size = world_size;
+  auto problems = validate_layout(p.model, p.cluster, p.training, p.parallel);
+  if (!problems.empty()) return Error(problems);
+  return p;
+}
+
+}  // namespace mplan

@@ -1,0 +1,92 @@
+// `mplan export` and `mplan import` as a user runs them (issue 16): a searched plan exported as Megatron-LM
+// arguments reads back into the same plan; bad argument files and missing GPU counts are exit 2 naming
+// the flag; the executor refuses model features it does not train (exit 2 naming the field).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+
+namespace {
+
+std::string tmp(const std::string& name) {
+  static std::string d = [] {
+    std::string p = ::testing::TempDir() + "/cli_export_" + std::to_string(::getpid());
+    ::mkdir(p.c_str(), 0755);
+    return p;
+  }();
+  return d + "/" + name;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A searched Llama-3 plan with tp = 2 (so the export carries CUDA_DEVICE_MAX_CONNECTIONS).
+const std::string& plan_file() {
+  static std::string path = [] {
+    auto r = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --fix tp=2 --top 1 --out " +
+                       tmp("plans"));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return tmp("plans/plan-01.json");
+  }();
+  return path;
+}
+
+TEST(CliExport, MegatronArgumentsImportBackIntoThePlan) {
+  auto ex = run_mplan("export --plan " + plan_file() + " --format megatron --out " + tmp("llama.sh"));
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  std::string args = slurp(tmp("llama.sh"));
+  EXPECT_TRUE(has(args, "export CUDA_DEVICE_MAX_CONNECTIONS=1")) << args;
+  EXPECT_TRUE(has(args, "--rotary-base 500000")) << args;
+  auto im = run_mplan("import --megatron-args " + tmp("llama.sh") + " --cluster dgx-h100 --out " + tmp("back.json"));
+  ASSERT_EQ(im.code, 0) << im.err;
+  nlohmann::json a = read_json(plan_file()), b = read_json(tmp("back.json"));
+  nlohmann::json ma = a["model"], mb = b["model"];
+  ma.erase("max_position_embeddings"), mb.erase("max_position_embeddings");  // RoPE: not an argument
+  EXPECT_EQ(ma, mb);
+  EXPECT_EQ(a["training"], b["training"]);
+  nlohmann::json pa = a["parallel"], pb = b["parallel"];
+  if (pa["schedule"] == "zb") pa.erase("schedule"), pb.erase("schedule");  // Megatron runs ZB-H1 plans as 1F1B
+  EXPECT_EQ(pa, pb);
+}
+
+TEST(CliExport, ImportRefusesWhatItCannotRead) {
+  auto ex = run_mplan("export --plan " + plan_file() + " --format megatron --out " + tmp("base.sh"));
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  std::string args = slurp(tmp("base.sh"));
+  // no WORLD_SIZE in the header and no --gpus
+  std::string headless = args.substr(args.find("\n--") + 1);
+  write(tmp("headless.sh"), headless);
+  auto r = run_mplan("import --megatron-args " + tmp("headless.sh") + " --cluster dgx-h100");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--gpus")) << r.err;
+  EXPECT_EQ(run_mplan("import --megatron-args " + tmp("headless.sh") + " --cluster dgx-h100 --gpus 16").code, 0);
+  // a flag with a value that is not a number
+  std::string bad = args;
+  bad.replace(bad.find("--num-layers 32"), 15, "--num-layers x");
+  write(tmp("bad.sh"), bad);
+  r = run_mplan("import --megatron-args " + tmp("bad.sh") + " --cluster dgx-h100");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--num-layers")) << r.err;
+  r = run_mplan("import --megatron-args " + tmp("missing.sh") + " --cluster dgx-h100");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--megatron-args")) << r.err;
+}
+
+TEST(CliExport, TrainRefusesASlidingWindowItCannotTrain) {
+  if (run_mplan("train --help").code != 0) GTEST_SKIP() << "built without the executor";
+  nlohmann::json plan = read_json(std::string(MPLAN_SOURCE_DIR) + "/data/plans/tiny.json");
+  plan["model"]["window_size"] = 16;
+  write(tmp("tiny_window.json"), plan.dump(2));
+  auto r = run_mplan("train --plan " + tmp("tiny_window.json") + " --steps 1");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "model.window_size")) << r.err;
+}
+
+}  // namespace
