@@ -103,7 +103,7 @@ std::vector<std::string> result_row(size_t rank, const Candidate& c) {
           vpp,
           std::to_string(p.dp()),
           cp,
-          std::to_string(p.ep),
+          std::to_string(p.ep) + (p.moe_a2a_overlap ? "+ov" : ""),
           std::to_string(p.etp),
           std::to_string(p.zero),
           std::to_string(p.micro_batch_size),
@@ -241,7 +241,8 @@ int run_search(const SearchCliOptions& o) {
   std::cout << t.render();
   if (!r.top.empty())
     std::cout << "(vpp* = balanced pipeline layout counting the embedding and the loss as layers; pp (F/L) = F layers on the "
-                 "first stage, L on the last, the rest even; tied = its 80% interval overlaps the winner's)\n";
+                 "first stage, L on the last, the rest even; ep N+ov = EP all-to-alls overlapped with another micro-batch's "
+                 "compute (moe_a2a_overlap); tied = its 80% interval overlaps the winner's)\n";
   for (size_t k = 1; k < r.top.size(); ++k)
     if (r.top[k].tied_with_best) std::cout << "  #" << k + 1 << " vs #1: " << r.top[k].separate_by << "\n";
   if (r.top.empty()) {
