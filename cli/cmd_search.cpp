@@ -1,8 +1,10 @@
-// `mplan search, explain, export`: subcommands over the planner library (search-check, the search's
-// quality benchmark, is in cmd_search_check.cpp).
+// `mplan search, explain, export, import`: subcommands over the planner library (search-check, the
+// search's quality benchmark, is in cmd_search_check.cpp).
 //   search        the best layouts of a job (table|json|csv, --out DIR writes the top K as plan files)
 //   explain       why a plan wins or loses against the usual alternatives
-//   export        a plan as Megatron-LM arguments, a torchtitan TOML or a normalised plan file
+//   export        a plan as Megatron-LM arguments, a torchtitan configuration (Python, or a release's TOML) or a
+//                 normalised plan file
+//   import        exported Megatron-LM arguments back into a plan
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -281,10 +283,12 @@ int run_explain(const ExplainCliOptions& o) {
 }
 
 struct ExportCliOptions {
-  std::string plan, format = "megatron", out;
+  std::string plan, format = "megatron", out, torchtitan_version;
 };
 
 int run_export(const ExportCliOptions& o) {
+  if (!o.torchtitan_version.empty() && o.format != "torchtitan")
+    throw InputError{"--torchtitan-version applies to --format torchtitan only (got --format " + o.format + ")"};
   Plan plan = require_plan(o.plan);
   std::string text;
   // an exporter writes its own framework's configuration: a plan costed for another framework is refused
@@ -296,7 +300,11 @@ int run_export(const ExportCliOptions& o) {
   if (o.format == "megatron") {
     text = export_megatron_args(plan);
   } else if (o.format == "torchtitan") {
-    auto t = export_torchtitan_toml(plan);
+    auto v = parse_torchtitan_version(o.torchtitan_version);
+    if (!v)
+      throw InputError{"--torchtitan-version: '" + o.torchtitan_version + "' is not a torchtitan release mplan writes for; use "
+                       "current (the Python configuration, the default), 0.2 (the v0.2.x TOML) or 0.1 (the v0.1 TOML)"};
+    auto t = *v == TorchtitanVersion::current ? export_torchtitan_config(plan) : export_torchtitan_toml(plan, *v);
     if (!t) {
       std::string msg = "this layout cannot be exported to torchtitan:";
       for (const auto& p : t.error().problems) msg += "\n  - " + p;
@@ -381,9 +389,12 @@ void add_search_commands(CLI::App& app, Runner& run) {
   }
   {
     auto o = std::make_shared<ExportCliOptions>();
-    auto* sub = app.add_subcommand("export", "Export a plan as Megatron-LM arguments, a torchtitan TOML or a plan file");
+    auto* sub = app.add_subcommand("export", "Export a plan as Megatron-LM arguments, a torchtitan configuration or a plan file");
     sub->add_option("--plan", o->plan, "mplan.plan/1 file")->required();
     sub->add_option("--format", o->format, "megatron|torchtitan|plan")->check(format_choice({"megatron", "torchtitan", "plan"}));
+    sub->add_option("--torchtitan-version", o->torchtitan_version,
+                    "torchtitan release: current (default; a Python config module for --module/--config), 0.2 (v0.2.x TOML), "
+                    "0.1 (v0.1 TOML)");
     sub->add_option("--out", o->out, "write to this file instead of stdout");
     sub->callback([&run, o] { run = [o] { return run_export(*o); }; });
   }

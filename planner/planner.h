@@ -3,12 +3,14 @@
 // the winners. Used by `mplan search/explain/export` and the GUI.
 //
 // Contract used by the GUI and the CLI (keep these names and meanings): SearchOptions, SearchStats,
-// Candidate, SearchResult, search(), explain_plan(), export_megatron_args(), export_torchtitan_toml().
+// Candidate, SearchResult, search(), explain_plan(), export_megatron_args(), export_torchtitan_toml(),
+// export_torchtitan_config().
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,7 +107,17 @@ Expected<ModelSpec> parse_megatron_model(const std::string& args);
 // A whole plan from an exported argument file: the model, the layout and the batch, on `cluster` with
 // the WORLD_SIZE of the header (or `world_size` when > 0).
 Expected<Plan> import_megatron_plan(const std::string& args, const ClusterSpec& cluster, int world_size = 0);
-// A torchtitan TOML for layouts torchtitan supports (FSDP, TP, PP, CP); Error otherwise.
-Expected<std::string> export_torchtitan_toml(const Plan& plan);
+// torchtitan releases the exporter writes for: today's Python configuration (a function returning a
+// Trainer.Config, run with --module/--config: torchtitan since its February 2026 config refactor), the
+// v0.2.x TOML job file (module_fqns_per_model_part, quantize.linear.* converters) and the v0.1 one
+// (pipeline_parallel_split_points, float8/mx converters).
+enum class TorchtitanVersion { current, v0_2, v0_1 };
+// "" / current / main, 0.2 / 0.2.x / 0.2.0-0.2.2, 0.1 / 0.1.x / 0.1.0; nullopt for anything else.
+std::optional<TorchtitanVersion> parse_torchtitan_version(const std::string& s);
+// torchtitan's current configuration, a Python module (planner/export_torchtitan_config.cpp), for the
+// layouts it runs (FSDP/HSDP/DDP, TP, PP, CP, EP); Error saying what to change otherwise.
+Expected<std::string> export_torchtitan_config(const Plan& plan);
+// A torchtitan TOML job file of release `v` (v0_2 or v0_1) for the layouts it runs; Error otherwise.
+Expected<std::string> export_torchtitan_toml(const Plan& plan, TorchtitanVersion v = TorchtitanVersion::v0_2);
 
 }  // namespace mplan

@@ -1,5 +1,5 @@
 // `mplan export` and `mplan import` as a user runs them (issue 16): a searched plan exported as Megatron-LM
-// arguments reads back into the same plan; bad argument files and missing GPU counts are exit 2 naming
+// arguments reads back into the same plan; torchtitan's current Python configuration and the v0.2 TOML; bad argument files and missing GPU counts are exit 2 naming
 // the flag; the executor refuses model features it does not train (exit 2 naming the field).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -77,6 +77,29 @@ TEST(CliExport, ImportRefusesWhatItCannotRead) {
   r = run_mplan("import --megatron-args " + tmp("missing.sh") + " --cluster dgx-h100");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "--megatron-args")) << r.err;
+}
+
+TEST(CliExport, TorchtitanConfigurationOfEachRelease) {
+  auto s = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework torchtitan --top 1 "
+                     "--out " + tmp("tt"));
+  ASSERT_EQ(s.code, 0) << s.err;
+  const std::string plan = tmp("tt/plan-01.json");
+  auto cur = run_mplan("export --plan " + plan + " --format torchtitan");
+  ASSERT_EQ(cur.code, 0) << cur.err;
+  EXPECT_TRUE(has(cur.out, "def mplan_plan() -> Trainer.Config:")) << cur.out;
+  EXPECT_TRUE(has(cur.out, "--module mplan_llama3_8b --config mplan_plan")) << cur.out;
+  auto v2 = run_mplan("export --plan " + plan + " --format torchtitan --torchtitan-version 0.2");
+  ASSERT_EQ(v2.code, 0) << v2.err;
+  EXPECT_TRUE(has(v2.out, "[parallelism]")) << v2.out;
+  EXPECT_FALSE(has(v2.out, "pipeline_parallel_split_points")) << v2.out;
+  auto bad = run_mplan("export --plan " + plan + " --format torchtitan --torchtitan-version 0.3");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_TRUE(has(bad.err, "--torchtitan-version")) << bad.err;
+  auto other = run_mplan("export --plan " + plan_file() + " --format megatron --torchtitan-version 0.2");
+  EXPECT_EQ(other.code, 2) << other.err;
+  // a Megatron plan is not exported as a torchtitan configuration
+  auto fw = run_mplan("export --plan " + plan_file() + " --format torchtitan");
+  EXPECT_EQ(fw.code, 2) << fw.err;
 }
 
 TEST(CliExport, TrainRefusesASlidingWindowItCannotTrain) {

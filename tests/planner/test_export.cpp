@@ -1,5 +1,5 @@
 // Exporters: Megatron-LM arguments parsed back give the same layout (round trip over the top layouts
-// of several searches and hand-made layouts); Megatron's own constraints; torchtitan TOML for the
+// of several searches and hand-made layouts); Megatron's own constraints; torchtitan v0.1 TOML for the
 // layouts it supports and errors that say why for the others.
 #include <gtest/gtest.h>
 
@@ -140,7 +140,7 @@ TEST(Export, TorchtitanSupportedAndNot) {
   ParallelConfig& q = p.parallel;
   q.tp = 2, q.sp = true, q.pp = 4, q.vpp = 2, q.schedule = Schedule::interleaved, q.cp = 2, q.zero = 3;
   q.recompute = Recompute::selective;
-  auto t = export_torchtitan_toml(p);
+  auto t = export_torchtitan_toml(p, TorchtitanVersion::v0_1);
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_NE(t->find("data_parallel_shard_degree = 4"), std::string::npos) << *t;
   EXPECT_NE(t->find("tensor_parallel_degree = 2"), std::string::npos);
@@ -153,15 +153,15 @@ TEST(Export, TorchtitanSupportedAndNot) {
   EXPECT_EQ(splits, 7u) << *t;
   Plan z1 = p;
   z1.parallel.zero = 1;
-  auto e1 = export_torchtitan_toml(z1);
+  auto e1 = export_torchtitan_toml(z1, TorchtitanVersion::v0_1);
   ASSERT_FALSE(e1.ok());
   EXPECT_NE(e1.error().message().find("ZeRO-1"), std::string::npos);
   Plan zb = p;
   zb.parallel.vpp = 1, zb.parallel.schedule = Schedule::zero_bubble;
-  EXPECT_FALSE(export_torchtitan_toml(zb).ok());
+  EXPECT_FALSE(export_torchtitan_toml(zb, TorchtitanVersion::v0_1).ok());
   Plan ddp = test::job(model_preset("llama3-8b").value(), test::cluster("dgx-h100"), 8, 64, 8192);
   ddp.parallel.zero = 0;
-  auto d = export_torchtitan_toml(ddp);
+  auto d = export_torchtitan_toml(ddp, TorchtitanVersion::v0_1);
   ASSERT_TRUE(d.ok()) << d.error().message();
   EXPECT_NE(d->find("data_parallel_replicate_degree = 8"), std::string::npos);
 }
