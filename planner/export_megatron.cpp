@@ -335,6 +335,39 @@ std::string export_megatron_args(const Plan& plan) {
   return out.str();
 }
 
+std::string megatron_arg_value(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems) {
+  if (i + 1 >= tok.size()) {
+    problems.push_back(tok[i] + " needs a value");
+    return "0";
+  }
+  return tok[++i];
+}
+
+long long megatron_arg_int(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems, long long max) {
+  const std::string& k = tok[i];
+  std::string v = megatron_arg_value(tok, i, problems);
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || errno == ERANGE || x < 0 || x > max) {
+    problems.push_back(k + ": expected a non-negative integer, got '" + v + "'");
+    return 0;
+  }
+  return x;
+}
+
+double megatron_arg_number(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems) {
+  const std::string& k = tok[i];
+  std::string v = megatron_arg_value(tok, i, problems);
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || !std::isfinite(x)) {
+    problems.push_back(k + ": expected a number, got '" + v + "'");
+    return 0;
+  }
+  return x;
+}
+
 Expected<std::vector<std::string>> megatron_tokens(const std::string& text) {
   // tokens: whitespace-separated, "double quotes" kept together, '\' line continuations and # comments
   // dropped; shell lines of the environment (export/unset NAME...) are skipped
@@ -383,24 +416,8 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   std::vector<std::string> problems;
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= tok.size()) {
-        problems.push_back(k + " needs a value");
-        return "0";
-      }
-      return tok[++i];
-    };
-    auto ival = [&]() -> long long {
-      std::string v = val();
-      errno = 0;
-      char* end = nullptr;
-      long long x = std::strtoll(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || errno == ERANGE || x < 0 || x > (1ll << 30)) {
-        problems.push_back(k + ": expected a non-negative integer, got '" + v + "'");
-        return 0;
-      }
-      return x;
-    };
+    auto val = [&] { return megatron_arg_value(tok, i, problems); };
+    auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 30); };
     if (k == "--tensor-model-parallel-size") p.tp = int(ival());
     else if (k == "--pipeline-model-parallel-size") p.pp = int(ival());
     else if (k == "--context-parallel-size") p.cp = int(ival());

@@ -62,34 +62,9 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   std::string moe_freq, window, rope_type;
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= tok.size()) {
-        problems.push_back(k + " needs a value");
-        return "0";
-      }
-      return tok[++i];
-    };
-    auto ival = [&]() -> long long {
-      std::string v = val();
-      errno = 0;
-      char* end = nullptr;
-      long long x = std::strtoll(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || errno == ERANGE || x < 0 || x > (1ll << 40)) {
-        problems.push_back(k + ": expected a non-negative integer, got '" + v + "'");
-        return 0;
-      }
-      return x;
-    };
-    auto dval = [&]() -> double {
-      std::string v = val();
-      char* end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !std::isfinite(x)) {
-        problems.push_back(k + ": expected a number, got '" + v + "'");
-        return 0;
-      }
-      return x;
-    };
+    auto val = [&] { return megatron_arg_value(tok, i, problems); };
+    auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 40); };
+    auto dval = [&] { return megatron_arg_number(tok, i, problems); };
     if (k == "--num-layers") m.num_layers = int(ival());
     else if (k == "--hidden-size") m.hidden_size = ival();
     else if (k == "--ffn-hidden-size") m.ffn_hidden_size = ival();
