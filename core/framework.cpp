@@ -64,12 +64,14 @@ FrameworkMemory framework_memory(Framework f) {
       m.supports_recompute_modules = false;
       m.supports_activation_offload = false;
       m.reports_reserved = true;
+      m.flash_attention_2 = true;
       break;
     case Framework::llm_foundry:
       m.shard_over_cp = false;  // no context parallelism
       m.zero_levels = 0b1101;
       m.default_zero = 3;
       m.default_cross_entropy_fusion = true;
+      m.flash_attention_2 = true;
       m.supports_recompute_modules = false;
       m.supports_activation_offload = false;
       break;

@@ -48,6 +48,12 @@ struct FrameworkMemory {
   int default_zero = 1;
   // The loss is a fused cross-entropy by default (llm-foundry's MPT: loss_fn fused_crossentropy).
   bool default_cross_entropy_fusion = false;
+  // Not a memory fact but a runtime default that changes cost: the fused attention runs on the
+  // FlashAttention-2 kernel (torchtitan: PyTorch SDPA with FLASH_ATTENTION first, cuDNN first only on
+  // compute capability >= 10.0, models/attention.py ScaledDotProductAttention._init_backend;
+  // llm-foundry: MPT attn_impl "flash" = the flash-attn 2 package) rather than cuDNN's fused attention
+  // (Megatron-Core through Transformer Engine; MaxText's GPU attention "cudnn_flash_te").
+  bool flash_attention_2 = false;
 };
 
 FrameworkMemory framework_memory(Framework f);

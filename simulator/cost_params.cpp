@@ -51,6 +51,8 @@ double* cost_param_ref(CostParams& p, const std::string& n) {
   if (n == "grouped_gemm_eff") return &p.grouped_gemm_eff;
   if (n == "attn_fwd_eff") return &p.attn_fwd_eff;
   if (n == "attn_bwd_eff") return &p.attn_bwd_eff;
+  if (n == "attn_fa2_fwd_eff") return &p.attn_fa2_fwd_eff;
+  if (n == "attn_fa2_bwd_eff") return &p.attn_fa2_bwd_eff;
   if (n == "triton_attn_eff") return &p.triton_attn_eff;
   if (n == "hbm_eff") return &p.hbm_eff;
   if (n == "kernel_overhead_us") return &p.kernel_overhead_us;

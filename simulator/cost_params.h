@@ -33,6 +33,11 @@ struct CostParams {
   // Flash attention: achieved fraction of the dense peak, forward and backward.
   double attn_fwd_eff = 0.60;
   double attn_bwd_eff = 0.45;
+  // The FlashAttention-2 kernel (PyTorch SDPA's flash backend, the flash-attn 2 package), for the
+  // frameworks whose attention runs on it (FrameworkMemory::flash_attention_2): measured per
+  // architecture (calibration by_arch, docs/cost_model.md); 0 = no measurement, the fused rate above.
+  double attn_fa2_fwd_eff = 0;
+  double attn_fa2_bwd_eff = 0;
   // The 2022 FlashAttention Triton kernel (attention_backend "triton") runs at this fraction of the
   // fused flash kernels' rate (no Hopper-specific instructions, bias handling).
   double triton_attn_eff = 0.5;

@@ -34,6 +34,11 @@ double exposed_comm_s(double c, double g, int n, const CostParams& prm) {
 
 CostParams framework_params(const CostParams& prm_in, Framework fw) {
   CostParams prm = prm_in;
+  // the framework's attention kernel: FlashAttention-2 where it has a measured rate on this architecture
+  if (framework_memory(fw).flash_attention_2 && prm.attn_fa2_fwd_eff > 0 && prm.attn_fa2_bwd_eff > 0) {
+    prm.attn_fwd_eff = prm.attn_fa2_fwd_eff;
+    prm.attn_bwd_eff = prm.attn_fa2_bwd_eff;
+  }
   if (double fe = prm_in.framework_factor(fw); fe != 1.0) {
     prm.gemm_eff_max *= fe;
     prm.attn_fwd_eff *= fe;
