@@ -138,7 +138,11 @@ CvReport cross_validate(const std::vector<CsvRow>& csv, const Calibration& start
     Calibration fold_start = start;
     std::vector<std::string> reset = reset_unidentified(train, fold_start, which, opt.threads);
     if (!reset.empty()) rep.reset_to_prior[name] = reset;
-    FitResult fr = fit_cost_params(train, fold_start, which, opt.rounds, {}, opt.max_evals, opt.threads);
+    // and stay there: the loss is flat along them, so a simplex search would let them drift anywhere
+    std::vector<FitParamSpec> fold_which;
+    for (const FitParamSpec& spec : which)
+      if (std::find(reset.begin(), reset.end(), spec.name) == reset.end()) fold_which.push_back(spec);
+    FitResult fr = fit_cost_params(train, fold_start, fold_which, opt.rounds, {}, opt.max_evals, opt.threads);
     std::vector<double> pred = predict(test, fr.calibration, &rep.failures);
     for (size_t k = 0; k < idx.size(); ++k) {
       p.rows[idx[k]].held_out = pred[k];

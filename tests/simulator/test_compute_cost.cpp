@@ -3,6 +3,7 @@
 
 #include "core/presets.h"
 #include "simulator/compute_cost.h"
+#include "simulator/layer_cost.h"
 
 namespace mplan {
 namespace {
@@ -41,6 +42,37 @@ TEST(GemmCost, TimeNeverFallsAsRowsGrow) {
     EXPECT_GE(t, prev * (1 - 1e-12)) << "m " << m;
     prev = t;
   }
+}
+
+// The attention kernel is a framework fact: torchtitan's SDPA and llm-foundry's flash-attn run
+// FlashAttention-2, Megatron-Core cuDNN's fused attention; their measured rates differ on Hopper only.
+TEST(AttentionKernel, FrameworkSelectsTheMeasuredFlashAttention2RateWhereOneExists) {
+  Op att;
+  att.kind = OpKind::attention;
+  att.fwd_flops = 4e12;  // long enough that the ramp hardly matters
+  for (const char* cl : {"dgx-h100", "dgx-b200"}) {
+    ClusterSpec c = *cluster_preset(cl);
+    const CostParams base = default_cost_params(c);
+    CostParams zero_fe = base;
+    zero_fe.framework_eff.clear();  // isolate the kernel choice from the frameworks' efficiency factors
+    OpCost mega = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::megatron));
+    OpCost titan = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::torchtitan));
+    OpCost foundry = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::llm_foundry));
+    OpCost maxtext = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::maxtext));
+    EXPECT_DOUBLE_EQ(titan.fwd_s, foundry.fwd_s) << cl;
+    EXPECT_DOUBLE_EQ(mega.fwd_s, maxtext.fwd_s) << cl;
+    if (base.attn_fa2_fwd_eff > 0) {
+      // FlashAttention-2 is the slower kernel on Hopper (FlashAttention-3 paper: 370 vs cuDNN's 600 TFLOP/s)
+      EXPECT_GT(titan.fwd_s, 1.3 * mega.fwd_s) << cl;
+      EXPECT_GT(titan.bwd_input_s, 1.3 * mega.bwd_input_s) << cl;
+      EXPECT_NEAR(titan.fwd_s / mega.fwd_s, base.attn_fwd_eff / base.attn_fa2_fwd_eff, 0.01) << cl;
+    } else {
+      EXPECT_DOUBLE_EQ(titan.fwd_s, mega.fwd_s) << cl;  // no measurement: the fused rate for every framework
+      EXPECT_DOUBLE_EQ(titan.bwd_input_s, mega.bwd_input_s) << cl;
+    }
+  }
+  // the shipped calibration measures it on Hopper
+  EXPECT_GT(default_cost_params(*cluster_preset("dgx-h100")).attn_fa2_fwd_eff, 0);
 }
 
 }  // namespace
