@@ -114,6 +114,9 @@ Status check_framework_limits(const std::map<std::string, int>& fix, Framework f
                                 std::tuple{"cp", r.context_parallel, "context parallelism"}})
     if (f(key).value_or(1) > 1 && !has)
       e.push_back("--fix " + std::string(key) + "=" + std::to_string(*f(key)) + ": " + to_string(fw) + " has no " + what + by);
+  if (f("vpp").value_or(1) > 1 && r.pipeline_parallel && !((r.schedules >> unsigned(Schedule::interleaved)) & 1u))
+    e.push_back("--fix vpp=" + std::to_string(*f("vpp")) + ": " + to_string(fw) + " has no interleaved schedule (it runs " +
+                schedule_names(fw) + ")" + by);
   if (auto sc = f("schedule"); sc && *sc >= 0 && *sc <= 3) {
     const Schedule s = Schedule(*sc);
     const bool pipelined = f("pp").value_or(2) > 1;  // schedule=1f1b also names "no pipeline" at pp = 1
@@ -123,11 +126,12 @@ Status check_framework_limits(const std::map<std::string, int>& fix, Framework f
   if (auto c = f("cp_comm"); c && *c >= 0 && *c <= 2 && f("cp").value_or(2) > 1 && !runs_cp_comm(fw, CpCommType(*c)))
     e.push_back("--fix cp_comm=" + to_string(CpCommType(*c)) + ": " + to_string(fw) + " exchanges context-parallel K/V by " +
                 cp_comm_names(fw) + by);
-  if (auto z = f("zero"); z && *z >= 0 && *z <= 3 && !(framework_memory(fw).zero_levels & (1u << *z))) {
-    std::string ok;
-    for (int k = 0; k <= 3; ++k)
-      if (framework_memory(fw).zero_levels & (1u << k)) ok += (ok.empty() ? "" : ", ") + std::to_string(k);
-    e.push_back("--fix zero=" + std::to_string(*z) + ": " + to_string(fw) + " has zero " + ok + by);
+  if (auto z = f("zero"); z && *z >= 0 && *z <= 3) {  // the profile's own message ("zero=1: framework torchtitan has zero 0, 3")
+    TrainingSpec t;
+    t.framework = fw;
+    ParallelConfig p;
+    p.zero = *z;
+    if (std::string no = framework_refusal(t, p); !no.empty()) e.push_back("--fix " + no + by);
   }
   return Status::from(e);
 }

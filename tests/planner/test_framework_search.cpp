@@ -136,10 +136,11 @@ TEST(FrameworkSearch, FixOutsideTheFrameworkIsRefused) {
       {Framework::megatron, {{"schedule", 3}}, "--fix schedule=zb: megatron runs the pipeline schedules 1f1b, interleaved"},
       {Framework::torchtitan, {{"schedule", 3}}, "--fix schedule=zb: torchtitan runs the pipeline schedules gpipe, 1f1b, interleaved"},
       {Framework::torchtitan, {{"cp_comm", 1}}, "--fix cp_comm=a2a: torchtitan exchanges context-parallel K/V by allgather"},
-      {Framework::torchtitan, {{"zero", 1}}, "--fix zero=1: torchtitan has zero 0, 3"},
+      {Framework::torchtitan, {{"zero", 1}}, "--fix zero=1: framework torchtitan has zero 0, 3"},
       {Framework::llm_foundry, {{"tp", 2}}, "--fix tp=2: llm-foundry has no tensor parallelism"},
       {Framework::llm_foundry, {{"pp", 2}}, "--fix pp=2: llm-foundry has no pipeline parallelism"},
       {Framework::maxtext, {{"schedule", 1}, {"pp", 2}}, "--fix schedule=1f1b: maxtext runs the pipeline schedules gpipe"},
+      {Framework::maxtext, {{"vpp", 2}}, "--fix vpp=2: maxtext has no interleaved schedule (it runs gpipe)"},
   };
   for (const Case& c : cases) {
     Plan job = jobs(c.fw).front();
