@@ -11,6 +11,11 @@
 
 namespace mplan {
 
+enum class Schedule;    // core/parallel_config.h
+enum class CpCommType;  // core/parallel_config.h
+struct ParallelConfig;
+struct TrainingSpec;
+
 enum class Framework { megatron, torchtitan, llm_foundry, maxtext };
 
 std::string to_string(Framework f);  // "megatron", "torchtitan", "llm-foundry", "maxtext"
@@ -57,5 +62,37 @@ struct FrameworkMemory {
 };
 
 FrameworkMemory framework_memory(Framework f);
+
+// The layouts a framework runs (see framework.cpp for the source of each). ZeRO levels are
+// FrameworkMemory::zero_levels.
+struct FrameworkRuns {
+  // Megatron-style tensor parallelism of attention and MLP (with or without sequence parallelism).
+  bool tensor_parallel = true;
+  bool pipeline_parallel = true;
+  bool context_parallel = true;
+  // Pipeline schedules it runs with pp > 1 (bit int(Schedule)); pp = 1 runs without a pipeline
+  // (mplan's 1f1b) everywhere. The interleaved schedule means vpp > 1, the others vpp = 1.
+  unsigned schedules = 0;
+  // Context-parallel exchanges it runs (bit int(CpCommType)).
+  unsigned cp_comm = 0;
+  // Pipeline stages may hold different layer counts (a balanced or first/last split).
+  bool uneven_pipeline = true;
+  // A pipelined step needs a multiple of pp micro-batches (also with vpp = 1).
+  bool microbatches_multiple_of_pp = false;
+};
+
+FrameworkRuns framework_runs(Framework f);
+// Whether framework f runs schedule s with this pipeline (pp = 1: only mplan's 1f1b, no pipeline).
+bool runs_schedule(Framework f, Schedule s, int pp, int vpp);
+// Whether framework f has some schedule for pp stages of vpp chunks each.
+bool runs_pipeline(Framework f, int pp, int vpp);
+bool runs_cp_comm(Framework f, CpCommType c);
+// What of layout p framework t.framework does not run ("" when it runs all of it): tp, pp, cp, the
+// schedule, the CP exchange, an uneven split, the micro-batch count, the ZeRO level. One message naming
+// the field and the framework's choices.
+std::string framework_refusal(const TrainingSpec& t, const ParallelConfig& p);
+// The framework's pipeline schedules and CP exchanges as text ("1f1b, interleaved"; "none").
+std::string schedule_names(Framework f);
+std::string cp_comm_names(Framework f);
 
 }  // namespace mplan

@@ -8,6 +8,7 @@
 
 #include "core/json_fields.h"
 #include "core/limits.h"
+#include "core/megatron_rules.h"
 
 namespace mplan {
 
@@ -524,6 +525,7 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
                   " layers of the smallest pipeline chunk");
   }
   memory_option_rules(m, t, p, e);
+  if (t.framework == Framework::megatron) megatron_layout_rules(m, t, p, e);
   if (!c.gpu.peak(t.precision))
     e.push_back("precision " + std::string(to_string(t.precision)) + " is not supported by " + c.gpu.name +
                 " (cluster.gpu.peak_tflops has no entry for it)");

@@ -2,6 +2,9 @@
 #include "planner/constraints.h"
 
 #include <algorithm>
+#include <tuple>
+
+#include "core/megatron_rules.h"
 
 namespace mplan::planner {
 
@@ -97,11 +100,68 @@ Status check_limits(const std::map<std::string, int>& fix, const std::map<std::s
   return Status::from(e);
 }
 
+Status check_framework_limits(const std::map<std::string, int>& fix, Framework fw) {
+  std::vector<std::string> e;
+  const FrameworkRuns r = framework_runs(fw);
+  const std::string by = " (--framework " + to_string(fw) + ")";
+  auto f = [&](const char* k) -> std::optional<int> {
+    auto it = fix.find(k);
+    return it == fix.end() ? std::nullopt : std::optional<int>(it->second);
+  };
+  for (auto [key, has, what] : {std::tuple{"tp", r.tensor_parallel, "tensor parallelism"},
+                                std::tuple{"pp", r.pipeline_parallel, "pipeline parallelism"},
+                                std::tuple{"vpp", r.pipeline_parallel, "pipeline parallelism"},
+                                std::tuple{"cp", r.context_parallel, "context parallelism"}})
+    if (f(key).value_or(1) > 1 && !has)
+      e.push_back("--fix " + std::string(key) + "=" + std::to_string(*f(key)) + ": " + to_string(fw) + " has no " + what + by);
+  if (f("vpp").value_or(1) > 1 && r.pipeline_parallel && !((r.schedules >> unsigned(Schedule::interleaved)) & 1u))
+    e.push_back("--fix vpp=" + std::to_string(*f("vpp")) + ": " + to_string(fw) + " has no interleaved schedule (it runs " +
+                schedule_names(fw) + ")" + by);
+  if (auto sc = f("schedule"); sc && *sc >= 0 && *sc <= 3) {
+    const Schedule s = Schedule(*sc);
+    const bool pipelined = f("pp").value_or(2) > 1;  // schedule=1f1b also names "no pipeline" at pp = 1
+    if (pipelined && !(r.schedules & (1u << unsigned(s))) && !(s == Schedule::one_f_one_b && !r.pipeline_parallel))
+      e.push_back("--fix schedule=" + to_string(s) + ": " + to_string(fw) + " runs the pipeline schedules " + schedule_names(fw) + by);
+  }
+  if (auto c = f("cp_comm"); c && *c >= 0 && *c <= 2 && f("cp").value_or(2) > 1 && !runs_cp_comm(fw, CpCommType(*c)))
+    e.push_back("--fix cp_comm=" + to_string(CpCommType(*c)) + ": " + to_string(fw) + " exchanges context-parallel K/V by " +
+                cp_comm_names(fw) + by);
+  if (auto z = f("zero"); z && *z >= 0 && *z <= 3) {  // the profile's own message ("zero=1: framework torchtitan has zero 0, 3")
+    TrainingSpec t;
+    t.framework = fw;
+    ParallelConfig p;
+    p.zero = *z;
+    if (std::string no = framework_refusal(t, p); !no.empty()) e.push_back("--fix " + no + by);
+  }
+  return Status::from(e);
+}
+
 Job::Job(const Plan& p) : plan(&p), world(p.parallel.world_size) {
   domain = std::max(1, p.cluster.placement_domain());
   units = p.model.num_layers + 2 + 2 * p.model.mtp_num_layers;
   mla = p.model.mla.has_value();
   moe = p.model.moe.has_value();
+}
+
+std::optional<const char*> megatron_rule(const Job& job, const Layout& l) {
+  const Plan& pl = *job.plan;
+  if (pl.training.framework != Framework::megatron) return std::nullopt;
+  const Precision prec = pl.training.precision;
+  if (!megatron_fp8_tp_problem(pl.model, prec, l.tp).empty() || !megatron_fp8_etp_problem(pl.model, prec, l.etp).empty() ||
+      !megatron_fp8_tokens_ok(prec, l.mbs, job.seq(), l.cp, l.tp, l.sp && l.tp > 1))
+    return rule::fp8_shape;
+  if (l.cp > 1 && pl.parallel.attention_backend == AttentionBackend::unfused) return rule::cp_unfused;
+  if (l.cp > 1 && !megatron_cp_comm_ok(pl.model, l.cp_comm)) return rule::cp_attention;
+  return std::nullopt;
+}
+
+bool framework_runs_layout(const Job& job, const Layout& l) {
+  const Framework fw = job.plan->training.framework;
+  const FrameworkRuns r = framework_runs(fw);
+  if ((l.tp > 1 && !r.tensor_parallel) || (l.cp > 1 && !runs_cp_comm(fw, l.cp_comm))) return false;
+  if (l.pp > 1 && (!runs_schedule(fw, l.schedule, l.pp, l.vpp) || (l.pipe != PipeLayout::even && !r.uneven_pipeline))) return false;
+  if (l.pp > 1 && r.microbatches_multiple_of_pp && (job.gbs() / (int64_t(l.mbs) * l.dp)) % l.pp != 0) return false;
+  return (framework_memory(fw).zero_levels >> l.zero) & 1u;
 }
 
 std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bool allow_tp_across_nvlink,
@@ -135,6 +195,8 @@ std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bo
   }
   if (job.gbs() % (int64_t(l.mbs) * l.dp) != 0) return rule::gbs_dp;
   if (l.vpp > 1 && (job.gbs() / (int64_t(l.mbs) * l.dp)) % l.pp != 0) return rule::interleaved_m;
+  if (auto r = megatron_rule(job, l)) return r;
+  if (planner_rules && !framework_runs_layout(job, l)) return rule::framework;
   return std::nullopt;
 }
 

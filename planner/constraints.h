@@ -1,8 +1,9 @@
 // Search-space limits from --fix/--max (with their conflicts) and the layout rules the enumerator
 // checks, each with a short stable name for the rejection counts. The rules mirror
-// validate_layout() (core/parallel_config.cpp) on the layouts the planner generates, plus two of the
-// planner's own: tp stays inside an NVLink domain unless allowed, and all-to-all context parallelism
-// needs the heads to split over cp.
+// validate_layout() (core/parallel_config.cpp, with Megatron's own rules of core/megatron_rules.h for
+// framework megatron) on the layouts the planner generates, plus the planner's own: tp stays inside an
+// NVLink domain unless allowed, all-to-all context parallelism needs the heads to split over cp, and
+// only what the job's framework runs (core/framework.h framework_runs) is searched.
 #pragma once
 #include <map>
 #include <optional>
@@ -36,6 +37,9 @@ struct Limits {
 // Unknown keys, out-of-range values and contradictions between --fix and --max (or within --fix)
 // for a job of `gpus` GPUs; each problem names both sides ("--fix tp=16 conflicts with --max tp=8").
 Status check_limits(const std::map<std::string, int>& fix, const std::map<std::string, int>& max, int gpus);
+// --fix values the job's framework does not run (tp/pp/cp > 1 without that parallelism, a schedule,
+// CP exchange or ZeRO level it lacks), each naming the framework's choices.
+Status check_framework_limits(const std::map<std::string, int>& fix, Framework fw);
 
 // Rule names (keys of SearchStats::rejected_by_rule).
 namespace rule {
@@ -56,6 +60,10 @@ inline constexpr const char* vpp_pp = "vpp > 1 needs pp > 1";
 inline constexpr const char* chunks = "more pipeline chunks than layers (pp*vpp)";
 inline constexpr const char* layers_split = "layers do not split evenly over pp*vpp and no balanced layout was allowed";
 inline constexpr const char* limits = "outside --fix/--max";
+inline constexpr const char* framework = "not run by the job's framework (--framework)";
+inline constexpr const char* cp_attention = "CP exchange without support for the model's attention (Transformer Engine)";
+inline constexpr const char* cp_unfused = "context parallelism needs the fused attention (Transformer Engine)";
+inline constexpr const char* fp8_shape = "fp8 GEMM shape not divisible by 16/8 (Transformer Engine)";
 }  // namespace rule
 
 // The job a search runs for, with the derived numbers the rules need.
@@ -72,8 +80,15 @@ struct Job {
 };
 
 // First rule (by name) that `l` breaks for `job`, or nullopt. Covers every rule the enumerator
-// applies, including the planner-only ones when `planner_rules` (tp_nvlink unless allowed, cp_a2a).
+// applies, including the planner-only ones when `planner_rules` (tp_nvlink unless allowed, cp_a2a,
+// framework).
 std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bool allow_tp_across_nvlink,
                                             bool planner_rules = true);
+// The rule of core/megatron_rules.h that `l` breaks for a framework-megatron job (fp8_shape, cp_unfused,
+// cp_attention), or nullopt; nullopt for other frameworks.
+std::optional<const char*> megatron_rule(const Job& job, const Layout& l);
+// Whether the job's framework runs `l` (core/framework.h: tp, cp exchange, schedule, split, micro-batches
+// and ZeRO level).
+bool framework_runs_layout(const Job& job, const Layout& l);
 
 }  // namespace mplan::planner

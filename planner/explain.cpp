@@ -222,6 +222,9 @@ std::vector<std::pair<std::string, ParallelConfig>> alternatives(const Plan& pla
     q.tp_comm_overlap = !p.tp_comm_overlap;
     add(std::string("tp-comm-overlap ") + (q.tp_comm_overlap ? "on" : "off"), q);
   }
+  // only what the plan's framework runs (core/framework.h), as the search
+  out.erase(std::remove_if(out.begin(), out.end(), [&](const auto& a) { return !framework_refusal(plan.training, a.second).empty(); }),
+            out.end());
   return out;
 }
 

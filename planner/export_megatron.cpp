@@ -6,13 +6,16 @@
 // options only with --num-virtual-stages-per-pipeline-rank for interleaving; --overlap-param-gather
 // only with --overlap-grad-reduce and the distributed optimizer or Megatron FSDP; a pipeline layout
 // that Megatron's --account-for-embedding/loss-in-pipeline-split produce is written as those flags;
-// --recompute-method never with selective recomputation; --moe-grouped-gemm only with --bf16.
+// --recompute-method never with selective recomputation; --moe-grouped-gemm except in fp32, and fp8's
+// tensorwise recipe where the default delayed one rejects the recompute modules
+// (core/megatron_rules.h).
 #include <cerrno>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "core/megatron_rules.h"
 #include "planner/planner.h"
 
 namespace mplan {
@@ -116,23 +119,35 @@ void rope_args(const ModelSpec& m, Arg&& arg, std::vector<std::string>& notes) {
   }
 }
 
-// The environment Megatron-LM's validate_args checks (megatron/training/arguments.py): with tp > 1 or
-// cp > 1 before Blackwell (compute capability < 10) it asserts CUDA_DEVICE_MAX_CONNECTIONS=1, except
-// with Megatron-FSDP (which asserts it is not 1) or the EP all-to-all overlap (a warning; it wants more
-// connections). Returns the shell lines and the reason.
-std::vector<std::string> environment_lines(const Plan& plan) {
+// CUDA_DEVICE_MAX_CONNECTIONS as the layout needs it ("" for none; see environment_lines).
+std::string connections_line(const Plan& plan) {
   const ParallelConfig& p = plan.parallel;
   const std::string& arch = plan.cluster.gpu.arch;
   bool blackwell = arch == "blackwell" || arch == "rubin";
   bool fsdp = p.zero >= 2;
-  if (fsdp) return {"unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP asserts it is not 1 (arguments.py validate_args)"};
-  if (p.tp == 1 && p.cp == 1) return {};
-  if (blackwell)
-    return {"unset CUDA_DEVICE_MAX_CONNECTIONS  # not needed from Blackwell on (arguments.py validate_args)"};
+  if (fsdp) return "unset CUDA_DEVICE_MAX_CONNECTIONS  # Megatron-FSDP asserts it is not 1 (arguments.py validate_args)";
+  if (p.tp == 1 && p.cp == 1) return "";
+  if (blackwell) return "unset CUDA_DEVICE_MAX_CONNECTIONS  # not needed from Blackwell on (arguments.py validate_args)";
   if (p.moe_a2a_overlap)
-    return {"export CUDA_DEVICE_MAX_CONNECTIONS=32  # EP all-to-all overlap wants several connections; Megatron only warns "
-            "with tp/cp > 1 (arguments.py validate_args)"};
-  return {"export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp/cp > 1 before Blackwell: Megatron asserts it (arguments.py validate_args)"};
+    return "export CUDA_DEVICE_MAX_CONNECTIONS=32  # EP all-to-all overlap wants several connections; Megatron only warns "
+           "with tp/cp > 1 (arguments.py validate_args)";
+  return "export CUDA_DEVICE_MAX_CONNECTIONS=1  # tp/cp > 1 before Blackwell: Megatron asserts it (arguments.py validate_args)";
+}
+
+// The environment Megatron-LM's validate_args checks (megatron/training/arguments.py): with tp > 1 or
+// cp > 1 before Blackwell (compute capability < 10) it asserts CUDA_DEVICE_MAX_CONNECTIONS=1, except
+// with Megatron-FSDP (which asserts it is not 1) or the EP all-to-all overlap (a warning; it wants more
+// connections). Fine-grained activation offloading with Transformer Engine >= 2.10 asserts
+// NVTE_CPU_OFFLOAD_V1=1. Returns the shell lines and the reason.
+std::vector<std::string> environment_lines(const Plan& plan) {
+  const ParallelConfig& p = plan.parallel;
+  std::vector<std::string> out;
+  if (!p.offload_modules.empty())
+    out.push_back("export NVTE_CPU_OFFLOAD_V1=1  # fine-grained activation offloading with TE >= 2.10: Megatron asserts it "
+                  "(arguments.py validate_args)");
+  out.push_back(connections_line(plan));
+  if (out.back().empty()) out.pop_back();
+  return out;
 }
 
 }  // namespace
@@ -186,7 +201,6 @@ std::string export_megatron_args(const Plan& plan) {
     iarg("--v-head-dim", m.mla->v_head_dim);
   }
   if (m.mtp_num_layers > 0) iarg("--mtp-num-layers", m.mtp_num_layers);
-  bool bf16_flag = t.precision != Precision::fp16 && t.precision != Precision::fp32 && t.precision != Precision::tf32;
   if (m.moe) {
     iarg("--num-experts", m.moe->num_experts);
     iarg("--moe-router-topk", m.moe->top_k);
@@ -213,7 +227,7 @@ std::string export_megatron_args(const Plan& plan) {
       arg("--overlap-moe-expert-parallel-comm");
       arg("--delay-wgrad-compute");
     }
-    if (bf16_flag) arg("--moe-grouped-gemm");
+    if (megatron_moe_grouped_gemm(t.precision)) arg("--moe-grouped-gemm");
   }
   // parallel layout
   iarg("--tensor-model-parallel-size", p.tp);
@@ -284,7 +298,11 @@ std::string export_megatron_args(const Plan& plan) {
   switch (t.precision) {
     case Precision::bf16: arg("--bf16"); break;
     case Precision::fp16: arg("--fp16"); break;
-    case Precision::fp8: arg("--bf16"); arg("--fp8-format", "hybrid"); break;
+    case Precision::fp8:
+      arg("--bf16");
+      arg("--fp8-format", "hybrid");
+      if (megatron_fp8_tensorwise(t.precision, p)) arg("--fp8-recipe", "tensorwise");
+      break;
     case Precision::mxfp8: arg("--bf16"); arg("--fp8-format", "e4m3"); arg("--fp8-recipe", "mxfp8"); break;
     case Precision::nvfp4: arg("--bf16"); arg("--fp4-format", "e2m1"); break;
     default: break;  // fp32: Megatron's default
@@ -321,8 +339,6 @@ std::string export_megatron_args(const Plan& plan) {
     notes.push_back("the zero-bubble schedule (ZB-H1) mplan ranked is not a Megatron-LM option: these arguments run 1F1B");
   if (p.schedule == Schedule::gpipe) notes.push_back("GPipe is not a Megatron-LM schedule: these arguments run 1F1B");
   if (p.tp_comm_overlap && !sp) notes.push_back("TP-comm overlap dropped: it needs sequence parallelism, which needs tp > 1");
-  if (m.moe && p.ep > 1 && t.precision == Precision::fp16)
-    notes.push_back("Megatron-LM does not support expert parallelism with --fp16");
   if (plan.training.method == TrainingMethod::lora) notes.push_back("LoRA adapters are not part of these arguments");
 
   std::ostringstream out;

@@ -532,6 +532,8 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
                 job.cluster.gpu.name + " (cluster.gpu.peak_tflops has no entry for it)");
   if (auto s = check_limits(opt.fix, opt.max, world); !s.ok())
     for (const auto& p : s.error().problems) e.push_back(p);
+  if (auto s = check_framework_limits(opt.fix, job.training.framework); !s.ok())
+    for (const auto& p : s.error().problems) e.push_back(p);
   if (!e.empty()) return Error(e);
   // a job that asks for the MoE all-to-all overlap keeps it; otherwise the search tries both
   SearchOptions o = opt;

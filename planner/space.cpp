@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "core/megatron_rules.h"
+
 namespace mplan::planner {
 
 namespace {
@@ -75,13 +77,15 @@ std::vector<uint32_t> recompute_module_sets(const Job& job) {
   };
   using R = RecomputeModule;
   std::vector<uint32_t> out = {0};  // Megatron's default: core_attn
+  // 'moe_act' needs Megatron's grouped GEMM (core/megatron_rules.h)
+  const bool moe_act = job.plan->training.framework != Framework::megatron || megatron_moe_grouped_gemm(job.plan->training.precision);
   if (!m.moe) {
     out.push_back(set({R::core_attn, R::layernorm}));
     out.push_back(set({R::core_attn, R::layernorm, R::mlp}));
   } else {
-    out.push_back(set({R::layernorm, R::moe_act}));
+    if (moe_act) out.push_back(set({R::layernorm, R::moe_act}));
     out.push_back(set({R::layernorm, R::moe}));
-    if (job.mla) out.push_back(set({R::mla_up_proj, R::layernorm, R::moe_act}));
+    if (job.mla && moe_act) out.push_back(set({R::mla_up_proj, R::layernorm, R::moe_act}));
   }
   return out;
 }
@@ -104,6 +108,11 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   Counter cnt{space, {}};
   const ModelSpec& m = job.model();
   const int world = job.world;
+  // what the job's framework runs (core/framework.h) and, for Megatron, Transformer Engine's own rules
+  const Framework fw = job.plan->training.framework;
+  const FrameworkRuns runs = framework_runs(fw);
+  const bool megatron = fw == Framework::megatron;
+  const Precision prec = job.plan->training.precision;
   std::map<PipeKey, int> pipe_ids;
   Layout l;
   for (int tp : divisors(world)) {
@@ -115,13 +124,21 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
     if (m.num_attention_heads % tp != 0) { cnt.reject(rule::tp_heads); continue; }
     if (!job.mla && m.num_query_groups % tp != 0) { cnt.reject(rule::tp_groups); continue; }
     if (m.ffn_hidden_size % tp != 0) { cnt.reject(rule::tp_ffn); continue; }
+    if (tp > 1 && !runs.tensor_parallel) { cnt.reject(rule::framework); continue; }
+    if (megatron && !megatron_fp8_tp_problem(m, prec, tp).empty()) { cnt.reject(rule::fp8_shape); continue; }
     for (int pp : divisors(world / tp)) {
       if (!lim.allows("pp", pp)) continue;
       if (pp > job.units) { cnt.reject(rule::chunks); continue; }
+      if (pp > 1 && !runs.pipeline_parallel) { cnt.reject(rule::framework); continue; }
       for (int cp : divisors(world / tp / pp)) {
         if (!lim.allows("cp", cp)) continue;
         if (cp > 1 && !lim.max.count("cp") && !lim.fix.count("cp") && job.seq() / cp < 1024) continue;
         if (cp > 1 && job.seq() % (2 * int64_t(cp)) != 0) { cnt.reject(rule::cp_seq); continue; }
+        if (cp > 1 && runs.cp_comm == 0) { cnt.reject(rule::framework); continue; }
+        if (cp > 1 && megatron && job.plan->parallel.attention_backend == AttentionBackend::unfused) {
+          cnt.reject(rule::cp_unfused);
+          continue;
+        }
         int dp = world / tp / pp / cp;
         if (!lim.allows("dp", dp)) continue;
         if (job.gbs() % dp != 0) { cnt.reject(rule::gbs_dp); continue; }
@@ -135,6 +152,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
             if (job.moe && (int64_t(tp) * cp * dp) % (int64_t(ep) * etp) != 0) { cnt.reject(rule::ep_tiling); continue; }
             if (job.moe && m.moe->moe_ffn_hidden_size % etp != 0) { cnt.reject(rule::etp_ffn); continue; }
             if (job.moe && m.add_bias_linear && etp > 1) { cnt.reject(rule::etp_bias); continue; }
+            if (job.moe && megatron && !megatron_fp8_etp_problem(m, prec, etp).empty()) { cnt.reject(rule::fp8_shape); continue; }
             // vpp beyond kMaxSearchedVpp shortens the bubble by under 1/kMaxSearchedVpp of its 1F1B size,
             // while every vpp value costs a pipeline shape of pp*vpp chunks: trying all of 1 .. layers/pp
             // made search time and memory grow with the square of the layers. --fix/--max vpp lift the cap.
@@ -142,6 +160,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
             if (!lim.fix.count("vpp") && !lim.max.count("vpp")) vmax = std::min(vmax, kMaxSearchedVpp);
             for (int vpp = 1; vpp <= vmax; ++vpp) {
               if (!lim.allows("vpp", vpp)) continue;
+              if (pp > 1 && !runs_pipeline(fw, pp, vpp)) { cnt.reject(rule::framework); continue; }
               bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0 && pp * vpp <= m.num_layers;
               bool balanced = pp > 1 && pp * vpp <= job.units;
               struct Pipe {
@@ -161,12 +180,18 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
               if (vpp == 1)
                 for (auto [first, last] : uneven_stage_splits(m, pp)) pipes.push_back({PipeLayout::first_last, first, last});
               if (pipes.empty()) { cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split); continue; }
+              if (pp > 1 && !runs.uneven_pipeline) {  // the framework splits the layers evenly only
+                pipes.erase(std::remove_if(pipes.begin(), pipes.end(), [](const Pipe& q) { return q.kind != PipeLayout::even; }),
+                            pipes.end());
+                if (pipes.empty()) { cnt.reject(rule::framework); continue; }
+              }
               for (const Pipe& pipe : pipes) {
                 int pid = -1;
                 for (int mbs : divisors(job.gbs() / dp)) {
                   if (!lim.allows("mbs", mbs)) continue;
                   int64_t micro = job.gbs() / (int64_t(mbs) * dp);
                   if (vpp > 1 && micro % pp != 0) { cnt.reject(rule::interleaved_m); continue; }
+                  if (pp > 1 && runs.microbatches_multiple_of_pp && micro % pp != 0) { cnt.reject(rule::framework); continue; }
                   if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe.kind, pipe.first, pipe.last);
                   Structure st;
                   st.base = l;
@@ -181,6 +206,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
                   st.base.etp = etp;
                   st.base.mbs = mbs;
                   st.base.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+                  if (!runs_schedule(fw, st.base.schedule, pp, vpp)) st.base.schedule = Schedule::gpipe;
                   st.pipe_id = pid;
                   space.structures.push_back(st);
                 }
@@ -218,15 +244,27 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
     tpv.push_back({1, 0});
     tpv.push_back({1, 1});
   }
+  // only the CP exchanges and schedules the job's framework runs (core/framework.h)
+  const Framework fw = job.plan->training.framework;
+  const bool megatron = fw == Framework::megatron;
   std::vector<CpCommType> cps = {CpCommType::p2p};
-  if (l.cp > 1) cps = {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather};
+  if (l.cp > 1) {
+    cps.clear();
+    for (CpCommType c : {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather})
+      if (runs_cp_comm(fw, c)) cps.push_back(c);
+  }
   std::vector<Schedule> scheds;
   if (l.vpp > 1) scheds = {Schedule::interleaved};
   else if (l.pp > 1) scheds = {Schedule::one_f_one_b, Schedule::zero_bubble};
   else scheds = {Schedule::one_f_one_b};
+  scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return !runs_schedule(fw, s, l.pp, l.vpp); }),
+               scheds.end());
+  // GPipe has 1F1B's bubble and keeps every micro-batch's activations: tried where it is the
+  // framework's only schedule for this pipeline, or when fixed
+  if (scheds.empty() && l.pp > 1 && runs_schedule(fw, Schedule::gpipe, l.pp, l.vpp)) scheds = {Schedule::gpipe};
   if (lim.fixed("schedule")) {
     Schedule f = Schedule(lim.fix.at("schedule"));
-    if (f == Schedule::gpipe && l.vpp == 1) scheds = {Schedule::gpipe};
+    if (f == Schedule::gpipe && l.vpp == 1 && (l.pp == 1 || runs_schedule(fw, f, l.pp, l.vpp))) scheds = {Schedule::gpipe};
     else scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return s != f; }), scheds.end());
   }
   // recompute modes: (mode, layers, selective modules, offloaded modules)
@@ -270,11 +308,19 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
       reject(rule::sp_seq);
       continue;
     }
+    if (megatron && !megatron_fp8_tokens_ok(job.plan->training.precision, l.mbs, job.seq(), l.cp, l.tp, sp)) {
+      reject(rule::fp8_shape);
+      continue;
+    }
     for (CpCommType cc : cps) {
       if (!lim.allows("cp_comm", int(cc))) continue;
       if (cc == CpCommType::a2a &&
           ((m.num_attention_heads / l.tp) % l.cp != 0 || (!job.mla && (m.num_query_groups / l.tp) % l.cp != 0))) {
         reject(rule::cp_a2a);
+        continue;
+      }
+      if (l.cp > 1 && megatron && !megatron_cp_comm_ok(m, cc)) {
+        reject(rule::cp_attention);
         continue;
       }
       for (const Rc& rc : rcs)

@@ -13,10 +13,13 @@
 //    --fix/--max vpp say otherwise (so the space grows linearly with the layers); interleaved for vpp > 1.
 //    With vpp = 1 also lighter first and last stages (uneven_stage_splits): the last stage holds the
 //    LM head and the loss, often a few layers' worth of work, and then sets the pace of the pipeline.
-//  - schedule: 1F1B and zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out
-//    unless fixed: it has 1F1B's bubble but holds all micro-batches' activations, so 1F1B dominates it.
+//  - schedule: of those the job's framework runs (core/framework.h framework_runs), 1F1B and
+//    zero-bubble (ZB-H1) for vpp = 1, interleaved for vpp > 1. GPipe is left out unless fixed or the
+//    framework's only schedule: it has 1F1B's bubble but holds all micro-batches' activations, so 1F1B
+//    dominates it. tp, pp, cp, uneven splits and micro-batch counts the framework lacks are rejected.
 //  - cp: divisors while each rank keeps >= 1024 tokens (seq/cp >= 1024, or --max cp), with the p2p
-//    ring, all-to-all and all-gather exchanges.
+//    ring, all-to-all and all-gather exchanges the framework runs (for Megatron, those Transformer
+//    Engine runs with the model's attention: core/megatron_rules.h).
 //  - ep: divisors of the experts tiling tp*cp*dp; etp: divisors of tp (Megatron's default is etp=tp).
 //  - mbs: every divisor of gbs/dp. ZeRO 0-3. recompute: none, selective (with a few of Megatron's
 //    module sets, recompute_module_sets), full of all layers, and full of the first k layers of each

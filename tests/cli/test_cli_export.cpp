@@ -1,10 +1,12 @@
 // `mplan export` and `mplan import` as a user runs them (issue 16): a searched plan exported as Megatron-LM
 // arguments reads back into the same plan; torchtitan's current Python configuration and the v0.2 TOML; bad argument files and missing GPU counts are exit 2 naming
-// the flag; the executor refuses model features it does not train (exit 2 naming the field).
+// the flag; the executor refuses model features it does not train (exit 2 naming the field); search
+// ranks only what the job's framework runs, and export refuses a plan for another framework.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -100,6 +102,51 @@ TEST(CliExport, TorchtitanConfigurationOfEachRelease) {
   // a Megatron plan is not exported as a torchtitan configuration
   auto fw = run_mplan("export --plan " + plan_file() + " --format torchtitan");
   EXPECT_EQ(fw.code, 2) << fw.err;
+}
+
+// The job's framework drives the search: Megatron-LM never gets ZB-H1 (it has no such schedule),
+// torchtitan 1F1B or interleaved, MaxText GPipe; a --fix outside the framework is exit 2 naming it.
+TEST(CliExport, SearchRanksOnlyTheFrameworksSchedules) {
+  const std::string job = "search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 64 --seq 4096 --fix pp=4 --top 20 "
+                          "--format json";
+  for (auto [fw, allowed] : {std::pair<std::string, std::vector<std::string>>{"megatron", {"1f1b", "interleaved"}},
+                             {"torchtitan", {"1f1b", "interleaved"}},
+                             {"maxtext", {"gpipe"}}}) {
+    auto r = run_mplan(job + " --framework " + fw);
+    ASSERT_EQ(r.code, 0) << fw << ": " << r.err;
+    auto rows = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(rows.empty()) << fw;
+    for (const auto& row : rows) {
+      std::string s = row["layout"]["schedule"];
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), s), allowed.end()) << fw << " ranked " << s;
+    }
+  }
+  auto zb = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 128 --seq 8192 --fix pp=4,schedule=zb");
+  EXPECT_EQ(zb.code, 2) << zb.err;
+  EXPECT_TRUE(has(zb.err, "--fix schedule=zb: megatron runs the pipeline schedules 1f1b, interleaved")) << zb.err;
+  auto tp = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 128 --seq 8192 --framework llm-foundry "
+                      "--fix tp=2");
+  EXPECT_EQ(tp.code, 2) << tp.err;
+  EXPECT_TRUE(has(tp.err, "--fix tp=2: llm-foundry has no tensor parallelism")) << tp.err;
+}
+
+// An exporter writes its own framework's configuration: a plan for another framework is exit 2 naming
+// the plan's framework field.
+TEST(CliExport, RefusesAPlanForAnotherFramework) {
+  auto s = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework maxtext --top 1 "
+                     "--out " + tmp("mt"));
+  ASSERT_EQ(s.code, 0) << s.err;
+  for (const char* format : {"megatron", "torchtitan"}) {
+    auto r = run_mplan("export --plan " + tmp("mt/plan-01.json") + " --format " + format);
+    EXPECT_EQ(r.code, 2) << format << ": " << r.err;
+    EXPECT_TRUE(has(r.err, "the plan is for framework 'maxtext' (plan.framework)")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  auto plan = run_mplan("export --plan " + tmp("mt/plan-01.json") + " --format plan");
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  auto tt = run_mplan("export --plan " + plan_file() + " --format torchtitan");
+  EXPECT_EQ(tt.code, 2) << tt.err;
+  EXPECT_TRUE(has(tt.err, "the plan is for framework 'megatron' (plan.framework)")) << tt.err;
 }
 
 TEST(CliExport, TrainRefusesASlidingWindowItCannotTrain) {

@@ -22,7 +22,17 @@ TEST(Rules, EachRuleOnItsOwn) {
   Plan moe = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 64, 64, 4096);
   Plan moe_bias = moe;  // gpt-oss style: MoE with linear biases (Megatron: etp must be 1)
   moe_bias.model.add_bias_linear = moe_bias.model.add_qkv_bias = true;
-  Job jd(dense), jm(moe), jb(moe_bias);
+  Plan titan = dense;  // torchtitan: all-gathered K/V only, no ZB-H1, ZeRO 0 or 3
+  titan.training.framework = Framework::torchtitan;
+  Plan fp8 = test::job(test::tiny_dense(), test::cluster("dgx-h100"), 64, 64, 4096, Precision::fp8);
+  fp8.model.ffn_hidden_size = 3088;  // 16 x 193: 1544 per rank at tp=2, not a multiple of 16
+  Plan window = dense;               // sliding-window attention, and with attention sinks
+  window.model.window_size = 128;
+  Plan sinks = window;
+  sinks.model.softmax_type = SoftmaxType::learnable;
+  Plan unfused = dense;
+  unfused.parallel.attention_backend = AttentionBackend::unfused;
+  Job jd(dense), jm(moe), jb(moe_bias), jt(titan), j8(fp8), jw(window), js(sinks), ju(unfused);
   struct Case {
     const Job* job;
     Layout l;
@@ -50,6 +60,18 @@ TEST(Rules, EachRuleOnItsOwn) {
       {&jd, L([](Layout& l) { l.pp = 3, l.dp = 1; }), rule::layers_split, true},
       {&jd, L([](Layout& l) { l.mbs = 2, l.dp = 64; }), rule::gbs_dp, true},
       {&jd, L([](Layout& l) { l.pp = 2, l.vpp = 2, l.dp = 64, l.schedule = Schedule::interleaved; }), rule::interleaved_m, true},
+      // the job's framework (core/framework.h): Megatron has no ZB-H1, torchtitan no p2p ring
+      {&jd, L([](Layout& l) { l.pp = 2, l.dp = 32, l.schedule = Schedule::zero_bubble; }), rule::framework, false},
+      {&jt, L([](Layout& l) { l.cp = 4, l.dp = 16, l.zero = 3, l.cp_comm = CpCommType::p2p; }), rule::framework, false},
+      {&jt, L([](Layout& l) { l.cp = 4, l.dp = 16, l.zero = 3, l.cp_comm = CpCommType::allgather; }), nullptr, true},
+      // Megatron with Transformer Engine (core/megatron_rules.h)
+      {&j8, L([](Layout& l) { l.tp = 2, l.sp = 1, l.dp = 32; }), rule::fp8_shape, true},
+      {&j8, L([](Layout& l) { l.tp = 1, l.dp = 64; }), nullptr, true},  // 3088 itself divides by 16
+      {&jw, L([](Layout& l) { l.cp = 2, l.dp = 32, l.cp_comm = CpCommType::p2p; }), rule::cp_attention, true},
+      {&jw, L([](Layout& l) { l.cp = 2, l.dp = 32, l.cp_comm = CpCommType::allgather; }), nullptr, true},
+      {&js, L([](Layout& l) { l.cp = 2, l.dp = 32, l.cp_comm = CpCommType::allgather; }), rule::cp_attention, true},
+      {&js, L([](Layout& l) { l.cp = 2, l.dp = 32, l.cp_comm = CpCommType::a2a; }), nullptr, true},
+      {&ju, L([](Layout& l) { l.cp = 2, l.dp = 32; }), rule::cp_unfused, true},
   };
   for (const Case& c : cases) {
     auto got = first_broken_rule(*c.job, c.l, false);
@@ -61,7 +83,7 @@ TEST(Rules, EachRuleOnItsOwn) {
       EXPECT_STREQ(*got, c.rule) << name;
     }
     if (c.core) {
-      ParallelConfig p = to_parallel(c.l, c.job->model(), c.job->world, ParallelConfig{});
+      ParallelConfig p = to_parallel(c.l, c.job->model(), c.job->world, c.job->plan->parallel);
       p.world_size = c.l.tp * c.l.pp * c.l.cp * c.l.dp;
       auto v = validate_layout(c.job->model(), c.job->plan->cluster, c.job->plan->training, p);
       EXPECT_EQ(v.empty(), c.rule == nullptr) << name << (v.empty() ? "" : ": " + v.front());

@@ -137,10 +137,10 @@ TEST(Search, PruningSoundOnSampledSpaces) {
   }
 }
 
-// Brute force: layouts enumerated independently of the planner (plain loops, validate_layout as the
-// only validity rule, the documented space restrictions), all simulated, ranked by step time.
-TEST(Search, MatchesBruteForce) {
-  Plan jb = test::job(test::tiny_dense(), test::cluster("dgx-h100", 5), 8, 16, 2048);
+// Brute force: layouts enumerated independently of the planner (plain loops, validate_layout and the
+// framework profile's framework_refusal as the validity rules, the documented space restrictions), all
+// simulated, ranked by step time.
+void check_brute_force(const Plan& jb, const std::string& what) {
   const ModelSpec& m = jb.model;
   CostParams prm = shipped_calibration().params_for(jb.cluster.gpu);
   std::vector<Candidate> all;
@@ -199,6 +199,8 @@ TEST(Search, MatchesBruteForce) {
                               if (same) continue;
                             }
                             if (!validate_layout(m, jb.cluster, jb.training, p).empty()) continue;
+                            // only what the job's framework runs (Megatron: no ZB-H1), by the profile's check
+                            if (!framework_refusal(jb.training, p).empty()) continue;
                             // the planner's documented restrictions: seq/cp >= 1024, a2a needs heads to
                             // split, the first k layers of each chunk only below the smallest chunk
                             if (cp > 1 && 2048 / cp < 1024) continue;
@@ -212,10 +214,10 @@ TEST(Search, MatchesBruteForce) {
                             Plan q = jb;
                             q.parallel = p;
                             auto r = simulate(q, prm);
-                            ASSERT_TRUE(r.ok());
+                            ASSERT_TRUE(r.ok()) << what;
                             if (r->fits) all.push_back({q, r.value()});
                           }
-  ASSERT_GT(all.size(), 10u);
+  ASSERT_GT(all.size(), 10u) << what;
   std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
     if (a.report.step_time_s != b.report.step_time_s) return a.report.step_time_s < b.report.step_time_s;
     return from_parallel(a.plan.parallel) < from_parallel(b.plan.parallel);
@@ -224,14 +226,21 @@ TEST(Search, MatchesBruteForce) {
   o.top_k = 10;
   o.max = {{"vpp", 2}};
   SearchResult r = run(jb, o);
-  ASSERT_EQ(r.top.size(), 10u);
+  ASSERT_EQ(r.top.size(), 10u) << what;
   for (size_t i = 0; i < 10; ++i) {
     EXPECT_TRUE(from_parallel(r.top[i].plan.parallel) == from_parallel(all[i].plan.parallel))
-        << "rank " << i + 1 << ": planner " << short_name(from_parallel(r.top[i].plan.parallel)) << " brute force "
+        << what << " rank " << i + 1 << ": planner " << short_name(from_parallel(r.top[i].plan.parallel)) << " brute force "
         << short_name(from_parallel(all[i].plan.parallel));
-    EXPECT_EQ(r.top[i].report.step_time_s, all[i].report.step_time_s);
+    EXPECT_EQ(r.top[i].report.step_time_s, all[i].report.step_time_s) << what;
   }
-  EXPECT_EQ(r.stats.fits, r.stats.simulated);  // the memory bounds kept every non-fitting layout out
+  EXPECT_EQ(r.stats.fits, r.stats.simulated) << what;  // the memory bounds kept every non-fitting layout out
+}
+
+TEST(Search, MatchesBruteForce) {
+  Plan jb = test::job(test::tiny_dense(), test::cluster("dgx-h100", 5), 8, 16, 2048);
+  check_brute_force(jb, "megatron");
+  jb.training.framework = Framework::torchtitan;  // other schedules, CP exchanges and ZeRO levels
+  check_brute_force(jb, "torchtitan");
 }
 
 TEST(Search, DeterministicAcrossThreadCounts) {
@@ -313,8 +322,11 @@ TEST(Search, FixAndMaxRestrictAndConflict) {
   EXPECT_FALSE(none.top_rejection_reasons.empty());
 }
 
+// torchtitan runs GPipe and 1F1B: GPipe (1F1B's bubble, every micro-batch's activations held) only when
+// fixed. Megatron-LM has no GPipe schedule: fixing it is an error naming the framework's schedules.
 TEST(Search, GpipeOnlyWhenFixed) {
   Plan j = test::job(test::tiny_dense(), test::cluster("dgx-h100"), 8, 32, 2048);
+  j.training.framework = Framework::torchtitan;
   SearchOptions o;
   o.top_k = 50;
   o.fix = {{"pp", 4}};
@@ -323,6 +335,12 @@ TEST(Search, GpipeOnlyWhenFixed) {
   SearchResult g = run(j, o);
   ASSERT_FALSE(g.top.empty());
   for (const auto& c : g.top) EXPECT_EQ(c.plan.parallel.schedule, Schedule::gpipe);
+  j.training.framework = Framework::megatron;
+  auto bad = search(j, shipped_calibration(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--fix schedule=gpipe: megatron runs the pipeline schedules 1f1b, interleaved"),
+            std::string::npos)
+      << bad.error().message();
 }
 
 TEST(Search, CancelStopsEarly) {

@@ -1,0 +1,114 @@
+// Megatron-LM's and Transformer Engine's assertions on a layout (see megatron_rules.h).
+#include "core/megatron_rules.h"
+
+namespace mplan {
+
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+// "" or the first GEMM dimension of `what` that breaks TE's fp8 shape check: an input width (the
+// GEMM's K) not divisible by 16, a weight's row count (N) not divisible by 8.
+struct Dims {
+  std::string problem;
+  void width(int64_t v, const std::string& what) {
+    if (problem.empty() && v % 16 != 0) problem = what + " = " + s(v) + " is not divisible by 16";
+  }
+  void rows(int64_t v, const std::string& what) {
+    if (problem.empty() && v % 8 != 0) problem = what + " = " + s(v) + " is not divisible by 8";
+  }
+};
+
+}  // namespace
+
+bool megatron_cp_comm_ok(const ModelSpec& m, CpCommType c) {
+  // context_parallel.py:5057 "Context parallelism does not support sliding window attention with
+  // cp_comm_type=..." (a2a and all_gather only)
+  if (m.window_size > 0 && c != CpCommType::a2a && c != CpCommType::allgather) return false;
+  // context_parallel.py:5066 "Context parallelism only supports softmax_type=... with cp_comm_type = 'a2a'"
+  if (m.softmax_type != SoftmaxType::vanilla && c != CpCommType::a2a) return false;
+  return true;
+}
+
+std::string megatron_fp8_tp_problem(const ModelSpec& m, Precision prec, int tp) {
+  if (!is_fp8_family(prec) || tp < 1 || m.num_attention_heads % tp != 0 || m.ffn_hidden_size % tp != 0 ||
+      (!m.mla && m.num_query_groups % tp != 0))
+    return "";  // validate_layout's own rules reject such a tp
+  Dims d;
+  const std::string per = tp > 1 ? "/tp" : "";
+  d.width(m.hidden_size, "hidden_size");
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    d.width(m.num_attention_heads * a.v_head_dim / tp, "heads*v_head_dim" + per);
+    d.rows(m.num_attention_heads * (a.qk_head_dim + a.qk_rope_head_dim) / tp, "heads*(qk_head_dim+qk_rope_head_dim)" + per);
+    d.rows(m.num_attention_heads * (a.qk_head_dim + a.v_head_dim) / tp, "heads*(qk_head_dim+v_head_dim)" + per);
+    if (a.q_lora_rank > 0) d.width(a.q_lora_rank, "q_lora_rank");
+    d.width(a.kv_lora_rank, "kv_lora_rank");
+  } else {
+    d.width(m.num_attention_heads * m.kv_channels / tp, "heads*kv_channels" + per);
+    d.rows((m.num_attention_heads + 2 * m.num_query_groups) * m.kv_channels / tp, "(heads+2*query_groups)*kv_channels" + per);
+  }
+  const int gate = m.gated_mlp() ? 2 : 1;
+  if (!m.moe || m.num_moe_layers() < m.num_layers) {  // dense MLP layers
+    d.width(m.ffn_hidden_size / tp, "ffn_hidden_size" + per);
+    d.rows(gate * m.ffn_hidden_size / tp, (gate == 2 ? "2*ffn_hidden_size" : "ffn_hidden_size") + per);
+  }
+  if (m.moe && m.moe->shared_expert_ffn_hidden_size > 0)
+    d.width(m.moe->shared_expert_ffn_hidden_size / tp, "shared_expert_ffn_hidden_size" + per);
+  return d.problem.empty() ? "" : "tp=" + s(tp) + ": " + d.problem;
+}
+
+std::string megatron_fp8_etp_problem(const ModelSpec& m, Precision prec, int etp) {
+  if (!is_fp8_family(prec) || !m.moe || etp < 1 || m.moe->moe_ffn_hidden_size % etp != 0) return "";
+  Dims d;
+  const std::string per = etp > 1 ? "/etp" : "";
+  const int gate = m.gated_mlp() ? 2 : 1;
+  d.width(m.moe->moe_ffn_hidden_size / etp, "moe_ffn_hidden_size" + per);
+  d.rows(gate * m.moe->moe_ffn_hidden_size / etp, (gate == 2 ? "2*moe_ffn_hidden_size" : "moe_ffn_hidden_size") + per);
+  return d.problem.empty() ? "" : "etp=" + s(etp) + ": " + d.problem;
+}
+
+bool megatron_fp8_tokens_ok(Precision prec, int64_t mbs, int64_t seq, int cp, int tp, bool sp) {
+  if (!is_fp8_family(prec)) return true;
+  const int64_t div = int64_t(cp) * (sp ? tp : 1);
+  if (div < 1 || (mbs * seq) % div != 0) return true;  // other rules reject such splits
+  return (mbs * seq / div) % 8 == 0;
+}
+
+bool megatron_moe_grouped_gemm(Precision prec) {
+  return prec != Precision::fp32 && prec != Precision::tf32;
+}
+
+bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p) {
+  const RecomputeModules r = p.effective_recompute_modules();
+  return prec == Precision::fp8 && (r.has(RecomputeModule::layernorm) || r.has(RecomputeModule::moe_act));
+}
+
+void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e) {
+  if (p.cp > 1 && !megatron_cp_comm_ok(m, p.cp_comm_type))
+    e.push_back("cp_comm_type " + to_string(p.cp_comm_type) + ": Transformer Engine runs context parallelism for " +
+                (m.softmax_type != SoftmaxType::vanilla ? "attention sinks (softmax_type " + to_string(m.softmax_type) + ") only with a2a"
+                                                       : std::string("sliding-window attention only with a2a or allgather")) +
+                " (context_parallel.py attn_forward_func_with_cp)");
+  // dot_product_attention/utils.py get_attention_backend: "Disabling UnfusedDotProductAttention as it
+  // does not support context parallelism"
+  if (p.cp > 1 && p.attention_backend == AttentionBackend::unfused)
+    e.push_back("cp=" + s(p.cp) + " with attention backend unfused: Transformer Engine's unfused attention has no context "
+                "parallelism; use the fused attention or cp=1");
+  if (auto d = megatron_fp8_tp_problem(m, t.precision, p.tp); !d.empty())
+    e.push_back(d + ", as Transformer Engine's " + std::string(to_string(t.precision)) +
+                " GEMMs require (utils.py assert_dim_for_fp8_exec); choose another tp");
+  if (auto d = megatron_fp8_etp_problem(m, t.precision, p.etp); !d.empty())
+    e.push_back(d + ", as Transformer Engine's " + std::string(to_string(t.precision)) +
+                " GEMMs require (utils.py assert_dim_for_fp8_exec); choose another etp");
+  if (!megatron_fp8_tokens_ok(t.precision, p.micro_batch_size, t.seq_length, p.cp, p.tp, p.sp && p.tp > 1))
+    e.push_back("micro_batch_size*seq_length/(cp" + std::string(p.sp && p.tp > 1 ? "*tp" : "") + ") is not divisible by 8, as "
+                "Transformer Engine's fp8 GEMMs require of the tokens (utils.py assert_dim_for_fp8_exec)");
+  // transformer_config.py __post_init__: "moe_act in recompute_modules is only supported with moe_grouped_gemm."
+  if (m.moe && p.effective_recompute_modules().has(RecomputeModule::moe_act) && !megatron_moe_grouped_gemm(t.precision))
+    e.push_back("recompute module 'moe_act' needs Megatron's --moe-grouped-gemm, which mplan runs with bf16, fp16 and the "
+                "fp8/fp4 precisions, not " + std::string(to_string(t.precision)) + " (transformer_config.py: 'moe_act in "
+                "recompute_modules is only supported with moe_grouped_gemm')");
+}
+
+}  // namespace mplan

@@ -1,0 +1,44 @@
+// Megatron-LM's and Transformer Engine's own assertions on a layout, beyond the general rules of
+// validate_layout: context-parallel exchanges the model's attention supports, fp8 GEMM shapes,
+// grouped-GEMM and fp8-recipe requirements of the recompute modules. validate_layout applies them to
+// plans for framework megatron; the planner's enumerator calls the same predicates, and the Megatron
+// export writes the options they assume. Each function cites the source line it mirrors (Megatron-LM
+// d98e8a6 and TransformerEngine d0067d0, August 2026).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/parallel_config.h"
+
+namespace mplan {
+
+// Whether Transformer Engine's context-parallel attention runs this model with exchange c
+// (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py
+// attn_forward_func_with_cp, lines 5057-5067): sliding-window attention only with a2a or all_gather,
+// attention sinks (softmax_type other than vanilla) only with a2a.
+bool megatron_cp_comm_ok(const ModelSpec& m, CpCommType c);
+
+// The first GEMM shape of a tp / etp split that breaks Transformer Engine's fp8 check
+// (transformer_engine/pytorch/utils.py assert_dim_for_fp8_exec, called by Linear, LayerNormLinear and
+// LayerNormMLP under fp8, mxfp8 and nvfp4: a GEMM input's last dimension divisible by 16 and the
+// weight's rows by 8); "" when none or not an fp8-family precision. Attention and dense MLP widths
+// depend on tp, routed experts' on etp.
+std::string megatron_fp8_tp_problem(const ModelSpec& m, Precision prec, int tp);
+std::string megatron_fp8_etp_problem(const ModelSpec& m, Precision prec, int etp);
+// The tokens of a linear layer's input, mbs*seq/cp (/tp with sequence parallelism), must be divisible
+// by 8 under fp8 (the same check's leading dimensions).
+bool megatron_fp8_tokens_ok(Precision prec, int64_t mbs, int64_t seq, int cp, int tp, bool sp);
+
+// Whether mplan's Megatron export turns on --moe-grouped-gemm: bf16-based and fp16 runs (Megatron-LM
+// #2495, December 2025, removed the bf16-only assertion of GroupedGEMM and of EP with fp16), not fp32.
+bool megatron_moe_grouped_gemm(Precision prec);
+// Whether the export asks for fp8 current (tensorwise) scaling instead of Megatron's default delayed
+// recipe: transformer_config.py __post_init__ rejects recomputing 'layernorm' or 'moe_act' under fp8
+// with delayed scaling ("Delayed scaling does not support moe_act and layernorm recompute for fp8").
+bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p);
+
+// Megatron-LM's and Transformer Engine's assertions above as messages naming the field, appended to e.
+void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e);
+
+}  // namespace mplan
