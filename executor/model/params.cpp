@@ -94,8 +94,7 @@ void ParamStore::allocate(Backend& be, int64_t pad_dense, int64_t pad_expert, ui
 std::string ParamStore::serialize_shards(bool use_grads) const {
   std::string out;
   put<int64_t>(out, int64_t(entries_.size()));
-  for (size_t h = 0; h < entries_.size(); ++h) {
-    const ParamEntry& e = entries_[h];
+  for (const ParamEntry& e : entries_) {
     put<int64_t>(out, int64_t(e.name.size()));
     out += e.name;
     put(out, e.map.full_rows);
