@@ -214,9 +214,9 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   if (l.tp == 1) {
     tpv = {{0, 0}};
   } else {
-    if (!job.moe) tpv.push_back({0, 0});
-    tpv.push_back({1, 0});
-    tpv.push_back({1, 1});
+    if (!job.moe) tpv.emplace_back(0, 0);
+    tpv.emplace_back(1, 0);
+    tpv.emplace_back(1, 1);
   }
   std::vector<CpCommType> cps = {CpCommType::p2p};
   if (l.cp > 1) cps = {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather};

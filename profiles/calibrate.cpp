@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <ranges>
 
 #include "core/time_format.h"
 #include "core/presets.h"
@@ -44,8 +43,8 @@ Expected<Device> select_device(const ProfileDb& db, const std::string& which) {
   std::string list;
   for (const auto& d : *devs) list += "\n  " + std::to_string(d.id) + ": " + d.name + " (" + d.created_at + ", " + std::to_string(rows_of(d.id)) + " rows)";
   if (which.empty()) {
-    for (const auto& d : std::views::reverse(*devs))  // the newest device with rows
-      if (rows_of(d.id) > 0) return d;
+    for (auto it = devs->rbegin(); it != devs->rend(); ++it)
+      if (rows_of(it->id) > 0) return *it;
     return devs->back();  // no device has rows: its calibration is the documented defaults
   }
   bool numeric = std::all_of(which.begin(), which.end(), ::isdigit);

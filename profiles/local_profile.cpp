@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <ranges>
 #include <string_view>
 
 #include "profiles/host_info.h"
@@ -36,10 +35,10 @@ std::optional<Device> matching_device(const std::string& path, std::string* why)
   }
   auto devs = db->devices();
   if (!devs) return std::nullopt;
-  for (const auto& d : std::views::reverse(*devs)) {
-    if (d.kind != "cpu") continue;
-    std::string m = host_mismatch(d);
-    if (m.empty()) return d;
+  for (auto it = devs->rbegin(); it != devs->rend(); ++it) {
+    if (it->kind != "cpu") continue;
+    std::string m = host_mismatch(*it);
+    if (m.empty()) return *it;
     if (why && why->empty()) *why = m;
   }
   return std::nullopt;

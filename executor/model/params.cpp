@@ -130,7 +130,7 @@ std::map<std::string, std::vector<float>> ParamStore::assemble(const std::vector
       for (int64_t r = 0; r < nr; ++r) {
         int64_t b = get<int64_t>(s, pos);
         int64_t e = get<int64_t>(s, pos);
-        m.row_ranges.push_back({b, e});
+        m.row_ranges.emplace_back(b, e);
       }
       int64_t rows = get<int64_t>(s, pos), cols = get<int64_t>(s, pos);
       std::vector<float>& dst = full[name];
