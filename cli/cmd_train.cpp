@@ -154,6 +154,7 @@ int run_train(const TrainCliOptions& o) {
   }
   // one process (world size 1) or a rank of an MPI job: make sure OpenBLAS uses its fast kernels
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   exec::reexec_with_blas_environment(argv.data());
@@ -189,7 +190,7 @@ std::string verify_profile_db(const VerifyOptions& o) {
     std::cerr << "mplan verify: predicting with " << (*found)->how << " (pass --db FILE for another profile)\n";
     return (*found)->db;
   }
-  const std::string db = profiles::local_profile_path();
+  std::string db = profiles::local_profile_path();  // not const: returned by move
   std::cerr << "mplan verify: no profile of this machine yet (the committed local-cpu profile is of another CPU); "
                "profiling it now (--quick, about a minute), kept in " << db << " for the next verify\n";
   std::vector<std::string> args = {own_argv()[0], "profile", "--backend", "cpu", "--quick", "--db", db};

@@ -14,6 +14,7 @@ namespace {
 template <typename E>
 std::string module_names(const std::vector<std::pair<std::string, E>>& table) {
   std::vector<std::string> n;
+  n.reserve(table.size());
   for (const auto& [name, e] : table) n.push_back(name);
   return join_names(n, "|");
 }

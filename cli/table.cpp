@@ -41,6 +41,7 @@ std::string TextTable::render() const {
   };
   line(header_, true);
   std::vector<std::string> rule;
+  rule.reserve(w.size());
   for (size_t x : w) rule.emplace_back(x, '-');
   line(rule, true);
   for (const auto& r : rows_) line(r, false);

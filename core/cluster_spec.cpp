@@ -49,6 +49,7 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
     } else {
       JsonFields pf(*pk, "cluster.gpu.peak_tflops", problems);
       std::vector<std::string> names;
+      names.reserve(kAllPrecisions.size());
       for (Precision p : kAllPrecisions) names.emplace_back(to_string(p));
       pf.reject_unknown(names);
       for (Precision p : kAllPrecisions) {

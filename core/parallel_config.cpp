@@ -28,6 +28,7 @@ std::optional<std::vector<std::string>> string_list(const json& v) {
 template <typename E>
 std::string module_choices(const std::vector<std::pair<std::string, E>>& table) {
   std::vector<std::string> n;
+  n.reserve(table.size());
   for (const auto& [name, e] : table) n.push_back(name);
   return join_names(n, "|");
 }

@@ -10,6 +10,7 @@ namespace {
 
 std::vector<Action> gpipe(int m) {
   std::vector<Action> a;
+  a.reserve(2 * size_t(m));
   for (int i = 0; i < m; ++i) a.push_back({Phase::F, i, 0});
   for (int i = 0; i < m; ++i) a.push_back({Phase::B, i, 0});
   return a;

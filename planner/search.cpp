@@ -498,12 +498,12 @@ std::vector<std::string> Searcher::reasons() const {
       std::snprintf(b, sizeof b, " (closest: %.1f GiB with ", closest_gib_);
       s += b + short_name(closest_) + ")";
     }
-    r.push_back({mem, s});
+    r.emplace_back(mem, s);
   }
-  for (const auto& [rule_name, n] : st_.rejected_by_rule) r.push_back({n, rule_name + ": " + std::to_string(n) + " layouts"});
+  for (const auto& [rule_name, n] : st_.rejected_by_rule) r.emplace_back(n, rule_name + ": " + std::to_string(n) + " layouts");
   if (space_.structures.empty() && space_.rejected == 0)
-    r.push_back({1, "no layout matches --fix/--max for " + std::to_string(J_.world) +
-                        " GPUs (tp*pp*cp*dp must equal the GPU count and dp must divide the global batch)"});
+    r.emplace_back(1, "no layout matches --fix/--max for " + std::to_string(J_.world) +
+                          " GPUs (tp*pp*cp*dp must equal the GPU count and dp must divide the global batch)");
   std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::string> out;
   for (size_t k = 0; k < r.size() && k < 5; ++k) out.push_back(r[k].second);

@@ -240,9 +240,9 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   if (l.tp == 1) {
     tpv = {{0, 0}};
   } else {
-    if (!job.moe) tpv.push_back({0, 0});
-    tpv.push_back({1, 0});
-    tpv.push_back({1, 1});
+    if (!job.moe) tpv.emplace_back(0, 0);
+    tpv.emplace_back(1, 0);
+    tpv.emplace_back(1, 1);
   }
   // only the CP exchanges and schedules the job's framework runs (core/framework.h)
   const Framework fw = job.plan->training.framework;

@@ -59,6 +59,7 @@ FitError fit_class(Model& m, const std::vector<Param>& params, size_t n, const s
     for (size_t i = 0; i < n; ++i) r[i] = log_residual(predict(mm, i), measured(i));
   };
   std::vector<double> x0;
+  x0.reserve(params.size());
   for (const auto& p : params) x0.push_back(to_free(p, p.ref(m)));
   std::vector<std::vector<double>> starts = {x0};
   for (size_t i = 0; i < params.size(); ++i) {
@@ -87,6 +88,7 @@ FitError fit_class(Model& m, const std::vector<Param>& params, size_t n, const s
 
 std::vector<std::pair<std::string, double>> values(Model& m, const std::vector<Param>& ps) {
   std::vector<std::pair<std::string, double>> v;
+  v.reserve(ps.size());
   for (const auto& p : ps) v.emplace_back(p.name, p.ref(m));
   return v;
 }
@@ -159,7 +161,7 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
     by_class[fit_class_of(r)].push_back(&r);
     out.kernel_ids.push_back(r.id);
   }
-  auto kernel_fit = [&](const std::string& cls, std::vector<Param> ps, const std::string& empty_note,
+  auto kernel_fit = [&](const std::string& cls, const std::vector<Param>& ps, const std::string& empty_note,
                         const std::string& kept_note = "") {
     ClassFit cf;
     cf.name = cls;

@@ -121,6 +121,7 @@ void ensure_blas_environment() {
     i = j + 1;
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   execv("/proc/self/exe", argv.data());

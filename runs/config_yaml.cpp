@@ -68,7 +68,7 @@ bool ConfigYamlReader::add_line(const std::string& raw) {
     std::string item = trim(body.substr(1));
     if (!list_key_.empty() && (ind == list_indent_ || ind == list_indent_ + 2)) {
       std::string k, v;
-      if (mapping_line(item, k, v) || item.rfind("-", 0) == 0)
+      if (mapping_line(item, k, v) || item.rfind('-', 0) == 0)
         lists_.erase(list_key_), list_key_.clear();  // a list of mappings or of lists: not read
       else lists_[list_key_].push_back(scalar(item));
     }

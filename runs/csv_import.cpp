@@ -129,6 +129,7 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
   res.framework = "csv";
 
   std::vector<int64_t> iters;
+  iters.reserve(rows.size());
   for (const auto& r : rows) iters.push_back(static_cast<int64_t>(r.v.at("step")));
   WarmupFlags wf = flag_warmup(iters, opt.warmup_iters);
   for (auto r : wf.restarts)

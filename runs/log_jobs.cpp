@@ -263,7 +263,7 @@ std::string describe_job(const LogJob& j) {
   return s + ", " + j.framework;
 }
 
-Expected<LogSet> combine_logs(std::vector<ScannedLog> files) {
+Expected<LogSet> combine_logs(const std::vector<ScannedLog>& files) {
   LogSet set;
   std::map<int, std::vector<const ScannedLog*>> groups;
   for (const auto& f : files) {
@@ -303,7 +303,7 @@ Expected<LogSet> read_training_logs(const std::vector<std::string>& paths) {
     if (!s) return s.error();
     scanned.push_back(std::move(s).value());
   }
-  return combine_logs(std::move(scanned));
+  return combine_logs(scanned);
 }
 
 }  // namespace mplan::runs

@@ -44,7 +44,7 @@ struct LogSet {
 // per-rank files that disagree on their number of launches.
 Expected<LogSet> read_training_logs(const std::vector<std::string>& paths);
 // The same from scanned files (tests).
-Expected<LogSet> combine_logs(std::vector<ScannedLog> files);
+Expected<LogSet> combine_logs(const std::vector<ScannedLog>& files);
 
 // One line per job for messages and listings: "job 2: train.log lines 310-890, iterations 1-500
 // (3 resumes), Megatron-LM".

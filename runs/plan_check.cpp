@@ -344,6 +344,7 @@ std::map<std::string, PlanValue> plan_values(const Plan& p) {
     v["moe_ffn_hidden_size"] = {"model.moe.moe_ffn_hidden_size", s(m.moe->moe_ffn_hidden_size)};
     v["moe_shared_expert_ffn"] = {"model.moe.shared_expert_ffn_hidden_size", s(m.moe->shared_expert_ffn_hidden_size)};
     std::vector<int> pat;
+    pat.reserve(size_t(m.num_layers));
     for (int i = 0; i < m.num_layers; ++i) pat.push_back(m.is_moe_layer(i) ? 1 : 0);
     v["moe_layers"] = {"model.moe (first_k_dense_layers, moe_layer_freq)", "pattern:" + join_ints(pat)};
   }

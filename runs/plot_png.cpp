@@ -15,6 +15,7 @@
 #include <QPen>
 #include <QPolygonF>
 #include <QString>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string_view>
@@ -60,7 +61,7 @@ void draw(QPainter& g, const PlotPrim& p) {
       break;
     case PlotPrim::text: {
       QFont f("DejaVu Sans");
-      f.setPixelSize(std::max(1, static_cast<int>(p.font_px + 0.5)));
+      f.setPixelSize(std::max(1, static_cast<int>(std::lround(p.font_px))));
       f.setBold(p.bold);
       g.setFont(f);
       g.setPen(color(p.fill));

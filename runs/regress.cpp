@@ -168,6 +168,7 @@ PlanRegression evaluate_plan(std::vector<const RunRecord*> runs, const RegressOp
 
   std::vector<const RunRecord*> prev(runs.begin(), runs.end() - 1);
   std::vector<double> x;
+  x.reserve(prev.size());
   for (const RunRecord* r : prev) x.push_back(r->summary.mfu);
   auto noise = estimate_noise(x, opt.threshold_pct);
   size_t level_start = 0;

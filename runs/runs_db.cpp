@@ -28,7 +28,7 @@ constexpr long long kIntegrityCheckMaxBytes = 64ll << 20;
 // JSON text for storage; invalid UTF-8 in user-given strings is replaced, never thrown.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-json parse_or(const std::string& text, json fallback) {
+json parse_or(const std::string& text, const json& fallback) {
   auto j = json::parse(text, nullptr, false);
   return j.is_discarded() ? fallback : j;
 }
@@ -100,6 +100,7 @@ class SqliteRunsDb final : public RunsDb {
     try {
       WriteTxn txn(db_);
       std::vector<int64_t> ids;
+      ids.reserve(runs.size());
       for (const auto& r : runs) ids.push_back(insert_run(r));
       txn.commit();
       return ids;
@@ -362,7 +363,7 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  auto db = std::unique_ptr<SqliteRunsDb>(new SqliteRunsDb(path, raw));  // closes `raw` on every exit
+  auto db = std::make_unique<SqliteRunsDb>(path, raw);  // closes `raw` on every exit
   if (rc != SQLITE_OK)
     return Error("runs database " + path + ": cannot open: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)) +
                  "; check that the directory exists and is writable");

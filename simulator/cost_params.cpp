@@ -104,10 +104,25 @@ CostParams Calibration::params_for(const GpuSpec& g) const {
 }
 
 namespace {
-#define MPLAN_COST_FIELDS(X)                                                                        \
-  X(gemm_eff_max) X(gemm_half_flops) X(grouped_gemm_eff) X(attn_fwd_eff) X(attn_bwd_eff) X(triton_attn_eff) X(hbm_eff) X(kernel_overhead_us) \
-  X(nvlink_eff) X(network_eff) X(a2a_eff) X(moe_expert_cv) X(overlap_slowdown) X(comm_overlap) X(optimizer_overhead_s)                \
-  X(allocator_overhead_frac) X(reserved_gib) X(comm_buffer_bytes)
+#define MPLAN_COST_FIELDS(X) \
+  X(gemm_eff_max)            \
+  X(gemm_half_flops)         \
+  X(grouped_gemm_eff)        \
+  X(attn_fwd_eff)            \
+  X(attn_bwd_eff)            \
+  X(triton_attn_eff)         \
+  X(hbm_eff)                 \
+  X(kernel_overhead_us)      \
+  X(nvlink_eff)              \
+  X(network_eff)             \
+  X(a2a_eff)                 \
+  X(moe_expert_cv)           \
+  X(overlap_slowdown)        \
+  X(comm_overlap)            \
+  X(optimizer_overhead_s)    \
+  X(allocator_overhead_frac) \
+  X(reserved_gib)            \
+  X(comm_buffer_bytes)
 }  // namespace
 
 ParamRange cost_param_range(const std::string& name) {

@@ -69,7 +69,7 @@ CriticalPathResult critical_path(const StepGraph& sg, int zeroed) {
   auto dur = [&](int i) { return i == zeroed ? 0.0 : sg.events[size_t(i)].dur_s; };
   // vertices 0..n-1: the events; n: source; n+1: sink
   Graph g(size_t(n) + 2);
-  const Vertex src = Vertex(n), sink = Vertex(n + 1);
+  const Vertex src = Vertex(n), sink = Vertex(n) + 1;
   std::vector<char> has_in(size_t(n), 0), has_out(size_t(n), 0);
   for (const StepEdge& e : sg.edges) {
     boost::add_edge(Vertex(e.from), Vertex(e.to), EdgeWeight{dur(e.from) + e.lag}, g);

@@ -135,7 +135,7 @@ std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& 
 std::vector<RunFact> run_facts_for(const CsvRow& row) {
   std::vector<std::pair<size_t, const FactRun*>> hit;
   for (const FactRun& r : fact_runs())
-    if (matches(r, row)) hit.push_back({r.conditions.size(), &r});
+    if (matches(r, row)) hit.emplace_back(r.conditions.size(), &r);
   std::stable_sort(hit.begin(), hit.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<RunFact> out;
   for (const auto& [n, r] : hit) out.insert(out.end(), r->facts.begin(), r->facts.end());

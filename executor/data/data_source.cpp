@@ -117,7 +117,7 @@ Micro make_micro(const DataSource& src, const LayoutDims& d, int64_t step, int m
     for (int64_t t = 0; t < d.Tl; ++t) {
       const int32_t p = m.seq_pos[size_t(t)];
       m.tokens[size_t(b * d.Tl + t)] = seq[size_t(p)];
-      m.targets[size_t(b * d.Tl + t)] = seq[size_t(p + 1)];
+      m.targets[size_t(b * d.Tl + t)] = seq[size_t(p) + 1];
       m.pos[size_t(b * d.Tl + t)] = p;
     }
   }

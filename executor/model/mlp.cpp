@@ -19,7 +19,7 @@ FfnParams register_ffn(ParamStore& ps, const LayoutDims& d, const std::string& n
   s.rows = d.fc1_rows(p.f_local);
   s.cols = C;
   s.map = ShardMap::rows(d.fc1_rows(f), C, f0, f0 + p.f_local);
-  if (gated) s.map.row_ranges.push_back({f + f0, f + f0 + p.f_local});  // [gate_local; up_local]
+  if (gated) s.map.row_ranges.emplace_back(f + f0, f + f0 + p.f_local);  // [gate_local; up_local]
   p.fc1 = ps.add(s);
   if (d.bias) {
     ParamSpec b = s;

@@ -56,7 +56,8 @@ void route(Exec& ex, const MoeParams& p, MoeActs& a) {
     for (int64_t e = 0; e < E; ++e) stat[size_t(E + e)] += pr[n * E + e];
   stat[size_t(2 * E)] = double(Nsp);
   ex.g.tp_cp->all_reduce_sum(stat.data(), int64_t(stat.size()));
-  const double ntot = stat[size_t(2 * E)], micro_total = double(d.gbs / d.B);
+  const int64_t micro_batches_total = d.gbs / d.B;  // exact: gbs is a multiple of mbs*dp (validate_parallel)
+  const double ntot = stat[size_t(2 * E)], micro_total = double(micro_batches_total);
   const double c = double(d.moe_aux_coeff) * double(E) / (double(k) * ntot * ntot);
   double aux = 0;
   a.aux_grad.assign(size_t(E), 0.0);

@@ -94,8 +94,7 @@ void ParamStore::allocate(Backend& be, int64_t pad_dense, int64_t pad_expert, ui
 std::string ParamStore::serialize_shards(bool use_grads) const {
   std::string out;
   put<int64_t>(out, int64_t(entries_.size()));
-  for (size_t h = 0; h < entries_.size(); ++h) {
-    const ParamEntry& e = entries_[h];
+  for (const ParamEntry& e : entries_) {
     put<int64_t>(out, int64_t(e.name.size()));
     out += e.name;
     put(out, e.map.full_rows);
@@ -131,7 +130,7 @@ std::map<std::string, std::vector<float>> ParamStore::assemble(const std::vector
       for (int64_t r = 0; r < nr; ++r) {
         int64_t b = get<int64_t>(s, pos);
         int64_t e = get<int64_t>(s, pos);
-        m.row_ranges.push_back({b, e});
+        m.row_ranges.emplace_back(b, e);
       }
       int64_t rows = get<int64_t>(s, pos), cols = get<int64_t>(s, pos);
       std::vector<float>& dst = full[name];

@@ -1,7 +1,7 @@
 // Signal and parent-death watcher of a training process (see abort_guard.h).
 #include "executor/train/abort_guard.h"
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t/pthread_sigmask/sigtimedwait, not <csignal>
 #include <unistd.h>
 
 #include <cerrno>

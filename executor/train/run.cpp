@@ -64,6 +64,7 @@ std::vector<OpStat> median_ops(const std::vector<StepMetrics>& steps) {
       calls[o.op] = std::max(calls[o.op], o.calls);
     }
   std::vector<OpStat> out;
+  out.reserve(secs.size());
   for (auto& [op, v] : secs) out.push_back({op, stats::median(std::move(v)), calls[op]});
   return out;
 }

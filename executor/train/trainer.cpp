@@ -1,11 +1,11 @@
 // Trainer: construction of a rank's model part, the optimizer step loop, metrics and checkpoints.
 #include "executor/train/trainer.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +32,7 @@ double now_s() {
 void maybe_kill(int rank, int step) {
   const char* f = std::getenv("MPLAN_FAULT");
   int r = -1, s = -1;
-  if (f && std::sscanf(f, "kill@%d@%d", &r, &s) == 2 && r == rank && s == step) raise(SIGKILL);
+  if (f && std::sscanf(f, "kill@%d@%d", &r, &s) == 2 && r == rank && s == step) std::raise(SIGKILL);
 }
 bool poison_loss(int step) {
   const char* f = std::getenv("MPLAN_FAULT");

@@ -474,6 +474,7 @@ void MainWindow::onSelectionChanged() {
     rows.resize(kMaxCompared);
   }
   std::vector<TimeBreakdownModel::Entry> entries;
+  entries.reserve(rows.size());
   for (int r : rows)
     entries.push_back({QString("#%1 %2").arg(r + 1).arg(layoutLabel(results_->candidate(r).plan.parallel)),
                        results_->candidate(r).report});

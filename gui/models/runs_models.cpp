@@ -79,7 +79,7 @@ void RunsListModel::setSnapshot(const RunsSnapshot& s) {
     labels_.push_back(runPlanLabel(r.plan));
     if (s.regression_ids.count(r.id)) status_.push_back("regression");
     else if (auto it = latest.find(r.id); it != latest.end()) status_.push_back(QString::fromStdString(it->second));
-    else status_.push_back({});
+    else status_.emplace_back();
   }
   endResetModel();
 }

@@ -86,7 +86,8 @@ TimelineData buildTimeline(const StepReport& r) {
       if (e.phase == 'B') first_b[size_t(e.stage)] = std::min(first_b[size_t(e.stage)], e.start_s);
       if (e.phase == 'F') last_f[size_t(e.stage)] = std::max(last_f[size_t(e.stage)], e.start_s + e.dur_s);
     }
-  for (auto& [key, lane] : by_key) {
+  for (auto& entry : by_key) {
+    TimelineLane& lane = entry.second;  // a named reference: clang before 16 cannot capture a structured binding
     std::stable_sort(lane.blocks.begin(), lane.blocks.end(),
                      [](const TimelineBlock& a, const TimelineBlock& b) { return a.start_s < b.start_s; });
     if (lane.isCompute() && step > 0) {

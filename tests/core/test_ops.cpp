@@ -77,7 +77,7 @@ TEST(Ops, SavedActivationsMatchKorthikantiWithoutDropout) {
   double saved = 0;
   for (auto& o : layer_ops(m, 0, c)) saved += o.saved_bytes;
   double sbh = 2048.0 * m.hidden_size;
-  double stats = 4.0 * 1 * (96 / 8) * 2048;
+  double stats = 4.0 * 1 * (96.0 / 8) * 2048;
   EXPECT_NEAR(saved, sbh * 32 / 8 + stats, 1.0);
 }
 

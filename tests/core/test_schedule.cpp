@@ -50,14 +50,14 @@ bool runs_without_deadlock(Schedule sch, int pp, int vpp, int m) {
 
 void expect_complete(const std::vector<Action>& a, int m, int vpp, bool w) {
   std::map<std::tuple<int, int>, int> f, b, wc;
-  for (size_t i = 0; i < a.size(); ++i) {
-    auto key = std::make_tuple(a[i].microbatch, a[i].chunk);
-    if (a[i].phase == Phase::F) f[key]++;
-    if (a[i].phase == Phase::B) {
-      EXPECT_EQ(f[key], 1) << "B before F for " << a[i].microbatch;
+  for (const Action& x : a) {
+    auto key = std::make_tuple(x.microbatch, x.chunk);
+    if (x.phase == Phase::F) f[key]++;
+    if (x.phase == Phase::B) {
+      EXPECT_EQ(f[key], 1) << "B before F for " << x.microbatch;
       b[key]++;
     }
-    if (a[i].phase == Phase::W) {
+    if (x.phase == Phase::W) {
       EXPECT_EQ(b[key], 1);
       wc[key]++;
     }

@@ -192,7 +192,7 @@ int megatron_log(const uint8_t* d, size_t n) {
   std::istringstream in(text_of(d, n));
   std::vector<runs::ScannedLog> files;
   files.push_back(runs::scan_log(in, "train.log"));
-  auto set = runs::combine_logs(std::move(files));
+  auto set = runs::combine_logs(files);
   if (!set) return 0;
   runs::ImportOptions io;
   io.allow_mismatch = true;

@@ -97,6 +97,7 @@ class TestEndToEnd : public QObject {
     // breakdown: the top plans side by side (the screenshot compared 4) with MFU points
     int compared = std::min(4, w.resultsModel()->rowCount());
     std::vector<int> ranks;
+    ranks.reserve(size_t(compared));
     for (int i = 0; i < compared; ++i) ranks.push_back(i);
     w.selectRanks(ranks);
     QVERIFY(w.breakdownChart()->barSeries());

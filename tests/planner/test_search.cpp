@@ -19,7 +19,7 @@ namespace {
 using planner::from_parallel;
 using planner::short_name;
 
-SearchResult run(const Plan& job, SearchOptions o) {
+SearchResult run(const Plan& job, const SearchOptions& o) {
   auto r = search(job, shipped_calibration(), o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? r.value() : SearchResult{};
@@ -36,7 +36,7 @@ void expect_same_top(const SearchResult& a, const SearchResult& b, const std::st
 }
 
 // Pruned search == exhaustive simulation, and no bound was ever above the simulated value.
-void check_against_exhaustive(const Plan& job, SearchOptions o, const std::string& what) {
+void check_against_exhaustive(const Plan& job, const SearchOptions& o, const std::string& what) {
   SearchOptions ex = o;
   ex.exhaustive = true;
   SearchResult full = run(job, ex);
@@ -300,7 +300,7 @@ TEST(Search, FixAndMaxRestrictAndConflict) {
     EXPECT_EQ(c.plan.parallel.recompute, Recompute::full);
     EXPECT_EQ(c.plan.parallel.schedule, Schedule::one_f_one_b);
   }
-  auto bad = [&](std::map<std::string, int> fix, std::map<std::string, int> max, const std::string& needle) {
+  auto bad = [&](const std::map<std::string, int>& fix, const std::map<std::string, int>& max, const std::string& needle) {
     SearchOptions b;
     b.fix = fix;
     b.max = max;

@@ -3,7 +3,7 @@
 // batches, shipped profiles calibrate into files the simulator reads, the local-cpu cluster loads.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill(), not in <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -179,6 +179,7 @@ TEST(ProfileDb, CorruptFileIsRefusedAndUntouched) {
     ASSERT_TRUE(d);
     auto id = d.value().add_device(some_device());
     std::vector<KernelRow> rows;
+    rows.reserve(500);
     for (int i = 0; i < 500; ++i) rows.push_back(gemm_row(*id, 64 + i));
     ASSERT_TRUE(d.value().insert_kernels(rows));
     ASSERT_EQ(d.value().connection().exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;"), "");
@@ -227,6 +228,7 @@ TEST(ProfileDb, ConcurrentWritersLoseNoRows) {
       if (!db) _exit(3);
       for (int b = 0; b < batches; ++b) {
         std::vector<KernelRow> rows;
+        rows.reserve(size_t(per_batch));
         for (int i = 0; i < per_batch; ++i) rows.push_back(gemm_row(dev, 1 + w * 100000 + b * 100 + i));
         if (!db.value().insert_kernels(rows)) _exit(4);
         CollectiveRow c;

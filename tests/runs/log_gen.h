@@ -108,7 +108,7 @@ inline std::string megatron_line(const Iter& i) {
 inline std::string deepspeed_line(const Iter& i, int64_t seq, int world, double tflops) {
   double samples_s = double(i.gbs) / (i.ms / 1000.0);
   std::string s = f(" iteration %8lld/%8lld | consumed samples: %12lld | consumed tokens: %12lld |", (long long)i.it,
-                    (long long)i.total, (long long)i.consumed, (long long)(i.consumed * seq));
+                    (long long)i.total, (long long)i.consumed, (long long)i.consumed * seq);
   s += f(" elapsed time per iteration (ms): %.1f | learning rate: %.3E | global batch size: %5lld |", i.ms, 3e-4,
          (long long)i.gbs);
   s += f(" lm loss: %.6E | loss scale: %.1f | grad norm: %.3f | actual seqlen: %5lld |", i.loss, 1.0, 1.1, (long long)seq);
@@ -146,7 +146,7 @@ inline std::string padded_vocab_line(int64_t vocab, int tp) {
 inline std::string clock(double s, bool micro = false) {
   int64_t t = static_cast<int64_t>(s);
   int64_t h = 10 + t / 3600, mi = t / 60 % 60, se = t % 60;
-  std::string out = f("2024-06-%02lld %02lld:%02lld:%02lld", (long long)(12 + h / 24), (long long)(h % 24),
+  std::string out = f("2024-06-%02lld %02lld:%02lld:%02lld", 12LL + h / 24, (long long)(h % 24),
                       (long long)mi, (long long)se);
   if (micro) out += f(".%06d", static_cast<int>((s - double(t)) * 1e6));
   return out;
@@ -255,7 +255,7 @@ inline std::string nemo_bar(int64_t step, int64_t total, double step_s, double l
   return f("Epoch 0: : %3d%%|####      | %lld/%lld [01:%02lld<02:00, reduced_train_loss=%.3f, global_step=%lld.0, "
            "consumed_samples=%lld.0, train_step_timing in s=%.3f]",
            static_cast<int>(100 * step / total), (long long)step, (long long)total, (long long)(step % 60), loss,
-           (long long)step, (long long)(step * 128), step_s);
+           (long long)step, (long long)step * 128, step_s);
 }
 
 // NeMo DeltaTimingCallback (logging.info through NeMo's formatter).

@@ -54,7 +54,7 @@ inline mplan::runs::LogSet read_log_text(const std::string& text, const std::str
   std::istringstream in(text);
   std::vector<mplan::runs::ScannedLog> files;
   files.push_back(mplan::runs::scan_log(in, name));
-  auto set = mplan::runs::combine_logs(std::move(files));
+  auto set = mplan::runs::combine_logs(files);
   EXPECT_TRUE(set.ok()) << (set.ok() ? "" : set.error().message());
   return set.ok() ? set.value() : mplan::runs::LogSet{};
 }

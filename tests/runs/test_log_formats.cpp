@@ -21,7 +21,7 @@ namespace {
 
 Plan llama3() { return runs_test::load_plan("llama3_8b_h100_dp8.plan.json"); }
 
-ImportResult import_ok(const LogJob& job, const Plan& plan, ImportOptions opt = {}) {
+ImportResult import_ok(const LogJob& job, const Plan& plan, const ImportOptions& opt = {}) {
   auto r = import_log_job(job, plan, opt);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? r.value() : ImportResult{};

@@ -246,7 +246,7 @@ TEST(MegatronLog, NoIterationLinesIsAnErrorNamingTheFormatsRead) {
   std::istringstream in("hello\n[after megatron is initialized] datetime: 2024-01-01 00:00:00\n");
   std::vector<ScannedLog> files;
   files.push_back(scan_log(in, "x.log"));
-  auto r = combine_logs(std::move(files));
+  auto r = combine_logs(files);
   ASSERT_FALSE(r.ok());
   std::string msg = r.error().message();
   EXPECT_NE(msg.find("no training iteration lines"), std::string::npos) << msg;

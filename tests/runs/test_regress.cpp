@@ -105,6 +105,7 @@ TEST(Regress, NoFalseAlarmsOnNoiseAndAllDropsFoundOnSyntheticSeries) {
   int false_alarms = 0, found = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
+    m.reserve(8);
     for (int i = 0; i < 8; ++i) m.push_back(0.45 * (1 + noise(rng)));
     false_alarms += detect(series(m)).regressions();
     m.push_back(0.45 * 0.88 * (1 + noise(rng)));  // a real 12% drop
@@ -122,6 +123,7 @@ TEST(Regress, NoisierHistoryRaisesTheBar) {
   int beyond_threshold = 0, flagged = 0, caught = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
+    m.reserve(6);
     for (int i = 0; i < 6; ++i) m.push_back(0.40 * (1 + noise(rng)));
     auto p = detect(series(m)).plans[0];
     beyond_threshold += p.change_pct < -5;
@@ -226,6 +228,7 @@ TEST(Regress, RunToRunNoiseIgnoresLevelShifts) {
   std::mt19937 rng(5);
   std::normal_distribution<double> unit(0.0, 1.0);
   std::vector<double> many;
+  many.reserve(20000);
   for (int i = 0; i < 20000; ++i) many.push_back(unit(rng));
   EXPECT_NEAR(run_to_run_sigma(many).value(), 1.0, 0.02);
 }
@@ -238,6 +241,7 @@ TEST(Regress, FivePercentDropAfterTwentyFivePercentGainIsFound) {
   int found_last = 0, found_tag = 0, found_best = 0, trials = 200;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
+    m.reserve(5);
     for (int i = 0; i < 5; ++i) m.push_back(0.40 * (1 + noise(rng)));
     for (double v : {0.43, 0.47, 0.50}) m.push_back(v * (1 + noise(rng)));
     for (int i = 0; i < 4; ++i) m.push_back(0.50 * (1 + noise(rng)));
@@ -273,6 +277,7 @@ TEST(Regress, FivePercentDropAfterTwentyFivePercentGainIsFound) {
 TEST(Regress, SlowSlideAgainstATagIsNotAbsorbedAsNoise) {
   // -1% per run from a tagged 0.50: the steady slide is not run-to-run noise.
   std::vector<double> m;
+  m.reserve(9);
   for (int i = 0; i < 9; ++i) m.push_back(0.50 * (1 - 0.01 * i) * (1 + 0.002 * ((i * 7) % 3 - 1)));
   auto v = series(m);
   v[0].tags = {"golden"};
@@ -287,6 +292,7 @@ TEST(Regress, FlatSeriesWithTwoPercentNoiseStaysOk) {
   int alarms_last = 0, alarms_best = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
+    m.reserve(10);
     for (int i = 0; i < 10; ++i) m.push_back(0.40 * (1 + noise(rng)));
     alarms_last += detect(series(m)).regressions();
     alarms_best += detect(series(m), "best-of-last-5").regressions();

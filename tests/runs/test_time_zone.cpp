@@ -93,7 +93,7 @@ TEST(TimeZone, ImportUsesTheStatedZoneElseTz) {
   mplan::Plan plan = runs_test::load_plan("llama3_8b_h100_dp8.plan.json");
   log_gen::LaunchSpec s;
   s.args = log_gen::megatron_args(plan);
-  auto import = [&](const std::string& head, ImportOptions opt) {
+  auto import = [&](const std::string& head, const ImportOptions& opt) {
     LogSet set = runs_test::read_log_text(head + log_gen::megatron_launch(plan, s), "slurm.out");
     auto r = import_log_job(set.jobs.front(), plan, opt);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());

@@ -3,6 +3,7 @@
 // (and fixed overheads) switched off. Also used by the GUI's timeline tests.
 #pragma once
 #include "core/counting.h"
+#include "core/plan.h"
 #include "core/presets.h"
 #include "simulator/cost_params.h"
 
