@@ -54,7 +54,8 @@ int run_bench(const BenchOptions& o) {
   std::sort(us.begin(), us.end());
   TextTable t({"benchmark", "median us", "p10 us", "p90 us", "runs"});
   t.add_row({"simulate llama3.1-405b, 16384 x H100, tp8 pp16 vpp8", fmt(mplan::stats::quantile_sorted(us, 0.5), 1),
-             fmt(mplan::stats::quantile_sorted(us, 0.1), 1), fmt(mplan::stats::quantile_sorted(us, 0.9), 1), std::to_string(o.repeat)});
+             fmt(mplan::stats::quantile_sorted(us, 0.1), 1), fmt(mplan::stats::quantile_sorted(us, 0.9), 1),
+             std::to_string(o.repeat)});
   std::cout << t.render() << "(predicted step time " << fmt(sink / o.repeat, 3) << " s; target: median <= 1000 us)\n";
   return kExitOk;
 }

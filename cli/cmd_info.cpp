@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/table.h"
 #include "core/counting.h"
 #include "core/presets.h"
+#include "core/strict_json.h"
 
 namespace mplan::cli {
 
@@ -48,13 +48,16 @@ void add_info_commands(CLI::App& app, Runner& run) {
         if (!mm) throw std::runtime_error("preset " + name + " is invalid: " + mm.error().message());
         ParamCounts pc = count_params(*mm);
         int experts = mm->moe ? mm->moe->num_experts : 0;
-        t.add_row({name, std::to_string(mm->num_layers), std::to_string(mm->hidden_size),
-                   std::to_string(mm->num_attention_heads), std::to_string(mm->num_query_groups),
-                   experts ? std::to_string(experts) + " top-" + std::to_string(mm->moe->top_k) : "-",
-                   fmt_count(pc.total), fmt_count(pc.active)});
+        t.add_row({name, std::to_string(mm->num_layers), std::to_string(mm->hidden_size), std::to_string(mm->num_attention_heads),
+                   std::to_string(mm->num_query_groups),
+                   experts ? std::to_string(experts) + " top-" + std::to_string(mm->moe->top_k) : "-", fmt_count(pc.total),
+                   fmt_count(pc.active)});
         out.push_back({{"name", name}, {"params", pc.total}, {"active_params", pc.active}, {"model", model_to_json(*mm)}});
       }
-      if (*models_format == "json") std::cout << dump_json(out, 2) << "\n"; else std::cout << t.render();
+      if (*models_format == "json")
+        std::cout << dump_json(out, 2) << "\n";
+      else
+        std::cout << t.render();
       return kExitOk;
     };
   });
@@ -65,8 +68,8 @@ void add_info_commands(CLI::App& app, Runner& run) {
   c->callback([&run, clusters_format] {
     run = [clusters_format] {
       nlohmann::json out = nlohmann::json::array();
-      TextTable t({"name", "gpu", "bf16 TFLOP/s", "fp8 TFLOP/s", "memory GiB", "GPUs/node", "NVLink domain",
-                   "NVLink GB/s", "network GB/s"});
+      TextTable t({"name", "gpu", "bf16 TFLOP/s", "fp8 TFLOP/s", "memory GiB", "GPUs/node", "NVLink domain", "NVLink GB/s",
+                   "network GB/s"});
       for (const auto& name : cluster_preset_names()) {
         auto cc = cluster_preset(name);
         if (!cc) throw std::runtime_error("preset " + name + " is invalid: " + cc.error().message());
@@ -76,7 +79,10 @@ void add_info_commands(CLI::App& app, Runner& run) {
                    fmt(cc->scale_up_bw_gbps, 0), fmt(cc->scale_out_bw_gbps, 0)});
         out.push_back(cluster_to_json(*cc));
       }
-      if (*clusters_format == "json") std::cout << dump_json(out, 2) << "\n"; else std::cout << t.render();
+      if (*clusters_format == "json")
+        std::cout << dump_json(out, 2) << "\n";
+      else
+        std::cout << t.render();
       return kExitOk;
     };
   });

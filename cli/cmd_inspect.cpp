@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
 #include "core/counting.h"
+#include "core/strict_json.h"
 
 namespace mplan::cli {
 
@@ -21,7 +21,7 @@ struct InspectOptions {
 };
 
 nlohmann::json layer_json(const LayerParams& lp) {
-  return {{"attention", lp.attention}, {"norms", lp.norms},   {"mlp", lp.mlp},
+  return {{"attention", lp.attention}, {"norms", lp.norms},     {"mlp", lp.mlp},
           {"router", lp.router},       {"experts", lp.experts}, {"shared_experts", lp.shared_experts},
           {"total", lp.total()},       {"active", lp.active()}};
 }
@@ -82,8 +82,8 @@ int run_inspect(const InspectOptions& o) {
               << " without the input embedding table)";
   std::cout << "\n";
   if (pc.mtp > 0) std::cout << "multi-token prediction modules: " << fmt_count(pc.mtp) << " more (not in the total)\n";
-  std::cout << "model FLOPs per token at seq " << o.seq << " (forward+backward, Megatron-LM convention): "
-            << fmt(causal / 1e9, 2) << " GFLOP causal, " << fmt(full / 1e9, 2) << " GFLOP full attention\n";
+  std::cout << "model FLOPs per token at seq " << o.seq << " (forward+backward, Megatron-LM convention): " << fmt(causal / 1e9, 2)
+            << " GFLOP causal, " << fmt(full / 1e9, 2) << " GFLOP full attention\n";
   return kExitOk;
 }
 

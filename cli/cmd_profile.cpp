@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/table.h"
 #include "core/bounded_input.h"
 #include "core/json_fields.h"
+#include "core/strict_json.h"
 #include "profiles/calibrate.h"
 #include "profiles/cpu_profiler.h"
 #include "profiles/cuda_profiler.h"
@@ -119,10 +119,14 @@ int run_calibrate(const CalibrateCliOptions& o) {
       fam[k] = {{"rows", e.rows}, {"mape_before_pct", e.mape_before}, {"mape_after_pct", e.mape_after}};
     nlohmann::json fitted = nlohmann::json::object();
     for (const auto& [k, v] : rf->fitted) fitted[k] = v;
-    res.calibration.fit["runs"] = {{"file", o.runs},          {"rows_in_file", rf->rows_in_file},
-                                   {"rows_used", rf->rows_used}, {"fitted", fitted},
+    res.calibration.fit["runs"] = {{"file", o.runs},
+                                   {"rows_in_file", rf->rows_in_file},
+                                   {"rows_used", rf->rows_used},
+                                   {"fitted", fitted},
                                    {"mape_before_pct", rf->overall.mape_before},
-                                   {"mape_after_pct", rf->overall.mape_after}, {"by_family", fam}, {"notes", rf->notes}};
+                                   {"mape_after_pct", rf->overall.mape_after},
+                                   {"by_family", fam},
+                                   {"notes", rf->notes}};
   }
   if (o.format == "json") {
     std::cout << dump_json(calibration_to_json(res.calibration), 2) << "\n";
@@ -137,8 +141,10 @@ int run_calibrate(const CalibrateCliOptions& o) {
 
 int run_import(const ProfileOptions& o) {
   std::vector<std::string> names;
-  if (o.import == "all") names = shipped_profile_names();
-  else names.push_back(o.import);
+  if (o.import == "all")
+    names = shipped_profile_names();
+  else
+    names.push_back(o.import);
   auto opened = ProfileDb::open(o.db);
   if (!opened) throw InputError{opened.error().message()};
   ProfileDb& db = opened.value();
@@ -222,8 +228,8 @@ int run_profile(const ProfileOptions& o) {
   auto r = run_cpu_profile(c);
   if (!r) throw InputError{r.error().message()};
   for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
-  std::cout << "device " << r->device_id << " in " << o.db << ": " << r->kernel_rows << " kernel rows, "
-            << r->collective_rows << " collective rows";
+  std::cout << "device " << r->device_id << " in " << o.db << ": " << r->kernel_rows << " kernel rows, " << r->collective_rows
+            << " collective rows";
   if (r->kernel_rows > 0)
     std::cout << "; best GEMM " << fmt(r->peak_gflops, 1) << " GFLOP/s per core, memory " << fmt(r->memory_gbps, 1)
               << " GB/s per core";

@@ -50,8 +50,8 @@ int run_list(const ListOptions& o) {
     std::cout << "no runs in " << o.db << (o.plan.empty() && o.tag.empty() ? "" : " matching the filter") << "\n";
     return kExitOk;
   }
-  TextTable t({"id", "started (UTC)", "plan", "source", "steps", "step s", "tokens/s", "TFLOP/s/GPU", "MFU",
-               "predicted", "peak GiB", "tags"});
+  TextTable t({"id", "started (UTC)", "plan", "source", "steps", "step s", "tokens/s", "TFLOP/s/GPU", "MFU", "predicted",
+               "peak GiB", "tags"});
   for (const auto& r : rows) {
     const auto& s = r.summary;
     t.add_row({std::to_string(r.id), r.started_at.substr(0, 16), r.plan_key,
@@ -60,8 +60,7 @@ int run_list(const ListOptions& o) {
                num_cell(s.tokens_per_s, 0), num_cell(s.tflops_per_gpu, 1), mfu_cell(s.mfu), mfu_cell(s.predicted_mfu),
                num_cell(s.peak_memory_gib, 1), join(r.tags, ",")});
   }
-  std::cout << t.render() << rows.size() << " run(s); newest first. 'mplan runs show --db " << o.db
-            << " ID' for details.\n";
+  std::cout << t.render() << rows.size() << " run(s); newest first. 'mplan runs show --db " << o.db << " ID' for details.\n";
   return kExitOk;
 }
 
@@ -82,8 +81,8 @@ int run_show(const ShowOptions& o) {
   std::cout << "run " << r.id << "  " << r.started_at << "  " << r.status << "  source " << r.source
             << (r.source_file.empty() ? "" : " (" + r.source_file + ")") << "\n"
             << "plan " << r.plan_key << ": " << runs::plan_label(r.plan) << "\n"
-            << "host " << (r.host.empty() ? kAbsent : r.host) << ", git "
-            << (r.git_commit.empty() ? kAbsent : r.git_commit) << ", tags " << (r.tags.empty() ? kAbsent : join(r.tags, ","))
+            << "host " << (r.host.empty() ? kAbsent : r.host) << ", git " << (r.git_commit.empty() ? kAbsent : r.git_commit)
+            << ", tags " << (r.tags.empty() ? kAbsent : join(r.tags, ","))
             << (r.source_job > 0 ? ", job " + std::to_string(r.source_job) + " of the log" : "") << "\n"
             << "software " << dump_json(r.software) << "\n\n";
   TextTable t({"summary (median of measured steps)", "measured", "predicted"});
@@ -111,7 +110,10 @@ int run_show(const ShowOptions& o) {
     for (const auto& m : r.steps)
       st.add_row({std::to_string(m.step), opt_cell(m.loss, 4), fmt(m.step_time_s, 4), fmt(m.tokens_per_s, 0),
                   fmt(m.tflops_per_gpu, 1), fmt_pct(m.mfu, 2), opt_cell(m.reported_tflops_per_gpu, 1),
-                  opt_cell(m.peak_memory_gib, 2), m.warmup ? "warm-up" : m.skipped ? "skipped" : ""});
+                  opt_cell(m.peak_memory_gib, 2),
+                  m.warmup    ? "warm-up"
+                  : m.skipped ? "skipped"
+                              : ""});
     std::cout << "\n" << st.render();
   } else {
     std::cout << "(" << r.steps.size() << " steps stored; --steps lists them)\n";
@@ -148,8 +150,8 @@ void print_regress(const runs::RegressReport& rep) {
                                               : fmt_pct(p.baseline_mfu, 2) + " (" + std::to_string(p.baseline_ids.size()) +
                                                     " run" + (p.baseline_ids.size() > 1 ? "s" : "") + ")";
     bool has_base = !p.baseline_ids.empty();
-    t.add_row({p.plan_key, "#" + std::to_string(p.latest_id) + " " + p.latest_at.substr(0, 10), mfu_cell(p.latest_mfu),
-               base, has_base ? fmt(p.change_pct, 1) + "%" : kAbsent, has_base ? fmt(p.noise_pct, 1) + "%" : kAbsent,
+    t.add_row({p.plan_key, "#" + std::to_string(p.latest_id) + " " + p.latest_at.substr(0, 10), mfu_cell(p.latest_mfu), base,
+               has_base ? fmt(p.change_pct, 1) + "%" : kAbsent, has_base ? fmt(p.noise_pct, 1) + "%" : kAbsent,
                mfu_cell(p.predicted_mfu), p.predicted_mfu > 0 ? fmt(p.vs_prediction_pct, 1) + "%" : kAbsent,
                p.failed() ? "REGRESSION" : p.status});
   }
@@ -166,8 +168,7 @@ int run_regress(const RegressOptions& o) {
   auto db = require_db(o.db);
   auto all = require(db->list_runs(""));
   // runs that were aborted, diverged or failed measure nothing comparable: only completed runs count
-  all.erase(std::remove_if(all.begin(), all.end(), [](const RunRecord& r) { return r.status != "completed"; }),
-            all.end());
+  all.erase(std::remove_if(all.begin(), all.end(), [](const RunRecord& r) { return r.status != "completed"; }), all.end());
   runs::RegressOptions ro;
   ro.baseline = o.baseline;
   ro.threshold_pct = o.threshold;
@@ -228,8 +229,9 @@ void add_runs_commands(CLI::App& app, Runner& run) {
   tag->callback([&run, to] { run = [to] { return run_tag(*to); }; });
 
   auto ro = std::make_shared<RegressOptions>();
-  auto* reg = app.add_subcommand("regress", "Compare every plan's latest MFU with its baseline and prediction; "
-                                            "exit 1 on a regression (CI gate)");
+  auto* reg = app.add_subcommand("regress",
+                                 "Compare every plan's latest MFU with its baseline and prediction; "
+                                 "exit 1 on a regression (CI gate)");
   add_db_option(reg, ro->db);
   reg->add_option("--baseline", ro->baseline,
                   "last-N (median of the N previous runs at the current level, default last-5), best-of-last-N, or "

@@ -101,8 +101,8 @@ void finish_run(const ImportOptions& o, runs::ImportResult& res, const json& pre
   run.prediction = prediction;
 }
 
-void print_import(const RunRecord& r, const runs::ImportResult& res, const std::string& db,
-                  const std::string& pred_note, int warmup) {
+void print_import(const RunRecord& r, const runs::ImportResult& res, const std::string& db, const std::string& pred_note,
+                  int warmup) {
   const auto& s = r.summary;
   std::cout << "imported run " << r.id << " into " << db << "\n"
             << "plan " << r.plan_key << ": " << runs::plan_label(r.plan) << "\n";
@@ -128,8 +128,7 @@ void print_import(const RunRecord& r, const runs::ImportResult& res, const std::
   }
 }
 
-json import_json(const RunRecord& stored, const runs::ImportResult& res, const ImportOptions& o,
-                 const std::string& pred_note) {
+json import_json(const RunRecord& stored, const runs::ImportResult& res, const ImportOptions& o, const std::string& pred_note) {
   json j = runs::run_to_json(stored, false, false);
   j["db"] = o.db;
   j["warmup_rule"] = runs::warmup_rule_text(o.warmup);
@@ -166,9 +165,12 @@ int run_import(const ImportOptions& o) {
   }
   std::string pred_note;
   json prediction = json::object();
-  if (o.no_predict) pred_note = "prediction: not stored (--no-predict)";
-  else if (auto p = runs::predict_plan(plan)) prediction = p.value();
-  else pred_note = p.error().message();
+  if (o.no_predict)
+    pred_note = "prediction: not stored (--no-predict)";
+  else if (auto p = runs::predict_plan(plan))
+    prediction = p.value();
+  else
+    pred_note = p.error().message();
   std::vector<RunRecord> records;
   for (auto& r : results) {
     finish_run(o, r, prediction);
@@ -179,8 +181,10 @@ int run_import(const ImportOptions& o) {
   json all = json::array();
   for (size_t i = 0; i < ids.size(); ++i) {
     RunRecord stored = require(db->get_run(ids[i]));
-    if (o.format == "json") all.push_back(import_json(stored, results[i], o, pred_note));
-    else print_import(stored, results[i], o.db, pred_note, o.warmup);
+    if (o.format == "json")
+      all.push_back(import_json(stored, results[i], o, pred_note));
+    else
+      print_import(stored, results[i], o.db, pred_note, o.warmup);
     if (o.format != "json" && i + 1 < ids.size()) std::cout << "\n";
   }
   if (o.format == "json")
@@ -192,21 +196,24 @@ int run_import(const ImportOptions& o) {
 
 void add_runs_import_command(CLI::App* runs_cmd, Runner& run) {
   auto io = std::make_shared<ImportOptions>();
-  auto* imp = runs_cmd->add_subcommand("import", "Import training logs (Megatron-LM, Megatron-DeepSpeed, Megatron-Bridge, "
-                                                 "NeMo 2.0) or a CSV of step metrics as runs");
+  auto* imp = runs_cmd->add_subcommand("import",
+                                       "Import training logs (Megatron-LM, Megatron-DeepSpeed, Megatron-Bridge, "
+                                       "NeMo 2.0) or a CSV of step metrics as runs");
   imp->add_option("--db", io->db, "runs database file (SQLite; created when missing)")->required();
   imp->add_option("--megatron-log,--log", io->logs,
                   "training log, or a directory of per-rank logs (repeatable: --megatron-log rank0.log "
                   "--megatron-log rank7.log); every job in it becomes a run");
   imp->add_option("--job", io->job, "import only job N of a log holding several (1-based)");
-  imp->add_option("--csv", io->csv, "CSV with a header: step, step_time_s | tokens_per_s [, tflops_per_gpu, mfu, "
-                                    "peak_memory_gib, loss]");
+  imp->add_option("--csv", io->csv,
+                  "CSV with a header: step, step_time_s | tokens_per_s [, tflops_per_gpu, mfu, "
+                  "peak_memory_gib, loss]");
   imp->add_option("--plan", io->plan, "the mplan.plan/1 file the run used")->required();
   imp->add_option("--warmup", io->warmup, "iterations after (re)start treated as warm-up (default 10)");
   imp->add_flag("--allow-mismatch", io->allow_mismatch,
                 "import even when the log's configuration contradicts the plan or the MFU is implausible");
-  imp->add_option("--tz", io->tz, "time zone of the log's local times when the log states none: UTC, +02:00, "
-                                  "Europe/Berlin (default: UTC, with a warning)");
+  imp->add_option("--tz", io->tz,
+                  "time zone of the log's local times when the log states none: UTC, +02:00, "
+                  "Europe/Berlin (default: UTC, with a warning)");
   imp->add_flag("--no-predict", io->no_predict, "do not store the simulator's prediction");
   imp->add_option("--host", io->host, "host or cluster name the run ran on");
   imp->add_option("--git-commit", io->git_commit, "commit of the training code");

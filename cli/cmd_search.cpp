@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/resolve.h"
 #include "cli/simulate_output.h"
 #include "cli/table.h"
 #include "core/json_fields.h"
+#include "core/strict_json.h"
 #include "planner/constraints.h"
 #include "planner/planner.h"
 
@@ -85,8 +85,26 @@ double exposed_comm(const StepReport& r) {
 }
 
 std::vector<std::string> result_header() {
-  return {"rank", "tp", "sp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "mbs", "recompute", "schedule", "step time s",
-          "80% interval s", "tokens/s/GPU", "MFU", "peak memory / capacity GiB", "bubble %", "exposed comm %"};
+  return {"rank",
+          "tp",
+          "sp",
+          "pp",
+          "vpp",
+          "dp",
+          "cp",
+          "ep",
+          "etp",
+          "zero",
+          "mbs",
+          "recompute",
+          "schedule",
+          "step time s",
+          "80% interval s",
+          "tokens/s/GPU",
+          "MFU",
+          "peak memory / capacity GiB",
+          "bubble %",
+          "exposed comm %"};
 }
 
 std::vector<std::string> result_row(size_t rank, const Candidate& c) {
@@ -112,9 +130,9 @@ std::vector<std::string> result_row(size_t rank, const Candidate& c) {
           recompute_name(p),
           to_string(p.schedule),
           fmt(r.step_time_s, 3),
-          r.step_time_s_interval.second > 0
-              ? fmt(r.step_time_s_interval.first, 3) + "-" + fmt(r.step_time_s_interval.second, 3) + (c.tied_with_best ? " tied" : "")
-              : "-",
+          r.step_time_s_interval.second > 0 ? fmt(r.step_time_s_interval.first, 3) + "-" + fmt(r.step_time_s_interval.second, 3) +
+                                                  (c.tied_with_best ? " tied" : "")
+                                            : "-",
           fmt(r.tokens_per_s_per_gpu, 0),
           fmt_pct(r.mfu),
           fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 0),
@@ -197,11 +215,14 @@ int run_search(const SearchCliOptions& o) {
     if (ec) throw InputError{"--out " + o.out + ": " + ec.message()};
     for (size_t i = 0; i < r.top.size(); ++i) {
       Plan p = r.top[i].plan;
-      p.meta = {{"written_by", "mplan search"}, {"rank", i + 1}, {"objective", o.objective},
-                {"predicted", {{"step_time_s", r.top[i].report.step_time_s},
-                               {"tokens_per_s_per_gpu", r.top[i].report.tokens_per_s_per_gpu},
-                               {"mfu", r.top[i].report.mfu},
-                               {"peak_memory_gib", r.top[i].report.peak_memory_gib}}}};
+      p.meta = {{"written_by", "mplan search"},
+                {"rank", i + 1},
+                {"objective", o.objective},
+                {"predicted",
+                 {{"step_time_s", r.top[i].report.step_time_s},
+                  {"tokens_per_s_per_gpu", r.top[i].report.tokens_per_s_per_gpu},
+                  {"mfu", r.top[i].report.mfu},
+                  {"peak_memory_gib", r.top[i].report.peak_memory_gib}}}};
       char name[32];
       std::snprintf(name, sizeof name, "plan-%02zu.json", i + 1);
       auto st = write_plan_file((std::filesystem::path(o.out) / name).string(), p);
@@ -295,14 +316,17 @@ int run_export(const ExportCliOptions& o) {
   const Framework fw = plan.training.framework;
   if ((o.format == "megatron" && fw != Framework::megatron) || (o.format == "torchtitan" && fw != Framework::torchtitan))
     throw InputError{"--format " + o.format + ": the plan is for framework '" + to_string(fw) + "' (plan.framework); " +
-                     o.format + " arguments would run a layout costed for another framework. Export with --format plan, "
-                     "or plan the job with --framework " + (o.format == "megatron" ? std::string("megatron") : std::string("torchtitan"))};
+                     o.format +
+                     " arguments would run a layout costed for another framework. Export with --format plan, "
+                     "or plan the job with --framework " +
+                     (o.format == "megatron" ? std::string("megatron") : std::string("torchtitan"))};
   if (o.format == "megatron") {
     text = export_megatron_args(plan);
   } else if (o.format == "torchtitan") {
     auto v = parse_torchtitan_version(o.torchtitan_version);
     if (!v)
-      throw InputError{"--torchtitan-version: '" + o.torchtitan_version + "' is not a torchtitan release mplan writes for; use "
+      throw InputError{"--torchtitan-version: '" + o.torchtitan_version +
+                       "' is not a torchtitan release mplan writes for; use "
                        "current (the Python configuration, the default), 0.2 (the v0.2.x TOML) or 0.1 (the v0.1 TOML)"};
     auto t = *v == TorchtitanVersion::current ? export_torchtitan_config(plan) : export_torchtitan_toml(plan, *v);
     if (!t) {
@@ -374,7 +398,8 @@ void add_search_commands(CLI::App& app, Runner& run) {
         ->check(CLI::IsMember({"flash", "unfused", "triton"}));
     sub->add_option("--moe-dispatcher", o->moe_dispatcher, "MoE token dispatcher alltoall|deepep|hybridep")
         ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
-    sub->add_flag("--moe-force-balance", o->moe_force_balance, "forced MoE load balancing (benchmarks); default: learned routing");
+    sub->add_flag("--moe-force-balance", o->moe_force_balance,
+                  "forced MoE load balancing (benchmarks); default: learned routing");
     sub->add_flag("--allow-tp-across-nvlink", o->allow_tp_nvlink, "also try tensor-parallel groups spanning NVLink domains");
     sub->add_flag("--no-prune", o->no_prune, "simulate every valid layout (slow; checks the pruning bounds)");
     sub->callback([&run, o] { run = [o] { return run_search(*o); }; });

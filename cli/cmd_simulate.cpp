@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/resolve.h"
 #include "cli/simulate_output.h"
 #include "core/json_fields.h"
+#include "core/strict_json.h"
 #include "simulator/simulator.h"
 
 namespace mplan::cli {

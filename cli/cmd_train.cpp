@@ -7,19 +7,22 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iomanip>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/resolve.h"
+#include "cli/table.h"
+#include "core/counting.h"
 #include "core/json_fields.h"
 #include "core/safe_output.h"
+#include "core/stats.h"
+#include "core/strict_json.h"
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/blas_config.h"
 #include "executor/comm/mpi_comm.h"
@@ -27,9 +30,6 @@
 #include "executor/train/launch.h"
 #include "executor/train/run.h"
 #include "executor/train/run_record.h"
-#include "cli/table.h"
-#include "core/counting.h"
-#include "core/stats.h"
 #if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
 #include "profiles/calibrate.h"
 #include "profiles/local_profile.h"
@@ -68,17 +68,16 @@ std::vector<std::string> own_argv() {
   return args;
 }
 
-bool has_cuda_device() {
-  return std::filesystem::exists("/dev/nvidia0") || std::filesystem::exists("/dev/nvidiactl");
-}
+bool has_cuda_device() { return std::filesystem::exists("/dev/nvidia0") || std::filesystem::exists("/dev/nvidiactl"); }
 
 void check_backend(const std::string& backend) {
   if (backend == "cpu") return;
   if (!has_cuda_device())
     throw InputError{"--backend cuda: this machine has no NVIDIA GPU (no /dev/nvidia0); train with --backend cpu"};
   if (!exec::cuda_backend_built())
-    throw InputError{"--backend cuda: this mplan was built without CUDA (configure where nvcc exists); "
-                     "train with --backend cpu"};
+    throw InputError{
+        "--backend cuda: this mplan was built without CUDA (configure where nvcc exists); "
+        "train with --backend cpu"};
 }
 
 // Inside the MPI job (or a single process): run the ranks' training loop.
@@ -170,9 +169,7 @@ struct VerifyOptions {
 };
 
 #if defined(MPLAN_HAVE_SIMULATOR) && defined(MPLAN_HAVE_PROFILES)
-double pct_error(double predicted, double measured) {
-  return measured != 0 ? 100.0 * (predicted - measured) / measured : 0.0;
-}
+double pct_error(double predicted, double measured) { return measured != 0 ? 100.0 * (predicted - measured) / measured : 0.0; }
 
 std::string fixed(double v, int d) {
   std::ostringstream os;
@@ -192,14 +189,14 @@ std::string verify_profile_db(const VerifyOptions& o) {
   }
   std::string db = profiles::local_profile_path();  // not const: returned by move
   std::cerr << "mplan verify: no profile of this machine yet (the committed local-cpu profile is of another CPU); "
-               "profiling it now (--quick, about a minute), kept in " << db << " for the next verify\n";
+               "profiling it now (--quick, about a minute), kept in "
+            << db << " for the next verify\n";
   std::vector<std::string> args = {own_argv()[0], "profile", "--backend", "cpu", "--quick", "--db", db};
   std::string cmd;
   for (const auto& a : args) cmd += "'" + a + "' ";
   int code = exec::run_launcher(args, nullptr, true);
   if (code != 0)
-    throw InputError{"profiling this machine failed (exit " + std::to_string(code) + "); run " + cmd +
-                     "yourself and pass --db"};
+    throw InputError{"profiling this machine failed (exit " + std::to_string(code) + "); run " + cmd + "yourself and pass --db"};
   return db;
 }
 
@@ -239,8 +236,12 @@ int run_verify(const VerifyOptions& o) {
   const std::string summary = dir + "/summary.json", pred = dir + "/prediction.json";
   std::ofstream(pred) << dump_json(report_to_json(rep.value()));
   setenv("MPLAN_PREDICTION_FILE", pred.c_str(), 1);
-  std::vector<std::string> args = {own_argv()[0], "train", "--plan", o.plan, "--steps", std::to_string(o.steps),
-                                   "--seed", std::to_string(o.seed), "--data", o.data, "--format", "json",
+  std::vector<std::string> args = {own_argv()[0],   "train",
+                                   "--plan",        o.plan,
+                                   "--steps",       std::to_string(o.steps),
+                                   "--seed",        std::to_string(o.seed),
+                                   "--data",        o.data,
+                                   "--format",      "json",
                                    "--peak-gflops", fixed(sim_plan.cluster.gpu.peak(Precision::fp32).value_or(0) * 1e3, 3),
                                    "--summary-out", summary};
   if (!o.runs_db.empty()) args.insert(args.end(), {"--runs-db", o.runs_db});
@@ -248,8 +249,9 @@ int run_verify(const VerifyOptions& o) {
             << " rank(s)\n";
   const int world = plan.parallel.world_size;
   ParallelConfig par = plan.parallel;
-  int code = exec::run_launcher(world > 1 ? exec::mpirun_command(world, args, exec::machine_info()) : args,
-                                [par](int r) { return exec::describe_rank(par, r); }, true);
+  int code = exec::run_launcher(
+      world > 1 ? exec::mpirun_command(world, args, exec::machine_info()) : args,
+      [par](int r) { return exec::describe_rank(par, r); }, true);
   nlohmann::json sj;
   {
     std::ifstream in(summary);
@@ -283,9 +285,12 @@ int run_verify(const VerifyOptions& o) {
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
   nlohmann::json oj = nlohmann::json::array();
   for (auto& [name, mp] : rows)
-    oj.push_back({{"name", name}, {"measured_s", mp.first}, {"predicted_s", mp.second}, {"calls", calls[name]},
-                  {"error_pct", mp.first > 0 && mp.second > 0 ? nlohmann::json(pct_error(mp.second, mp.first))
-                                                              : nlohmann::json(nullptr)}});
+    oj.push_back({{"name", name},
+                  {"measured_s", mp.first},
+                  {"predicted_s", mp.second},
+                  {"calls", calls[name]},
+                  {"error_pct",
+                   mp.first > 0 && mp.second > 0 ? nlohmann::json(pct_error(mp.second, mp.first)) : nlohmann::json(nullptr)}});
   nlohmann::json j = {
       {"plan", o.plan},
       {"cluster", sim_plan.cluster.name},
@@ -299,12 +304,12 @@ int run_verify(const VerifyOptions& o) {
     std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
-  std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.value().device.name << "), "
-            << o.steps << " steps (median of steps 2.." << o.steps << ")\n\n";
+  std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.value().device.name << "), " << o.steps
+            << " steps (median of steps 2.." << o.steps << ")\n\n";
   TextTable top({"", "predicted", "measured", "error"});
   top.add_row({"step time (s)", fixed(r.step_time_s, 4), fixed(t_meas, 4), fixed(pct_error(r.step_time_s, t_meas), 1) + "%"});
-  top.add_row({"peak memory (GiB)", fixed(r.peak_memory_gib, 3), fixed(mem, 3),
-               fixed(pct_error(r.peak_memory_gib, mem), 1) + "%"});
+  top.add_row(
+      {"peak memory (GiB)", fixed(r.peak_memory_gib, 3), fixed(mem, 3), fixed(pct_error(r.peak_memory_gib, mem), 1) + "%"});
   top.add_row({"MFU", fixed(100 * r.mfu, 1) + "%", fixed(100 * mfu_meas, 1) + "%", ""});
   std::cout << top.render() << "\nper op (per step, slowest rank; sorted by measured time)\n";
   TextTable t2({"op", "calls", "measured ms", "predicted ms", "error"});
@@ -325,8 +330,9 @@ int run_verify(const VerifyOptions&) {
 
 void add_verify_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<VerifyOptions>();
-  auto* sub = app.add_subcommand("verify", "Train a plan here and compare step time, memory, MFU and every op with "
-                                           "the simulator's prediction on the profiled local-cpu cluster");
+  auto* sub = app.add_subcommand("verify",
+                                 "Train a plan here and compare step time, memory, MFU and every op with "
+                                 "the simulator's prediction on the profiled local-cpu cluster");
   sub->add_option("--plan", o->plan, "plan file (mplan.plan/1 JSON)")->required();
   sub->add_option("--steps", o->steps, "training steps (the first is a warm-up, default 6)")->check(CLI::Range(2, 100000));
   sub->add_option("--db", o->db,
@@ -366,8 +372,10 @@ void add_train_commands(CLI::App& app, Runner& run) {
       ->check(int_range(0, 100000000));
   sub->add_option("--weight-decay", o->t.weight_decay, "AdamW weight decay (default 0.1)")->check(real_range(0, 10));
   sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)")->check(real_range(0, 1e6));
-  sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)")->check(real_range(0, 100));
-  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)")->check(real_range(0, 1000));
+  sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)")
+      ->check(real_range(0, 100));
+  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)")
+      ->check(real_range(0, 1000));
   sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)")
       ->check(real_range(0, kMaxPeakTflops * 1e3));
   sub->add_option("--max-ranks-per-core", o->max_ranks_per_core, "refuse plans needing more ranks per core (default 8)")

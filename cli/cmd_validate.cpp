@@ -10,11 +10,11 @@
 #include <set>
 
 #include "cli/commands.h"
-#include "core/strict_json.h"
 #include "cli/plan_args.h"
 #include "cli/table.h"
 #include "core/json_fields.h"
 #include "core/plan.h"
+#include "core/strict_json.h"
 #include "simulator/cross_validate.h"
 #include "simulator/validate.h"
 
@@ -41,12 +41,22 @@ nlohmann::json report_json(const ValidationReport& r) {
     if (x.skipped) {
       j["reason"] = x.reason;
     } else if (x.expect_oom) {
-      j.update({{"expect_oom", true}, {"peak_memory_gib", x.peak_memory_gib}, {"capacity_gib", x.capacity_gib}, {"fits", x.fits},
-                {"families", x.families}, {"notes", x.notes}});
+      j.update({{"expect_oom", true},
+                {"peak_memory_gib", x.peak_memory_gib},
+                {"capacity_gib", x.capacity_gib},
+                {"fits", x.fits},
+                {"families", x.families},
+                {"notes", x.notes}});
     } else {
-      j.update({{"measured", x.measured}, {"predicted", x.predicted}, {"error_pct", x.error_pct},
-                {"measured_from", x.how}, {"families", x.families}, {"notes", x.notes},
-                {"peak_memory_gib", x.peak_memory_gib}, {"capacity_gib", x.capacity_gib}, {"fits", x.fits}});
+      j.update({{"measured", x.measured},
+                {"predicted", x.predicted},
+                {"error_pct", x.error_pct},
+                {"measured_from", x.how},
+                {"families", x.families},
+                {"notes", x.notes},
+                {"peak_memory_gib", x.peak_memory_gib},
+                {"capacity_gib", x.capacity_gib},
+                {"fits", x.fits}});
       if (!x.fits) j["dominant_memory"] = x.dominant_memory;
     }
     rows.push_back(j);
@@ -84,9 +94,10 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
   for (const auto& x : r.rows) {
     if (x.skipped || x.expect_oom) continue;
     const auto& p = x.plan.parallel;
-    std::string layout = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + (p.vpp > 1 ? "x" + std::to_string(p.vpp) : "") +
-                         " dp" + std::to_string(p.dp()) + (p.cp > 1 ? " cp" + std::to_string(p.cp) : "") +
-                         (p.ep > 1 ? " ep" + std::to_string(p.ep) : "") + " z" + std::to_string(p.zero);
+    std::string layout = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) +
+                         (p.vpp > 1 ? "x" + std::to_string(p.vpp) : "") + " dp" + std::to_string(p.dp()) +
+                         (p.cp > 1 ? " cp" + std::to_string(p.cp) : "") + (p.ep > 1 ? " ep" + std::to_string(p.ep) : "") + " z" +
+                         std::to_string(p.zero);
     std::string fam;
     for (const auto& f : x.families) fam += (fam.empty() ? "" : ",") + f;
     t.add_row({x.row_id, x.model.substr(0, 24), x.gpu, layout, fmt(x.measured, unit == "GiB" ? 1 : 0),
@@ -96,14 +107,16 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
   std::cout << "== " << what << "\n" << t.render() << "\n";
   TextTable s({"set", "rows", "MAPE", "median", "p90", "within 10%"});
   auto add = [&](const std::string& n, const ErrorStats& e) {
-    s.add_row({n, std::to_string(e.n), fmt(e.mape, 1) + "%", fmt(e.median, 1) + "%", fmt(e.p90, 1) + "%", fmt_pct(e.within10, 0)});
+    s.add_row(
+        {n, std::to_string(e.n), fmt(e.mape, 1) + "%", fmt(e.median, 1) + "%", fmt(e.p90, 1) + "%", fmt_pct(e.within10, 0)});
   };
   add("all", r.overall);
   for (const auto& [f, e] : r.by_family) add(f, e);
   std::cout << s.render();
   int scored = r.overall.n;
-  if (runs_that_ran) std::cout << "\npredicted to fit in GPU memory: " << r.fits_rows << " of " << scored << " rows ("
-            << fmt_pct(r.fits_share, 1) << ")\n";
+  if (runs_that_ran)
+    std::cout << "\npredicted to fit in GPU memory: " << r.fits_rows << " of " << scored << " rows (" << fmt_pct(r.fits_share, 1)
+              << ")\n";
   for (const auto& x : r.rows)
     if (runs_that_ran && !x.skipped && !x.expect_oom && !x.fits)
       std::cout << "  does not fit: " << x.row_id << " (" << x.model << "): " << fmt(x.peak_memory_gib, 1) << " of "
@@ -127,10 +140,10 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
 // it, naming the missing columns, and refuse a file of which no row could be scored.
 void require_columns(const std::vector<CsvRow>& rows, const std::string& flag, const std::string& path, bool memory) {
   if (rows.empty()) throw InputError{flag + " " + path + ": no data rows (a header and one row per run are needed)"};
-  std::vector<std::string> need = {"model", "layers", "hidden", "heads", "vocab", "seq_len", "gpu_type", "num_gpus",
-                                   "gbs", "tp", "pp", "precision"};
-  need.insert(need.end(), memory ? std::initializer_list<std::string>{"mem_total_gib"}
-                                 : std::initializer_list<std::string>{"row_id"});
+  std::vector<std::string> need = {"model",    "layers",   "hidden", "heads", "vocab", "seq_len",
+                                   "gpu_type", "num_gpus", "gbs",    "tp",    "pp",    "precision"};
+  need.insert(need.end(),
+              memory ? std::initializer_list<std::string>{"mem_total_gib"} : std::initializer_list<std::string>{"row_id"});
   std::string missing;
   for (const auto& c : need)
     if (!rows.front().f.count(c)) missing += (missing.empty() ? "" : ", ") + c;
@@ -156,12 +169,15 @@ void require_scored(const ValidationReport& rep, const std::string& flag, const 
 std::vector<FitParamSpec> chosen_params(const ValidateOptions& o) {
   std::vector<FitParamSpec> which;
   for (const auto& spec : default_fit_params())
-    if (o.fit_params.empty() || ("," + o.fit_params + ",").find("," + spec.name + ",") != std::string::npos) which.push_back(spec);
+    if (o.fit_params.empty() || ("," + o.fit_params + ",").find("," + spec.name + ",") != std::string::npos)
+      which.push_back(spec);
   if (which.empty()) throw InputError{"--fit-params: none of '" + o.fit_params + "' is a fittable parameter"};
   return which;
 }
 
-nlohmann::json cv_stats_json(const CvStats& s) { return {{"in_sample", stats_json(s.in_sample)}, {"held_out", stats_json(s.held_out)}}; }
+nlohmann::json cv_stats_json(const CvStats& s) {
+  return {{"in_sample", stats_json(s.in_sample)}, {"held_out", stats_json(s.held_out)}};
+}
 
 void print_cv_table(const std::string& title, const std::map<std::string, CvStats>& sets) {
   TextTable t({title, "rows", "in-sample MAPE", "held-out MAPE", "median", "p90", "within 10%"});
@@ -186,10 +202,15 @@ int run_cross_validation(const ValidateOptions& o) {
   if (rep.rows.empty()) throw InputError{"--runs: no row of " + o.runs + " could be scored (no expected columns?)"};
   if (!o.fit_out.empty()) {
     Calibration cal = rep.in_sample_calibration;
-    cal.fit = {{"rows", rep.rows.size()}, {"source", o.runs}, {"cross_validation", o.cv},
-               {"held_out_mape_pct", rep.overall.held_out.mape}, {"in_sample_mape_pct", rep.overall.in_sample.mape},
-               {"interval_coverage", rep.coverage}, {"interval_coverage_at_q10_q90", rep.coverage_nominal},
-               {"interval_level", rep.interval_level}, {"reset_to_prior", rep.reset_to_prior},
+    cal.fit = {{"rows", rep.rows.size()},
+               {"source", o.runs},
+               {"cross_validation", o.cv},
+               {"held_out_mape_pct", rep.overall.held_out.mape},
+               {"in_sample_mape_pct", rep.overall.in_sample.mape},
+               {"interval_coverage", rep.coverage},
+               {"interval_coverage_at_q10_q90", rep.coverage_nominal},
+               {"interval_level", rep.interval_level},
+               {"reset_to_prior", rep.reset_to_prior},
                {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
     std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
@@ -198,24 +219,37 @@ int run_cross_validation(const ValidateOptions& o) {
     nlohmann::json rows_j = nlohmann::json::array(), fam = nlohmann::json::object(), src = nlohmann::json::object(),
                    fw = nlohmann::json::object();
     for (const auto& r : rep.rows)
-      rows_j.push_back({{"row_id", r.row_id}, {"source", r.source}, {"framework", r.framework}, {"families", r.families},
-                        {"fold", r.fold}, {"measured", r.measured}, {"predicted_in_sample", r.in_sample},
+      rows_j.push_back({{"row_id", r.row_id},
+                        {"source", r.source},
+                        {"framework", r.framework},
+                        {"families", r.families},
+                        {"fold", r.fold},
+                        {"measured", r.measured},
+                        {"predicted_in_sample", r.in_sample},
                         {"predicted_held_out", r.held_out}});
     for (const auto& [k, s] : rep.by_family) fam[k] = cv_stats_json(s);
     for (const auto& [k, s] : rep.by_source) src[k] = cv_stats_json(s);
     for (const auto& [k, s] : rep.by_framework) fw[k] = cv_stats_json(s);
     nlohmann::json out = {{"cross_validation",
-                           {{"mode", o.cv}, {"folds", rep.folds}, {"overall", cv_stats_json(rep.overall)}, {"by_family", fam},
-                            {"by_source", src}, {"by_framework", fw}, {"rows", rows_j}, {"failures", rep.failures},
-                            {"intervals", rep.intervals}, {"interval_coverage", rep.coverage},
-                            {"interval_coverage_rows", rep.coverage_rows}, {"interval_level", rep.interval_level},
+                           {{"mode", o.cv},
+                            {"folds", rep.folds},
+                            {"overall", cv_stats_json(rep.overall)},
+                            {"by_family", fam},
+                            {"by_source", src},
+                            {"by_framework", fw},
+                            {"rows", rows_j},
+                            {"failures", rep.failures},
+                            {"intervals", rep.intervals},
+                            {"interval_coverage", rep.coverage},
+                            {"interval_coverage_rows", rep.coverage_rows},
+                            {"interval_level", rep.interval_level},
                             {"interval_coverage_at_q10_q90", rep.coverage_nominal},
                             {"reset_to_prior", rep.reset_to_prior}}}};
     std::cout << dump_json(out, 2) << "\n";
     return kExitOk;
   }
-  std::cout << "== cross-validation (" << (o.cv == "group" ? "k-fold over run groups" : "leave one source out") << "), "
-            << o.runs << "\n";
+  std::cout << "== cross-validation (" << (o.cv == "group" ? "k-fold over run groups" : "leave one source out") << "), " << o.runs
+            << "\n";
   print_cv_table("set", {{"all", rep.overall}});
   print_cv_table("family", rep.by_family);
   print_cv_table("framework", rep.by_framework);
@@ -223,9 +257,10 @@ int run_cross_validation(const ValidateOptions& o) {
   std::cout << "80% prediction intervals (ln measured/predicted, residual quantiles " << fmt(rep.interval_level, 3) << "/"
             << fmt(1 - rep.interval_level, 3) << "): ";
   for (auto it = rep.intervals.begin(); it != rep.intervals.end(); ++it)
-    std::cout << it.key() << " [" << fmt(it.value()["lo"].get<double>(), 3) << ", " << fmt(it.value()["hi"].get<double>(), 3) << "] ";
-  std::cout << "\ncoverage out of fold: " << fmt_pct(rep.coverage, 1) << " of " << rep.coverage_rows << " rows (plain 10th/90th percentiles: "
-            << fmt_pct(rep.coverage_nominal, 1) << ")\n";
+    std::cout << it.key() << " [" << fmt(it.value()["lo"].get<double>(), 3) << ", " << fmt(it.value()["hi"].get<double>(), 3)
+              << "] ";
+  std::cout << "\ncoverage out of fold: " << fmt_pct(rep.coverage, 1) << " of " << rep.coverage_rows
+            << " rows (plain 10th/90th percentiles: " << fmt_pct(rep.coverage_nominal, 1) << ")\n";
   for (const auto& [fold, names] : rep.reset_to_prior) {
     std::cout << "fold '" << fold << "': no training row informs";
     for (const auto& n : names) std::cout << " " << n;
@@ -259,18 +294,24 @@ int run_validate(const ValidateOptions& o) {
     Calibration start = load_calibration(o.calibration);
     std::vector<FitParamSpec> which = chosen_params(o);
     FitResult fr = fit_cost_params(runs, start, which, o.fit_passes, [](int round, int evals, double loss) {
-      std::cerr << "\rfit round " << round + 1 << ": " << evals << " evaluations, mean |ln err| " << loss << "        " << std::flush;
+      std::cerr << "\rfit round " << round + 1 << ": " << evals << " evaluations, mean |ln err| " << loss << "        "
+                << std::flush;
     });
     std::cerr << "\n";
     Calibration cal = fr.calibration;
-    cal.fit = {{"rows", fr.rows}, {"evaluations", fr.evaluations}, {"mean_abs_log_error_before", fr.loss_before},
-               {"mean_abs_log_error_after", fr.loss_after}, {"mape_before_pct", fr.mape_before}, {"mape_after_pct", fr.mape_after},
-               {"source", o.runs}, {"failed_rows", fr.failed},
+    cal.fit = {{"rows", fr.rows},
+               {"evaluations", fr.evaluations},
+               {"mean_abs_log_error_before", fr.loss_before},
+               {"mean_abs_log_error_after", fr.loss_after},
+               {"mape_before_pct", fr.mape_before},
+               {"mape_after_pct", fr.mape_after},
+               {"source", o.runs},
+               {"failed_rows", fr.failed},
                {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
     std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
-    std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1)
-              << "% (" << fr.evaluations << " simulations); wrote " << o.fit_out << "\n\n";
+    std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1) << "% ("
+              << fr.evaluations << " simulations); wrote " << o.fit_out << "\n\n";
     const_cast<ValidateOptions&>(o).calibration = o.fit_out;
   }
   nlohmann::json out = nlohmann::json::object();
@@ -281,8 +322,10 @@ int run_validate(const ValidateOptions& o) {
     ValidationReport rep = validate_throughput(*rows, params);
     require_scored(rep, "--runs", o.runs);
     if (!o.export_dir.empty()) export_plans(rep, o.export_dir);
-    if (o.format == "json") out["throughput"] = report_json(rep);
-    else print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s", true);
+    if (o.format == "json")
+      out["throughput"] = report_json(rep);
+    else
+      print_report(rep, "throughput: tokens/s per GPU, " + o.runs, "tok/s", true);
   }
   if (!o.memory.empty()) {
     auto rows = read_csv_file(o.memory);
@@ -290,8 +333,10 @@ int run_validate(const ValidateOptions& o) {
     require_columns(*rows, "--memory", o.memory, true);
     ValidationReport rep = validate_memory(*rows, params);
     require_scored(rep, "--memory", o.memory);
-    if (o.format == "json") out["memory"] = report_json(rep);
-    else print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB", false);
+    if (o.format == "json")
+      out["memory"] = report_json(rep);
+    else
+      print_report(rep, "memory: peak GiB per GPU, " + o.memory, "GiB", false);
   }
   if (o.format == "json") std::cout << dump_json(out, 2) << "\n";
   return kExitOk;

@@ -45,7 +45,8 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   sub->add_option("--moe-capacity-factor", a.moe_capacity_factor,
                   "MoE expert capacity factor > 0: tokens beyond it are dropped (default: dropless)")
       ->check(real_range(0, 1000, true));
-  sub->add_flag("--moe-pad-to-capacity", a.moe_pad_to_capacity, "pad every expert's input to its capacity (needs --moe-capacity-factor)");
+  sub->add_flag("--moe-pad-to-capacity", a.moe_pad_to_capacity,
+                "pad every expert's input to its capacity (needs --moe-capacity-factor)");
   sub->add_option("--dp-replicate", a.dp_replicate,
                   "shard the optimizer / FSDP over dp*cp/N ranks and replicate N times (HSDP, distributed-optimizer instances)")
       ->check(int_range(1, kMaxGpus));
@@ -66,8 +67,10 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
       ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
   sub->add_option("--ep", l.ep, "expert-parallel size")->check(int_range(1, kMaxGpus));
   sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(int_range(1, kMaxGpus));
-  auto* sp = sub->add_flag_function("--sp", [&l](int64_t) { l.sp = true; }, "sequence parallel (default on when tp > 1)");
-  auto* nsp = sub->add_flag_function("--no-sp", [&l](int64_t) { l.sp = false; }, "no sequence parallel");
+  auto* sp = sub->add_flag_function(
+      "--sp", [&l](int64_t) { l.sp = true; }, "sequence parallel (default on when tp > 1)");
+  auto* nsp = sub->add_flag_function(
+      "--no-sp", [&l](int64_t) { l.sp = false; }, "no sequence parallel");
   sp->excludes(nsp);
   sub->add_option("--zero", l.zero, "0 = DDP, 1 = distributed optimizer, 2, 3 = FSDP")->check(CLI::Range(0, 3));
   sub->add_flag("--dist-opt", l.dist_opt, "distributed optimizer (= --zero 1)");
@@ -103,8 +106,11 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
 }
 
 Plan job_skeleton(const JobArgs& a) {
-  for (auto [name, missing] : {std::pair{"--model", a.model.empty()}, {"--cluster", a.cluster.empty()},
-                               {"--gpus", a.gpus <= 0}, {"--gbs", a.gbs <= 0}, {"--seq", a.seq <= 0}})
+  for (auto [name, missing] : {std::pair{"--model", a.model.empty()},
+                               {"--cluster", a.cluster.empty()},
+                               {"--gpus", a.gpus <= 0},
+                               {"--gbs", a.gbs <= 0},
+                               {"--seq", a.seq <= 0}})
     if (missing) throw InputError{std::string(name) + " is required (or give --plan FILE)"};
   Plan p;
   p.model = require_model(a.model);
@@ -112,7 +118,9 @@ Plan job_skeleton(const JobArgs& a) {
   p.training.global_batch_size = a.gbs;
   p.training.seq_length = a.seq;
   p.training.precision = *parse_precision(a.precision);
-  p.training.method = a.method == "lora" ? TrainingMethod::lora : a.method == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
+  p.training.method = a.method == "lora"  ? TrainingMethod::lora
+                      : a.method == "sft" ? TrainingMethod::sft
+                                          : TrainingMethod::pretrain;
   auto fw = parse_framework(a.framework);
   if (!fw) throw InputError{"--framework: '" + a.framework + "' is not one of " + join_names(framework_choices(), "|")};
   p.training.framework = *fw;
@@ -124,9 +132,9 @@ Plan job_skeleton(const JobArgs& a) {
   q.adam_states_bf16 = a.adam_states_bf16;
   q.main_params = *parse_main_params(a.main_params);
   if (a.moe_capacity_factor && !(*a.moe_capacity_factor > 0 && *a.moe_capacity_factor < 1e6))
-    throw InputError{"--moe-capacity-factor: must be > 0 (omit it for dropless routing), got " + std::to_string(*a.moe_capacity_factor)};
-  if (a.moe_pad_to_capacity && !a.moe_capacity_factor)
-    throw InputError{"--moe-pad-to-capacity needs --moe-capacity-factor F"};
+    throw InputError{"--moe-capacity-factor: must be > 0 (omit it for dropless routing), got " +
+                     std::to_string(*a.moe_capacity_factor)};
+  if (a.moe_pad_to_capacity && !a.moe_capacity_factor) throw InputError{"--moe-pad-to-capacity needs --moe-capacity-factor F"};
   q.moe_capacity_factor = a.moe_capacity_factor.value_or(0);
   q.moe_pad_to_capacity = a.moe_pad_to_capacity;
   q.dp_replicate = a.dp_replicate;
@@ -159,13 +167,17 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   if (!l.recompute_modules.empty()) {
     std::string bad;
     auto mods = parse_recompute_modules(split_list(l.recompute_modules), &bad);
-    if (!mods) throw InputError{"--recompute-modules: '" + bad + "' is not a Megatron recompute module; valid: " + module_names(recompute_module_names())};
+    if (!mods)
+      throw InputError{"--recompute-modules: '" + bad +
+                       "' is not a Megatron recompute module; valid: " + module_names(recompute_module_names())};
     q.recompute_modules = *mods;
   }
   if (!l.offload_modules.empty()) {
     std::string bad;
     auto mods = parse_offload_modules(split_list(l.offload_modules), &bad);
-    if (!mods) throw InputError{"--offload-modules: '" + bad + "' is not an activation offloading module; valid: " + module_names(offload_module_names())};
+    if (!mods)
+      throw InputError{"--offload-modules: '" + bad +
+                       "' is not an activation offloading module; valid: " + module_names(offload_module_names())};
     q.offload_modules = *mods;
   }
   q.cpu_offload_layers = l.cpu_offload_layers;
@@ -195,10 +207,14 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
       }
     };
     for (char ch : l.pipeline_layout) {
-      if (std::isdigit(static_cast<unsigned char>(ch))) num += ch;
-      else if (ch == ',') flush(false);
-      else if (ch == ';') flush(true);
-      else if (ch != ' ') throw InputError{"--pipeline-layout: unexpected character '" + std::string(1, ch) + "'"};
+      if (std::isdigit(static_cast<unsigned char>(ch)))
+        num += ch;
+      else if (ch == ',')
+        flush(false);
+      else if (ch == ';')
+        flush(true);
+      else if (ch != ' ')
+        throw InputError{"--pipeline-layout: unexpected character '" + std::string(1, ch) + "'"};
     }
     flush(true);
   }
@@ -227,9 +243,9 @@ std::string pipeline_split_hint(int layers, const ParallelConfig& q) {
     if (rest < 2) continue;
     if (rest > 2 * each) break;
     int first = rest / 2, last = rest - first;
-    hint += ", or with --first-stage-layers " + std::to_string(first) + " --last-stage-layers " + std::to_string(last) +
-            " (" + std::to_string(first) + " + " + std::to_string(middle) + " x " + std::to_string(each) + " + " +
-            std::to_string(last) + " = " + std::to_string(layers) + ")";
+    hint += ", or with --first-stage-layers " + std::to_string(first) + " --last-stage-layers " + std::to_string(last) + " (" +
+            std::to_string(first) + " + " + std::to_string(middle) + " x " + std::to_string(each) + " + " + std::to_string(last) +
+            " = " + std::to_string(layers) + ")";
     break;
   }
   return hint;

@@ -28,7 +28,7 @@ struct JobArgs {
 struct LayoutArgs {
   int mbs = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, recompute_layers = 0;
   std::optional<int> zero;  // default: the framework's (Megatron: 1, the distributed optimizer)
-  std::optional<bool> sp;  // --sp / --no-sp; default on when tp > 1
+  std::optional<bool> sp;   // --sp / --no-sp; default on when tp > 1
   bool dist_opt = false;
   std::string recompute = "none", schedule, cp_comm = "p2p", attention = "flash";
   bool tp_comm_overlap = false, no_overlap_grad_reduce = false, no_overlap_param_gather = false;

@@ -27,30 +27,33 @@ std::string layout_summary(const ParallelConfig& p) {
 std::string render_report_table(const Plan& plan, const StepReport& r) {
   std::ostringstream out;
   const auto& t = plan.training;
-  out << plan.model.name << " on " << plan.parallel.world_size << " x " << plan.cluster.gpu.name << " ("
-      << plan.cluster.name << "), global batch " << t.global_batch_size << " x seq " << t.seq_length << ", "
-      << to_string(t.precision) << "\n";
+  out << plan.model.name << " on " << plan.parallel.world_size << " x " << plan.cluster.gpu.name << " (" << plan.cluster.name
+      << "), global batch " << t.global_batch_size << " x seq " << t.seq_length << ", " << to_string(t.precision) << "\n";
   out << "layout: " << layout_summary(plan.parallel) << "; " << r.num_microbatches << " micro-batches\n\n";
   TextTable s({"metric", "value"});
   s.left_align(1);
   const bool iv = r.step_time_s_interval.second > 0;
   s.add_row({"step time", fmt(r.step_time_s, 3) + " s" +
-                              (iv ? " (80% interval " + fmt(r.step_time_s_interval.first, 3) + "-" + fmt(r.step_time_s_interval.second, 3) + ")" : "")});
-  s.add_row({"tokens/s per GPU", fmt(r.tokens_per_s_per_gpu, 0) +
-                                     (iv ? " (80% interval " + fmt(r.tokens_per_s_per_gpu_interval.first, 0) + "-" +
-                                               fmt(r.tokens_per_s_per_gpu_interval.second, 0) + ")"
-                                         : "")});
+                              (iv ? " (80% interval " + fmt(r.step_time_s_interval.first, 3) + "-" +
+                                        fmt(r.step_time_s_interval.second, 3) + ")"
+                                  : "")});
+  s.add_row({"tokens/s per GPU",
+             fmt(r.tokens_per_s_per_gpu, 0) + (iv ? " (80% interval " + fmt(r.tokens_per_s_per_gpu_interval.first, 0) + "-" +
+                                                        fmt(r.tokens_per_s_per_gpu_interval.second, 0) + ")"
+                                                  : "")});
   s.add_row({"model TFLOP/s per GPU", fmt(r.model_tflops_per_gpu, 1)});
   s.add_row({"MFU", fmt_pct(r.mfu) + " (full-attention FLOPs: " + fmt_pct(r.mfu_full_attention) + ")"});
-  s.add_row({"peak memory", fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 1) + " GiB" + (r.fits ? " (fits)" : " (DOES NOT FIT)")});
+  s.add_row({"peak memory",
+             fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 1) + " GiB" + (r.fits ? " (fits)" : " (DOES NOT FIT)")});
   std::string bubble = fmt_pct(r.bubble_fraction);
   if (r.bottleneck_stage >= 0 && r.step_time_s > 0)
     bubble += " (fill/drain " + fmt_pct(r.bubble_fill_drain_s / r.step_time_s) + ", stage imbalance " +
               fmt_pct(r.bubble_imbalance_s / r.step_time_s) + "; bottleneck: stage " + std::to_string(r.bottleneck_stage) + ")";
   s.add_row({"pipeline bubble", bubble});
   out << s.render() << "\n";
-  TextTable b({"time breakdown (critical rank" + (r.per_stage.size() > 1 ? ": stage " + std::to_string(r.critical_stage) : "") + ")",
-               "seconds", "share"});
+  TextTable b(
+      {"time breakdown (critical rank" + (r.per_stage.size() > 1 ? ": stage " + std::to_string(r.critical_stage) : "") + ")",
+       "seconds", "share"});
   auto row = [&](const char* n, double v) {
     if (v > 0 || std::string(n) == "compute") b.add_row({n, fmt(v, 4), fmt_pct(r.step_time_s > 0 ? v / r.step_time_s : 0)});
   };

@@ -4,19 +4,21 @@
 namespace mplan {
 
 const std::vector<std::pair<std::string, RecomputeModule>>& recompute_module_names() {
-  static const std::vector<std::pair<std::string, RecomputeModule>> v = {
-      {"core_attn", RecomputeModule::core_attn}, {"layernorm", RecomputeModule::layernorm},
-      {"mlp", RecomputeModule::mlp},             {"moe", RecomputeModule::moe},
-      {"moe_act", RecomputeModule::moe_act},     {"mla_up_proj", RecomputeModule::mla_up_proj},
-      {"shared_experts", RecomputeModule::shared_experts}};
+  static const std::vector<std::pair<std::string, RecomputeModule>> v = {{"core_attn", RecomputeModule::core_attn},
+                                                                         {"layernorm", RecomputeModule::layernorm},
+                                                                         {"mlp", RecomputeModule::mlp},
+                                                                         {"moe", RecomputeModule::moe},
+                                                                         {"moe_act", RecomputeModule::moe_act},
+                                                                         {"mla_up_proj", RecomputeModule::mla_up_proj},
+                                                                         {"shared_experts", RecomputeModule::shared_experts}};
   return v;
 }
 
 const std::vector<std::pair<std::string, OffloadModule>>& offload_module_names() {
   static const std::vector<std::pair<std::string, OffloadModule>> v = {
-      {"attn_norm", OffloadModule::attn_norm},   {"qkv_linear", OffloadModule::qkv_linear},
-      {"core_attn", OffloadModule::core_attn},   {"attn_proj", OffloadModule::attn_proj},
-      {"mlp_norm", OffloadModule::mlp_norm},     {"expert_fc1", OffloadModule::expert_fc1},
+      {"attn_norm", OffloadModule::attn_norm}, {"qkv_linear", OffloadModule::qkv_linear},
+      {"core_attn", OffloadModule::core_attn}, {"attn_proj", OffloadModule::attn_proj},
+      {"mlp_norm", OffloadModule::mlp_norm},   {"expert_fc1", OffloadModule::expert_fc1},
       {"moe_act", OffloadModule::moe_act}};
   return v;
 }
@@ -61,20 +63,27 @@ std::optional<OffloadModules> parse_offload_modules(const std::vector<std::strin
 
 std::string to_string(RematPolicy p) {
   switch (p) {
-    case RematPolicy::none: return "none";
-    case RematPolicy::full: return "full";
-    case RematPolicy::save_qkv_proj: return "save_qkv_proj";
-    case RematPolicy::save_out_proj: return "save_out_proj";
-    case RematPolicy::save_dot_except_mlp: return "save_dot_except_mlp";
-    case RematPolicy::save_dot_except_mlpwi: return "save_dot_except_mlpwi";
-    case RematPolicy::minimal: return "minimal";
+    case RematPolicy::none:
+      return "none";
+    case RematPolicy::full:
+      return "full";
+    case RematPolicy::save_qkv_proj:
+      return "save_qkv_proj";
+    case RematPolicy::save_out_proj:
+      return "save_out_proj";
+    case RematPolicy::save_dot_except_mlp:
+      return "save_dot_except_mlp";
+    case RematPolicy::save_dot_except_mlpwi:
+      return "save_dot_except_mlpwi";
+    case RematPolicy::minimal:
+      return "minimal";
   }
   return "?";
 }
 
 const std::vector<std::string>& remat_policy_choices() {
-  static const std::vector<std::string> v = {"full", "save_qkv_proj", "save_out_proj", "save_dot_except_mlp",
-                                             "save_dot_except_mlpwi", "minimal"};
+  static const std::vector<std::string> v = {
+      "full", "save_qkv_proj", "save_out_proj", "save_dot_except_mlp", "save_dot_except_mlpwi", "minimal"};
   return v;
 }
 
@@ -89,13 +98,20 @@ uint32_t remat_saved_tensors(RematPolicy p) {
   const uint32_t in = uint32_t(RematTensor::layer_input), qkv = uint32_t(RematTensor::qkv), out = uint32_t(RematTensor::out_proj),
                  wi = uint32_t(RematTensor::mlpwi), wo = uint32_t(RematTensor::mlpwo);
   switch (p) {
-    case RematPolicy::none: return in | qkv | out | wi | wo;
-    case RematPolicy::full: return in;
-    case RematPolicy::save_qkv_proj: return in | qkv;
-    case RematPolicy::save_out_proj: return in | out;
-    case RematPolicy::save_dot_except_mlp: return in | qkv | out;
-    case RematPolicy::save_dot_except_mlpwi: return in | qkv | out | wo;
-    case RematPolicy::minimal: return in | qkv | out | wi | wo;
+    case RematPolicy::none:
+      return in | qkv | out | wi | wo;
+    case RematPolicy::full:
+      return in;
+    case RematPolicy::save_qkv_proj:
+      return in | qkv;
+    case RematPolicy::save_out_proj:
+      return in | out;
+    case RematPolicy::save_dot_except_mlp:
+      return in | qkv | out;
+    case RematPolicy::save_dot_except_mlpwi:
+      return in | qkv | out | wo;
+    case RematPolicy::minimal:
+      return in | qkv | out | wi | wo;
   }
   return in;
 }

@@ -103,7 +103,8 @@ std::optional<std::string> read_input_file(const std::string& path, size_t max_b
   bool ok = read_capped(fd, max_bytes, out, err);
   ::close(fd);
   if (!ok) {
-    problems.push_back(path + ": " + (err.rfind("larger", 0) == 0 ? err + "; is this the right file?" : "read failed (" + err + ")"));
+    problems.push_back(path + ": " +
+                       (err.rfind("larger", 0) == 0 ? err + "; is this the right file?" : "read failed (" + err + ")"));
     return std::nullopt;
   }
   return out;

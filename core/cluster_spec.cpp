@@ -19,7 +19,8 @@ Expected<ClusterSpec> cluster_from_json(const json& j) {
   JsonFields f(j, "cluster", problems);
   if (!problems.empty()) return Error(problems);
   f.reject_unknown({"name", "gpu", "gpus_per_node", "nvlink_domain_size", "scale_up_bw_gbps", "scale_up_latency_us",
-                    "scale_out_bw_gbps", "scale_out_latency_us", "nvls", "num_nodes", "ranks_per_nvlink_domain", "sources", "notes"});
+                    "scale_out_bw_gbps", "scale_out_latency_us", "nvls", "num_nodes", "ranks_per_nvlink_domain", "sources",
+                    "notes"});
   ClusterSpec c;
   c.name = f.opt_string("name").value_or("custom");
   c.gpus_per_node = static_cast<int>(f.integer("gpus_per_node", 1, kMaxGpus));
@@ -119,10 +120,9 @@ std::vector<std::string> validate_cluster(const ClusterSpec& c) {
 }
 
 std::vector<std::string> unsourced_cluster_fields(const ClusterSpec& c) {
-  std::vector<std::string> fields = {"gpu.memory_gib",      "gpu.hbm_gbps",        "gpu.sm_count",
-                                     "gpus_per_node",       "nvlink_domain_size",  "scale_up_bw_gbps",
-                                     "scale_up_latency_us", "scale_out_bw_gbps",   "scale_out_latency_us",
-                                     "num_nodes"};
+  std::vector<std::string> fields = {"gpu.memory_gib",       "gpu.hbm_gbps",     "gpu.sm_count",        "gpus_per_node",
+                                     "nvlink_domain_size",   "scale_up_bw_gbps", "scale_up_latency_us", "scale_out_bw_gbps",
+                                     "scale_out_latency_us", "num_nodes"};
   if (c.ranks_per_nvlink_domain > 0) fields.push_back("ranks_per_nvlink_domain");
   if (c.gpu.host_link_gbps > 0) fields.push_back("gpu.host_link_gbps");
   for (const auto& [prec, v] : c.gpu.peak_tflops) fields.push_back("gpu.peak_tflops." + std::string(to_string(prec)));

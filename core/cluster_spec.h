@@ -19,7 +19,7 @@ struct GpuSpec {
   double memory_gib = 0;                    // usable HBM capacity
   double hbm_gbps = 0;                      // HBM bandwidth, GB/s
   int sm_count = 0;
-  double host_link_gbps = 0;                // GPU <-> host memory per direction (PCIe, NVLink-C2C); 0 = unknown
+  double host_link_gbps = 0;  // GPU <-> host memory per direction (PCIe, NVLink-C2C); 0 = unknown
 
   // Dense peak for training in `p`; nullopt when the GPU has no such mode.
   std::optional<double> peak(Precision p) const;
@@ -29,15 +29,15 @@ struct ClusterSpec {
   std::string name;
   GpuSpec gpu;
   int gpus_per_node = 8;
-  int nvlink_domain_size = 8;       // GPUs sharing one NVLink (scale-up) domain
+  int nvlink_domain_size = 8;  // GPUs sharing one NVLink (scale-up) domain
   // Consecutive ranks of a job placed in one NVLink domain (default: the whole domain). Rack-scale
   // domains are often filled with fewer GPUs than they hold (NVL72 racks run 64 of 72 for training).
   int ranks_per_nvlink_domain = 0;
-  double scale_up_bw_gbps = 0;      // per GPU, per direction (NVLink)
+  double scale_up_bw_gbps = 0;  // per GPU, per direction (NVLink)
   double scale_up_latency_us = 0;
-  double scale_out_bw_gbps = 0;     // per GPU, per direction (InfiniBand / RoCE NIC)
+  double scale_out_bw_gbps = 0;  // per GPU, per direction (InfiniBand / RoCE NIC)
   double scale_out_latency_us = 0;
-  bool nvls = false;                // NVLink SHARP (in-switch reductions)
+  bool nvls = false;  // NVLink SHARP (in-switch reductions)
   int num_nodes = 1;
   std::map<std::string, std::string> sources;  // JSON path -> where the number comes from
 

@@ -149,9 +149,9 @@ double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t se
   double moe_ffn = m.moe ? double(m.moe->moe_ffn_hidden_size) : 0;
   double topk = m.moe ? double(m.moe->top_k) : 0;
   double shared = m.moe ? double(m.moe->shared_expert_ffn_hidden_size) : 0;
-  double mlp = fb * fma * h *
-               (double(m.ffn_hidden_size) * ffn_exp * num_dense + moe_ffn * topk * ffn_exp * num_moe +
-                shared * ffn_exp * num_moe);
+  double mlp =
+      fb * fma * h *
+      (double(m.ffn_hidden_size) * ffn_exp * num_dense + moe_ffn * topk * ffn_exp * num_moe + shared * ffn_exp * num_moe);
   double mtp_proj = fb * fma * mtp * (3 * h + 2 * h * h);
   double logits = fb * fma * h * double(m.vocab_size) * (mtp + 1);
   return B * s * (mlp + attn * num_layers + mtp_proj + logits);

@@ -24,14 +24,14 @@ struct LayerParams {
 };
 
 struct ParamCounts {
-  double embedding = 0;        // token (+ learned position) embedding
-  double output = 0;           // LM head when untied (0 when tied)
+  double embedding = 0;  // token (+ learned position) embedding
+  double output = 0;     // LM head when untied (0 when tied)
   double final_norm = 0;
-  double layers_total = 0;     // sum over transformer layers
+  double layers_total = 0;  // sum over transformer layers
   double layers_active = 0;
-  double mtp = 0;              // multi-token-prediction modules (not in total/active)
-  double total = 0;            // embedding + output + final norm + layers (no MTP)
-  double active = 0;           // parameters used by one token
+  double mtp = 0;     // multi-token-prediction modules (not in total/active)
+  double total = 0;   // embedding + output + final norm + layers (no MTP)
+  double active = 0;  // parameters used by one token
   // Active without the input embedding table (a lookup, not a matmul): the convention of the
   // DeepSeek-V3 and gpt-oss model cards ("37B activated", "5.1B active").
   double active_excl_embedding = 0;

@@ -44,10 +44,14 @@ namespace mplan {
 
 std::string to_string(Framework f) {
   switch (f) {
-    case Framework::megatron: return "megatron";
-    case Framework::torchtitan: return "torchtitan";
-    case Framework::llm_foundry: return "llm-foundry";
-    case Framework::maxtext: return "maxtext";
+    case Framework::megatron:
+      return "megatron";
+    case Framework::torchtitan:
+      return "torchtitan";
+    case Framework::llm_foundry:
+      return "llm-foundry";
+    case Framework::maxtext:
+      return "maxtext";
   }
   return "?";
 }
@@ -173,7 +177,8 @@ std::string framework_refusal(const TrainingSpec& t, const ParallelConfig& p) {
   const FrameworkRuns r = framework_runs(f);
   const std::string fw = "framework " + to_string(f);
   auto n = [](int64_t v) { return std::to_string(v); };
-  if (p.tp > 1 && !r.tensor_parallel) return "tp=" + n(p.tp) + ": " + fw + " has no tensor parallelism of attention and MLP; use tp=1";
+  if (p.tp > 1 && !r.tensor_parallel)
+    return "tp=" + n(p.tp) + ": " + fw + " has no tensor parallelism of attention and MLP; use tp=1";
   if (p.pp > 1 && !r.pipeline_parallel) return "pp=" + n(p.pp) + ": " + fw + " has no pipeline parallelism; use pp=1";
   if (p.cp > 1 && !r.context_parallel) return "cp=" + n(p.cp) + ": " + fw + " has no context parallelism; use cp=1";
   if (p.pp > 1 && !runs_schedule(f, p.schedule, p.pp, p.vpp))
@@ -181,7 +186,8 @@ std::string framework_refusal(const TrainingSpec& t, const ParallelConfig& p) {
            " runs the pipeline schedules " + schedule_names(f) + " (interleaved means vpp > 1, the others vpp = 1)";
   if (p.cp > 1 && !runs_cp_comm(f, p.cp_comm_type))
     return "cp_comm_type " + to_string(p.cp_comm_type) + ": " + fw + " exchanges context-parallel K/V by " + cp_comm_names(f);
-  const bool uneven = !p.pipeline_layout.empty() || p.num_layers_in_first_pipeline_stage > 0 || p.num_layers_in_last_pipeline_stage > 0;
+  const bool uneven =
+      !p.pipeline_layout.empty() || p.num_layers_in_first_pipeline_stage > 0 || p.num_layers_in_last_pipeline_stage > 0;
   if (p.pp > 1 && uneven && !r.uneven_pipeline)
     return "pipeline_layout / num_layers_in_first/last_pipeline_stage: " + fw + " splits the layers evenly over the stages";
   const int64_t per_step = int64_t(p.micro_batch_size) * std::max(1, p.dp());

@@ -14,15 +14,12 @@ namespace mplan {
 using nlohmann::json;
 
 const std::vector<std::string>& hf_supported_model_types() {
-  static const std::vector<std::string> types = {"llama",     "mistral",     "mixtral", "qwen2", "qwen3",
-                                                 "qwen2_moe", "qwen3_moe",   "deepseek_v3", "kimi_k2",
-                                                 "gpt2",      "gpt_neox",    "gpt_oss"};
+  static const std::vector<std::string> types = {"llama",     "mistral",     "mixtral", "qwen2", "qwen3",    "qwen2_moe",
+                                                 "qwen3_moe", "deepseek_v3", "kimi_k2", "gpt2",  "gpt_neox", "gpt_oss"};
   return types;
 }
 
-bool looks_like_hf_config(const json& j) {
-  return j.is_object() && (j.contains("model_type") || j.contains("architectures"));
-}
+bool looks_like_hf_config(const json& j) { return j.is_object() && (j.contains("model_type") || j.contains("architectures")); }
 
 namespace {
 
@@ -31,8 +28,8 @@ namespace {
 // instead of becoming SwiGLU (which changes FLOPs, memory and what `mplan train` computes).
 Activation read_activation(JsonFields& f, const char* key, bool gated) {
   static const std::vector<std::string> gated_acts = {"silu", "swish"};
-  static const std::vector<std::string> plain_acts = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
-                                                      "gelu_python", "gelu_accurate", "relu2", "squared_relu"};
+  static const std::vector<std::string> plain_acts = {"gelu",        "gelu_new",      "gelu_fast", "gelu_pytorch_tanh",
+                                                      "gelu_python", "gelu_accurate", "relu2",     "squared_relu"};
   const auto& ok = gated ? gated_acts : plain_acts;
   std::string act = f.choice(key, ok);
   if (gated) return Activation::swiglu;
@@ -76,7 +73,8 @@ void read_rope(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::stri
   // llama3 names it in the object; yarn configs fall back to max_position_embeddings / factor
   if (g.has("original_max_position_embeddings")) {
     r.original_max_position_embeddings = g.integer("original_max_position_embeddings", 1, kMaxSeq);
-  } else if (type == "yarn" && r.factor >= 1 && j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer()) {
+  } else if (type == "yarn" && r.factor >= 1 && j.contains("max_position_embeddings") &&
+             j["max_position_embeddings"].is_number_integer()) {
     r.original_max_position_embeddings = int64_t(double(j["max_position_embeddings"].get<int64_t>()) / r.factor);
   } else {
     g.problem("original_max_position_embeddings", "missing; the context length the model was pre-trained with");

@@ -41,8 +41,7 @@ static std::string describe(const json& v) {
 }
 
 static std::string range_text(int64_t min, int64_t max) {
-  return max == kMaxJsonInt && min <= 1 ? ">= " + std::to_string(min)
-                                        : "in " + std::to_string(min) + ".." + std::to_string(max);
+  return max == kMaxJsonInt && min <= 1 ? ">= " + std::to_string(min) : "in " + std::to_string(min) + ".." + std::to_string(max);
 }
 
 std::optional<int64_t> JsonFields::opt_integer(const char* key, int64_t min, int64_t max) {
@@ -200,8 +199,6 @@ std::optional<std::string> read_text_file(const std::string& path, std::vector<s
   return read_input_file(path, kMaxJsonInputBytes, problems);
 }
 
-std::string write_text_file_atomic(const std::string& path, const std::string& text) {
-  return write_output_file(path, text);
-}
+std::string write_text_file_atomic(const std::string& path, const std::string& text) { return write_output_file(path, text); }
 
 }  // namespace mplan

@@ -20,8 +20,7 @@ class JsonFields {
   // `path` prefixes every message ("model", "cluster.gpu"); problems are appended to `problems`.
   // A field whose value is `null` is a problem ("give a value or leave the field out"), unless
   // `null_is_missing` (Hugging Face configs, where null means "the library's default").
-  JsonFields(const nlohmann::json& obj, std::string path, std::vector<std::string>& problems,
-             bool null_is_missing = false);
+  JsonFields(const nlohmann::json& obj, std::string path, std::vector<std::string>& problems, bool null_is_missing = false);
 
   bool has(const char* key) const;
   std::string field(const char* key) const { return path_.empty() ? key : path_ + "." + key; }

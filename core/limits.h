@@ -20,10 +20,10 @@ constexpr int64_t kMaxGpus = int64_t(1) << 20;
 constexpr int64_t kMaxBatch = int64_t(1) << 24;  // sequences per global batch
 constexpr int64_t kMaxSeq = int64_t(1) << 24;    // tokens per sequence
 // cluster
-constexpr double kMaxPeakTflops = 1e6;      // dense TFLOP/s of one GPU in one precision
-constexpr double kMaxBandwidthGbps = 1e6;   // HBM and link bandwidths, GB/s
-constexpr double kMaxLatencyUs = 1e7;       // link latencies (10 s)
-constexpr double kMaxMemoryGib = 1e6;       // memory of one GPU
+constexpr double kMaxPeakTflops = 1e6;     // dense TFLOP/s of one GPU in one precision
+constexpr double kMaxBandwidthGbps = 1e6;  // HBM and link bandwidths, GB/s
+constexpr double kMaxLatencyUs = 1e7;      // link latencies (10 s)
+constexpr double kMaxMemoryGib = 1e6;      // memory of one GPU
 constexpr int64_t kMaxSms = int64_t(1) << 16;
 constexpr int64_t kMaxNodes = int64_t(1) << 20;
 

@@ -75,9 +75,7 @@ bool megatron_fp8_tokens_ok(Precision prec, int64_t mbs, int64_t seq, int cp, in
   return (mbs * seq / div) % 8 == 0;
 }
 
-bool megatron_moe_grouped_gemm(Precision prec) {
-  return prec != Precision::fp32 && prec != Precision::tf32;
-}
+bool megatron_moe_grouped_gemm(Precision prec) { return prec != Precision::fp32 && prec != Precision::tf32; }
 
 bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p) {
   const RecomputeModules r = p.effective_recompute_modules();
@@ -87,13 +85,15 @@ bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p) {
 void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e) {
   if (p.cp > 1 && !megatron_cp_comm_ok(m, p.cp_comm_type))
     e.push_back("cp_comm_type " + to_string(p.cp_comm_type) + ": Transformer Engine runs context parallelism for " +
-                (m.softmax_type != SoftmaxType::vanilla ? "attention sinks (softmax_type " + to_string(m.softmax_type) + ") only with a2a"
-                                                       : std::string("sliding-window attention only with a2a or allgather")) +
+                (m.softmax_type != SoftmaxType::vanilla
+                     ? "attention sinks (softmax_type " + to_string(m.softmax_type) + ") only with a2a"
+                     : std::string("sliding-window attention only with a2a or allgather")) +
                 " (context_parallel.py attn_forward_func_with_cp)");
   // dot_product_attention/utils.py get_attention_backend: "Disabling UnfusedDotProductAttention as it
   // does not support context parallelism"
   if (p.cp > 1 && p.attention_backend == AttentionBackend::unfused)
-    e.push_back("cp=" + s(p.cp) + " with attention backend unfused: Transformer Engine's unfused attention has no context "
+    e.push_back("cp=" + s(p.cp) +
+                " with attention backend unfused: Transformer Engine's unfused attention has no context "
                 "parallelism; use the fused attention or cp=1");
   if (auto d = megatron_fp8_tp_problem(m, t.precision, p.tp); !d.empty())
     e.push_back(d + ", as Transformer Engine's " + std::string(to_string(t.precision)) +
@@ -102,13 +102,17 @@ void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const Para
     e.push_back(d + ", as Transformer Engine's " + std::string(to_string(t.precision)) +
                 " GEMMs require (utils.py assert_dim_for_fp8_exec); choose another etp");
   if (!megatron_fp8_tokens_ok(t.precision, p.micro_batch_size, t.seq_length, p.cp, p.tp, p.sp && p.tp > 1))
-    e.push_back("micro_batch_size*seq_length/(cp" + std::string(p.sp && p.tp > 1 ? "*tp" : "") + ") is not divisible by 8, as "
+    e.push_back("micro_batch_size*seq_length/(cp" + std::string(p.sp && p.tp > 1 ? "*tp" : "") +
+                ") is not divisible by 8, as "
                 "Transformer Engine's fp8 GEMMs require of the tokens (utils.py assert_dim_for_fp8_exec)");
   // transformer_config.py __post_init__: "moe_act in recompute_modules is only supported with moe_grouped_gemm."
   if (m.moe && p.effective_recompute_modules().has(RecomputeModule::moe_act) && !megatron_moe_grouped_gemm(t.precision))
-    e.push_back("recompute module 'moe_act' needs Megatron's --moe-grouped-gemm, which mplan runs with bf16, fp16 and the "
-                "fp8/fp4 precisions, not " + std::string(to_string(t.precision)) + " (transformer_config.py: 'moe_act in "
-                "recompute_modules is only supported with moe_grouped_gemm')");
+    e.push_back(
+        "recompute module 'moe_act' needs Megatron's --moe-grouped-gemm, which mplan runs with bf16, fp16 and the "
+        "fp8/fp4 precisions, not " +
+        std::string(to_string(t.precision)) +
+        " (transformer_config.py: 'moe_act in "
+        "recompute_modules is only supported with moe_grouped_gemm')");
 }
 
 }  // namespace mplan

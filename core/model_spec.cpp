@@ -56,21 +56,49 @@ std::string to_string(SoftmaxType s) {
 
 std::string to_string(Activation a) {
   switch (a) {
-    case Activation::gelu: return "gelu";
-    case Activation::swiglu: return "swiglu";
-    case Activation::squared_relu: return "squared_relu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::swiglu:
+      return "swiglu";
+    case Activation::squared_relu:
+      return "squared_relu";
   }
   return "?";
 }
 std::string to_string(NormKind n) { return n == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
 std::string to_string(PositionEmbedding p) { return p == PositionEmbedding::rope ? "rope" : "learned"; }
 
-static const std::vector<std::string> kModelFields = {
-    "name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
-    "kv_channels", "vocab_size", "activation", "norm", "tied_embeddings", "position_embedding",
-    "max_position_embeddings", "add_bias_linear", "add_qkv_bias", "qk_layernorm", "moe", "mla",
-    "mtp_num_layers", "hidden_dropout", "attention_dropout", "norm_epsilon", "rotary_base", "rotary_percent",
-    "rope_scaling", "window_size", "window_attn_skip_freq", "softmax_type", "source", "notes", "sources"};
+static const std::vector<std::string> kModelFields = {"name",
+                                                      "num_layers",
+                                                      "hidden_size",
+                                                      "ffn_hidden_size",
+                                                      "num_attention_heads",
+                                                      "num_query_groups",
+                                                      "kv_channels",
+                                                      "vocab_size",
+                                                      "activation",
+                                                      "norm",
+                                                      "tied_embeddings",
+                                                      "position_embedding",
+                                                      "max_position_embeddings",
+                                                      "add_bias_linear",
+                                                      "add_qkv_bias",
+                                                      "qk_layernorm",
+                                                      "moe",
+                                                      "mla",
+                                                      "mtp_num_layers",
+                                                      "hidden_dropout",
+                                                      "attention_dropout",
+                                                      "norm_epsilon",
+                                                      "rotary_base",
+                                                      "rotary_percent",
+                                                      "rope_scaling",
+                                                      "window_size",
+                                                      "window_attn_skip_freq",
+                                                      "softmax_type",
+                                                      "source",
+                                                      "notes",
+                                                      "sources"};
 
 namespace {
 
@@ -85,8 +113,8 @@ RopeScaling read_rope_scaling(const json& j, std::vector<std::string>& problems)
     r.low_freq_factor = g.opt_number("low_freq_factor", false, 1e6).value_or(1.0);
     r.high_freq_factor = g.opt_number("high_freq_factor", false, 1e6).value_or(4.0);
   } else {
-    g.reject_unknown({"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-                      "mscale_all_dim"});
+    g.reject_unknown(
+        {"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"});
     r.beta_fast = g.opt_number("beta_fast", false, 1e6).value_or(32.0);
     r.beta_slow = g.opt_number("beta_slow", false, 1e6).value_or(1.0);
     r.mscale = g.opt_number("mscale", true, 1e6).value_or(1.0);
@@ -98,7 +126,8 @@ RopeScaling read_rope_scaling(const json& j, std::vector<std::string>& problems)
 }
 
 json rope_scaling_to_json(const RopeScaling& r) {
-  json j = {{"type", to_string(r.type)}, {"factor", r.factor},
+  json j = {{"type", to_string(r.type)},
+            {"factor", r.factor},
             {"original_max_position_embeddings", r.original_max_position_embeddings}};
   if (r.type == RopeScalingType::llama3) {
     j["low_freq_factor"] = r.low_freq_factor;
@@ -113,8 +142,9 @@ json rope_scaling_to_json(const RopeScaling& r) {
 }
 
 void read_router(JsonFields& g, MoeSpec& moe) {
-  moe.router_score_function =
-      g.choice_or("router_score_function", {"softmax", "sigmoid"}, "softmax") == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
+  moe.router_score_function = g.choice_or("router_score_function", {"softmax", "sigmoid"}, "softmax") == "sigmoid"
+                                  ? RouterScore::sigmoid
+                                  : RouterScore::softmax;
   moe.router_enable_expert_bias = g.boolean_or("router_enable_expert_bias", false);
   moe.router_num_groups = static_cast<int>(g.integer_or("router_num_groups", 0, 0, kMaxExperts));
   moe.router_group_topk = static_cast<int>(g.integer_or("router_group_topk", 0, 0, kMaxExperts));
@@ -166,12 +196,14 @@ Expected<ModelSpec> model_from_json(const json& j) {
   m.window_size = f.integer_or("window_size", 0, 0, kMaxSeq);
   m.window_attn_skip_freq = static_cast<int>(f.integer_or("window_attn_skip_freq", 0, 0, kMaxLayers));
   std::string sm = f.choice_or("softmax_type", {"vanilla", "off-by-one", "learnable"}, "vanilla");
-  m.softmax_type = sm == "learnable" ? SoftmaxType::learnable : sm == "off-by-one" ? SoftmaxType::off_by_one : SoftmaxType::vanilla;
+  m.softmax_type = sm == "learnable"    ? SoftmaxType::learnable
+                   : sm == "off-by-one" ? SoftmaxType::off_by_one
+                                        : SoftmaxType::vanilla;
   if (const json* mj = f.object("moe")) {
     JsonFields g(*mj, "model.moe", problems);
-    g.reject_unknown({"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
-                      "first_k_dense_layers", "moe_layer_freq", "router_score_function", "router_enable_expert_bias",
-                      "router_num_groups", "router_group_topk", "router_topk_scaling_factor"});
+    g.reject_unknown({"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size", "first_k_dense_layers",
+                      "moe_layer_freq", "router_score_function", "router_enable_expert_bias", "router_num_groups",
+                      "router_group_topk", "router_topk_scaling_factor"});
     MoeSpec moe;
     moe.num_experts = static_cast<int>(g.integer("num_experts"));
     moe.top_k = static_cast<int>(g.integer("top_k"));
@@ -267,11 +299,11 @@ void validate_router(const MoeSpec& e, std::vector<std::string>& p) {
     p.push_back("model.moe.router_group_topk: group-limited routing needs both router_num_groups and router_group_topk");
   if (e.router_num_groups > 0 && e.router_group_topk > 0) {
     if (e.num_experts % e.router_num_groups != 0)
-      p.push_back("model.moe.router_num_groups: " + std::to_string(e.router_num_groups) + " does not divide num_experts=" +
-                  std::to_string(e.num_experts));
+      p.push_back("model.moe.router_num_groups: " + std::to_string(e.router_num_groups) +
+                  " does not divide num_experts=" + std::to_string(e.num_experts));
     else if (e.router_group_topk > e.router_num_groups)
-      p.push_back("model.moe.router_group_topk: " + std::to_string(e.router_group_topk) + " exceeds router_num_groups=" +
-                  std::to_string(e.router_num_groups));
+      p.push_back("model.moe.router_group_topk: " + std::to_string(e.router_group_topk) +
+                  " exceeds router_num_groups=" + std::to_string(e.router_num_groups));
     else if (e.top_k % e.router_group_topk != 0 || e.top_k / e.router_group_topk > e.num_experts / e.router_num_groups)
       p.push_back("model.moe.router_group_topk: top_k=" + std::to_string(e.top_k) + " experts do not split over " +
                   std::to_string(e.router_group_topk) + " groups of " + std::to_string(e.num_experts / e.router_num_groups));
@@ -284,8 +316,7 @@ void validate_attention(const ModelSpec& m, std::vector<std::string>& p) {
   if (m.rotary_base <= 1) p.push_back("model.rotary_base: must be > 1");
   if (m.rotary_percent <= 0 || m.rotary_percent > 1) p.push_back("model.rotary_percent: must be in (0, 1]");
   if (m.rope_scaling.type != RopeScalingType::none) {
-    if (m.position_embedding != PositionEmbedding::rope)
-      p.push_back("model.rope_scaling: needs position_embedding rope");
+    if (m.position_embedding != PositionEmbedding::rope) p.push_back("model.rope_scaling: needs position_embedding rope");
     if (m.rope_scaling.factor < 1) p.push_back("model.rope_scaling.factor: must be >= 1");
     if (m.rope_scaling.type == RopeScalingType::llama3 && m.rope_scaling.high_freq_factor <= m.rope_scaling.low_freq_factor)
       p.push_back("model.rope_scaling.high_freq_factor: must exceed low_freq_factor");
@@ -305,8 +336,9 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     if (v <= 0) p.push_back(std::string("model.") + name + ": must be a positive integer, got " + std::to_string(v));
   };
   auto at_most = [&](const char* name, int64_t v, int64_t max) {
-    if (v > max) p.push_back(std::string("model.") + name + ": " + std::to_string(v) + " exceeds " + std::to_string(max) +
-                             ", more than any model mplan can describe");
+    if (v > max)
+      p.push_back(std::string("model.") + name + ": " + std::to_string(v) + " exceeds " + std::to_string(max) +
+                  ", more than any model mplan can describe");
   };
   pos("num_layers", m.num_layers);
   pos("hidden_size", m.hidden_size);
@@ -350,13 +382,12 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     const MoeSpec& e = *m.moe;
     if (e.num_experts < 1) p.push_back("model.moe.num_experts: must be >= 1");
     if (e.top_k < 1 || e.top_k > e.num_experts)
-      p.push_back("model.moe.top_k: " + std::to_string(e.top_k) + " must be between 1 and num_experts=" +
-                  std::to_string(e.num_experts));
+      p.push_back("model.moe.top_k: " + std::to_string(e.top_k) +
+                  " must be between 1 and num_experts=" + std::to_string(e.num_experts));
     if (e.moe_ffn_hidden_size <= 0) p.push_back("model.moe.moe_ffn_hidden_size: must be > 0");
     if (e.moe_layer_freq < 1) p.push_back("model.moe.moe_layer_freq: must be >= 1");
     if (e.first_k_dense_layers < 0 || e.first_k_dense_layers >= m.num_layers)
-      p.push_back("model.moe.first_k_dense_layers: " + std::to_string(e.first_k_dense_layers) +
-                  " must be in [0, num_layers)");
+      p.push_back("model.moe.first_k_dense_layers: " + std::to_string(e.first_k_dense_layers) + " must be in [0, num_layers)");
     validate_router(e, p);
   }
   validate_attention(m, p);

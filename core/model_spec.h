@@ -25,12 +25,12 @@ struct RopeScaling {
   RopeScalingType type = RopeScalingType::none;
   double factor = 1.0;
   int64_t original_max_position_embeddings = 0;  // the pre-extension context (llama3 8192, yarn 4096)
-  double low_freq_factor = 1.0;                   // llama3
-  double high_freq_factor = 4.0;                  // llama3
-  double beta_fast = 32.0;                        // yarn
-  double beta_slow = 1.0;                         // yarn
-  double mscale = 1.0;                            // yarn
-  double mscale_all_dim = 0.0;                    // yarn
+  double low_freq_factor = 1.0;                  // llama3
+  double high_freq_factor = 4.0;                 // llama3
+  double beta_fast = 32.0;                       // yarn
+  double beta_slow = 1.0;                        // yarn
+  double mscale = 1.0;                           // yarn
+  double mscale_all_dim = 0.0;                   // yarn
 };
 
 struct MoeSpec {

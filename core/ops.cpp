@@ -8,26 +8,40 @@ namespace mplan {
 
 std::string to_string(OpKind k) {
   switch (k) {
-    case OpKind::gemm: return "gemm";
-    case OpKind::attention: return "attention";
-    case OpKind::elementwise: return "elementwise";
-    case OpKind::norm: return "norm";
-    case OpKind::embedding: return "embedding";
-    case OpKind::loss: return "loss";
-    case OpKind::comm: return "comm";
-    case OpKind::optimizer: return "optimizer";
+    case OpKind::gemm:
+      return "gemm";
+    case OpKind::attention:
+      return "attention";
+    case OpKind::elementwise:
+      return "elementwise";
+    case OpKind::norm:
+      return "norm";
+    case OpKind::embedding:
+      return "embedding";
+    case OpKind::loss:
+      return "loss";
+    case OpKind::comm:
+      return "comm";
+    case OpKind::optimizer:
+      return "optimizer";
   }
   return "?";
 }
 
 std::string to_string(Collective c) {
   switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::all_gather: return "all_gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::send_recv: return "send_recv";
-    case Collective::broadcast: return "broadcast";
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_to_all:
+      return "all_to_all";
+    case Collective::send_recv:
+      return "send_recv";
+    case Collective::broadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -35,49 +49,93 @@ std::string to_string(Collective c) {
 double collective_busbw_factor(Collective c, int n) {
   if (n <= 1) return 0;
   switch (c) {
-    case Collective::all_reduce: return 2.0 * (n - 1) / n;
+    case Collective::all_reduce:
+      return 2.0 * (n - 1) / n;
     case Collective::all_gather:
     case Collective::reduce_scatter:
-    case Collective::all_to_all: return double(n - 1) / n;
-    default: return 1.0;
+    case Collective::all_to_all:
+      return double(n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
 std::string to_string(CommGroup g) {
   switch (g) {
-    case CommGroup::tp: return "tp";
-    case CommGroup::cp: return "cp";
-    case CommGroup::ep: return "ep";
-    case CommGroup::etp: return "etp";
-    case CommGroup::dp: return "dp";
-    case CommGroup::edp: return "edp";
-    case CommGroup::pp: return "pp";
+    case CommGroup::tp:
+      return "tp";
+    case CommGroup::cp:
+      return "cp";
+    case CommGroup::ep:
+      return "ep";
+    case CommGroup::etp:
+      return "etp";
+    case CommGroup::dp:
+      return "dp";
+    case CommGroup::edp:
+      return "edp";
+    case CommGroup::pp:
+      return "pp";
   }
   return "?";
 }
 
 const std::vector<std::string>& op_vocabulary() {
-  static const std::vector<std::string> v = {
-      "embedding",        "attn_norm",        "qkv_gemm",         "q_down_gemm",     "q_up_gemm",
-      "kv_down_gemm",     "kv_up_gemm",       "rope",             "attn_core",       "proj_gemm",
-      "attn_residual",    "mlp_norm",         "fc1_gemm",         "act",             "fc2_gemm",
-      "mlp_residual",     "router",           "permute",          "expert_fc1_gemm", "expert_act",
-      "expert_fc2_gemm",  "unpermute",        "shared_fc1_gemm",  "shared_act",      "shared_fc2_gemm",
-      "final_norm",       "lm_head_gemm",     "cross_entropy",    "tp_allgather",    "tp_reduce_scatter",
-      "tp_allreduce",     "cp_kv_exchange",   "cp_a2a",           "dispatch_a2a",    "combine_a2a",
-      "attn_qk_gemm",     "attn_softmax",     "attn_pv_gemm",
-      "etp_allgather",    "etp_reduce_scatter", "pp_send_recv",   "dp_reduce_scatter", "dp_allreduce",
-      "dp_allgather",     "adamw"};
+  static const std::vector<std::string> v = {"embedding",
+                                             "attn_norm",
+                                             "qkv_gemm",
+                                             "q_down_gemm",
+                                             "q_up_gemm",
+                                             "kv_down_gemm",
+                                             "kv_up_gemm",
+                                             "rope",
+                                             "attn_core",
+                                             "proj_gemm",
+                                             "attn_residual",
+                                             "mlp_norm",
+                                             "fc1_gemm",
+                                             "act",
+                                             "fc2_gemm",
+                                             "mlp_residual",
+                                             "router",
+                                             "permute",
+                                             "expert_fc1_gemm",
+                                             "expert_act",
+                                             "expert_fc2_gemm",
+                                             "unpermute",
+                                             "shared_fc1_gemm",
+                                             "shared_act",
+                                             "shared_fc2_gemm",
+                                             "final_norm",
+                                             "lm_head_gemm",
+                                             "cross_entropy",
+                                             "tp_allgather",
+                                             "tp_reduce_scatter",
+                                             "tp_allreduce",
+                                             "cp_kv_exchange",
+                                             "cp_a2a",
+                                             "dispatch_a2a",
+                                             "combine_a2a",
+                                             "attn_qk_gemm",
+                                             "attn_softmax",
+                                             "attn_pv_gemm",
+                                             "etp_allgather",
+                                             "etp_reduce_scatter",
+                                             "pp_send_recv",
+                                             "dp_reduce_scatter",
+                                             "dp_allreduce",
+                                             "dp_allgather",
+                                             "adamw"};
   return v;
 }
 
 namespace {
 
 struct Dims {
-  double T;     // tokens per rank in TP regions (b*s/cp)
-  double Tsp;   // tokens per rank in SP regions
-  double a;     // bytes per activation element
-  double g;     // bytes per element of a saved GEMM input (quantized in fp8 recipes)
+  double T;    // tokens per rank in TP regions (b*s/cp)
+  double Tsp;  // tokens per rank in SP regions
+  double a;    // bytes per activation element
+  double g;    // bytes per element of a saved GEMM input (quantized in fp8 recipes)
   double b, sq, skv;
 };
 
@@ -176,8 +234,8 @@ Op norm_op(const std::string& name, const Dims& d, double h, uint32_t offload) {
   return o;
 }
 
-void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, double heads,
-                     double dqk, double dv) {
+void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, double heads, double dqk,
+                     double dv) {
   const MlaSpec& a = *m.mla;
   const double h = double(m.hidden_size);
   const uint32_t ln = bit(RecomputeModule::layernorm), qkv_off = bit(OffloadModule::qkv_linear);
@@ -193,7 +251,8 @@ void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   ops.push_back(keep(kv, shares ? 0.0 : d.Tsp * h * d.g, ln, qkv_off));
   double latent = (a.q_lora_rank > 0 ? a.q_lora_rank : 0) + a.kv_lora_rank + a.qk_rope_head_dim;
   tp_enter(ops, c, d, latent);
-  Op q_up = a.q_lora_rank > 0 ? gemm("q_up_gemm", d.T, heads * dqk, a.q_lora_rank, d.a) : gemm("q_up_gemm", d.T, heads * dqk, h, d.a);
+  Op q_up =
+      a.q_lora_rank > 0 ? gemm("q_up_gemm", d.T, heads * dqk, a.q_lora_rank, d.a) : gemm("q_up_gemm", d.T, heads * dqk, h, d.a);
   ops.push_back(rerun(keep(q_up, d.T * (a.q_lora_rank > 0 ? a.q_lora_rank : h) * d.g), up));
   Op kv_up = gemm("kv_up_gemm", d.T, heads * (a.qk_head_dim + dv), a.kv_lora_rank, d.a);
   ops.push_back(rerun(keep(kv_up, d.T * a.kv_lora_rank * d.g), up));
@@ -320,13 +379,13 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
   double Tl = d.T / tp;
   double local_experts = double(e.num_experts) / c.ep;
   const double f = c.moe_load_factor;  // the busiest rank's tokens over the mean
-  double routed = Tl * e.top_k;         // token copies leaving (and on average arriving at) a rank
-  double arriving = routed * f;         // ... arriving at the busiest rank
-  double R = routed * c.etp;            // after the expert-TP all-gather (mean; the busiest x f)
+  double routed = Tl * e.top_k;        // token copies leaving (and on average arriving at) a rank
+  double arriving = routed * f;        // ... arriving at the busiest rank
+  double R = routed * c.etp;           // after the expert-TP all-gather (mean; the busiest x f)
   double fe = double(e.moe_ffn_hidden_size) / c.etp;
   Op r = gemm("router", Tl, e.num_experts, h, d.a);
-  keep(r, Tl * h * d.a, ln);                 // the norm output (the MoE layer's input)
-  keep(r, Tl * e.num_experts * 4, moe);      // fp32 routing probabilities
+  keep(r, Tl * h * d.a, ln);             // the norm output (the MoE layer's input)
+  keep(r, Tl * e.num_experts * 4, moe);  // fp32 routing probabilities
   ops.push_back(rerun(r, moe));
   Op perm = mem_op("permute", OpKind::elementwise, 2 * routed * h * d.a, 0);
   perm.fwd_transient_bytes = routed * h * d.a;  // the permuted copy handed to the dispatcher
@@ -349,7 +408,8 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
   ops.push_back(rerun(busiest(keep(act, R * gate * fe * d.a, moe, bit(OffloadModule::moe_act))), moe | act_m));
   Op fc2 = gemm("expert_fc2_gemm", per_expert, h, fe, d.a, int64_t(local_experts));
   ops.push_back(rerun(busiest(keep(fc2, R * fe * d.g, moe | act_m)), moe));
-  if (c.etp > 1) ops.push_back(rerun(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a), moe));
+  if (c.etp > 1)
+    ops.push_back(rerun(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a), moe));
   if (c.ep > 1) ops.push_back(rerun(comm("combine_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
   // Megatron applies the routing probabilities inside the expert activation ("memory efficient token
   // permutation", megatron/core/transformer/moe/README.md): the activation keeps the fp32 permuted
@@ -373,8 +433,10 @@ void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
   const double h = double(m.hidden_size);
   Op mn = norm_op("mlp_norm", d, h, bit(OffloadModule::mlp_norm));
   ops.push_back(moe ? mn : sac(mn, 0, 1));  // op SAC re-runs the residual add and the norm
-  if (moe) moe_mlp(ops, m, c, d);
-  else dense_mlp(ops, m, c, d);
+  if (moe)
+    moe_mlp(ops, m, c, d);
+  else
+    dense_mlp(ops, m, c, d);
   Op res = mem_op("mlp_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h);
   ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
@@ -383,10 +445,14 @@ void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
 
 double saved_gemm_input_bytes(Precision p) {
   switch (p) {
-    case Precision::fp8: return 1.0;
-    case Precision::mxfp8: return 1.0 + 1.0 / 32;
-    case Precision::nvfp4: return 0.5 + 1.0 / 16;
-    default: return activation_bytes(p);
+    case Precision::fp8:
+      return 1.0;
+    case Precision::mxfp8:
+      return 1.0 + 1.0 / 32;
+    case Precision::nvfp4:
+      return 0.5 + 1.0 / 16;
+    default:
+      return activation_bytes(p);
   }
 }
 

@@ -74,7 +74,7 @@ struct Op {
   // comm ops
   Collective collective = Collective::all_reduce;
   CommGroup group = CommGroup::tp;
-  double comm_bytes = 0;  // payload per rank (nccl-tests "size")
+  double comm_bytes = 0;        // payload per rank (nccl-tests "size")
   bool in_backward_too = true;  // comm repeated (mirrored) in backward
   // activation memory this op keeps for backward, per rank per micro-batch (bytes): the sum of `saved`
   double saved_bytes = 0;
@@ -103,7 +103,7 @@ struct OpContext {
   bool sp = false;
   // context-parallel exchange: "p2p" ring of K/V chunks, "a2a" (Ulysses head scatter), "allgather" of K/V
   enum class CpComm { p2p, a2a, allgather } cp_comm = CpComm::p2p;
-  bool flash_attention = true;  // false: unfused QK^T / softmax / PV with the scores saved
+  bool flash_attention = true;    // false: unfused QK^T / softmax / PV with the scores saved
   bool triton_attention = false;  // flash attention by the 2022 Triton kernel (same memory, slower)
   int64_t micro_batch = 1;
   int64_t seq = 1;

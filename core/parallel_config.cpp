@@ -36,34 +36,47 @@ std::string module_choices(const std::vector<std::pair<std::string, E>>& table) 
 
 std::string to_string(Recompute r) {
   switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
   }
   return "?";
 }
 std::string to_string(Schedule s) {
   switch (s) {
-    case Schedule::gpipe: return "gpipe";
-    case Schedule::one_f_one_b: return "1f1b";
-    case Schedule::interleaved: return "interleaved";
-    case Schedule::zero_bubble: return "zb";
+    case Schedule::gpipe:
+      return "gpipe";
+    case Schedule::one_f_one_b:
+      return "1f1b";
+    case Schedule::interleaved:
+      return "interleaved";
+    case Schedule::zero_bubble:
+      return "zb";
   }
   return "?";
 }
 std::string to_string(CpCommType c) {
   switch (c) {
-    case CpCommType::p2p: return "p2p";
-    case CpCommType::a2a: return "a2a";
-    case CpCommType::allgather: return "allgather";
+    case CpCommType::p2p:
+      return "p2p";
+    case CpCommType::a2a:
+      return "a2a";
+    case CpCommType::allgather:
+      return "allgather";
   }
   return "?";
 }
 std::string to_string(AttentionBackend a) {
   switch (a) {
-    case AttentionBackend::flash: return "flash";
-    case AttentionBackend::unfused: return "unfused";
-    case AttentionBackend::triton: return "triton";
+    case AttentionBackend::flash:
+      return "flash";
+    case AttentionBackend::unfused:
+      return "unfused";
+    case AttentionBackend::triton:
+      return "triton";
   }
   return "?";
 }
@@ -74,9 +87,12 @@ std::optional<AttentionBackend> parse_attention_backend(const std::string& s) {
 }
 std::string to_string(MoeDispatcher d) {
   switch (d) {
-    case MoeDispatcher::alltoall: return "alltoall";
-    case MoeDispatcher::deepep: return "deepep";
-    case MoeDispatcher::hybridep: return "hybridep";
+    case MoeDispatcher::alltoall:
+      return "alltoall";
+    case MoeDispatcher::deepep:
+      return "deepep";
+    case MoeDispatcher::hybridep:
+      return "hybridep";
   }
   return "?";
 }
@@ -87,10 +103,14 @@ std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) {
 }
 std::string to_string(MainParams m) {
   switch (m) {
-    case MainParams::fp32: return "fp32";
-    case MainParams::remainder: return "remainder";
-    case MainParams::bf16: return "bf16";
-    case MainParams::none: return "none";
+    case MainParams::fp32:
+      return "fp32";
+    case MainParams::remainder:
+      return "remainder";
+    case MainParams::bf16:
+      return "bf16";
+    case MainParams::none:
+      return "none";
   }
   return "?";
 }
@@ -119,13 +139,43 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "parallel", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"world_size", "tp", "sp", "pp", "vpp", "dp", "cp", "cp_comm_type", "ep", "etp", "zero",
-                    "micro_batch_size", "recompute", "recompute_num_layers", "overlap_grad_reduce",
-                    "overlap_param_gather", "tp_comm_overlap", "schedule", "num_layers_in_first_pipeline_stage",
-                    "num_layers_in_last_pipeline_stage", "pipeline_layout", "attention_backend", "moe_dispatcher",
-                    "moe_force_balance", "moe_a2a_overlap", "recompute_modules", "offload_modules", "dp_replicate",
-                    "fp8_param_gather", "grad_reduce_in_bf16", "cross_entropy_fusion", "moe_capacity_factor",
-                    "moe_pad_to_capacity", "cpu_offload_layers", "main_params", "adam_states_bf16", "remat_policy"});
+  f.reject_unknown({"world_size",
+                    "tp",
+                    "sp",
+                    "pp",
+                    "vpp",
+                    "dp",
+                    "cp",
+                    "cp_comm_type",
+                    "ep",
+                    "etp",
+                    "zero",
+                    "micro_batch_size",
+                    "recompute",
+                    "recompute_num_layers",
+                    "overlap_grad_reduce",
+                    "overlap_param_gather",
+                    "tp_comm_overlap",
+                    "schedule",
+                    "num_layers_in_first_pipeline_stage",
+                    "num_layers_in_last_pipeline_stage",
+                    "pipeline_layout",
+                    "attention_backend",
+                    "moe_dispatcher",
+                    "moe_force_balance",
+                    "moe_a2a_overlap",
+                    "recompute_modules",
+                    "offload_modules",
+                    "dp_replicate",
+                    "fp8_param_gather",
+                    "grad_reduce_in_bf16",
+                    "cross_entropy_fusion",
+                    "moe_capacity_factor",
+                    "moe_pad_to_capacity",
+                    "cpu_offload_layers",
+                    "main_params",
+                    "adam_states_bf16",
+                    "remat_policy"});
   ParallelConfig p;
   p.world_size = static_cast<int>(f.integer("world_size", 1, kMaxGpus));
   p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxGpus));
@@ -145,17 +195,23 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
     std::string bad;
     auto names = string_list(j["recompute_modules"]);
     auto set = names ? parse_recompute_modules(*names, &bad) : std::nullopt;
-    if (set) p.recompute_modules = *set;
-    else f.problem("recompute_modules", (names ? "'" + bad + "' is not a Megatron recompute module; " : std::string("expected a list of names; ")) +
-                                            "valid: " + module_choices(recompute_module_names()));
+    if (set)
+      p.recompute_modules = *set;
+    else
+      f.problem("recompute_modules",
+                (names ? "'" + bad + "' is not a Megatron recompute module; " : std::string("expected a list of names; ")) +
+                    "valid: " + module_choices(recompute_module_names()));
   }
   if (f.has("offload_modules")) {
     std::string bad;
     auto names = string_list(j["offload_modules"]);
     auto set = names ? parse_offload_modules(*names, &bad) : std::nullopt;
-    if (set) p.offload_modules = *set;
-    else f.problem("offload_modules", (names ? "'" + bad + "' is not an activation offloading module; " : std::string("expected a list of names; ")) +
-                                          "valid: " + module_choices(offload_module_names()));
+    if (set)
+      p.offload_modules = *set;
+    else
+      f.problem("offload_modules",
+                (names ? "'" + bad + "' is not an activation offloading module; " : std::string("expected a list of names; ")) +
+                    "valid: " + module_choices(offload_module_names()));
   }
   p.dp_replicate = static_cast<int>(f.integer_or("dp_replicate", 1, 1, kMaxGpus));
   p.cpu_offload_layers = static_cast<int>(f.integer_or("cpu_offload_layers", 0, 0, kMaxLayers));
@@ -177,7 +233,8 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
   p.moe_dispatcher = *parse_moe_dispatcher(f.choice_or("moe_dispatcher", {"alltoall", "deepep", "hybridep"}, "alltoall"));
   p.moe_force_balance = f.boolean_or("moe_force_balance", false);
   p.moe_a2a_overlap = f.boolean_or("moe_a2a_overlap", false);
-  p.schedule = *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
+  p.schedule =
+      *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
   p.attention_backend = *parse_attention_backend(f.choice_or("attention_backend", {"flash", "unfused", "triton"}, "flash"));
   p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0, kMaxLayers));
   p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0, kMaxLayers));
@@ -193,7 +250,8 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
       }
       p.pipeline_layout.push_back(row);
     }
-    if (!ok) f.problem("pipeline_layout", "expected [[layers per chunk] per stage] of integers in 0.." + std::to_string(kMaxLayers));
+    if (!ok)
+      f.problem("pipeline_layout", "expected [[layers per chunk] per stage] of integers in 0.." + std::to_string(kMaxLayers));
   }
   if (auto dp = f.opt_integer("dp")) {
     int derived = p.dp();
@@ -283,7 +341,8 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
   const std::string fwn = to_string(t.framework);
   const RecomputeModules rm = p.recompute_modules;
   if (!rm.empty() && p.recompute != Recompute::selective)
-    e.push_back("recompute_modules (" + join_names(to_names(rm)) + ") need recompute=selective, got recompute=" + to_string(p.recompute));
+    e.push_back("recompute_modules (" + join_names(to_names(rm)) +
+                ") need recompute=selective, got recompute=" + to_string(p.recompute));
   if (!rm.empty() && !fw.supports_recompute_modules)
     e.push_back("recompute_modules are Megatron-Core's --recompute-modules; framework " + fwn +
                 " has no such option (use recompute=selective or full, or framework=megatron)");
@@ -293,32 +352,39 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
                                std::tuple{RecomputeModule::shared_experts, has_shared, "a model with shared experts"},
                                std::tuple{RecomputeModule::mla_up_proj, bool(m.mla), "multi-latent attention (MLA)"}})
     if (rm.has(mod) && !ok)
-      e.push_back("recompute module '" + to_names(RecomputeModules{uint32_t(mod)}).front() + "' needs " + need + "; '" + m.name + "' has none");
+      e.push_back("recompute module '" + to_names(RecomputeModules{uint32_t(mod)}).front() + "' needs " + need + "; '" + m.name +
+                  "' has none");
   const OffloadModules om = p.offload_modules;
   if (!om.empty()) {
     if (!fw.supports_activation_offload)
-      e.push_back("offload_modules (fine-grained activation offloading) is a Megatron-Core feature; framework " + fwn + " has no such option");
+      e.push_back("offload_modules (fine-grained activation offloading) is a Megatron-Core feature; framework " + fwn +
+                  " has no such option");
     if (om.has(OffloadModule::attn_proj) && !om.has(OffloadModule::core_attn))
       e.push_back("offload module 'attn_proj' needs 'core_attn' offloaded too, as Megatron requires");
     if ((om.has(OffloadModule::expert_fc1) || om.has(OffloadModule::moe_act)) && !m.moe)
       e.push_back("offload modules 'expert_fc1'/'moe_act' need a mixture-of-experts model; '" + m.name + "' is dense");
-    if ((om.has(OffloadModule::expert_fc1) || om.has(OffloadModule::moe_act)) && p.effective_recompute_modules().has(RecomputeModule::moe))
+    if ((om.has(OffloadModule::expert_fc1) || om.has(OffloadModule::moe_act)) &&
+        p.effective_recompute_modules().has(RecomputeModule::moe))
       e.push_back("offload modules 'expert_fc1'/'moe_act' cannot be combined with recompute module 'moe' (Megatron rejects it)");
   }
   if (p.cpu_offload_layers > 0) {
     if (!fw.supports_activation_offload)
-      e.push_back("cpu_offload_layers (activation offloading) is a Megatron-Core feature; framework " + fwn + " has no such option");
-    if (p.pp > 1) e.push_back("cpu_offload_layers needs pp=1 (Megatron: no support for pipeline parallelism with CPU offloading)");
+      e.push_back("cpu_offload_layers (activation offloading) is a Megatron-Core feature; framework " + fwn +
+                  " has no such option");
+    if (p.pp > 1)
+      e.push_back("cpu_offload_layers needs pp=1 (Megatron: no support for pipeline parallelism with CPU offloading)");
     if (p.recompute != Recompute::none) e.push_back("cpu_offload_layers cannot be combined with recompute (Megatron rejects it)");
     if (p.cpu_offload_layers >= m.num_layers)
       e.push_back("cpu_offload_layers=" + s(p.cpu_offload_layers) + " must be below num_layers=" + s(m.num_layers));
-    if (!p.offload_modules.empty()) e.push_back("give either cpu_offload_layers or offload_modules, not both (Megatron rejects the combination)");
+    if (!p.offload_modules.empty())
+      e.push_back("give either cpu_offload_layers or offload_modules, not both (Megatron rejects the combination)");
   }
   // Megatron-Core transformer_config.py __post_init__: 'disable full recomputation when enabling
   // overlap_moe_expert_parallel_comm', 'disable moe in recompute_modules when enabling ...'
   if (p.moe_a2a_overlap && (p.recompute == Recompute::full || p.effective_recompute_modules().has(RecomputeModule::moe)))
-    e.push_back("moe_a2a_overlap cannot be combined with full recompute or recompute module 'moe' (Megatron's "
-                "--overlap-moe-expert-parallel-comm rejects them)");
+    e.push_back(
+        "moe_a2a_overlap cannot be combined with full recompute or recompute module 'moe' (Megatron's "
+        "--overlap-moe-expert-parallel-comm rejects them)");
   if (p.fp8_param_gather && !is_fp8_family(t.precision))
     e.push_back("fp8_param_gather needs an fp8 precision (fp8, mxfp8, nvfp4), got " + std::string(to_string(t.precision)));
   if (p.fp8_param_gather && p.zero < 1)
@@ -328,13 +394,14 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
   if (p.cross_entropy_fusion && !fw.supports_cross_entropy_fusion)
     e.push_back("cross_entropy_fusion: framework " + fwn + " has no fused cross-entropy; set it false");
   if (p.moe_capacity_factor < 0) e.push_back("moe_capacity_factor must be > 0 (omit it for dropless routing)");
-  if (p.moe_capacity_factor > 0 && !m.moe) e.push_back("moe_capacity_factor needs a mixture-of-experts model; '" + m.name + "' is dense");
-  if (p.moe_pad_to_capacity && p.moe_capacity_factor <= 0)
-    e.push_back("moe_pad_to_capacity needs moe_capacity_factor > 0");
+  if (p.moe_capacity_factor > 0 && !m.moe)
+    e.push_back("moe_capacity_factor needs a mixture-of-experts model; '" + m.name + "' is dense");
+  if (p.moe_pad_to_capacity && p.moe_capacity_factor <= 0) e.push_back("moe_pad_to_capacity needs moe_capacity_factor > 0");
   if (p.dp_replicate < 1 || (p.dp() > 0 && p.dp() % p.dp_replicate != 0))
     e.push_back("dp_replicate=" + s(p.dp_replicate) + " must divide dp=" + s(p.dp()));
   if (p.remat_policy != RematPolicy::none && t.framework != Framework::maxtext)
-    e.push_back("remat_policy is a MaxText/JAX remat policy; framework " + fwn + " has none (use recompute and recompute_modules)");
+    e.push_back("remat_policy is a MaxText/JAX remat policy; framework " + fwn +
+                " has none (use recompute and recompute_modules)");
   if (p.remat_policy != RematPolicy::none && p.recompute != Recompute::selective)
     e.push_back("remat_policy needs recompute=selective (recompute=full is MaxText's 'full' policy)");
   if (p.zero >= 0 && p.zero <= 3 && !(fw.zero_levels & (1u << p.zero))) {
@@ -402,12 +469,12 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
   if (!e.empty()) return e;
 
   if (p.world_size > c.max_gpus())
-    e.push_back("cluster too small: " + s(p.world_size) + " GPUs requested but cluster '" + c.name + "' has " +
-                s(c.num_nodes) + " nodes x " + s(c.gpus_per_node) + " = " + s(c.max_gpus()) + " GPUs");
+    e.push_back("cluster too small: " + s(p.world_size) + " GPUs requested but cluster '" + c.name + "' has " + s(c.num_nodes) +
+                " nodes x " + s(c.gpus_per_node) + " = " + s(c.max_gpus()) + " GPUs");
   int mp = p.tp * p.pp * p.cp;
   if (p.world_size % mp != 0) {
-    e.push_back("tp*pp*cp=" + s(p.tp) + "*" + s(p.pp) + "*" + s(p.cp) + "=" + s(mp) + " does not divide the " +
-                s(p.world_size) + " GPUs; dp = GPUs/(tp*pp*cp) must be a whole number");
+    e.push_back("tp*pp*cp=" + s(p.tp) + "*" + s(p.pp) + "*" + s(p.cp) + "=" + s(mp) + " does not divide the " + s(p.world_size) +
+                " GPUs; dp = GPUs/(tp*pp*cp) must be a whole number");
     return e;
   }
   int dp = p.dp();
@@ -417,8 +484,7 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
     e.push_back("tp=" + s(p.tp) + " does not divide num_attention_heads=" + s(m.num_attention_heads));
   if (!m.mla && m.num_query_groups % p.tp != 0)
     e.push_back("tp=" + s(p.tp) + " does not divide num_query_groups=" + s(m.num_query_groups));
-  if (m.ffn_hidden_size % p.tp != 0)
-    e.push_back("tp=" + s(p.tp) + " does not divide ffn_hidden_size=" + s(m.ffn_hidden_size));
+  if (m.ffn_hidden_size % p.tp != 0) e.push_back("tp=" + s(p.tp) + " does not divide ffn_hidden_size=" + s(m.ffn_hidden_size));
   if (p.sp && p.tp == 1) e.push_back("sequence parallel needs tp > 1 (sp=true with tp=1); turn sp off");
   if (p.sp && t.seq_length % (int64_t(p.tp) * p.cp) != 0)
     e.push_back("seq_length=" + s(t.seq_length) + " is not divisible by tp*cp=" + s(p.tp * p.cp) +
@@ -432,29 +498,35 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
     if (p.ep > 1) e.push_back("ep=" + s(p.ep) + " needs a mixture-of-experts model; '" + m.name + "' is dense");
     if (p.etp > 1) e.push_back("etp=" + s(p.etp) + " needs a mixture-of-experts model; '" + m.name + "' is dense");
   } else {
-    if (m.moe->num_experts % p.ep != 0)
-      e.push_back("ep=" + s(p.ep) + " does not divide num_experts=" + s(m.moe->num_experts));
+    if (m.moe->num_experts % p.ep != 0) e.push_back("ep=" + s(p.ep) + " does not divide num_experts=" + s(m.moe->num_experts));
     if ((int64_t(p.tp) * p.cp * dp) % (int64_t(p.ep) * p.etp) != 0)
       e.push_back("ep*etp=" + s(p.ep * p.etp) + " does not divide tp*cp*dp=" + s(p.tp * p.cp * dp) +
                   " (the expert layout etp-ep-edp must tile the same GPUs as tp-cp-dp)");
     if (p.tp > 1 && !p.sp)
-      e.push_back("a mixture-of-experts model with tp=" + s(p.tp) + " needs sequence parallel (sp=true), as Megatron-LM requires");
+      e.push_back("a mixture-of-experts model with tp=" + s(p.tp) +
+                  " needs sequence parallel (sp=true), as Megatron-LM requires");
     if (m.moe->moe_ffn_hidden_size % p.etp != 0)
       e.push_back("etp=" + s(p.etp) + " does not divide moe_ffn_hidden_size=" + s(m.moe->moe_ffn_hidden_size));
     // Megatron-Core megatron/core/transformer/transformer_config.py __post_init__:
     //   assert self.expert_tensor_parallel_size == 1, "Bias in Moe is only supported when ETP==1"
     if (m.add_bias_linear && p.etp > 1)
-      e.push_back("etp=" + s(p.etp) + ": '" + m.name + "' has linear biases, and Megatron-LM supports biases in MoE layers only with "
+      e.push_back("etp=" + s(p.etp) + ": '" + m.name +
+                  "' has linear biases, and Megatron-LM supports biases in MoE layers only with "
                   "etp=1 (\"Bias in Moe is only supported when ETP==1\"); use etp=1");
     // transformer_config.py __post_init__, `if self.overlap_moe_expert_parallel_comm:` block
     if (p.moe_a2a_overlap && m.mtp_num_layers > 1)
-      e.push_back("moe_a2a_overlap supports at most one MTP layer (Megatron: 'MTP supports at most one layer when enabling "
-                  "overlap_moe_expert_parallel_comm'); the model has " + s(m.mtp_num_layers));
+      e.push_back(
+          "moe_a2a_overlap supports at most one MTP layer (Megatron: 'MTP supports at most one layer when enabling "
+          "overlap_moe_expert_parallel_comm'); the model has " +
+          s(m.mtp_num_layers));
     if (p.moe_a2a_overlap && (t.precision == Precision::fp32 || t.precision == Precision::tf32))
-      e.push_back("moe_a2a_overlap needs a bf16 or fp16 model (Megatron: 'overlap_moe_expert_parallel_comm is only supported with "
-                  "bf16 or fp16 model'); got precision " + std::string(to_string(t.precision)));
+      e.push_back(
+          "moe_a2a_overlap needs a bf16 or fp16 model (Megatron: 'overlap_moe_expert_parallel_comm is only supported with "
+          "bf16 or fp16 model'); got precision " +
+          std::string(to_string(t.precision)));
     // transformer_config.py: 'overlap_moe_expert_parallel_comm is only supported with expert model parallelism'
-    if (p.moe_a2a_overlap && p.ep == 1) e.push_back("moe_a2a_overlap needs expert parallelism (ep > 1): with ep=1 there is no all-to-all");
+    if (p.moe_a2a_overlap && p.ep == 1)
+      e.push_back("moe_a2a_overlap needs expert parallelism (ep > 1): with ep=1 there is no all-to-all");
     // transformer_config.py: 'If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be
     // specified when pipeline_model_parallel_size > 1'
     if (p.moe_a2a_overlap && p.pp > 1 && p.vpp == 1)
@@ -462,7 +534,8 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
                   s(p.pp) + ", vpp=1");
   }
   if (!m.moe && (p.moe_a2a_overlap || p.moe_force_balance || p.moe_dispatcher != MoeDispatcher::alltoall))
-    e.push_back("moe_dispatcher, moe_force_balance and moe_a2a_overlap need a mixture-of-experts model; '" + m.name + "' is dense");
+    e.push_back("moe_dispatcher, moe_force_balance and moe_a2a_overlap need a mixture-of-experts model; '" + m.name +
+                "' is dense");
   // pipeline
   std::vector<int> st;
   if (!p.pipeline_layout.empty()) {
@@ -503,20 +576,18 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
   if (p.vpp > 1 && p.pp == 1) e.push_back("vpp=" + s(p.vpp) + " needs pp > 1");
   if (p.vpp > 1 && p.schedule != Schedule::interleaved)
     e.push_back("vpp=" + s(p.vpp) + " needs the interleaved schedule, not " + to_string(p.schedule));
-  if (p.vpp == 1 && p.schedule == Schedule::interleaved)
-    e.push_back("the interleaved schedule needs vpp > 1");
+  if (p.vpp == 1 && p.schedule == Schedule::interleaved) e.push_back("the interleaved schedule needs vpp > 1");
   // batch
   int64_t per_step = int64_t(p.micro_batch_size) * dp;
   if (t.global_batch_size % per_step != 0)
-    e.push_back("gbs=" + s(t.global_batch_size) + " is not a multiple of mbs*dp=" + s(p.micro_batch_size) + "*" +
-                s(dp) + "=" + s(per_step));
+    e.push_back("gbs=" + s(t.global_batch_size) + " is not a multiple of mbs*dp=" + s(p.micro_batch_size) + "*" + s(dp) + "=" +
+                s(per_step));
   else if (p.schedule == Schedule::interleaved && (t.global_batch_size / per_step) % p.pp != 0)
     e.push_back("the interleaved schedule needs the number of micro-batches (" + s(t.global_batch_size / per_step) +
                 ") to be a multiple of pp=" + s(p.pp));
   // memory/optimizer
   if (p.zero < 0 || p.zero > 3) e.push_back("zero=" + s(p.zero) + " must be 0, 1, 2 or 3");
-  if (p.recompute != Recompute::full && p.recompute_num_layers > 0)
-    e.push_back("recompute_num_layers needs recompute=full");
+  if (p.recompute != Recompute::full && p.recompute_num_layers > 0) e.push_back("recompute_num_layers needs recompute=full");
   if (!st.empty() && p.recompute_num_layers > 0) {
     int min_chunk = INT32_MAX;
     for (const auto& row : layers_per_stage_chunk(m, p))

@@ -36,19 +36,31 @@ Expected<Plan> plan_from_json(const json& j) {
   };
   if (const json* m = take("model")) {
     auto r = model_from_json(*m);
-    if (r) p.model = r.value(); else for (auto& e : r.error().problems) problems.push_back("plan." + e);
+    if (r)
+      p.model = r.value();
+    else
+      for (auto& e : r.error().problems) problems.push_back("plan." + e);
   }
   if (const json* c = take("cluster")) {
     auto r = cluster_from_json(*c);
-    if (r) p.cluster = r.value(); else for (auto& e : r.error().problems) problems.push_back("plan." + e);
+    if (r)
+      p.cluster = r.value();
+    else
+      for (auto& e : r.error().problems) problems.push_back("plan." + e);
   }
   if (const json* t = take("training")) {
     auto r = training_from_json(*t);
-    if (r) p.training = r.value(); else for (auto& e : r.error().problems) problems.push_back("plan." + e);
+    if (r)
+      p.training = r.value();
+    else
+      for (auto& e : r.error().problems) problems.push_back("plan." + e);
   }
   if (const json* q = take("parallel")) {
     auto r = parallel_from_json(*q);
-    if (r) p.parallel = r.value(); else for (auto& e : r.error().problems) problems.push_back("plan." + e);
+    if (r)
+      p.parallel = r.value();
+    else
+      for (auto& e : r.error().problems) problems.push_back("plan." + e);
   }
   p.training.framework = *parse_framework(f.choice_or("framework", framework_choices(), "megatron"));
   if (f.has("meta")) {

@@ -5,13 +5,20 @@ namespace mplan {
 
 std::string_view to_string(Precision p) {
   switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    case Precision::fp8: return "fp8";
-    case Precision::mxfp8: return "mxfp8";
-    case Precision::nvfp4: return "nvfp4";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp8:
+      return "fp8";
+    case Precision::mxfp8:
+      return "mxfp8";
+    case Precision::nvfp4:
+      return "nvfp4";
   }
   return "?";
 }
@@ -29,12 +36,16 @@ std::string training_precision_choices() { return "bf16|fp16|fp8|mxfp8|nvfp4|fp3
 double gemm_input_bytes(Precision p) {
   switch (p) {
     case Precision::fp32:
-    case Precision::tf32: return 4;
+    case Precision::tf32:
+      return 4;
     case Precision::fp16:
-    case Precision::bf16: return 2;
+    case Precision::bf16:
+      return 2;
     case Precision::fp8:
-    case Precision::mxfp8: return 1;
-    case Precision::nvfp4: return 0.5;
+    case Precision::mxfp8:
+      return 1;
+    case Precision::nvfp4:
+      return 0.5;
   }
   return 2;
 }

@@ -9,9 +9,8 @@ namespace mplan {
 
 enum class Precision { fp32, tf32, fp16, bf16, fp8, mxfp8, nvfp4 };
 
-constexpr std::array<Precision, 7> kAllPrecisions = {Precision::fp32, Precision::tf32, Precision::fp16,
-                                                     Precision::bf16, Precision::fp8,  Precision::mxfp8,
-                                                     Precision::nvfp4};
+constexpr std::array<Precision, 7> kAllPrecisions = {Precision::fp32, Precision::tf32,  Precision::fp16, Precision::bf16,
+                                                     Precision::fp8,  Precision::mxfp8, Precision::nvfp4};
 
 std::string_view to_string(Precision p);
 std::optional<Precision> parse_precision(std::string_view s);

@@ -94,8 +94,8 @@ Expected<ClusterSpec> cluster_preset(const std::string& name) {
 Expected<ModelSpec> resolve_model(const std::string& s) {
   if (!model_preset_text(s).empty()) return model_preset(s);
   if (!is_file(s)) {
-    return Error("--model: '" + s + "' is neither a model preset nor a readable file" +
-                 did_you_mean(s, model_preset_names()) + "; presets: " + join(model_preset_names()));
+    return Error("--model: '" + s + "' is neither a model preset nor a readable file" + did_you_mean(s, model_preset_names()) +
+                 "; presets: " + join(model_preset_names()));
   }
   std::vector<std::string> problems;
   auto text = read_text_file(s, problems);

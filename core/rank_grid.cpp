@@ -9,13 +9,20 @@ namespace mplan {
 
 std::string to_string(Dim d) {
   switch (d) {
-    case Dim::tp: return "tp";
-    case Dim::cp: return "cp";
-    case Dim::dp: return "dp";
-    case Dim::pp: return "pp";
-    case Dim::etp: return "etp";
-    case Dim::ep: return "ep";
-    case Dim::edp: return "edp";
+    case Dim::tp:
+      return "tp";
+    case Dim::cp:
+      return "cp";
+    case Dim::dp:
+      return "dp";
+    case Dim::pp:
+      return "pp";
+    case Dim::etp:
+      return "etp";
+    case Dim::ep:
+      return "ep";
+    case Dim::edp:
+      return "edp";
   }
   return "?";
 }
@@ -28,13 +35,20 @@ RankGrid::RankGrid(int tp, int cp, int dp, int pp, int etp, int ep)
 
 int RankGrid::size(Dim d) const {
   switch (d) {
-    case Dim::tp: return tp_;
-    case Dim::cp: return cp_;
-    case Dim::dp: return dp_;
-    case Dim::pp: return pp_;
-    case Dim::etp: return etp_;
-    case Dim::ep: return ep_;
-    case Dim::edp: return edp_;
+    case Dim::tp:
+      return tp_;
+    case Dim::cp:
+      return cp_;
+    case Dim::dp:
+      return dp_;
+    case Dim::pp:
+      return pp_;
+    case Dim::etp:
+      return etp_;
+    case Dim::ep:
+      return ep_;
+    case Dim::edp:
+      return edp_;
   }
   return 1;
 }
@@ -59,9 +73,7 @@ RankCoord RankGrid::coord(int rank) const {
 }
 
 int RankGrid::rank_of_dense(int tp, int cp, int dp, int pp) const { return tp + tp_ * (cp + cp_ * (dp + dp_ * pp)); }
-int RankGrid::rank_of_expert(int etp, int ep, int edp, int pp) const {
-  return etp + etp_ * (ep + ep_ * (edp + edp_ * pp));
-}
+int RankGrid::rank_of_expert(int etp, int ep, int edp, int pp) const { return etp + etp_ * (ep + ep_ * (edp + edp_ * pp)); }
 
 std::vector<std::vector<int>> RankGrid::groups(Dim d) const { return groups(std::vector<Dim>{d}); }
 
@@ -74,8 +86,8 @@ std::vector<std::vector<int>> RankGrid::groups(const std::vector<Dim>& dims) con
   assert(!(expert && dense));
   (void)dense;
   // the ordered dimensions of the chosen view, fastest first
-  std::vector<Dim> order = expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp}
-                                  : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};
+  std::vector<Dim> order =
+      expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp} : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};
   std::vector<int> sizes, strides;
   int stride = 1;
   for (Dim d : order) {
@@ -118,8 +130,8 @@ std::vector<std::vector<int>> RankGrid::groups(const std::vector<Dim>& dims) con
 
 std::vector<int> RankGrid::group_of(int rank, Dim d) const {
   bool expert = d == Dim::etp || d == Dim::ep || d == Dim::edp;
-  std::vector<Dim> order = expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp}
-                                  : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};
+  std::vector<Dim> order =
+      expert ? std::vector<Dim>{Dim::etp, Dim::ep, Dim::edp, Dim::pp} : std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp};
   int stride = 1;
   for (Dim o : order) {
     if (o == d) break;

@@ -14,15 +14,15 @@ std::string to_string(Dim d);
 
 struct RankCoord {
   int tp = 0, cp = 0, dp = 0, pp = 0;  // dense view
-  int etp = 0, ep = 0, edp = 0;         // expert view (same pp)
+  int etp = 0, ep = 0, edp = 0;        // expert view (same pp)
 };
 
 // Where a group's members sit: members per NVLink domain and the number of domains touched.
 struct GroupPlacement {
   int size = 1;
-  int domains = 1;            // NVLink domains spanned
-  int max_per_domain = 1;     // most members in one domain
-  bool uniform = true;        // every spanned domain holds the same number of members
+  int domains = 1;         // NVLink domains spanned
+  int max_per_domain = 1;  // most members in one domain
+  bool uniform = true;     // every spanned domain holds the same number of members
 };
 
 class RankGrid {

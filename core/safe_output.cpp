@@ -26,9 +26,7 @@ std::string dir_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
-bool under_special_tree(const std::string& p) {
-  return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0;
-}
+bool under_special_tree(const std::string& p) { return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0; }
 
 // Follows symbolic links of the last component (also dangling ones, so that writing through a link
 // to a file that does not exist yet creates that file). Returns "" when the chain is too long.
@@ -170,11 +168,16 @@ std::string write_output_file(const std::string& path, std::string_view bytes) {
   Target t = classify(path);
   switch (t.kind) {
     case Kind::directory:
-    case Kind::error: return t.message;
-    case Kind::fifo: return write_through(t.path, bytes, true);
-    case Kind::through: return write_through(t.path, bytes, false);
-    case Kind::regular: return write_atomic(t.path, bytes, &t.st);
-    case Kind::missing: return write_atomic(t.path, bytes, nullptr);
+    case Kind::error:
+      return t.message;
+    case Kind::fifo:
+      return write_through(t.path, bytes, true);
+    case Kind::through:
+      return write_through(t.path, bytes, false);
+    case Kind::regular:
+      return write_atomic(t.path, bytes, &t.st);
+    case Kind::missing:
+      return write_atomic(t.path, bytes, nullptr);
   }
   return path + ": cannot write";
 }

@@ -76,11 +76,10 @@ std::vector<Action> zero_bubble_h1(int pp, int m, int want_stage) {
     for (int s = 0; s < pp; ++s) {
       int cap = pp - 1 - s;
       int in_flight = next_f[s] - next_b[s];
-      bool b_ready = next_b[s] < next_f[s] &&
-                     (s == pp - 1 ? f_done[s][next_b[s]] >= 0 && f_done[s][next_b[s]] < t
-                                  : b_done[s + 1][next_b[s]] >= 0 && b_done[s + 1][next_b[s]] < t);
-      bool f_ready = next_f[s] < m && in_flight < pp - s &&
-                     (s == 0 || (f_done[s - 1][next_f[s]] >= 0 && f_done[s - 1][next_f[s]] < t));
+      bool b_ready = next_b[s] < next_f[s] && (s == pp - 1 ? f_done[s][next_b[s]] >= 0 && f_done[s][next_b[s]] < t
+                                                           : b_done[s + 1][next_b[s]] >= 0 && b_done[s + 1][next_b[s]] < t);
+      bool f_ready =
+          next_f[s] < m && in_flight < pp - s && (s == 0 || (f_done[s - 1][next_f[s]] >= 0 && f_done[s - 1][next_f[s]] < t));
       if (int(pending[s].size()) > cap) {
         step[s] = {Phase::W, pending[s].front(), 0};
         pending[s].pop_front();
@@ -112,10 +111,14 @@ std::vector<Action> zero_bubble_h1(int pp, int m, int want_stage) {
 
 std::vector<Action> schedule_actions(Schedule s, int pp, int vpp, int microbatches, int stage) {
   switch (s) {
-    case Schedule::gpipe: return gpipe(microbatches);
-    case Schedule::one_f_one_b: return one_f_one_b(pp, microbatches, stage);
-    case Schedule::interleaved: return interleaved(pp, vpp, microbatches, stage);
-    case Schedule::zero_bubble: return zero_bubble_h1(pp, microbatches, stage);
+    case Schedule::gpipe:
+      return gpipe(microbatches);
+    case Schedule::one_f_one_b:
+      return one_f_one_b(pp, microbatches, stage);
+    case Schedule::interleaved:
+      return interleaved(pp, vpp, microbatches, stage);
+    case Schedule::zero_bubble:
+      return zero_bubble_h1(pp, microbatches, stage);
   }
   return {};
 }

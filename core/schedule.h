@@ -18,9 +18,7 @@ struct Action {
   Phase phase;
   int microbatch;
   int chunk;  // virtual pipeline chunk (0 when vpp = 1)
-  bool operator==(const Action& o) const {
-    return phase == o.phase && microbatch == o.microbatch && chunk == o.chunk;
-  }
+  bool operator==(const Action& o) const { return phase == o.phase && microbatch == o.microbatch && chunk == o.chunk; }
 };
 
 // The action list of `stage` (0 = first pipeline stage). Requirements (checked by validate_layout):

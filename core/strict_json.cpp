@@ -52,7 +52,8 @@ std::optional<json> parse_json_strict(const std::string& text, const std::string
       case json::parse_event_t::array_end:
         if (!stack.empty()) stack.pop_back();
         break;
-      case json::parse_event_t::value: break;
+      case json::parse_event_t::value:
+        break;
     }
     return true;
   };

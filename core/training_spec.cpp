@@ -10,9 +10,12 @@ using nlohmann::json;
 
 std::string to_string(TrainingMethod m) {
   switch (m) {
-    case TrainingMethod::pretrain: return "pretrain";
-    case TrainingMethod::sft: return "sft";
-    case TrainingMethod::lora: return "lora";
+    case TrainingMethod::pretrain:
+      return "pretrain";
+    case TrainingMethod::sft:
+      return "sft";
+    case TrainingMethod::lora:
+      return "lora";
   }
   return "?";
 }

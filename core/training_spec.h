@@ -2,8 +2,8 @@
 // training run. The framework is serialised as the plan's top-level "framework" field (core/plan.cpp).
 #pragma once
 #include <cstdint>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/framework.h"
 #include "core/precision.h"

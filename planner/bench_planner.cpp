@@ -4,9 +4,9 @@
 // Case dsv3: DeepSeek-V3 on 2,048 H100, gbs 8192, seq 4096, fp8, with expert parallelism.
 // Target: <= 2 s wall each on the 2-core development machine. Prints the --stats counts.
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -49,22 +49,24 @@ void run(const char* name, const Plan& p, int threads, int repeat) {
   std::sort(walls.begin(), walls.end());
   std::sort(cpus.begin(), cpus.end());
   const SearchStats& s = last.stats;
-  std::printf("%s (threads %d): median wall %.3f s (min %.3f, max %.3f over %d runs); median CPU time %.3f s\n", name,
-              threads, mplan::stats::quantile_sorted(walls, 0.5), walls.front(), walls.back(), repeat,
+  std::printf("%s (threads %d): median wall %.3f s (min %.3f, max %.3f over %d runs); median CPU time %.3f s\n", name, threads,
+              mplan::stats::quantile_sorted(walls, 0.5), walls.front(), walls.back(), repeat,
               mplan::stats::quantile_sorted(cpus, 0.5));
-  std::printf("  enumerated %lld, rejected %lld, pruned by memory %lld, pruned by bound %lld, simulated %lld (fit %lld), "
-              "structures %lld, probes %lld\n",
-              (long long)s.enumerated, (long long)s.rejected, (long long)s.pruned_memory, (long long)s.pruned_by_bound,
-              (long long)s.simulated, (long long)s.fits, (long long)s.structures, (long long)s.probes);
+  std::printf(
+      "  enumerated %lld, rejected %lld, pruned by memory %lld, pruned by bound %lld, simulated %lld (fit %lld), "
+      "structures %lld, probes %lld\n",
+      (long long)s.enumerated, (long long)s.rejected, (long long)s.pruned_memory, (long long)s.pruned_by_bound,
+      (long long)s.simulated, (long long)s.fits, (long long)s.structures, (long long)s.probes);
   for (const auto& [rule, n] : s.rejected_by_rule) std::printf("    rejected: %-75s %lld\n", rule.c_str(), (long long)n);
   if (!last.top.empty()) {
     const auto& b = last.top.front();
     const auto& q = b.plan.parallel;
-    std::printf("  best: tp %d%s pp %d vpp %d cp %d ep %d etp %d dp %d zero %d mbs %d recompute %s(%d) %s: step %.3f s, "
-                "MFU %.1f%%, %.1f GiB\n",
-                q.tp, q.sp ? " sp" : "", q.pp, q.vpp, q.cp, q.ep, q.etp, q.dp(), q.zero, q.micro_batch_size,
-                to_string(q.recompute).c_str(), q.recompute_num_layers, to_string(q.schedule).c_str(),
-                b.report.step_time_s, 100 * b.report.mfu, b.report.peak_memory_gib);
+    std::printf(
+        "  best: tp %d%s pp %d vpp %d cp %d ep %d etp %d dp %d zero %d mbs %d recompute %s(%d) %s: step %.3f s, "
+        "MFU %.1f%%, %.1f GiB\n",
+        q.tp, q.sp ? " sp" : "", q.pp, q.vpp, q.cp, q.ep, q.etp, q.dp(), q.zero, q.micro_batch_size,
+        to_string(q.recompute).c_str(), q.recompute_num_layers, to_string(q.schedule).c_str(), b.report.step_time_s,
+        100 * b.report.mfu, b.report.peak_memory_gib);
   }
 }
 
@@ -74,15 +76,18 @@ int main(int argc, char** argv) {
   int threads = 2, repeat = 3;
   std::string which = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::max(1, std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--case")) which = argv[i + 1];
+    if (!std::strcmp(argv[i], "--threads"))
+      threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeat"))
+      repeat = std::max(1, std::atoi(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--case"))
+      which = argv[i + 1];
   }
   if (which == "all" || which == "405b")
     run("llama3.1-405b, 16384 x H100, gbs 2048, seq 8192, bf16", job("llama3.1-405b", 16384, 2048, 8192, Precision::bf16),
         threads, repeat);
   if (which == "all" || which == "dsv3")
-    run("deepseek-v3, 2048 x H100, gbs 8192, seq 4096, fp8", job("deepseek-v3", 2048, 8192, 4096, Precision::fp8),
-        threads, repeat);
+    run("deepseek-v3, 2048 x H100, gbs 8192, seq 4096, fp8", job("deepseek-v3", 2048, 8192, 4096, Precision::fp8), threads,
+        repeat);
   return 0;
 }

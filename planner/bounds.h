@@ -67,7 +67,7 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
 
 // Per-chunk totals of one layout.
 struct ChunkTotals {
-  double F = 0, B = 0, W = 0;       // seconds per micro-batch
+  double F = 0, B = 0, W = 0;                                   // seconds per micro-batch
   double act = 0, act_w = 0, transient = 0, fwd_transient = 0;  // bytes
 };
 
@@ -78,8 +78,8 @@ struct ScheduleInfo {
 
 // Forwards of each chunk that precede the first backward of `stage`, and that backward's chunk
 // (closed forms of core/schedule.cpp's warm-up phases; tests/planner compares them with the lists).
-void forwards_before_first_backward(Schedule s, int pp, int vpp, int64_t microbatches, int stage,
-                                    std::vector<int64_t>& per_chunk, int& first_b_chunk);
+void forwards_before_first_backward(Schedule s, int pp, int vpp, int64_t microbatches, int stage, std::vector<int64_t>& per_chunk,
+                                    int& first_b_chunk);
 
 class Bounds {
  public:
@@ -88,8 +88,8 @@ class Bounds {
   void chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const;
   // Lower bound of the simulated step time, seconds. `tail[s]`: time stage s needs after its last
   // backward (dp_tail.h; empty = none); `p2p_s`: one pipeline transfer.
-  double step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
-                      const std::vector<double>& tail, double p2p_s) const;
+  double step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, const std::vector<double>& tail,
+                      double p2p_s) const;
   // Peak activation bytes per stage, exactly as the event simulation accounts them.
   void peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                         std::vector<double>& peak) const;

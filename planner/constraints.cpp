@@ -45,7 +45,8 @@ Status check_limits(const std::map<std::string, int>& fix, const std::map<std::s
   std::vector<std::string> e;
   for (const auto& [k, v] : fix) {
     if (!contains(numeric_keys(), k) && !contains(choice_keys(), k))
-      e.push_back("--fix " + k + ": unknown key; use tp, pp, vpp, cp, ep, etp, dp, mbs, zero, recompute_layers, sp, "
+      e.push_back("--fix " + k +
+                  ": unknown key; use tp, pp, vpp, cp, ep, etp, dp, mbs, zero, recompute_layers, sp, "
                   "tp_comm_overlap, moe_a2a_overlap, recompute, schedule or cp_comm");
     else if (contains(numeric_keys(), k) && k != "zero" && k != "recompute_layers" && v < 1)
       e.push_back(kv("--fix", k, v) + " must be >= 1");
@@ -60,8 +61,7 @@ Status check_limits(const std::map<std::string, int>& fix, const std::map<std::s
   }
   for (const auto& [k, v] : fix) {
     auto m = max.find(k);
-    if (m != max.end() && v > m->second)
-      e.push_back(kv("--fix", k, v) + " conflicts with " + kv("--max", k, m->second));
+    if (m != max.end() && v > m->second) e.push_back(kv("--fix", k, v) + " conflicts with " + kv("--max", k, m->second));
   }
   auto f = [&](const char* k) -> std::optional<int> {
     auto it = fix.find(k);
@@ -85,11 +85,11 @@ Status check_limits(const std::map<std::string, int>& fix, const std::map<std::s
   both(f("sp") == 1 && f("tp") == 1, "sp=on contradicts tp=1 (sequence parallel needs tp > 1)");
   both(f("tp_comm_overlap") == 1 && f("sp") == 0, "tp_comm_overlap=on contradicts sp=off (the overlap needs sequence parallel)");
   both(f("tp_comm_overlap") == 1 && f("tp") == 1, "tp_comm_overlap=on contradicts tp=1");
-  both(f("vpp").value_or(1) > 1 && f("pp") == 1, "vpp=" + std::to_string(f("vpp").value_or(1)) + " contradicts pp=1 (interleaving needs pp > 1)");
+  both(f("vpp").value_or(1) > 1 && f("pp") == 1,
+       "vpp=" + std::to_string(f("vpp").value_or(1)) + " contradicts pp=1 (interleaving needs pp > 1)");
   both(f("schedule") == 2 && f("vpp") == 1, "schedule=interleaved contradicts vpp=1");
   both(f("schedule") && f("schedule") != 2 && f("vpp").value_or(1) > 1, "vpp > 1 needs schedule=interleaved");
-  both(f("recompute_layers").value_or(0) > 0 && f("recompute") && f("recompute") != 2,
-       "recompute_layers needs recompute=full");
+  both(f("recompute_layers").value_or(0) > 0 && f("recompute") && f("recompute") != 2, "recompute_layers needs recompute=full");
   both(f("schedule") == 3 && f("pp") == 1, "schedule=zb contradicts pp=1");
   both(f("ep").value_or(1) > 1 && f("dp") && f("tp") && f("cp") &&
            (int64_t(*f("tp")) * *f("cp") * *f("dp")) % (int64_t(f("ep").value_or(1)) * f("etp").value_or(1)) != 0,
@@ -108,10 +108,10 @@ Status check_framework_limits(const std::map<std::string, int>& fix, Framework f
     auto it = fix.find(k);
     return it == fix.end() ? std::nullopt : std::optional<int>(it->second);
   };
-  for (auto [key, has, what] : {std::tuple{"tp", r.tensor_parallel, "tensor parallelism"},
-                                std::tuple{"pp", r.pipeline_parallel, "pipeline parallelism"},
-                                std::tuple{"vpp", r.pipeline_parallel, "pipeline parallelism"},
-                                std::tuple{"cp", r.context_parallel, "context parallelism"}})
+  for (auto [key, has, what] :
+       {std::tuple{"tp", r.tensor_parallel, "tensor parallelism"}, std::tuple{"pp", r.pipeline_parallel, "pipeline parallelism"},
+        std::tuple{"vpp", r.pipeline_parallel, "pipeline parallelism"},
+        std::tuple{"cp", r.context_parallel, "context parallelism"}})
     if (f(key).value_or(1) > 1 && !has)
       e.push_back("--fix " + std::string(key) + "=" + std::to_string(*f(key)) + ": " + to_string(fw) + " has no " + what + by);
   if (f("vpp").value_or(1) > 1 && r.pipeline_parallel && !((r.schedules >> unsigned(Schedule::interleaved)) & 1u))
@@ -121,7 +121,8 @@ Status check_framework_limits(const std::map<std::string, int>& fix, Framework f
     const Schedule s = Schedule(*sc);
     const bool pipelined = f("pp").value_or(2) > 1;  // schedule=1f1b also names "no pipeline" at pp = 1
     if (pipelined && !(r.schedules & (1u << unsigned(s))) && !(s == Schedule::one_f_one_b && !r.pipeline_parallel))
-      e.push_back("--fix schedule=" + to_string(s) + ": " + to_string(fw) + " runs the pipeline schedules " + schedule_names(fw) + by);
+      e.push_back("--fix schedule=" + to_string(s) + ": " + to_string(fw) + " runs the pipeline schedules " + schedule_names(fw) +
+                  by);
   }
   if (auto c = f("cp_comm"); c && *c >= 0 && *c <= 2 && f("cp").value_or(2) > 1 && !runs_cp_comm(fw, CpCommType(*c)))
     e.push_back("--fix cp_comm=" + to_string(CpCommType(*c)) + ": " + to_string(fw) + " exchanges context-parallel K/V by " +
@@ -159,13 +160,13 @@ bool framework_runs_layout(const Job& job, const Layout& l) {
   const Framework fw = job.plan->training.framework;
   const FrameworkRuns r = framework_runs(fw);
   if ((l.tp > 1 && !r.tensor_parallel) || (l.cp > 1 && !runs_cp_comm(fw, l.cp_comm))) return false;
-  if (l.pp > 1 && (!runs_schedule(fw, l.schedule, l.pp, l.vpp) || (l.pipe != PipeLayout::even && !r.uneven_pipeline))) return false;
+  if (l.pp > 1 && (!runs_schedule(fw, l.schedule, l.pp, l.vpp) || (l.pipe != PipeLayout::even && !r.uneven_pipeline)))
+    return false;
   if (l.pp > 1 && r.microbatches_multiple_of_pp && (job.gbs() / (int64_t(l.mbs) * l.dp)) % l.pp != 0) return false;
   return (framework_memory(fw).zero_levels >> l.zero) & 1u;
 }
 
-std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bool allow_tp_across_nvlink,
-                                            bool planner_rules) {
+std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bool allow_tp_across_nvlink, bool planner_rules) {
   const ModelSpec& m = job.model();
   if (planner_rules && !allow_tp_across_nvlink && l.tp > job.domain) return rule::tp_nvlink;
   if (m.num_attention_heads % l.tp != 0) return rule::tp_heads;
@@ -185,8 +186,7 @@ std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bo
   if (l.vpp > 1 && l.pp == 1) return rule::vpp_pp;
   if (l.pipe == PipeLayout::even && l.pp * l.vpp > m.num_layers) return rule::chunks;
   if (planner_rules && l.pipe == PipeLayout::balanced && l.pp * l.vpp > job.units) return rule::chunks;
-  if (l.pipe == PipeLayout::even && (m.num_layers % l.pp != 0 || (m.num_layers / l.pp) % l.vpp != 0))
-    return rule::layers_split;
+  if (l.pipe == PipeLayout::even && (m.num_layers % l.pp != 0 || (m.num_layers / l.pp) % l.vpp != 0)) return rule::layers_split;
   if (l.pipe == PipeLayout::first_last) {  // the middle stages split the rest evenly; every stage divides by vpp
     int rest = m.num_layers - l.first_layers - l.last_layers, middle = l.pp - 2;
     if (l.pp < 2 || l.first_layers < l.vpp || l.last_layers < l.vpp || l.first_layers % l.vpp || l.last_layers % l.vpp ||

@@ -70,8 +70,8 @@ inline constexpr const char* fp8_shape = "fp8 GEMM shape not divisible by 16/8 (
 struct Job {
   const Plan* plan = nullptr;  // model, cluster, training; parallel.world_size and attention backend
   int world = 0;
-  int domain = 8;          // GPUs per NVLink placement domain
-  int units = 0;           // pipeline units: layers + embedding + loss (+2 per MTP layer)
+  int domain = 8;  // GPUs per NVLink placement domain
+  int units = 0;   // pipeline units: layers + embedding + loss (+2 per MTP layer)
   bool mla = false, moe = false;
   explicit Job(const Plan& p);
   const ModelSpec& model() const { return plan->model; }
@@ -83,7 +83,7 @@ struct Job {
 // applies, including the planner-only ones when `planner_rules` (tp_nvlink unless allowed, cp_a2a,
 // framework).
 std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bool allow_tp_across_nvlink,
-                                            bool planner_rules = true);
+                                             bool planner_rules = true);
 // The rule of core/megatron_rules.h that `l` breaks for a framework-megatron job (fp8_shape, cp_unfused,
 // cp_attention), or nullopt; nullopt for other frameworks.
 std::optional<const char*> megatron_rule(const Job& job, const Layout& l);

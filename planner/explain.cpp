@@ -80,9 +80,12 @@ struct MemPart {
   const char* name;
   double MemoryBreakdown::*field;
 };
-const MemPart kMem[] = {{"weights", &MemoryBreakdown::weights},         {"gradients", &MemoryBreakdown::gradients},
-                        {"optimizer states", &MemoryBreakdown::optimizer}, {"activations", &MemoryBreakdown::activations},
-                        {"communication buffers", &MemoryBreakdown::comm_buffers}, {"other", &MemoryBreakdown::other}};
+const MemPart kMem[] = {{"weights", &MemoryBreakdown::weights},
+                        {"gradients", &MemoryBreakdown::gradients},
+                        {"optimizer states", &MemoryBreakdown::optimizer},
+                        {"activations", &MemoryBreakdown::activations},
+                        {"communication buffers", &MemoryBreakdown::comm_buffers},
+                        {"other", &MemoryBreakdown::other}};
 
 // The worst stage of a report (index into per_stage).
 size_t worst_stage(const StepReport& r) {
@@ -102,8 +105,8 @@ std::string reason(const Plan& bp, const StepReport& b, const Plan& ap, const St
     for (const MemPart& m : kMem)
       if (am.*(m.field) - bm.*(m.field) > am.*(best->field) - bm.*(best->field)) best = &m;
     double d = am.*(best->field) - bm.*(best->field);
-    return "does not fit: " + std::string(d >= 0 ? "+" : "") + f1(d) + " GiB " + best->name + " on stage " +
-           std::to_string(ws) + " (" + f1(a.peak_memory_gib) + " of " + f1(a.capacity_gib) + " GiB)";
+    return "does not fit: " + std::string(d >= 0 ? "+" : "") + f1(d) + " GiB " + best->name + " on stage " + std::to_string(ws) +
+           " (" + f1(a.peak_memory_gib) + " of " + f1(a.capacity_gib) + " GiB)";
   }
   double base = b.step_time_s;
   double delta = a.step_time_s / base - 1;
@@ -125,8 +128,8 @@ std::string reason(const Plan& bp, const StepReport& b, const Plan& ap, const St
       what = "stage imbalance " + pct(a.bubble_imbalance_s / a.step_time_s) + " (stage " + std::to_string(a.bottleneck_stage) +
              " is the bottleneck; " + signed_pct(moved) + " bubble)";
     else
-      what = "pipeline fill/drain " + pct(a.bubble_fill_drain_s / a.step_time_s) + " with " +
-             std::to_string(a.num_microbatches) + " micro-batches (" + signed_pct(moved) + " bubble)";
+      what = "pipeline fill/drain " + pct(a.bubble_fill_drain_s / a.step_time_s) + " with " + std::to_string(a.num_microbatches) +
+             " micro-batches (" + signed_pct(moved) + " bubble)";
   }
   if (top->field == &TimeBreakdown::tp_comm_exposed && q.tp > 1 &&
       RankGrid(q).placement(Dim::tp, ap.cluster.placement_domain()).domains > 1)
@@ -223,8 +226,9 @@ std::vector<std::pair<std::string, ParallelConfig>> alternatives(const Plan& pla
     add(std::string("tp-comm-overlap ") + (q.tp_comm_overlap ? "on" : "off"), q);
   }
   // only what the plan's framework runs (core/framework.h), as the search
-  out.erase(std::remove_if(out.begin(), out.end(), [&](const auto& a) { return !framework_refusal(plan.training, a.second).empty(); }),
-            out.end());
+  out.erase(
+      std::remove_if(out.begin(), out.end(), [&](const auto& a) { return !framework_refusal(plan.training, a.second).empty(); }),
+      out.end());
   return out;
 }
 
@@ -242,8 +246,7 @@ std::string breakdown_table(const std::vector<std::pair<std::string, const StepR
   row("tokens/s/GPU", [](const StepReport& r) { return f1(r.tokens_per_s_per_gpu); });
   row("MFU", [](const StepReport& r) { return pct(r.mfu); });
   row("peak memory GiB", [](const StepReport& r) { return f1(r.peak_memory_gib) + "/" + f1(r.capacity_gib); });
-  for (const Part& p : kParts)
-    row(std::string(p.name) + " s", [&](const StepReport& r) { return f3(r.time.*(p.field)); });
+  for (const Part& p : kParts) row(std::string(p.name) + " s", [&](const StepReport& r) { return f3(r.time.*(p.field)); });
   return table(rows);
 }
 
@@ -261,12 +264,12 @@ Expected<std::string> explain_plan(const Plan& plan, const Calibration& cal) {
   o << "step " << f3(b.step_time_s) << " s";
   if (b.step_time_s_interval.second > 0)
     o << " (80% interval " << f3(b.step_time_s_interval.first) << "-" << f3(b.step_time_s_interval.second) << " s)";
-  o << ", " << f1(b.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU " << pct(b.mfu)
-    << ", peak memory " << f1(b.peak_memory_gib) << " of " << f1(b.capacity_gib) << " GiB"
-    << (b.fits ? "" : " (DOES NOT FIT)") << "\n";
+  o << ", " << f1(b.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU " << pct(b.mfu) << ", peak memory " << f1(b.peak_memory_gib)
+    << " of " << f1(b.capacity_gib) << " GiB" << (b.fits ? "" : " (DOES NOT FIT)") << "\n";
   std::vector<std::string> where;
   for (const Part& p : kParts)
-    if (b.time.*(p.field) > 0.005 * b.step_time_s) where.push_back(std::string(p.name) + " " + pct(b.time.*(p.field) / b.step_time_s));
+    if (b.time.*(p.field) > 0.005 * b.step_time_s)
+      where.push_back(std::string(p.name) + " " + pct(b.time.*(p.field) / b.step_time_s));
   o << "where the time goes: ";
   for (size_t i = 0; i < where.size(); ++i) o << (i ? ", " : "") << where[i];
   if (!b.critical_by_kind.empty()) o << "\ncritical path (" << b.critical_path.size() << " events): " << critical_path_summary(b);

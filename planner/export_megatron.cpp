@@ -10,9 +10,9 @@
 // tensorwise recipe where the default delayed one rejects the recompute modules
 // (core/megatron_rules.h).
 #include <cerrno>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/megatron_rules.h"
@@ -43,8 +43,10 @@ std::string layout_string(const ModelSpec& m, const ParallelConfig& p) {
     if (k) out += "|";
     if (k == 0) out += "E";
     int t = n[s][c];
-    if (t == 1) out += "t";
-    else if (t > 1) out += "t*" + std::to_string(t);
+    if (t == 1)
+      out += "t";
+    else if (t > 1)
+      out += "t*" + std::to_string(t);
     if (k == total - 1) {
       for (int i = 0; i < m.mtp_num_layers; ++i) out += "m";
       out += "L";
@@ -101,8 +103,9 @@ void rope_args(const ModelSpec& m, Arg&& arg, std::vector<std::string>& notes) {
     arg("--use-rope-scaling");
     arg("--rope-scaling-factor", num(r.factor));
     if (r.low_freq_factor != 1.0 || r.high_freq_factor != 4.0 || r.original_max_position_embeddings != 8192)
-      notes.push_back("Megatron's llama3 RoPE scaling fixes low_freq_factor 1, high_freq_factor 4 and an 8192-token original "
-                      "context; the model's differ");
+      notes.push_back(
+          "Megatron's llama3 RoPE scaling fixes low_freq_factor 1, high_freq_factor 4 and an 8192-token original "
+          "context; the model's differ");
   } else if (r.type == RopeScalingType::yarn) {
     arg("--rotary-scaling-factor", num(r.factor));
     arg("--mscale", num(r.mscale));
@@ -143,8 +146,9 @@ std::vector<std::string> environment_lines(const Plan& plan) {
   const ParallelConfig& p = plan.parallel;
   std::vector<std::string> out;
   if (!p.offload_modules.empty())
-    out.push_back("export NVTE_CPU_OFFLOAD_V1=1  # fine-grained activation offloading with TE >= 2.10: Megatron asserts it "
-                  "(arguments.py validate_args)");
+    out.push_back(
+        "export NVTE_CPU_OFFLOAD_V1=1  # fine-grained activation offloading with TE >= 2.10: Megatron asserts it "
+        "(arguments.py validate_args)");
   out.push_back(connections_line(plan));
   if (out.back().empty()) out.pop_back();
   return out;
@@ -157,7 +161,9 @@ std::string export_megatron_args(const Plan& plan) {
   const ParallelConfig& p = plan.parallel;
   const TrainingSpec& t = plan.training;
   std::vector<std::string> notes, a;
-  auto arg = [&](const std::string& name, const std::string& value = "") { a.push_back(value.empty() ? name : name + " " + value); };
+  auto arg = [&](const std::string& name, const std::string& value = "") {
+    a.push_back(value.empty() ? name : name + " " + value);
+  };
   auto iarg = [&](const std::string& name, int64_t v) { arg(name, std::to_string(v)); };
   // model
   iarg("--num-layers", m.num_layers);
@@ -178,7 +184,9 @@ std::string export_megatron_args(const Plan& plan) {
   if (m.activation == Activation::squared_relu) arg("--squared-relu");
   arg("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   bool yarn = m.rope_scaling.type == RopeScalingType::yarn;
-  arg("--position-embedding-type", m.position_embedding == PositionEmbedding::learned ? "learned_absolute" : yarn && !m.mla ? "yarn" : "rope");
+  arg("--position-embedding-type", m.position_embedding == PositionEmbedding::learned ? "learned_absolute"
+                                   : yarn && !m.mla                                   ? "yarn"
+                                                                                      : "rope");
   if (m.position_embedding == PositionEmbedding::rope) rope_args(m, arg, notes);
   arg("--norm-epsilon", num(m.norm_epsilon));
   if (m.softmax_type != SoftmaxType::vanilla) arg("--softmax-type", to_string(m.softmax_type));
@@ -296,16 +304,28 @@ std::string export_megatron_args(const Plan& plan) {
   }
   // precision
   switch (t.precision) {
-    case Precision::bf16: arg("--bf16"); break;
-    case Precision::fp16: arg("--fp16"); break;
+    case Precision::bf16:
+      arg("--bf16");
+      break;
+    case Precision::fp16:
+      arg("--fp16");
+      break;
     case Precision::fp8:
       arg("--bf16");
       arg("--fp8-format", "hybrid");
       if (megatron_fp8_tensorwise(t.precision, p)) arg("--fp8-recipe", "tensorwise");
       break;
-    case Precision::mxfp8: arg("--bf16"); arg("--fp8-format", "e4m3"); arg("--fp8-recipe", "mxfp8"); break;
-    case Precision::nvfp4: arg("--bf16"); arg("--fp4-format", "e2m1"); break;
-    default: break;  // fp32: Megatron's default
+    case Precision::mxfp8:
+      arg("--bf16");
+      arg("--fp8-format", "e4m3");
+      arg("--fp8-recipe", "mxfp8");
+      break;
+    case Precision::nvfp4:
+      arg("--bf16");
+      arg("--fp4-format", "e2m1");
+      break;
+    default:
+      break;  // fp32: Megatron's default
   }
   if (p.fp8_param_gather) arg("--fp8-param-gather");
   if (p.grad_reduce_in_bf16) arg("--grad-reduce-in-bf16");
@@ -317,8 +337,9 @@ std::string export_megatron_args(const Plan& plan) {
       arg("--exp-avg-sq-dtype", "bf16");
     }
     if (p.main_params == MainParams::none)
-      notes.push_back("optimizer without master weights (main_params none) is not a Megatron-LM option: "
-                      "the precision-aware optimizer keeps 16-bit remainders instead");
+      notes.push_back(
+          "optimizer without master weights (main_params none) is not a Megatron-LM option: "
+          "the precision-aware optimizer keeps 16-bit remainders instead");
   }
   if (p.dp_replicate > 1) iarg("--num-distributed-optimizer-instances", p.dp_replicate);
   if (m.moe && p.moe_capacity_factor > 0) {
@@ -327,13 +348,15 @@ std::string export_megatron_args(const Plan& plan) {
   }
   if (p.cross_entropy_fusion) {
     arg("--cross-entropy-loss-fusion");
-    notes.push_back("the plan was costed with a cross-entropy that writes its gradient into the bf16 logits "
-                    "(Transformer Engine's, as Megatron-Bridge recipes run it); Megatron-LM rejects "
-                    "--cross-entropy-fusion-impl te, so this runs the native fused loss, which keeps an fp32 softmax");
+    notes.push_back(
+        "the plan was costed with a cross-entropy that writes its gradient into the bf16 logits "
+        "(Transformer Engine's, as Megatron-Bridge recipes run it); Megatron-LM rejects "
+        "--cross-entropy-fusion-impl te, so this runs the native fused loss, which keeps an fp32 softmax");
   }
   if (p.attention_backend == AttentionBackend::unfused) arg("--attention-backend", "unfused");
   if (p.attention_backend == AttentionBackend::triton)
-    notes.push_back("the plan was costed with the Triton FlashAttention kernel (llm-foundry); Megatron-LM uses its fused attention");
+    notes.push_back(
+        "the plan was costed with the Triton FlashAttention kernel (llm-foundry); Megatron-LM uses its fused attention");
   // what Megatron-LM cannot express
   if (p.schedule == Schedule::zero_bubble)
     notes.push_back("the zero-bubble schedule (ZB-H1) mplan ranked is not a Megatron-LM option: these arguments run 1F1B");
@@ -434,51 +457,86 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 30); };
-    if (k == "--tensor-model-parallel-size") p.tp = int(ival());
-    else if (k == "--pipeline-model-parallel-size") p.pp = int(ival());
-    else if (k == "--context-parallel-size") p.cp = int(ival());
-    else if (k == "--cp-comm-type") p.cp_comm_type = parse_cp_comm_type(val()).value_or(CpCommType::p2p);
-    else if (k == "--expert-model-parallel-size") p.ep = int(ival());
-    else if (k == "--expert-tensor-parallel-size") p.etp = int(ival());
-    else if (k == "--sequence-parallel") p.sp = true;
-    else if (k == "--tp-comm-overlap") p.tp_comm_overlap = true;
-    else if (k == "--num-layers-per-virtual-pipeline-stage") nlpvs = int(ival());
-    else if (k == "--num-virtual-stages-per-pipeline-rank") p.vpp = int(ival());
-    else if (k == "--pipeline-model-parallel-layout") layout = val();
-    else if (k == "--decoder-first-pipeline-num-layers") p.num_layers_in_first_pipeline_stage = int(ival());
-    else if (k == "--decoder-last-pipeline-num-layers") p.num_layers_in_last_pipeline_stage = int(ival());
-    else if (k == "--account-for-embedding-in-pipeline-split") account_emb = true;
-    else if (k == "--account-for-loss-in-pipeline-split") account_loss = true;
-    else if (k == "--micro-batch-size") p.micro_batch_size = int(ival());
-    else if (k == "--global-batch-size") r.global_batch_size = ival();
-    else if (k == "--seq-length") r.seq_length = ival();
-    else if (k == "--num-layers") r.num_layers = int(ival());
-    else if (k == "--use-distributed-optimizer") dist_opt = true;
-    else if (k == "--use-megatron-fsdp") fsdp = true;
-    else if (k == "--data-parallel-sharding-strategy") sharding = val();
-    else if (k == "--overlap-grad-reduce") p.overlap_grad_reduce = true;
-    else if (k == "--overlap-param-gather") p.overlap_param_gather = true;
-    else if (k == "--recompute-granularity") p.recompute = parse_recompute(val()).value_or(Recompute::none);
+    if (k == "--tensor-model-parallel-size")
+      p.tp = int(ival());
+    else if (k == "--pipeline-model-parallel-size")
+      p.pp = int(ival());
+    else if (k == "--context-parallel-size")
+      p.cp = int(ival());
+    else if (k == "--cp-comm-type")
+      p.cp_comm_type = parse_cp_comm_type(val()).value_or(CpCommType::p2p);
+    else if (k == "--expert-model-parallel-size")
+      p.ep = int(ival());
+    else if (k == "--expert-tensor-parallel-size")
+      p.etp = int(ival());
+    else if (k == "--sequence-parallel")
+      p.sp = true;
+    else if (k == "--tp-comm-overlap")
+      p.tp_comm_overlap = true;
+    else if (k == "--num-layers-per-virtual-pipeline-stage")
+      nlpvs = int(ival());
+    else if (k == "--num-virtual-stages-per-pipeline-rank")
+      p.vpp = int(ival());
+    else if (k == "--pipeline-model-parallel-layout")
+      layout = val();
+    else if (k == "--decoder-first-pipeline-num-layers")
+      p.num_layers_in_first_pipeline_stage = int(ival());
+    else if (k == "--decoder-last-pipeline-num-layers")
+      p.num_layers_in_last_pipeline_stage = int(ival());
+    else if (k == "--account-for-embedding-in-pipeline-split")
+      account_emb = true;
+    else if (k == "--account-for-loss-in-pipeline-split")
+      account_loss = true;
+    else if (k == "--micro-batch-size")
+      p.micro_batch_size = int(ival());
+    else if (k == "--global-batch-size")
+      r.global_batch_size = ival();
+    else if (k == "--seq-length")
+      r.seq_length = ival();
+    else if (k == "--num-layers")
+      r.num_layers = int(ival());
+    else if (k == "--use-distributed-optimizer")
+      dist_opt = true;
+    else if (k == "--use-megatron-fsdp")
+      fsdp = true;
+    else if (k == "--data-parallel-sharding-strategy")
+      sharding = val();
+    else if (k == "--overlap-grad-reduce")
+      p.overlap_grad_reduce = true;
+    else if (k == "--overlap-param-gather")
+      p.overlap_param_gather = true;
+    else if (k == "--recompute-granularity")
+      p.recompute = parse_recompute(val()).value_or(Recompute::none);
     else if (k == "--recompute-method") {
       std::string mth = val();
       if (mth == "uniform") p.recompute_num_layers = -1;  // resolved below
     } else if (k == "--recompute-num-layers") {
       int v = int(ival());
       if (p.recompute_num_layers != -1) p.recompute_num_layers = v;
-    } else if (k == "--bf16") bf16 = true;
-    else if (k == "--fp16") fp16 = true;
-    else if (k == "--fp8-format") fp8 = val();
+    } else if (k == "--bf16")
+      bf16 = true;
+    else if (k == "--fp16")
+      fp16 = true;
+    else if (k == "--fp8-format")
+      fp8 = val();
     else if (k == "--fp8-recipe") {
       if (val() == "mxfp8") fp8 = "mxfp8";
-    } else if (k == "--fp4-format") fp4 = val();
-    else if (k == "--attention-backend") p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
+    } else if (k == "--fp4-format")
+      fp4 = val();
+    else if (k == "--attention-backend")
+      p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
     else if (k == "--moe-flex-dispatcher-backend") {
       std::string b = val();
-      if (auto d = parse_moe_dispatcher(b); d && *d != MoeDispatcher::alltoall) p.moe_dispatcher = *d;
-      else problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");
-    } else if (k == "--moe-enable-deepep") p.moe_dispatcher = MoeDispatcher::deepep;
-    else if (k == "--moe-router-force-load-balancing") p.moe_force_balance = true;
-    else if (k == "--overlap-moe-expert-parallel-comm") p.moe_a2a_overlap = true;
+      if (auto d = parse_moe_dispatcher(b); d && *d != MoeDispatcher::alltoall)
+        p.moe_dispatcher = *d;
+      else
+        problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");
+    } else if (k == "--moe-enable-deepep")
+      p.moe_dispatcher = MoeDispatcher::deepep;
+    else if (k == "--moe-router-force-load-balancing")
+      p.moe_force_balance = true;
+    else if (k == "--overlap-moe-expert-parallel-comm")
+      p.moe_a2a_overlap = true;
     else if (k == "--recompute-modules" || k == "--offload-modules") {
       // a list of names up to the next option
       std::vector<std::string> names;
@@ -487,23 +545,38 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       }
       std::string bad;
       if (k == "--recompute-modules") {
-        if (auto s = parse_recompute_modules(names, &bad)) p.recompute_modules = *s;
-        else problems.push_back("--recompute-modules: '" + bad + "' is not a recompute module mplan models");
+        if (auto s = parse_recompute_modules(names, &bad))
+          p.recompute_modules = *s;
+        else
+          problems.push_back("--recompute-modules: '" + bad + "' is not a recompute module mplan models");
       } else {
-        if (auto s = parse_offload_modules(names, &bad)) p.offload_modules = *s;
-        else problems.push_back("--offload-modules: '" + bad + "' is not an offloading module mplan models");
+        if (auto s = parse_offload_modules(names, &bad))
+          p.offload_modules = *s;
+        else
+          problems.push_back("--offload-modules: '" + bad + "' is not an offloading module mplan models");
       }
-    } else if (k == "--cpu-offloading-num-layers") p.cpu_offload_layers = int(ival());
-    else if (k == "--fp8-param-gather") p.fp8_param_gather = true;
-    else if (k == "--grad-reduce-in-bf16") p.grad_reduce_in_bf16 = true;
-    else if (k == "--use-precision-aware-optimizer") precision_aware = true;
-    else if (k == "--main-params-dtype") main_dtype = val();
-    else if (k == "--exp-avg-dtype") p.adam_states_bf16 = val() == "bf16";
-    else if (k == "--num-distributed-optimizer-instances") p.dp_replicate = int(ival());
-    else if (k == "--moe-expert-capacity-factor") p.moe_capacity_factor = std::stod(val());
-    else if (k == "--moe-pad-expert-input-to-capacity") p.moe_pad_to_capacity = true;
-    else if (k == "--cross-entropy-loss-fusion") p.cross_entropy_fusion = true;
-    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) ++i;  // other option's value
+    } else if (k == "--cpu-offloading-num-layers")
+      p.cpu_offload_layers = int(ival());
+    else if (k == "--fp8-param-gather")
+      p.fp8_param_gather = true;
+    else if (k == "--grad-reduce-in-bf16")
+      p.grad_reduce_in_bf16 = true;
+    else if (k == "--use-precision-aware-optimizer")
+      precision_aware = true;
+    else if (k == "--main-params-dtype")
+      main_dtype = val();
+    else if (k == "--exp-avg-dtype")
+      p.adam_states_bf16 = val() == "bf16";
+    else if (k == "--num-distributed-optimizer-instances")
+      p.dp_replicate = int(ival());
+    else if (k == "--moe-expert-capacity-factor")
+      p.moe_capacity_factor = std::stod(val());
+    else if (k == "--moe-pad-expert-input-to-capacity")
+      p.moe_pad_to_capacity = true;
+    else if (k == "--cross-entropy-loss-fusion")
+      p.cross_entropy_fusion = true;
+    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
+      ++i;  // other option's value
   }
   if (!problems.empty()) return Error(problems);
   if (p.recompute_num_layers == -1) p.recompute_num_layers = 0;
@@ -553,12 +626,18 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   if (precision_aware) p.main_params = main_dtype == "fp16" ? MainParams::bf16 : MainParams::remainder;
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   p.zero = fsdp ? (sharding == "optim_grads_params" ? 3 : sharding == "optim_grads" ? 2 : 0) : dist_opt ? 1 : 0;
-  if (!fp4.empty()) r.precision = Precision::nvfp4;
-  else if (fp8 == "mxfp8") r.precision = Precision::mxfp8;
-  else if (!fp8.empty()) r.precision = Precision::fp8;
-  else if (bf16) r.precision = Precision::bf16;
-  else if (fp16) r.precision = Precision::fp16;
-  else r.precision = Precision::fp32;
+  if (!fp4.empty())
+    r.precision = Precision::nvfp4;
+  else if (fp8 == "mxfp8")
+    r.precision = Precision::mxfp8;
+  else if (!fp8.empty())
+    r.precision = Precision::fp8;
+  else if (bf16)
+    r.precision = Precision::bf16;
+  else if (fp16)
+    r.precision = Precision::fp16;
+  else
+    r.precision = Precision::fp32;
   return r;
 }
 

@@ -45,8 +45,9 @@ std::vector<std::string> layout_problems(const Plan& plan, TorchtitanVersion v) 
   const TrainingSpec& t = plan.training;
   std::vector<std::string> e;
   if (p.zero == 1)
-    e.push_back("torchtitan has no ZeRO-1 (distributed optimizer without sharded gradients): use zero 2 (FSDP that keeps "
-                "parameters after forward) or zero 3 (FSDP)");
+    e.push_back(
+        "torchtitan has no ZeRO-1 (distributed optimizer without sharded gradients): use zero 2 (FSDP that keeps "
+        "parameters after forward) or zero 3 (FSDP)");
   if (p.zero == 0 && (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1))
     e.push_back("torchtitan's DDP (data_parallel_replicate_degree alone) does not combine with TP/PP/CP/EP: use zero 2 or 3");
   if (p.tp > 1 && !p.sp && v != TorchtitanVersion::current)
@@ -55,8 +56,9 @@ std::vector<std::string> layout_problems(const Plan& plan, TorchtitanVersion v) 
     e.push_back("torchtitan's context parallelism rotates K/V shards, it has no head-scattering a2a: use cp_comm " +
                 std::string(v == TorchtitanVersion::current ? "allgather" : "p2p or allgather"));
   if (p.cp > 1 && p.cp_comm_type == CpCommType::p2p && v == TorchtitanVersion::current)
-    e.push_back("torchtitan's current context parallelism has no rotate-method option (PyTorch's all-gather of K/V): use "
-                "cp_comm allgather, or --torchtitan-version 0.2 for context_parallel_rotate_method");
+    e.push_back(
+        "torchtitan's current context parallelism has no rotate-method option (PyTorch's all-gather of K/V): use "
+        "cp_comm allgather, or --torchtitan-version 0.2 for context_parallel_rotate_method");
   if (p.ep > 1) {
     const int64_t dense = int64_t(shard_degree(p)) * p.cp * p.tp;
     if (v == TorchtitanVersion::v0_1) {
@@ -65,17 +67,22 @@ std::vector<std::string> layout_problems(const Plan& plan, TorchtitanVersion v) 
         e.push_back("torchtitan 0.1 needs cp <= ep <= dp_shard*cp for expert parallelism (ep=" + num(p.ep) + ")");
     } else if (v == TorchtitanVersion::v0_2) {
       if (p.etp != 1 && p.etp != p.tp)
-        e.push_back("torchtitan 0.2 supports etp = 1 or etp = tp (parallel_dims.py 'Currently we only support ETP=TP or "
-                    "ETP=1'); got etp=" + num(p.etp));
+        e.push_back(
+            "torchtitan 0.2 supports etp = 1 or etp = tp (parallel_dims.py 'Currently we only support ETP=TP or "
+            "ETP=1'); got etp=" +
+            num(p.etp));
       else if (dense % (int64_t(p.ep) * p.etp) != 0)
         e.push_back("torchtitan 0.2 needs ep*etp to divide dp_shard*cp*tp (" + num(dense) + "); got ep=" + num(p.ep));
     } else {
       if (p.etp != 1)
-        e.push_back("torchtitan's current expert parallelism has no expert tensor parallelism (experts borrow ranks from FSDP "
-                    "and TP): use etp 1");
+        e.push_back(
+            "torchtitan's current expert parallelism has no expert tensor parallelism (experts borrow ranks from FSDP "
+            "and TP): use etp 1");
       else if (dense % p.ep != 0)
-        e.push_back("torchtitan needs ep to divide dp_shard*cp*tp (" + num(dense) + ", configs.py: EP borrows ranks from "
-                    "FSDP and TP); got ep=" + num(p.ep));
+        e.push_back("torchtitan needs ep to divide dp_shard*cp*tp (" + num(dense) +
+                    ", configs.py: EP borrows ranks from "
+                    "FSDP and TP); got ep=" +
+                    num(p.ep));
     }
   }
   if (p.moe_dispatcher != MoeDispatcher::alltoall && m.moe) {
@@ -90,7 +97,8 @@ std::vector<std::string> layout_problems(const Plan& plan, TorchtitanVersion v) 
   if (m.mtp_num_layers > 0) {
     const ModelRef* r = model_ref(m.name);
     if (v != TorchtitanVersion::current || !r || std::string(r->module) != "deepseek_v3")
-      e.push_back("mtp_num_layers=" + num(m.mtp_num_layers) + ": multi-token prediction is a torchtitan option of DeepSeek-V3 "
+      e.push_back("mtp_num_layers=" + num(m.mtp_num_layers) +
+                  ": multi-token prediction is a torchtitan option of DeepSeek-V3 "
                   "in its current configuration only; set mtp_num_layers 0 (or export the current configuration)");
   }
   if (p.schedule == Schedule::zero_bubble)
@@ -155,7 +163,8 @@ void toml_model(std::ostringstream& o, const Plan& plan, TorchtitanVersion v) {
     o << "# note: torchtitan's " << r->module << " " << r->flavor << " uses " << to_string(r->rope)
       << " RoPE scaling; the plan's model uses " << to_string(m.rope_scaling.type) << "\n";
   o << "[job]\ndescription = \"" << m.name << " tp" << p.tp << " pp" << p.pp << " cp" << p.cp << " dp" << p.dp() << "\"\n\n";
-  o << "[model]\nname = \"" << (r ? r->module : m.name.c_str()) << "\"\nflavor = \"" << (r ? r->flavor : m.name.c_str()) << "\"\n";
+  o << "[model]\nname = \"" << (r ? r->module : m.name.c_str()) << "\"\nflavor = \"" << (r ? r->flavor : m.name.c_str())
+    << "\"\n";
   if (r && v == TorchtitanVersion::v0_2) o << "hf_assets_path = \"" << r->hf_assets << "\"\n";
   const Precision prec = plan.training.precision;
   const bool v2 = v == TorchtitanVersion::v0_2;
@@ -212,14 +221,20 @@ std::string toml(const Plan& plan, TorchtitanVersion v) {
   o << "pipeline_parallel_degree = " << p.pp << "\n";
   if (p.pp > 1) toml_pipeline(o, plan, v);
   o << "context_parallel_degree = " << p.cp << "\n";
-  if (p.cp > 1) o << "context_parallel_rotate_method = \"" << (p.cp_comm_type == CpCommType::allgather ? "allgather" : "alltoall") << "\"\n";
+  if (p.cp > 1)
+    o << "context_parallel_rotate_method = \"" << (p.cp_comm_type == CpCommType::allgather ? "allgather" : "alltoall") << "\"\n";
   if (p.ep > 1) o << "expert_parallel_degree = " << p.ep << "\n";
   if (p.ep > 1 && v == TorchtitanVersion::v0_2) o << "expert_tensor_parallel_degree = " << p.etp << "\n";
   if (p.ep > 1 && v == TorchtitanVersion::v0_2 && p.moe_dispatcher == MoeDispatcher::deepep)
     o << "expert_parallel_comm_backend = \"deepep\"\n";
-  if (p.tp_comm_overlap && v == TorchtitanVersion::v0_2) o << "\n[compile]\nenable = true  # async tensor parallelism needs torch.compile\n";
+  if (p.tp_comm_overlap && v == TorchtitanVersion::v0_2)
+    o << "\n[compile]\nenable = true  # async tensor parallelism needs torch.compile\n";
   o << "\n[activation_checkpoint]\n";
-  o << "mode = \"" << (p.recompute == Recompute::none ? "none" : p.recompute == Recompute::selective ? "selective" : "full") << "\"\n";
+  o << "mode = \""
+    << (p.recompute == Recompute::none        ? "none"
+        : p.recompute == Recompute::selective ? "selective"
+                                              : "full")
+    << "\"\n";
   if (p.recompute == Recompute::selective) o << "selective_ac_option = \"op\"\n";
   return o.str();
 }

@@ -60,7 +60,9 @@ void parallelism(std::ostringstream& o, const Plan& plan) {
   if (p.tp > 1) o << "        enable_sequence_parallel=" << (p.sp ? "True" : "False") << ",\n";
   o << "        pipeline_parallel_degree=" << p.pp << ",\n";
   if (p.pp > 1) {
-    const char* sched = p.schedule == Schedule::interleaved ? "Interleaved1F1B" : p.schedule == Schedule::gpipe ? "GPipe" : "1F1B";
+    const char* sched = p.schedule == Schedule::interleaved ? "Interleaved1F1B"
+                        : p.schedule == Schedule::gpipe     ? "GPipe"
+                                                            : "1F1B";
     o << "        pipeline_parallel_schedule=\"" << sched << "\",\n";
     o << "        num_pp_microbatches=" << plan.training.global_batch_size / (int64_t(p.dp()) * p.micro_batch_size) << ",\n";
     o << "        module_fqns_per_model_part=[\n";
@@ -75,8 +77,8 @@ void parallelism(std::ostringstream& o, const Plan& plan) {
 void training(std::ostringstream& o, const Plan& plan) {
   const ParallelConfig& p = plan.parallel;
   const TrainingSpec& t = plan.training;
-  o << "    # tokens per data-parallel rank and forward (before CP/TP sharding), and per optimizer step: "
-    << t.global_batch_size << " sequences of " << t.seq_length << "\n";
+  o << "    # tokens per data-parallel rank and forward (before CP/TP sharding), and per optimizer step: " << t.global_batch_size
+    << " sequences of " << t.seq_length << "\n";
   o << "    config.training.num_tokens_per_microbatch_per_dp_rank = " << p.micro_batch_size << " * " << t.seq_length << "\n";
   o << "    config.training.num_tokens_per_train_step = " << t.global_batch_size << " * " << t.seq_length << "\n";
   o << "    config.training.max_context_length = " << t.seq_length << "\n";
@@ -86,7 +88,9 @@ void training(std::ostringstream& o, const Plan& plan) {
     o << "    config.compile = CompileConfig(enable=True, enable_async_tensor_parallel=True)\n";
   else
     o << "    config.compile.enable_async_tensor_parallel = False\n";
-  const char* ac = p.recompute == Recompute::none ? "None" : p.recompute == Recompute::selective ? "SelectiveAC.Config()" : "FullAC.Config()";
+  const char* ac = p.recompute == Recompute::none        ? "None"
+                   : p.recompute == Recompute::selective ? "SelectiveAC.Config()"
+                                                         : "FullAC.Config()";
   o << "    config.activation_checkpoint = " << ac << "\n";
 }
 

@@ -18,8 +18,8 @@ namespace mplan::planner {
 namespace {
 
 FloorPiece min_piece(const FloorPiece& a, const FloorPiece& b) {
-  return {std::min(a.F, b.F),   std::min(a.B, b.B),           std::min(a.T, b.T),
-          std::min(a.FB, b.FB), std::max(a.BWmax, b.BWmax), std::max(a.Wmax, b.Wmax), std::min(a.BWmin, b.BWmin)};
+  return {std::min(a.F, b.F),         std::min(a.B, b.B),       std::min(a.T, b.T),        std::min(a.FB, b.FB),
+          std::max(a.BWmax, b.BWmax), std::max(a.Wmax, b.Wmax), std::min(a.BWmin, b.BWmin)};
 }
 
 // A list's floor piece: the simulator's own per-list timing (simulator/layer_cost.h), no recompute.
@@ -66,8 +66,8 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.ep_pl = pl(Dim::ep);
   v.etp_pl = pl(Dim::etp);
   if (m.moe && ep > 1 && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
-    v.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl, m.moe->router_num_groups,
-                                          m.moe->router_group_topk);
+    v.moe_remote_share =
+        moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl, m.moe->router_num_groups, m.moe->router_group_topk);
   ModelSpec dense_model = m;
   dense_model.moe.reset();
   int first_moe = 0;
@@ -76,8 +76,8 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
   ShapeFloor out{big, big, big, big};
   std::vector<std::pair<int, int>> tpv = {{0, 0}};  // (sp, overlap)
-  if (tp > 1) tpv = job_.moe ? std::vector<std::pair<int, int>>{{1, 0}, {1, 1}}
-                             : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}};
+  if (tp > 1)
+    tpv = job_.moe ? std::vector<std::pair<int, int>>{{1, 0}, {1, 1}} : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}};
   std::vector<CpCommType> cps = {CpCommType::p2p};
   if (cp > 1) cps = {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather};
   std::vector<int> sps = tp == 1 ? std::vector<int>{0} : job_.moe ? std::vector<int>{1} : std::vector<int>{0, 1};
@@ -117,9 +117,8 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   return out;
 }
 
-double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
-                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
-                         const CostParams& prm) {
+double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros, const ShapeFloor& fl,
+                         int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix, const CostParams& prm) {
   const ModelSpec& m = job.model();
   const int pp = ps.pp, vpp = ps.vpp;
   const double mb = double(microbatches);

@@ -47,8 +47,7 @@ class FloorCache {
 };
 
 // Lower bound of the step time of any candidate of a structure (frame `f` + micro-batch size).
-double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
-                         const ShapeFloor& fl, int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix,
-                         const CostParams& prm);
+double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros, const ShapeFloor& fl,
+                         int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix, const CostParams& prm);
 
 }  // namespace mplan::planner

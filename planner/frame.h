@@ -27,11 +27,11 @@ namespace mplan::planner {
 struct Frame {
   Layout base;  // tp pp vpp pipe cp dp ep etp (mbs, variants and zero unset)
   int pipe_id = 0;
-  std::array<double, 4> static_mem{};               // GiB per ZeRO level, no activations
+  std::array<double, 4> static_mem{};  // GiB per ZeRO level, no activations
   // Memory of stage s with a bytes of activations: mem_base[z][s] + mem_slope[z][s] * a (GiB;
   // simulator/memory.cpp's stage_memory is linear in the activations).
   std::array<std::vector<double>, 4> mem_base, mem_slope;
-  std::array<std::vector<double>, 4> opt;           // per ZeRO level, per stage, seconds
+  std::array<std::vector<double>, 4> opt;  // per ZeRO level, per stage, seconds
   // Data-parallel collectives (filled by FrameBuilder::add_collectives, when the frame is expanded).
   bool collectives = false;
   std::array<std::vector<double>, 4> grad, gather;  // per ZeRO level, per stage, seconds
@@ -44,8 +44,7 @@ class FrameBuilder {
   // `prm`: the job's cost parameters (the framework's efficiency is applied here, as the simulator does)
   FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b);
   // Memory and optimizer terms (cheap: no group placement).
-  Frame build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros,
-              Bounds::MemScratch& ms) const;
+  Frame build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros, Bounds::MemScratch& ms) const;
   // The data-parallel collectives of the frame.
   void add_collectives(Frame& f, const PipeShape& ps, const std::vector<int>& zeros);
 

@@ -65,70 +65,123 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 40); };
     auto dval = [&] { return megatron_arg_number(tok, i, problems); };
-    if (k == "--num-layers") m.num_layers = int(ival());
-    else if (k == "--hidden-size") m.hidden_size = ival();
-    else if (k == "--ffn-hidden-size") m.ffn_hidden_size = ival();
-    else if (k == "--num-attention-heads") m.num_attention_heads = int(ival());
-    else if (k == "--num-query-groups") m.num_query_groups = int(ival());
-    else if (k == "--kv-channels") m.kv_channels = int(ival());
-    else if (k == "--vocab-size") m.vocab_size = ival();
-    else if (k == "--max-position-embeddings") m.max_position_embeddings = ival();
-    else if (k == "--swiglu") m.activation = Activation::swiglu;
-    else if (k == "--squared-relu") m.activation = Activation::squared_relu;
-    else if (k == "--normalization") m.norm = val() == "RMSNorm" ? NormKind::rmsnorm : NormKind::layernorm;
+    if (k == "--num-layers")
+      m.num_layers = int(ival());
+    else if (k == "--hidden-size")
+      m.hidden_size = ival();
+    else if (k == "--ffn-hidden-size")
+      m.ffn_hidden_size = ival();
+    else if (k == "--num-attention-heads")
+      m.num_attention_heads = int(ival());
+    else if (k == "--num-query-groups")
+      m.num_query_groups = int(ival());
+    else if (k == "--kv-channels")
+      m.kv_channels = int(ival());
+    else if (k == "--vocab-size")
+      m.vocab_size = ival();
+    else if (k == "--max-position-embeddings")
+      m.max_position_embeddings = ival();
+    else if (k == "--swiglu")
+      m.activation = Activation::swiglu;
+    else if (k == "--squared-relu")
+      m.activation = Activation::squared_relu;
+    else if (k == "--normalization")
+      m.norm = val() == "RMSNorm" ? NormKind::rmsnorm : NormKind::layernorm;
     else if (k == "--position-embedding-type") {
       std::string t = val();
       m.position_embedding = t == "learned_absolute" ? PositionEmbedding::learned : PositionEmbedding::rope;
-      if (t == "yarn") rope_type = "yarn";
-      else if (t != "rope" && t != "learned_absolute") problems.push_back("--position-embedding-type: '" + t + "' is not one mplan models");
-    } else if (k == "--rope-type") rope_type = val();
-    else if (k == "--untie-embeddings-and-output-weights") m.tied_embeddings = false;
-    else if (k == "--disable-bias-linear") m.add_bias_linear = false;
-    else if (k == "--add-qkv-bias") qkv_bias = true;
-    else if (k == "--qk-layernorm") m.qk_layernorm = true;
-    else if (k == "--attention-dropout") m.attention_dropout = dval();
-    else if (k == "--hidden-dropout") m.hidden_dropout = dval();
-    else if (k == "--norm-epsilon") m.norm_epsilon = dval();
-    else if (k == "--rotary-base") m.rotary_base = dval();
-    else if (k == "--rotary-percent") m.rotary_percent = dval();
+      if (t == "yarn")
+        rope_type = "yarn";
+      else if (t != "rope" && t != "learned_absolute")
+        problems.push_back("--position-embedding-type: '" + t + "' is not one mplan models");
+    } else if (k == "--rope-type")
+      rope_type = val();
+    else if (k == "--untie-embeddings-and-output-weights")
+      m.tied_embeddings = false;
+    else if (k == "--disable-bias-linear")
+      m.add_bias_linear = false;
+    else if (k == "--add-qkv-bias")
+      qkv_bias = true;
+    else if (k == "--qk-layernorm")
+      m.qk_layernorm = true;
+    else if (k == "--attention-dropout")
+      m.attention_dropout = dval();
+    else if (k == "--hidden-dropout")
+      m.hidden_dropout = dval();
+    else if (k == "--norm-epsilon")
+      m.norm_epsilon = dval();
+    else if (k == "--rotary-base")
+      m.rotary_base = dval();
+    else if (k == "--rotary-percent")
+      m.rotary_percent = dval();
     else if (k == "--use-rope-scaling") {
       m.rope_scaling.type = RopeScalingType::llama3;
       m.rope_scaling.original_max_position_embeddings = 8192;
       if (m.rope_scaling.factor == 1.0) m.rope_scaling.factor = 8.0;  // Megatron's --rope-scaling-factor default
-    } else if (k == "--rope-scaling-factor") m.rope_scaling.factor = dval();
-    else if (k == "--rotary-scaling-factor") m.rope_scaling.factor = dval();
-    else if (k == "--yarn-original-max-position-embeddings") m.rope_scaling.original_max_position_embeddings = ival();
-    else if (k == "--yarn-beta-fast") m.rope_scaling.beta_fast = dval();
-    else if (k == "--yarn-beta-slow") m.rope_scaling.beta_slow = dval();
-    else if (k == "--mscale") m.rope_scaling.mscale = dval();
-    else if (k == "--mscale-all-dim") m.rope_scaling.mscale_all_dim = dval();
+    } else if (k == "--rope-scaling-factor")
+      m.rope_scaling.factor = dval();
+    else if (k == "--rotary-scaling-factor")
+      m.rope_scaling.factor = dval();
+    else if (k == "--yarn-original-max-position-embeddings")
+      m.rope_scaling.original_max_position_embeddings = ival();
+    else if (k == "--yarn-beta-fast")
+      m.rope_scaling.beta_fast = dval();
+    else if (k == "--yarn-beta-slow")
+      m.rope_scaling.beta_slow = dval();
+    else if (k == "--mscale")
+      m.rope_scaling.mscale = dval();
+    else if (k == "--mscale-all-dim")
+      m.rope_scaling.mscale_all_dim = dval();
     else if (k == "--softmax-type") {
       std::string t = val();
-      m.softmax_type = t == "learnable" ? SoftmaxType::learnable : t == "off-by-one" ? SoftmaxType::off_by_one : SoftmaxType::vanilla;
-      if (t != "learnable" && t != "off-by-one" && t != "vanilla") problems.push_back("--softmax-type: '" + t + "' is not vanilla, off-by-one or learnable");
-    } else if (k == "--window-size") window = val();
-    else if (k == "--window-attn-skip-freq") m.window_attn_skip_freq = int(ival());
-    else if (k == "--multi-latent-attention") mla = true;
-    else if (k == "--q-lora-rank") a.q_lora_rank = int(ival());
-    else if (k == "--kv-lora-rank") a.kv_lora_rank = int(ival());
-    else if (k == "--qk-head-dim") a.qk_head_dim = int(ival());
-    else if (k == "--qk-pos-emb-head-dim") a.qk_rope_head_dim = int(ival());
-    else if (k == "--v-head-dim") a.v_head_dim = int(ival());
-    else if (k == "--mtp-num-layers") m.mtp_num_layers = int(ival());
-    else if (k == "--num-experts") moe = true, e.num_experts = int(ival());
-    else if (k == "--moe-router-topk") e.top_k = int(ival());
-    else if (k == "--moe-ffn-hidden-size") e.moe_ffn_hidden_size = ival();
-    else if (k == "--moe-shared-expert-intermediate-size") e.shared_expert_ffn_hidden_size = ival();
-    else if (k == "--moe-layer-freq") moe_freq = val();
+      m.softmax_type = t == "learnable"    ? SoftmaxType::learnable
+                       : t == "off-by-one" ? SoftmaxType::off_by_one
+                                           : SoftmaxType::vanilla;
+      if (t != "learnable" && t != "off-by-one" && t != "vanilla")
+        problems.push_back("--softmax-type: '" + t + "' is not vanilla, off-by-one or learnable");
+    } else if (k == "--window-size")
+      window = val();
+    else if (k == "--window-attn-skip-freq")
+      m.window_attn_skip_freq = int(ival());
+    else if (k == "--multi-latent-attention")
+      mla = true;
+    else if (k == "--q-lora-rank")
+      a.q_lora_rank = int(ival());
+    else if (k == "--kv-lora-rank")
+      a.kv_lora_rank = int(ival());
+    else if (k == "--qk-head-dim")
+      a.qk_head_dim = int(ival());
+    else if (k == "--qk-pos-emb-head-dim")
+      a.qk_rope_head_dim = int(ival());
+    else if (k == "--v-head-dim")
+      a.v_head_dim = int(ival());
+    else if (k == "--mtp-num-layers")
+      m.mtp_num_layers = int(ival());
+    else if (k == "--num-experts")
+      moe = true, e.num_experts = int(ival());
+    else if (k == "--moe-router-topk")
+      e.top_k = int(ival());
+    else if (k == "--moe-ffn-hidden-size")
+      e.moe_ffn_hidden_size = ival();
+    else if (k == "--moe-shared-expert-intermediate-size")
+      e.shared_expert_ffn_hidden_size = ival();
+    else if (k == "--moe-layer-freq")
+      moe_freq = val();
     else if (k == "--moe-router-score-function") {
       std::string t = val();
       e.router_score_function = t == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
-      if (t != "sigmoid" && t != "softmax") problems.push_back("--moe-router-score-function: '" + t + "' is not softmax or sigmoid");
-    } else if (k == "--moe-router-enable-expert-bias") e.router_enable_expert_bias = true;
-    else if (k == "--moe-router-num-groups") e.router_num_groups = int(ival());
-    else if (k == "--moe-router-group-topk") e.router_group_topk = int(ival());
-    else if (k == "--moe-router-topk-scaling-factor") e.router_topk_scaling_factor = dval();
-    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) ++i;  // another option's value
+      if (t != "sigmoid" && t != "softmax")
+        problems.push_back("--moe-router-score-function: '" + t + "' is not softmax or sigmoid");
+    } else if (k == "--moe-router-enable-expert-bias")
+      e.router_enable_expert_bias = true;
+    else if (k == "--moe-router-num-groups")
+      e.router_num_groups = int(ival());
+    else if (k == "--moe-router-group-topk")
+      e.router_group_topk = int(ival());
+    else if (k == "--moe-router-topk-scaling-factor")
+      e.router_topk_scaling_factor = dval();
+    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
+      ++i;  // another option's value
   }
   if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;
   if (m.kv_channels == 0 && m.num_attention_heads > 0) m.kv_channels = int(m.hidden_size / m.num_attention_heads);
@@ -138,8 +191,9 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
     m.rope_scaling.original_max_position_embeddings = 4096;  // MLATransformerConfig's default
   // YaRN with MLA: the MLATransformerConfig fields without a flag travel in the export's note
   std::smatch ym;
-  if (mla && std::regex_search(text, ym, std::regex(R"(set MLATransformerConfig original_max_position_embeddings=(\d+), )"
-                                                    R"(beta_fast=([0-9.eE+-]+), beta_slow=([0-9.eE+-]+))"))) {
+  if (mla && std::regex_search(text, ym,
+                               std::regex(R"(set MLATransformerConfig original_max_position_embeddings=(\d+), )"
+                                          R"(beta_fast=([0-9.eE+-]+), beta_slow=([0-9.eE+-]+))"))) {
     m.rope_scaling.original_max_position_embeddings = std::stoll(ym[1]);
     m.rope_scaling.beta_fast = std::strtod(ym[2].str().c_str(), nullptr);
     m.rope_scaling.beta_slow = std::strtod(ym[3].str().c_str(), nullptr);

@@ -76,8 +76,8 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
   q.offload_modules.bits = k.offload;
   q.moe_a2a_overlap = moe_type && k.a2a != 0;  // layer costs only (the probe's full recompute is not validated)
   q.dp_replicate = 1;
-  q.pipeline_layout = full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}}
-                                : std::vector<std::vector<int>>{{1}, {1}, {1}};
+  q.pipeline_layout =
+      full_mode ? std::vector<std::vector<int>>{{1}, {1}, {2}, {1}} : std::vector<std::vector<int>>{{1}, {1}, {1}};
   int per_node = std::max(1, p.cluster.gpus_per_node);
   p.cluster.num_nodes = std::max(p.cluster.num_nodes, (q.world_size + per_node - 1) / per_node);
   return p;
@@ -86,8 +86,18 @@ Plan probe_plan(const Plan& job, const ShapeKey& k, bool moe_type, bool full_mod
 }  // namespace
 
 ShapeKey shape_of(const Layout& l) {
-  return {l.tp,     l.cp,       l.ep, l.etp, l.mbs, l.sp, l.overlap, uint8_t(l.cp_comm), uint8_t(l.schedule == Schedule::zero_bubble),
-          l.recompute == Recompute::selective ? l.rmods : 0u, l.offload, l.a2a};
+  return {l.tp,
+          l.cp,
+          l.ep,
+          l.etp,
+          l.mbs,
+          l.sp,
+          l.overlap,
+          uint8_t(l.cp_comm),
+          uint8_t(l.schedule == Schedule::zero_bubble),
+          l.recompute == Recompute::selective ? l.rmods : 0u,
+          l.offload,
+          l.a2a};
 }
 
 LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}

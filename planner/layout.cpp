@@ -76,8 +76,7 @@ Layout from_parallel(const ParallelConfig& p) {
 }
 
 std::string short_name(const Layout& l) {
-  std::string s = "tp" + std::to_string(l.tp) + (l.sp ? " sp" : "") + (l.overlap ? " tpov" : "") + " pp" +
-                  std::to_string(l.pp);
+  std::string s = "tp" + std::to_string(l.tp) + (l.sp ? " sp" : "") + (l.overlap ? " tpov" : "") + " pp" + std::to_string(l.pp);
   if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
   if (l.pipe == PipeLayout::balanced) s += " (balanced)";
   if (l.pipe == PipeLayout::first_last)

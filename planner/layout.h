@@ -19,7 +19,7 @@ enum class PipeLayout : uint8_t { even, balanced, first_last };
 struct Layout {
   int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, dp = 1, mbs = 1;
   int zero = 1;
-  int recompute_layers = 0;  // full recompute: first k layers of each chunk (0 = all)
+  int recompute_layers = 0;     // full recompute: first k layers of each chunk (0 = all)
   uint8_t sp = 0, overlap = 0;  // sequence parallel, tp_comm_overlap
   Recompute recompute = Recompute::none;
   Schedule schedule = Schedule::one_f_one_b;

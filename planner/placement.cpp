@@ -1,7 +1,6 @@
 // Allocation-free group placement (see placement.h).
 #include "planner/placement.h"
 
-
 namespace mplan::planner {
 
 GroupPlacement fast_placement(int tp, int cp, int dp, int pp, int etp, int ep, Dim d, int domain) {

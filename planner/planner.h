@@ -75,7 +75,8 @@ struct SearchResult {
 
 // `job` holds model, cluster and training (precision included) and parallel.world_size = GPUs;
 // of the rest of `job.parallel` only attention_backend is used (an implementation property of the
-// training code, not a layout choice); overlaps of DP communication are assumed on. `cal` gives the cost parameters per GPU architecture.
+// training code, not a layout choice); overlaps of DP communication are assumed on. `cal` gives the cost parameters per GPU
+// architecture.
 Expected<SearchResult> search(const Plan& job, const Calibration& cal, const SearchOptions& opt);
 
 // Why `plan` wins or loses: its breakdown next to the best alternatives and why the usual

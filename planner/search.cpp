@@ -27,11 +27,11 @@
 #include <queue>
 #include <thread>
 
+#include "core/parallel_for.h"
 #include "planner/bounds.h"
 #include "planner/floor.h"
 #include "planner/frame.h"
 #include "planner/layer_costs.h"
-#include "core/parallel_for.h"
 #include "planner/planner.h"
 #include "planner/ranking.h"
 #include "planner/space.h"
@@ -44,7 +44,7 @@ namespace {
 
 constexpr size_t kBatch = 32;        // candidates per evaluation round (fixed: results do not depend on threads)
 constexpr size_t kExpandGroup = 16;  // structures expanded together
-constexpr double kSlack = 1e-9;  // relative slack of bounds against rounding
+constexpr double kSlack = 1e-9;      // relative slack of bounds against rounding
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPrepareShare = 0.1;  // progress reported by the enumeration (step 1)
 
@@ -84,8 +84,16 @@ struct Evaluated {
 class Searcher {
  public:
   Searcher(const Plan& job, const CostParams& prm, const SearchOptions& opt)
-      : job_(job), prm_(prm), opt_(opt), J_(job_), lim_{opt.fix, opt.max}, bounds_(J_, prm_), frames_b_(J_, prm_, bounds_),
-        floors_(J_, prm_), costs_(job_, prm_), top_(opt.objective, std::max(1, opt.top_k)) {
+      : job_(job),
+        prm_(prm),
+        opt_(opt),
+        J_(job_),
+        lim_{opt.fix, opt.max},
+        bounds_(J_, prm_),
+        frames_b_(J_, prm_, bounds_),
+        floors_(J_, prm_),
+        costs_(job_, prm_),
+        top_(opt.objective, std::max(1, opt.top_k)) {
     threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     mem_obj_ = opt.objective == Objective::memory_headroom;
     cap_ = job.cluster.gpu.memory_gib;
@@ -134,7 +142,7 @@ class Searcher {
   std::vector<StructInfo> structs_;
   std::vector<Node> nodes_;
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;  // candidates
-  std::vector<Item> order_;  // structures, best bound first
+  std::vector<Item> order_;                                                // structures, best bound first
   size_t next_struct_ = 0;
   // the smallest item of the heap and the structure list
   bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
@@ -245,7 +253,8 @@ bool Searcher::prepare() {
         pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
         const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
         si.bound = structure_time_lb(J_, ps, f, fit, fl, bounds_.microbatches(s.base), p2p_time(J_, prm_, pl),
-                                     bounds_.moe_prefix(), prm_) * (1 - kSlack);
+                                     bounds_.moe_prefix(), prm_) *
+                   (1 - kSlack);
       }
     }
     std::lock_guard<std::mutex> lock(merge_mu);
@@ -319,7 +328,8 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
-            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, node_bound(n, ct, tail, false));
+            n.bound =
+                mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, node_bound(n, ct, tail, false));
           made[g].push_back(n);
         }
     }
@@ -335,8 +345,7 @@ void Searcher::expand(const std::vector<int64_t>& group) {
     }
 }
 
-double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act,
-                           Bounds::MemScratch&) const {
+double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch&) const {
   const Frame& f = frames_[n.frame];
   return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act);
 }
@@ -491,8 +500,8 @@ std::vector<std::string> Searcher::reasons() const {
   std::vector<std::pair<int64_t, std::string>> r;
   int64_t mem = st_.pruned_memory + nonfit_sim_;
   if (mem > 0) {
-    std::string s = "does not fit: " + std::to_string(mem) + " layouts exceed the " +
-                    std::to_string(int(std::lround(cap_))) + " GiB of " + job_.cluster.gpu.name;
+    std::string s = "does not fit: " + std::to_string(mem) + " layouts exceed the " + std::to_string(int(std::lround(cap_))) +
+                    " GiB of " + job_.cluster.gpu.name;
     if (std::isfinite(closest_gib_)) {
       char b[96];
       std::snprintf(b, sizeof b, " (closest: %.1f GiB with ", closest_gib_);
@@ -521,15 +530,16 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
   copy_job_runtime(job.parallel, keep);
   int world = keep.world_size;
   std::vector<std::string> e;
-  if (world < 1) e.push_back("the job needs at least one GPU (parallel.world_size)");
+  if (world < 1)
+    e.push_back("the job needs at least one GPU (parallel.world_size)");
   else if (world > job.cluster.max_gpus())
-    e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name +
-                "' has " + std::to_string(job.cluster.max_gpus()));
+    e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name + "' has " +
+                std::to_string(job.cluster.max_gpus()));
   if (job.training.global_batch_size < 1) e.push_back("global batch size must be >= 1");
   if (job.training.seq_length < 1) e.push_back("sequence length must be >= 1");
   if (!job.cluster.gpu.peak(job.training.precision))
-    e.push_back("precision " + std::string(to_string(job.training.precision)) + " is not supported by " +
-                job.cluster.gpu.name + " (cluster.gpu.peak_tflops has no entry for it)");
+    e.push_back("precision " + std::string(to_string(job.training.precision)) + " is not supported by " + job.cluster.gpu.name +
+                " (cluster.gpu.peak_tflops has no entry for it)");
   if (auto s = check_limits(opt.fix, opt.max, world); !s.ok())
     for (const auto& p : s.error().problems) e.push_back(p);
   if (auto s = check_framework_limits(opt.fix, job.training.framework); !s.ok())

@@ -78,7 +78,8 @@ std::vector<uint32_t> recompute_module_sets(const Job& job) {
   using R = RecomputeModule;
   std::vector<uint32_t> out = {0};  // Megatron's default: core_attn
   // 'moe_act' needs Megatron's grouped GEMM (core/megatron_rules.h)
-  const bool moe_act = job.plan->training.framework != Framework::megatron || megatron_moe_grouped_gemm(job.plan->training.precision);
+  const bool moe_act =
+      job.plan->training.framework != Framework::megatron || megatron_moe_grouped_gemm(job.plan->training.precision);
   if (!m.moe) {
     out.push_back(set({R::core_attn, R::layernorm}));
     out.push_back(set({R::core_attn, R::layernorm, R::mlp}));
@@ -120,28 +121,61 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
     l = Layout{};
     l.tp = tp;
     l.sp = tp > 1;
-    if (!allow_tp_nvlink && tp > job.domain) { cnt.reject(rule::tp_nvlink); continue; }
-    if (m.num_attention_heads % tp != 0) { cnt.reject(rule::tp_heads); continue; }
-    if (!job.mla && m.num_query_groups % tp != 0) { cnt.reject(rule::tp_groups); continue; }
-    if (m.ffn_hidden_size % tp != 0) { cnt.reject(rule::tp_ffn); continue; }
-    if (tp > 1 && !runs.tensor_parallel) { cnt.reject(rule::framework); continue; }
-    if (megatron && !megatron_fp8_tp_problem(m, prec, tp).empty()) { cnt.reject(rule::fp8_shape); continue; }
+    if (!allow_tp_nvlink && tp > job.domain) {
+      cnt.reject(rule::tp_nvlink);
+      continue;
+    }
+    if (m.num_attention_heads % tp != 0) {
+      cnt.reject(rule::tp_heads);
+      continue;
+    }
+    if (!job.mla && m.num_query_groups % tp != 0) {
+      cnt.reject(rule::tp_groups);
+      continue;
+    }
+    if (m.ffn_hidden_size % tp != 0) {
+      cnt.reject(rule::tp_ffn);
+      continue;
+    }
+    if (tp > 1 && !runs.tensor_parallel) {
+      cnt.reject(rule::framework);
+      continue;
+    }
+    if (megatron && !megatron_fp8_tp_problem(m, prec, tp).empty()) {
+      cnt.reject(rule::fp8_shape);
+      continue;
+    }
     for (int pp : divisors(world / tp)) {
       if (!lim.allows("pp", pp)) continue;
-      if (pp > job.units) { cnt.reject(rule::chunks); continue; }
-      if (pp > 1 && !runs.pipeline_parallel) { cnt.reject(rule::framework); continue; }
+      if (pp > job.units) {
+        cnt.reject(rule::chunks);
+        continue;
+      }
+      if (pp > 1 && !runs.pipeline_parallel) {
+        cnt.reject(rule::framework);
+        continue;
+      }
       for (int cp : divisors(world / tp / pp)) {
         if (!lim.allows("cp", cp)) continue;
         if (cp > 1 && !lim.max.count("cp") && !lim.fix.count("cp") && job.seq() / cp < 1024) continue;
-        if (cp > 1 && job.seq() % (2 * int64_t(cp)) != 0) { cnt.reject(rule::cp_seq); continue; }
-        if (cp > 1 && runs.cp_comm == 0) { cnt.reject(rule::framework); continue; }
+        if (cp > 1 && job.seq() % (2 * int64_t(cp)) != 0) {
+          cnt.reject(rule::cp_seq);
+          continue;
+        }
+        if (cp > 1 && runs.cp_comm == 0) {
+          cnt.reject(rule::framework);
+          continue;
+        }
         if (cp > 1 && megatron && job.plan->parallel.attention_backend == AttentionBackend::unfused) {
           cnt.reject(rule::cp_unfused);
           continue;
         }
         int dp = world / tp / pp / cp;
         if (!lim.allows("dp", dp)) continue;
-        if (job.gbs() % dp != 0) { cnt.reject(rule::gbs_dp); continue; }
+        if (job.gbs() % dp != 0) {
+          cnt.reject(rule::gbs_dp);
+          continue;
+        }
         std::vector<int> eps = {1}, etps = {1};
         if (job.moe) eps = divisors(m.moe->num_experts);
         for (int ep : eps) {
@@ -149,10 +183,22 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
           if (job.moe) etps = divisors(tp);
           for (int etp : etps) {
             if (!lim.allows("etp", etp)) continue;
-            if (job.moe && (int64_t(tp) * cp * dp) % (int64_t(ep) * etp) != 0) { cnt.reject(rule::ep_tiling); continue; }
-            if (job.moe && m.moe->moe_ffn_hidden_size % etp != 0) { cnt.reject(rule::etp_ffn); continue; }
-            if (job.moe && m.add_bias_linear && etp > 1) { cnt.reject(rule::etp_bias); continue; }
-            if (job.moe && megatron && !megatron_fp8_etp_problem(m, prec, etp).empty()) { cnt.reject(rule::fp8_shape); continue; }
+            if (job.moe && (int64_t(tp) * cp * dp) % (int64_t(ep) * etp) != 0) {
+              cnt.reject(rule::ep_tiling);
+              continue;
+            }
+            if (job.moe && m.moe->moe_ffn_hidden_size % etp != 0) {
+              cnt.reject(rule::etp_ffn);
+              continue;
+            }
+            if (job.moe && m.add_bias_linear && etp > 1) {
+              cnt.reject(rule::etp_bias);
+              continue;
+            }
+            if (job.moe && megatron && !megatron_fp8_etp_problem(m, prec, etp).empty()) {
+              cnt.reject(rule::fp8_shape);
+              continue;
+            }
             // vpp beyond kMaxSearchedVpp shortens the bubble by under 1/kMaxSearchedVpp of its 1F1B size,
             // while every vpp value costs a pipeline shape of pp*vpp chunks: trying all of 1 .. layers/pp
             // made search time and memory grow with the square of the layers. --fix/--max vpp lift the cap.
@@ -160,7 +206,10 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
             if (!lim.fix.count("vpp") && !lim.max.count("vpp")) vmax = std::min(vmax, kMaxSearchedVpp);
             for (int vpp = 1; vpp <= vmax; ++vpp) {
               if (!lim.allows("vpp", vpp)) continue;
-              if (pp > 1 && !runs_pipeline(fw, pp, vpp)) { cnt.reject(rule::framework); continue; }
+              if (pp > 1 && !runs_pipeline(fw, pp, vpp)) {
+                cnt.reject(rule::framework);
+                continue;
+              }
               bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0 && pp * vpp <= m.num_layers;
               bool balanced = pp > 1 && pp * vpp <= job.units;
               struct Pipe {
@@ -179,19 +228,31 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
               }
               if (vpp == 1)
                 for (auto [first, last] : uneven_stage_splits(m, pp)) pipes.push_back({PipeLayout::first_last, first, last});
-              if (pipes.empty()) { cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split); continue; }
+              if (pipes.empty()) {
+                cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split);
+                continue;
+              }
               if (pp > 1 && !runs.uneven_pipeline) {  // the framework splits the layers evenly only
                 pipes.erase(std::remove_if(pipes.begin(), pipes.end(), [](const Pipe& q) { return q.kind != PipeLayout::even; }),
                             pipes.end());
-                if (pipes.empty()) { cnt.reject(rule::framework); continue; }
+                if (pipes.empty()) {
+                  cnt.reject(rule::framework);
+                  continue;
+                }
               }
               for (const Pipe& pipe : pipes) {
                 int pid = -1;
                 for (int mbs : divisors(job.gbs() / dp)) {
                   if (!lim.allows("mbs", mbs)) continue;
                   int64_t micro = job.gbs() / (int64_t(mbs) * dp);
-                  if (vpp > 1 && micro % pp != 0) { cnt.reject(rule::interleaved_m); continue; }
-                  if (pp > 1 && runs.microbatches_multiple_of_pp && micro % pp != 0) { cnt.reject(rule::framework); continue; }
+                  if (vpp > 1 && micro % pp != 0) {
+                    cnt.reject(rule::interleaved_m);
+                    continue;
+                  }
+                  if (pp > 1 && runs.microbatches_multiple_of_pp && micro % pp != 0) {
+                    cnt.reject(rule::framework);
+                    continue;
+                  }
                   if (pid < 0) pid = pipe_index(space, pipe_ids, m, pp, vpp, pipe.kind, pipe.first, pipe.last);
                   Structure st;
                   st.base = l;
@@ -221,8 +282,8 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   return space;
 }
 
-int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
-                           std::vector<Layout>* out, Space* space) {
+int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps, std::vector<Layout>* out,
+                           Space* space) {
   const ModelSpec& m = job.model();
   auto reject = [&](const char* r) {
     if (!space) return;
@@ -254,9 +315,12 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
       if (runs_cp_comm(fw, c)) cps.push_back(c);
   }
   std::vector<Schedule> scheds;
-  if (l.vpp > 1) scheds = {Schedule::interleaved};
-  else if (l.pp > 1) scheds = {Schedule::one_f_one_b, Schedule::zero_bubble};
-  else scheds = {Schedule::one_f_one_b};
+  if (l.vpp > 1)
+    scheds = {Schedule::interleaved};
+  else if (l.pp > 1)
+    scheds = {Schedule::one_f_one_b, Schedule::zero_bubble};
+  else
+    scheds = {Schedule::one_f_one_b};
   scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return !runs_schedule(fw, s, l.pp, l.vpp); }),
                scheds.end());
   // GPipe has 1F1B's bubble and keeps every micro-batch's activations: tried where it is the
@@ -264,8 +328,10 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   if (scheds.empty() && l.pp > 1 && runs_schedule(fw, Schedule::gpipe, l.pp, l.vpp)) scheds = {Schedule::gpipe};
   if (lim.fixed("schedule")) {
     Schedule f = Schedule(lim.fix.at("schedule"));
-    if (f == Schedule::gpipe && l.vpp == 1 && (l.pp == 1 || runs_schedule(fw, f, l.pp, l.vpp))) scheds = {Schedule::gpipe};
-    else scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return s != f; }), scheds.end());
+    if (f == Schedule::gpipe && l.vpp == 1 && (l.pp == 1 || runs_schedule(fw, f, l.pp, l.vpp)))
+      scheds = {Schedule::gpipe};
+    else
+      scheds.erase(std::remove_if(scheds.begin(), scheds.end(), [&](Schedule s) { return s != f; }), scheds.end());
   }
   // recompute modes: (mode, layers, selective modules, offloaded modules)
   struct Rc {
@@ -329,17 +395,17 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
           count += int64_t(scheds.size());
           if (!out) continue;
           for (Schedule s : scheds) {
-          Layout v = l;
-          v.sp = sp;
-          v.overlap = ov;
-          v.cp_comm = cc;
-          v.recompute = rc.mode;
-          v.recompute_layers = rc.layers;
-          v.rmods = rc.rmods;
-          v.offload = rc.offload;
-          v.schedule = s;
-          v.a2a = a2a;
-          out->push_back(v);
+            Layout v = l;
+            v.sp = sp;
+            v.overlap = ov;
+            v.cp_comm = cc;
+            v.recompute = rc.mode;
+            v.recompute_layers = rc.layers;
+            v.rmods = rc.rmods;
+            v.offload = rc.offload;
+            v.schedule = s;
+            v.a2a = a2a;
+            out->push_back(v);
           }
         }
     }

@@ -61,8 +61,8 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_acro
 
 // The variants of a structure (zero left at its default), appended to `out` when given; rejected
 // variants are counted into `space` when given. Returns how many there are.
-int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps,
-                           std::vector<Layout>* out, Space* space);
+int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps, std::vector<Layout>* out,
+                           Space* space);
 
 // First/last-stage layer counts tried for pp > 1 and vpp = 1 (Megatron's
 // --decoder-first/last-pipeline-num-layers): the middle stages hold n layers each, the last stage

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "core/time_format.h"
 #include "core/presets.h"
+#include "core/time_format.h"
 #include "profiles/local_cluster.h"
 #include "profiles/shipped.h"
 
@@ -41,7 +41,8 @@ Expected<Device> select_device(const ProfileDb& db, const std::string& which) {
     return n;
   };
   std::string list;
-  for (const auto& d : *devs) list += "\n  " + std::to_string(d.id) + ": " + d.name + " (" + d.created_at + ", " + std::to_string(rows_of(d.id)) + " rows)";
+  for (const auto& d : *devs)
+    list += "\n  " + std::to_string(d.id) + ": " + d.name + " (" + d.created_at + ", " + std::to_string(rows_of(d.id)) + " rows)";
   if (which.empty()) {
     for (auto it = devs->rbegin(); it != devs->rend(); ++it)
       if (rows_of(it->id) > 0) return *it;
@@ -127,12 +128,14 @@ Expected<CalibrateResult> calibrate(const CalibrateOptions& o) {
   fj["date"] = utc_now_iso();
   fj["tool"] = "mplan calibrate";
   fj["profile"] = o.shipped.empty() ? o.db : "shipped:" + o.shipped;
-  fj["device"] = {{"id", dev->id}, {"name", dev->name}, {"kind", dev->kind}, {"host", dev->host},
-                  {"created_at", dev->created_at}, {"source", dev->source}};
+  fj["device"] = {
+      {"id", dev->id},        {"name", dev->name}, {"kind", dev->kind}, {"host", dev->host}, {"created_at", dev->created_at},
+      {"source", dev->source}};
   fj["cluster"] = res.cluster.name;
-  fj["not_fitted"] = "gemm_tile_m, gemm_tile_n, overlap_slowdown, optimizer_overhead_s, allocator_overhead_frac, "
-                     "reserved_gib, comm_buffer_bytes keep the documented defaults (simulator/cost_params.cpp); they "
-                     "need end-to-end runs (--runs)";
+  fj["not_fitted"] =
+      "gemm_tile_m, gemm_tile_n, overlap_slowdown, optimizer_overhead_s, allocator_overhead_frac, "
+      "reserved_gib, comm_buffer_bytes keep the documented defaults (simulator/cost_params.cpp); they "
+      "need end-to-end runs (--runs)";
   res.calibration.fit = fj;
 
   if (o.store && o.shipped.empty()) {

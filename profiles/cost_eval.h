@@ -21,8 +21,8 @@ std::string fit_class_of(const KernelRow& r);
 // Predicted time of the row's op and pass (dtype parsed as the GEMM precision; fp32 when unknown).
 double predict_kernel_s(const KernelRow& r, const ClusterSpec& c, const CostParams& p);
 
-double eval_collective_time_s(Collective coll, double bytes, int size, int domains, int max_per_domain,
-                              const ClusterSpec& c, const CostParams& p);
+double eval_collective_time_s(Collective coll, double bytes, int size, int domains, int max_per_domain, const ClusterSpec& c,
+                              const CostParams& p);
 double predict_collective_s(const CollectiveRow& r, const ClusterSpec& c, const CostParams& p);
 
 std::optional<Collective> parse_collective(const std::string& s);

@@ -9,8 +9,8 @@
 
 namespace mplan::profiles::cpu {
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
-                       int64_t N, int64_t C) {
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, int64_t N,
+                       int64_t C) {
   const float eps = 1e-5f;
   for (int64_t i = 0; i < N; ++i) {
     const float* x = inp + i * C;
@@ -27,8 +27,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
   }
 }
 
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                        const float* weight, const float* mean, const float* rstd, int64_t N, int64_t C) {
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
+                        const float* mean, const float* rstd, int64_t N, int64_t C) {
   for (int64_t i = 0; i < N; ++i) {
     const float* dy = dout + i * C;
     const float* x = inp + i * C;
@@ -99,8 +99,8 @@ void rope_rotate(float* x, int64_t T, int64_t H, int64_t D, float sign) {
 void rope_forward(float* x, int64_t T, int64_t H, int64_t D) { rope_rotate(x, T, H, D, 1.0f); }
 void rope_backward(float* dx, int64_t T, int64_t H, int64_t D) { rope_rotate(dx, T, H, D, -1.0f); }
 
-void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, float* scores,
-                       int64_t B, int64_t H, int64_t T, int64_t D) {
+void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, float* scores, int64_t B,
+                       int64_t H, int64_t T, int64_t D) {
   const float scale = 1.0f / std::sqrt(float(D));
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const float* Q = q + bh * T * D;
@@ -126,9 +126,9 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
   }
 }
 
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                        const float* v, const float* out, const float* lse, float* p, float* dp, float* rowdot,
-                        int64_t B, int64_t H, int64_t T, int64_t D) {
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,
+                        const float* out, const float* lse, float* p, float* dp, float* rowdot, int64_t B, int64_t H, int64_t T,
+                        int64_t D) {
   const float scale = 1.0f / std::sqrt(float(D));
   for (int64_t bh = 0; bh < B * H; ++bh) {
     const int64_t o = bh * T * D;
@@ -144,18 +144,18 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
       rowdot[i] = s;
     }
     // dV (T, D) = P^T dO ; dP (T, T) = dO V^T
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, p, int(T), dout + o, int(D), 0.0f,
-                dv + o, int(D));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(T), int(D), 1.0f, dout + o, int(D), v + o, int(D), 0.0f,
-                dp, int(T));
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, p, int(T), dout + o, int(D), 0.0f, dv + o,
+                int(D));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(T), int(T), int(D), 1.0f, dout + o, int(D), v + o, int(D), 0.0f, dp,
+                int(T));
     // dS = P * (dP - rowdot), scaled
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) dp[i * T + j] = j <= i ? p[i * T + j] * (dp[i * T + j] - rowdot[i]) * scale : 0.0f;
     // dQ = dS K ; dK = dS^T Q
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, dp, int(T), k + o, int(D), 0.0f,
-                dq + o, int(D));
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, dp, int(T), q + o, int(D), 0.0f,
-                dk + o, int(D));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, dp, int(T), k + o, int(D), 0.0f, dq + o,
+                int(D));
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(T), int(D), int(T), 1.0f, dp, int(T), q + o, int(D), 0.0f, dk + o,
+                int(D));
   }
 }
 
@@ -192,8 +192,8 @@ void embedding_backward(float* dwte, const int* tokens, const float* dout, int64
   }
 }
 
-void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
-                  float eps, float weight_decay, int step) {
+void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
+                  float weight_decay, int step) {
   float c1 = 1.0f - std::pow(beta1, float(step)), c2 = 1.0f - std::pow(beta2, float(step));
   for (int64_t i = 0; i < n; ++i) {
     float g = grads[i];

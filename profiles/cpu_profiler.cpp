@@ -7,16 +7,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <memory>
 #include <cstdlib>
+#include <memory>
 #include <random>
 
-#include "core/time_format.h"
 #include "core/ops.h"
+#include "core/stats.h"
+#include "core/time_format.h"
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_kernels.h"
 #include "profiles/host_info.h"
-#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -155,8 +155,8 @@ std::vector<KernelCase> attention_cases(const Op& op) {
   return {{row("fwd", op.fwd_flops),
            [=] { cpu::attention_forward(o->data(), lse->data(), q->data(), k->data(), v->data(), s1->data(), B, H, T, D); }},
           {row("bwd", 2.0 * op.fwd_flops), [=] {
-             cpu::attention_backward(dq->data(), dk->data(), dv->data(), dout->data(), q->data(), k->data(), v->data(),
-                                     o->data(), lse->data(), s1->data(), s2->data(), rd->data(), B, H, T, D);
+             cpu::attention_backward(dq->data(), dk->data(), dv->data(), dout->data(), q->data(), k->data(), v->data(), o->data(),
+                                     lse->data(), s1->data(), s2->data(), rd->data(), B, H, T, D);
            }}};
 }
 
@@ -168,8 +168,9 @@ std::vector<KernelCase> memory_cases(const std::vector<Op>& ops, const ModelSpec
     auto x = buffer(T * h, 1), y = buffer(T * h, 2), w = buffer(h, 3), bi = buffer(h, 4), mean = buffer(T, 5),
          rstd = buffer(T, 6), dx = buffer(T * h, 7), dw = buffer(h, 8), db = buffer(h, 9);
     cpu::layernorm_forward(y->data(), mean->data(), rstd->data(), x->data(), w->data(), bi->data(), T, h);
-    cs.push_back({mem_row(*op, "fwd", T, h),
-                  [=] { cpu::layernorm_forward(y->data(), mean->data(), rstd->data(), x->data(), w->data(), bi->data(), T, h); }});
+    cs.push_back({mem_row(*op, "fwd", T, h), [=] {
+                    cpu::layernorm_forward(y->data(), mean->data(), rstd->data(), x->data(), w->data(), bi->data(), T, h);
+                  }});
     cs.push_back({mem_row(*op, "bwd", T, h), [=] {
                     std::fill(dx->begin(), dx->end(), 0.0f);
                     cpu::layernorm_backward(dx->data(), dw->data(), db->data(), y->data(), x->data(), w->data(), mean->data(),
@@ -202,7 +203,8 @@ std::vector<KernelCase> memory_cases(const std::vector<Op>& ops, const ModelSpec
   if (const Op* op = find_op(ops, "cross_entropy")) {
     auto logits = buffer(T * V, 1), losses = buffer(T, 2);
     auto tgt = tokens(T, V);
-    cs.push_back({mem_row(*op, "fwd", T, V), [=] { cpu::crossentropy_forward(losses->data(), logits->data(), tgt->data(), T, V); }});
+    cs.push_back(
+        {mem_row(*op, "fwd", T, V), [=] { cpu::crossentropy_forward(losses->data(), logits->data(), tgt->data(), T, V); }});
     cs.push_back({mem_row(*op, "bwd", T, V), [=] { cpu::crossentropy_backward(logits->data(), tgt->data(), 1.0f / T, T, V); }});
   }
   return cs;
@@ -220,7 +222,8 @@ std::vector<KernelCase> adamw_cases(int64_t n) {
   r.bytes = 28.0 * double(n);  // read param, grad, m, v; write param, m, v (fp32)
   r.impl = "mplan profiles cpu kernel";
   auto step = std::make_shared<int>(0);
-  return {{r, [=] { cpu::adamw_update(p->data(), g->data(), m->data(), v->data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, ++*step); }}};
+  return {
+      {r, [=] { cpu::adamw_update(p->data(), g->data(), m->data(), v->data(), n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, ++*step); }}};
 }
 
 }  // namespace
@@ -234,9 +237,9 @@ std::vector<KernelBatch> cpu_kernel_plan(bool quick) {
       std::vector<Op> ops = ops_at(m, b, s);
       std::string at = " h=" + std::to_string(h) + " b=" + std::to_string(b) + " s=" + std::to_string(s);
       for (const auto& op : ops)
-        if (op.kind == OpKind::gemm)
-          plan.push_back({op.name + at, 3, [op] { return gemm_cases(op); }});
-      if (const Op* a = find_op(ops, "attn_core")) plan.push_back({"attn_core" + at, 2, [op = *a] { return attention_cases(op); }});
+        if (op.kind == OpKind::gemm) plan.push_back({op.name + at, 3, [op] { return gemm_cases(op); }});
+      if (const Op* a = find_op(ops, "attn_core"))
+        plan.push_back({"attn_core" + at, 2, [op = *a] { return attention_cases(op); }});
       plan.push_back({"memory-bound ops" + at, 11, [ops, m, b = b, s = s] { return memory_cases(ops, m, b, s); }});
     }
   }
@@ -364,9 +367,8 @@ Expected<CpuProfileResult> profile_cpu_kernels(ProfileDb& db, Device& dev, const
   dev.libraries["loadavg_at_end_of_kernels"] = load_average();
   if (auto s = db.update_device(dev); !s) return s.error();
   res.interrupted = stop_requested();
-  bar.finish(std::to_string(res.kernel_rows) + " kernel rows" + (res.interrupted ? " (interrupted)" : "") +
-             ", best GEMM " + std::to_string(int(res.peak_gflops)) + " GFLOP/s, memory " +
-             std::to_string(int(res.memory_gbps)) + " GB/s");
+  bar.finish(std::to_string(res.kernel_rows) + " kernel rows" + (res.interrupted ? " (interrupted)" : "") + ", best GEMM " +
+             std::to_string(int(res.peak_gflops)) + " GFLOP/s, memory " + std::to_string(int(res.memory_gbps)) + " GB/s");
   if (auto s = db.finish_session(*sess, res.interrupted ? "interrupted" : "complete"); !s) return s.error();
   return res;
 }

@@ -38,12 +38,12 @@ struct CpuProfileResult {
 
 // The grid of kernel measurements: each batch (one op at one shape set) is committed on its own.
 struct KernelCase {
-  KernelRow row;               // op, pass, dtype, shape, flops, bytes filled in
-  std::function<void()> run;   // one execution
+  KernelRow row;              // op, pass, dtype, shape, flops, bytes filled in
+  std::function<void()> run;  // one execution
 };
 struct KernelBatch {
   std::string name;
-  int cases = 0;  // for the progress bar
+  int cases = 0;                                  // for the progress bar
   std::function<std::vector<KernelCase>()> make;  // allocates the batch's buffers
 };
 std::vector<KernelBatch> cpu_kernel_plan(bool quick);
@@ -52,8 +52,8 @@ struct RepPolicy {
   int warmup = 1;
   int min_reps = 3;
   int max_reps = 50;
-  double min_time_s = 0.05;   // keep repeating until this much time was measured
-  double min_rep_s = 50e-6;   // fast kernels run several times per timed repetition
+  double min_time_s = 0.05;  // keep repeating until this much time was measured
+  double min_rep_s = 50e-6;  // fast kernels run several times per timed repetition
 };
 RepPolicy cpu_rep_policy(bool quick);
 // Times `run` (median/p10/p90 seconds per execution) and the repetitions made.

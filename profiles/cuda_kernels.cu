@@ -88,8 +88,8 @@ __global__ void attn_dkv_kernel(bf16* dk, bf16* dv, const bf16* dout, const bf16
 }
 
 // One warp per row.
-__global__ void layernorm_fwd_kernel(bf16* y, float* mean, float* rstd, const bf16* x, const float* w, const float* bias,
-                                     int N, int C) {
+__global__ void layernorm_fwd_kernel(bf16* y, float* mean, float* rstd, const bf16* x, const float* w, const float* bias, int N,
+                                     int C) {
   int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= N) return;
   const bf16* xr = x + size_t(row) * C;
@@ -133,7 +133,8 @@ __global__ void layernorm_bwd_kernel(bf16* dx, const bf16* dy, const bf16* x, co
 __device__ float gelu(float x) { return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 
 __global__ void gelu_fwd_kernel(bf16* y, const bf16* x, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) y[i] = b(gelu(f(x[i])));
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = b(gelu(f(x[i])));
 }
 __global__ void gelu_bwd_kernel(bf16* dx, const bf16* x, const bf16* dy, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -143,7 +144,8 @@ __global__ void gelu_bwd_kernel(bf16* dx, const bf16* x, const bf16* dy, int64_t
   }
 }
 __global__ void residual_kernel(bf16* y, const bf16* a, const bf16* c, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) y[i] = b(f(a[i]) + f(c[i]));
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = b(f(a[i]) + f(c[i]));
 }
 __global__ void fill_kernel(bf16* x, int64_t n, uint32_t seed) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -181,13 +183,17 @@ void layernorm_backward(bf16* dx, const bf16* dy, const bf16* x, const float* w,
                         int C, cudaStream_t s) {
   layernorm_bwd_kernel<<<(N + 7) / 8, 256, 0, s>>>(dx, dy, x, w, mean, rstd, N, C);
 }
-void gelu_forward(bf16* y, const bf16* x, int64_t n, cudaStream_t s) { gelu_fwd_kernel<<<elementwise_blocks(n), 256, 0, s>>>(y, x, n); }
+void gelu_forward(bf16* y, const bf16* x, int64_t n, cudaStream_t s) {
+  gelu_fwd_kernel<<<elementwise_blocks(n), 256, 0, s>>>(y, x, n);
+}
 void gelu_backward(bf16* dx, const bf16* x, const bf16* dy, int64_t n, cudaStream_t s) {
   gelu_bwd_kernel<<<elementwise_blocks(n), 256, 0, s>>>(dx, x, dy, n);
 }
 void residual_forward(bf16* y, const bf16* a, const bf16* c, int64_t n, cudaStream_t s) {
   residual_kernel<<<elementwise_blocks(n), 256, 0, s>>>(y, a, c, n);
 }
-void fill_random(bf16* x, int64_t n, uint32_t seed, cudaStream_t s) { fill_kernel<<<elementwise_blocks(n), 256, 0, s>>>(x, n, seed); }
+void fill_random(bf16* x, int64_t n, uint32_t seed, cudaStream_t s) {
+  fill_kernel<<<elementwise_blocks(n), 256, 0, s>>>(x, n, seed);
+}
 
 }  // namespace mplan::profiles::cuda

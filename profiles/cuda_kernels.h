@@ -11,14 +11,14 @@
 namespace mplan::profiles::cuda {
 
 // q, k, v, out, dout, dq, dk, dv (B, H, T, D) bf16; lse (B, H, T) fp32; D <= 128.
-void attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* k,
-                       const __nv_bfloat16* v, int B, int H, int T, int D, cudaStream_t stream);
+void attention_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                       int B, int H, int T, int D, cudaStream_t stream);
 void attention_backward(__nv_bfloat16* dq, __nv_bfloat16* dk, __nv_bfloat16* dv, const __nv_bfloat16* dout,
                         const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* out,
                         const float* lse, float* rowdot, int B, int H, int T, int D, cudaStream_t stream);
 // x, y (N, C) bf16; weight, bias (C) fp32; mean, rstd (N) fp32.
-void layernorm_forward(__nv_bfloat16* y, float* mean, float* rstd, const __nv_bfloat16* x, const float* weight,
-                       const float* bias, int N, int C, cudaStream_t stream);
+void layernorm_forward(__nv_bfloat16* y, float* mean, float* rstd, const __nv_bfloat16* x, const float* weight, const float* bias,
+                       int N, int C, cudaStream_t stream);
 void layernorm_backward(__nv_bfloat16* dx, const __nv_bfloat16* dy, const __nv_bfloat16* x, const float* weight,
                         const float* mean, const float* rstd, int N, int C, cudaStream_t stream);
 void gelu_forward(__nv_bfloat16* y, const __nv_bfloat16* x, int64_t n, cudaStream_t stream);

@@ -14,9 +14,9 @@
 #include <mutex>
 #include <optional>
 
-#include "core/time_format.h"
 #include "core/ops.h"
 #include "core/presets.h"
+#include "core/time_format.h"
 #include "profiles/calibrate.h"
 #include "profiles/cuda_kernels.h"
 #include "profiles/cupti_records.h"
@@ -52,10 +52,10 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   std::free(buffer);
 }
 
-#define MPLAN_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) return Error(std::string(#x) + ": " + cudaGetErrorString(e_));      \
+#define MPLAN_CUDA(x)                                                                     \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) return Error(std::string(#x) + ": " + cudaGetErrorString(e_)); \
   } while (0)
 
 struct DevBuf {
@@ -65,7 +65,9 @@ struct DevBuf {
   DevBuf(const DevBuf&) = delete;
   DevBuf& operator=(const DevBuf&) = delete;
   template <class T>
-  T* as() const { return static_cast<T*>(p); }
+  T* as() const {
+    return static_cast<T*>(p);
+  }
 };
 
 // External ids: one per timed repetition.
@@ -188,8 +190,9 @@ class GpuRun {
     auto cs = collective_rows_from(b.collectives, spans, missing);
     for (auto& r : ks) r.device_id = device_, r.session_id = session_;
     for (auto& r : cs) r.device_id = device_, r.session_id = session_;
-    if (!missing.empty()) res.notes.push_back(b.name + ": no CUPTI kernel records for " + missing.front() + " and " +
-                                              std::to_string(missing.size() - 1) + " more");
+    if (!missing.empty())
+      res.notes.push_back(b.name + ": no CUPTI kernel records for " + missing.front() + " and " +
+                          std::to_string(missing.size() - 1) + " more");
     if (auto s = db_.insert_kernels(ks); !s) return s;
     if (auto s = db_.insert_collectives(cs); !s) return s;
     res.kernel_rows += int(ks.size());
@@ -241,7 +244,8 @@ Status gemm_batches(GpuRun& s, cublasLtHandle_t lt, cudaStream_t st, bool fp8, c
           auto g = std::make_unique<LtGemm>(lt, M, N, K, fp8, ws.p, size_t(64) << 20);
           if (!g->ok()) continue;
           LtGemm* gp = g.get();
-          auto ids = traced(s.tracer, reps_for(o.quick), [gp, st] { gp->run(st); }, [st] { cudaStreamSynchronize(st); });
+          auto ids = traced(
+              s.tracer, reps_for(o.quick), [gp, st] { gp->run(st); }, [st] { cudaStreamSynchronize(st); });
           b.kernels.push_back({gemm_row(op.name, pass, M, N, K, fp8), ids});
           keep.push_back(std::move(g));
         }
@@ -277,16 +281,25 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
       if (op.kind == OpKind::attention) {
         r.batch = 1, r.heads = H, r.q_len = T, r.kv_len = T, r.head_dim = D, r.causal = true;
         r.impl = "mplan simple CUDA attention (one thread per row, not flash-attention)";
-        fwd = [&] { cuda::attention_forward(out.as<__nv_bfloat16>(), lse.as<float>(), q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), 1, H, int(T), D, st); };
+        fwd = [&] {
+          cuda::attention_forward(out.as<__nv_bfloat16>(), lse.as<float>(), q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(),
+                                  v.as<__nv_bfloat16>(), 1, H, int(T), D, st);
+        };
         bwd = [&] {
-          cuda::attention_backward(dq.as<__nv_bfloat16>(), dk.as<__nv_bfloat16>(), dv.as<__nv_bfloat16>(), dout.as<__nv_bfloat16>(),
-                                   q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), out.as<__nv_bfloat16>(),
-                                   lse.as<float>(), rd.as<float>(), 1, H, int(T), D, st);
+          cuda::attention_backward(dq.as<__nv_bfloat16>(), dk.as<__nv_bfloat16>(), dv.as<__nv_bfloat16>(),
+                                   dout.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(),
+                                   out.as<__nv_bfloat16>(), lse.as<float>(), rd.as<float>(), 1, H, int(T), D, st);
         };
       } else if (op.name == "attn_norm") {
         r.m = T, r.n = h;
-        fwd = [&] { cuda::layernorm_forward(out.as<__nv_bfloat16>(), lse.as<float>(), rd.as<float>(), q.as<__nv_bfloat16>(), dk.as<float>(), dv.as<float>(), int(T), int(h), st); };
-        bwd = [&] { cuda::layernorm_backward(dq.as<__nv_bfloat16>(), dout.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), dk.as<float>(), lse.as<float>(), rd.as<float>(), int(T), int(h), st); };
+        fwd = [&] {
+          cuda::layernorm_forward(out.as<__nv_bfloat16>(), lse.as<float>(), rd.as<float>(), q.as<__nv_bfloat16>(), dk.as<float>(),
+                                  dv.as<float>(), int(T), int(h), st);
+        };
+        bwd = [&] {
+          cuda::layernorm_backward(dq.as<__nv_bfloat16>(), dout.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), dk.as<float>(),
+                                   lse.as<float>(), rd.as<float>(), int(T), int(h), st);
+        };
       } else if (op.name == "act") {
         int64_t e = std::min<int64_t>(T * m.ffn_hidden_size, n);  // buffers hold n elements
         r.m = T, r.n = e / T;
@@ -319,7 +332,8 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
 Status nccl_batches(GpuRun& s, int ndev, const CudaProfileOptions& o, CudaProfileResult& res) {
   int nv = 0;
   ncclGetVersion(&nv);
-  const std::string impl = "NCCL " + std::to_string(nv / 10000) + "." + std::to_string((nv / 100) % 100) + "." + std::to_string(nv % 100);
+  const std::string impl =
+      "NCCL " + std::to_string(nv / 10000) + "." + std::to_string((nv / 100) % 100) + "." + std::to_string(nv % 100);
   std::vector<int> groups;
   for (int g = 2; g <= ndev; g *= 2) groups.push_back(g);
   if (groups.empty() || groups.back() != ndev) groups.push_back(ndev);
@@ -328,7 +342,8 @@ Status nccl_batches(GpuRun& s, int ndev, const CudaProfileOptions& o, CudaProfil
     std::vector<ncclComm_t> comms(static_cast<size_t>(g));
     std::vector<int> devs(static_cast<size_t>(g));
     for (int d = 0; d < g; ++d) devs[size_t(d)] = d;
-    if (ncclCommInitAll(comms.data(), g, devs.data()) != ncclSuccess) return Error("ncclCommInitAll failed for " + std::to_string(g) + " GPUs");
+    if (ncclCommInitAll(comms.data(), g, devs.data()) != ncclSuccess)
+      return Error("ncclCommInitAll failed for " + std::to_string(g) + " GPUs");
     std::vector<cudaStream_t> streams(static_cast<size_t>(g));
     std::vector<std::unique_ptr<DevBuf>> send, recv;
     for (int d = 0; d < g; ++d) {
@@ -355,9 +370,15 @@ Status nccl_batches(GpuRun& s, int ndev, const CudaProfileOptions& o, CudaProfil
             ncclComm_t cm = comms[size_t(d)];
             cudaStream_t st = streams[size_t(d)];
             switch (c) {
-              case Collective::all_reduce: ncclAllReduce(sb, rb, count, ncclFloat, ncclSum, cm, st); break;
-              case Collective::all_gather: ncclAllGather(sb, rb, per, ncclFloat, cm, st); break;
-              case Collective::reduce_scatter: ncclReduceScatter(sb, rb, per, ncclFloat, ncclSum, cm, st); break;
+              case Collective::all_reduce:
+                ncclAllReduce(sb, rb, count, ncclFloat, ncclSum, cm, st);
+                break;
+              case Collective::all_gather:
+                ncclAllGather(sb, rb, per, ncclFloat, cm, st);
+                break;
+              case Collective::reduce_scatter:
+                ncclReduceScatter(sb, rb, per, ncclFloat, ncclSum, cm, st);
+                break;
               case Collective::all_to_all:
                 for (int p = 0; p < g; ++p) {
                   ncclSend(static_cast<float*>(sb) + size_t(p) * per, per, ncclFloat, p, cm, st);
@@ -425,10 +446,15 @@ Expected<CudaProfileResult> run_cuda_profile(const CudaProfileOptions& o) {
   dev.driver = "CUDA driver " + std::to_string(drv);
   int nccl = 0;
   ncclGetVersion(&nccl);
-  dev.libraries = {{"cuda_runtime", rt}, {"cublasLt", cublasLtGetVersion()}, {"nccl", nccl}, {"gpu", prop.name},
-                   {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)}, {"gpus", ndev}};
+  dev.libraries = {{"cuda_runtime", rt},
+                   {"cublasLt", cublasLtGetVersion()},
+                   {"nccl", nccl},
+                   {"gpu", prop.name},
+                   {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+                   {"gpus", ndev}};
   dev.created_at = utc_now_iso();
-  dev.source = "measured on " + dev.host + " " + dev.created_at.substr(0, 10) + " (" + prop.name + "); peaks and HBM from preset " + cluster;
+  dev.source = "measured on " + dev.host + " " + dev.created_at.substr(0, 10) + " (" + prop.name +
+               "); peaks and HBM from preset " + cluster;
   dev.cluster = cluster;
   auto id = db.add_device(dev);
   if (!id) return id.error();
@@ -465,8 +491,10 @@ Expected<CudaProfileResult> run_cuda_profile(const CudaProfileOptions& o) {
   if (status) status = attention_and_memory_batches(s, st, o, res);
   cublasLtDestroy(lt);
   cudaStreamDestroy(st);
-  if (status && o.collectives && ndev >= 2 && !stop_requested()) status = nccl_batches(s, ndev, o, res);
-  else if (ndev < 2) res.notes.push_back("one GPU: no NCCL collectives measured");
+  if (status && o.collectives && ndev >= 2 && !stop_requested())
+    status = nccl_batches(s, ndev, o, res);
+  else if (ndev < 2)
+    res.notes.push_back("one GPU: no NCCL collectives measured");
 
   cuptiActivityFlushAll(1);
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "core/ops.h"
-#include "profiles/cost_eval.h"
 #include "core/stats.h"
+#include "profiles/cost_eval.h"
 
 namespace mplan::profiles {
 
@@ -40,7 +40,8 @@ void ActivityCollector::add_record(const CUpti_Activity* r) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
-      api_[a->correlationId] = std::string(r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? "runtime:" : "driver:") + std::to_string(a->cbid);
+      api_[a->correlationId] =
+          std::string(r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? "runtime:" : "driver:") + std::to_string(a->cbid);
       break;
     }
     default:
@@ -122,7 +123,8 @@ std::vector<KernelRow> kernel_rows_from(const std::vector<PendingKernel>& pendin
 }
 
 std::vector<CollectiveRow> collective_rows_from(const std::vector<PendingCollective>& pending,
-                                                const std::map<uint64_t, ExternalSpan>& spans, std::vector<std::string>& missing) {
+                                                const std::map<uint64_t, ExternalSpan>& spans,
+                                                std::vector<std::string>& missing) {
   std::vector<CollectiveRow> rows;
   for (const auto& p : pending) {
     auto t = rep_times_us(p, spans, true, nullptr);

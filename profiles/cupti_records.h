@@ -21,11 +21,11 @@ namespace mplan::profiles {
 
 // Device-side time of everything launched under one external id.
 struct ExternalSpan {
-  uint64_t start_ns = UINT64_MAX, end_ns = 0;       // first kernel start .. last kernel end, any device
+  uint64_t start_ns = UINT64_MAX, end_ns = 0;                    // first kernel start .. last kernel end, any device
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_device;  // device -> (first start, last end)
-  uint64_t busy_ns = 0;                              // sum of kernel durations
+  uint64_t busy_ns = 0;                                          // sum of kernel durations
   int kernels = 0;
-  std::vector<std::string> names;                    // distinct kernel names, launch order
+  std::vector<std::string> names;  // distinct kernel names, launch order
   double span_us() const { return kernels ? double(end_ns - start_ns) * 1e-3 : 0; }
   // Slowest device's own span (a collective on several GPUs: the rank that finished last).
   double max_device_us() const;

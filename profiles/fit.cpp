@@ -2,15 +2,15 @@
 #include "profiles/fit.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <set>
-#include <climits>
 
+#include "core/stats.h"
 #include "profiles/cost_eval.h"
 #include "profiles/least_squares.h"
-#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -47,8 +47,8 @@ double log_residual(double pred, double meas) {
 }
 
 // Fits `params` of `m` so that predict(row) matches measured(row) over `n` rows; returns the error.
-FitError fit_class(Model& m, const std::vector<Param>& params, size_t n, const std::function<double(const Model&, size_t)>& predict,
-                   const std::function<double(size_t)>& measured) {
+FitError fit_class(Model& m, const std::vector<Param>& params, size_t n,
+                   const std::function<double(const Model&, size_t)>& predict, const std::function<double(size_t)>& measured) {
   auto apply = [&](Model& mm, const std::vector<double>& x) {
     for (size_t i = 0; i < params.size(); ++i) params[i].ref(mm) = from_free(params[i], x[i]);
   };
@@ -63,8 +63,7 @@ FitError fit_class(Model& m, const std::vector<Param>& params, size_t n, const s
   for (const auto& p : params) x0.push_back(to_free(p, p.ref(m)));
   std::vector<std::vector<double>> starts = {x0};
   for (size_t i = 0; i < params.size(); ++i) {
-    std::vector<double> alts = params[i].unit ? std::vector<double>{0.2, 0.5, 0.95}
-                                              : std::vector<double>{1e-3, 1e-1, 1e1, 1e3};
+    std::vector<double> alts = params[i].unit ? std::vector<double>{0.2, 0.5, 0.95} : std::vector<double>{1e-3, 1e-1, 1e1, 1e3};
     for (double a : alts) {
       auto s = x0;
       s[i] = params[i].unit ? to_free(params[i], a) : to_free(params[i], params[i].ref(m) * a);
@@ -209,7 +208,8 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
       if (ref.empty() || (ref != "bf16" && n > dtypes[ref])) ref = d;
     std::vector<Param> ps = {unit_param("gemm_eff_max", &CostParams::gemm_eff_max)};
     if (gemm_spans) ps.push_back(pos_param("gemm_half_flops", &CostParams::gemm_half_flops, kMinHalfFlops));
-    if (!have_memory && gemm_spans) ps.push_back(pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us, kMinOverheadUs));
+    if (!have_memory && gemm_spans)
+      ps.push_back(pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us, kMinOverheadUs));
     for (const auto& [d, n] : dtypes) {
       auto prec = parse_precision(d);
       if (!prec) continue;

@@ -10,10 +10,10 @@ namespace mplan::profiles {
 
 struct HostInfo {
   std::string hostname;
-  std::string cpu_model;       // /proc/cpuinfo "model name"
-  bool avx512 = false;         // avx512f + avx512bw + avx512vl (OpenBLAS SkylakeX kernels)
-  std::vector<int> cpus;       // CPUs this process may run on (sched_getaffinity)
-  double memory_gib = 0;       // MemTotal
+  std::string cpu_model;        // /proc/cpuinfo "model name"
+  bool avx512 = false;          // avx512f + avx512bw + avx512vl (OpenBLAS SkylakeX kernels)
+  std::vector<int> cpus;        // CPUs this process may run on (sched_getaffinity)
+  double memory_gib = 0;        // MemTotal
   std::string openblas_config;  // openblas_get_config()
   std::string openblas_core;    // openblas_get_corename(): the GEMM kernel family that runs
 };

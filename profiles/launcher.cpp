@@ -77,8 +77,8 @@ Expected<CpuProfileResult> run_cpu_profile(const CpuProfileOptions& o) {
   }
   auto sess = db->begin_session(dev.id, "collectives", o.command);
   if (!sess) return sess.error();
-  std::vector<std::string> args = {"profile", "--backend", "cpu", "--db", o.db,
-                                   "--mpi-worker", std::to_string(dev.id) + ":" + std::to_string(*sess)};
+  std::vector<std::string> args = {
+      "profile", "--backend", "cpu", "--db", o.db, "--mpi-worker", std::to_string(dev.id) + ":" + std::to_string(*sess)};
   if (o.quick) args.push_back("--quick");
   if (!o.progress) args.push_back("--no-progress");
   int rc = run_child(mpirun_command(np, args));
@@ -86,8 +86,7 @@ Expected<CpuProfileResult> run_cpu_profile(const CpuProfileOptions& o) {
   auto sessions = db->sessions();
   if (sessions)
     for (const auto& s : *sessions)
-      if (s.id == *sess && s.status == "running")
-        (void)db->finish_session(*sess, stop_requested() ? "interrupted" : "failed");
+      if (s.id == *sess && s.status == "running") (void)db->finish_session(*sess, stop_requested() ? "interrupted" : "failed");
   auto rows = db->collectives(dev.id);
   if (rows) res.collective_rows = int(rows->size());
   if (stop_requested()) res.interrupted = true;

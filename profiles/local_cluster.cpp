@@ -17,8 +17,8 @@ std::string num(double v, int prec = 4) {
 
 ClusterSpec local_cpu_cluster(const Device& d, const std::vector<CollectiveRow>& rows) {
   const std::string measured = "measured on " + (d.host.empty() ? std::string("this host") : d.host) + " " +
-                               d.created_at.substr(0, 10) + " by mplan profile --backend cpu (device " +
-                               std::to_string(d.id) + ")";
+                               d.created_at.substr(0, 10) + " by mplan profile --backend cpu (device " + std::to_string(d.id) +
+                               ")";
   ClusterSpec c;
   c.name = "local-cpu";
   c.gpu.name = d.name;
@@ -51,15 +51,16 @@ ClusterSpec local_cpu_cluster(const Device& d, const std::vector<CollectiveRow>&
   c.sources["num_nodes"] = "one host";
   if (best_bus > 0) {
     c.scale_up_bw_gbps = best_bus;
-    c.sources["scale_up_bw_gbps"] = measured + ": best MPI bus bandwidth over all collectives and sizes (" + num(best_bus) + " GB/s)";
+    c.sources["scale_up_bw_gbps"] =
+        measured + ": best MPI bus bandwidth over all collectives and sizes (" + num(best_bus) + " GB/s)";
   } else {
     c.scale_up_bw_gbps = std::max(0.1, c.gpu.hbm_gbps / 2);
     c.sources["scale_up_bw_gbps"] = "no collectives measured: half the measured memory bandwidth (a copy reads and writes)";
   }
   double lat = best_small > 0 ? best_small : 1.0;
   c.scale_up_latency_us = lat;
-  c.sources["scale_up_latency_us"] = best_small > 0 ? measured + ": smallest send/recv time (before calibration)"
-                                                    : "no collectives measured: 1 us placeholder";
+  c.sources["scale_up_latency_us"] =
+      best_small > 0 ? measured + ": smallest send/recv time (before calibration)" : "no collectives measured: 1 us placeholder";
   c.scale_out_bw_gbps = c.scale_up_bw_gbps;
   c.scale_out_latency_us = lat;
   c.sources["scale_out_bw_gbps"] = "one host, no scale-out network: equal to the scale-up bandwidth";

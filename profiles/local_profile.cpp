@@ -69,12 +69,11 @@ std::string host_mismatch(const Device& d) {
   int cores = d.libraries.is_object() && d.libraries.contains("cores") && d.libraries["cores"].is_number_integer()
                   ? d.libraries["cores"].get<int>()
                   : 0;
-  if (cores != int(h.cpus.size()))
-    return std::to_string(cores) + " cores, this machine has " + std::to_string(h.cpus.size());
-  std::string blas = d.libraries.is_object() && d.libraries.contains("openblas_config") &&
-                             d.libraries["openblas_config"].is_string()
-                         ? d.libraries["openblas_config"].get<std::string>()
-                         : "";
+  if (cores != int(h.cpus.size())) return std::to_string(cores) + " cores, this machine has " + std::to_string(h.cpus.size());
+  std::string blas =
+      d.libraries.is_object() && d.libraries.contains("openblas_config") && d.libraries["openblas_config"].is_string()
+          ? d.libraries["openblas_config"].get<std::string>()
+          : "";
   if (blas_version(blas) != blas_version(h.openblas_config))
     return "'" + blas_version(blas) + "', this machine has '" + blas_version(h.openblas_config) + "'";
   return "";
@@ -85,8 +84,7 @@ Expected<std::optional<LocalProfile>> find_local_cpu_profile() {
   struct stat st {};
   if (::stat(cache.c_str(), &st) == 0) {
     if (auto d = matching_device(cache, nullptr))
-      return std::optional<LocalProfile>(
-          LocalProfile{cache, "this machine's CPU profile " + cache + " (" + d->source + ")"});
+      return std::optional<LocalProfile>(LocalProfile{cache, "this machine's CPU profile " + cache + " (" + d->source + ")"});
   }
   const auto& files = embedded_local_cpu_profile();
   if (files.empty()) return std::optional<LocalProfile>();

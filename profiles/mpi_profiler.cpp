@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "core/ops.h"
+#include "core/stats.h"
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_profiler.h"
 #include "profiles/host_info.h"
-#include "core/stats.h"
 
 namespace mplan::profiles {
 
@@ -150,8 +150,10 @@ int mpi_profile_main(const CpuProfileOptions& o, int64_t device_id, int64_t sess
           }
           if (error.empty()) {
             auto s = db->begin_session(dev.id, "collectives", o.command);
-            if (!s) error = s.error().message();
-            else ids[1] = *s;
+            if (!s)
+              error = s.error().message();
+            else
+              ids[1] = *s;
           }
         }
       }

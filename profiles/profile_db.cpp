@@ -10,8 +10,8 @@
 #include <ctime>
 #include <fstream>
 
-#include "core/time_format.h"
 #include "core/strict_json.h"
+#include "core/time_format.h"
 
 namespace mplan::profiles {
 
@@ -32,9 +32,8 @@ struct Inspection {
 using sqlite::is_busy;
 
 Error locked_error(const std::string& path) {
-  return Error(path + ": the profile database is locked by another process (waited " +
-               std::to_string(kBusyTimeoutMs / 1000) + " s); wait for that process to finish, or give another --db file." +
-               untouched(path));
+  return Error(path + ": the profile database is locked by another process (waited " + std::to_string(kBusyTimeoutMs / 1000) +
+               " s); wait for that process to finish, or give another --db file." + untouched(path));
 }
 
 Error corrupt_error(const std::string& path, const std::string& why) {
@@ -55,7 +54,8 @@ Expected<Inspection> inspect_existing(const std::string& path, off_t size) {
   }
   {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return Error("cannot read " + path + ": " + std::strerror(errno) + "; check its permissions, or give another --db file.");
+    if (!in)
+      return Error("cannot read " + path + ": " + std::strerror(errno) + "; check its permissions, or give another --db file.");
     char hdr[16] = {};
     in.read(hdr, sizeof hdr);
     if (in.gcount() < 16 || std::memcmp(hdr, "SQLite format 3", 16) != 0)
@@ -108,7 +108,8 @@ Status apply_migrations(const Connection& c, const std::string& path, int target
   const auto& migs = schema_migrations();
   for (int i = current; i < target; ++i) {
     std::string e = c.exec(migs[size_t(i)]);
-    if (!e.empty()) return Error(path + ": schema migration " + std::to_string(i) + " -> " + std::to_string(i + 1) + " failed: " + e);
+    if (!e.empty())
+      return Error(path + ": schema migration " + std::to_string(i) + " -> " + std::to_string(i + 1) + " failed: " + e);
   }
   if (current < target) {
     std::string e = c.exec("PRAGMA user_version = " + std::to_string(target));
@@ -124,7 +125,8 @@ Expected<Connection> connect(const std::string& path, int flags) {
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   Connection c(raw);
   if (rc != SQLITE_OK)
-    return Error("cannot open " + path + ": " + c.errmsg() + "; check the directory exists and is writable, or give another --db file.");
+    return Error("cannot open " + path + ": " + c.errmsg() +
+                 "; check the directory exists and is writable, or give another --db file.");
   sqlite3_busy_timeout(c.get(), kBusyTimeoutMs);
   sqlite3_extended_result_codes(c.get(), 1);
   return c;
@@ -154,7 +156,7 @@ const char* kCollectiveColumns =
 
 Expected<ProfileDb> ProfileDb::open(const std::string& path, OpenMode mode) {
   const bool memory = path == ":memory:";
-  struct stat st{};
+  struct stat st {};
   const bool exists = !memory && ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) return Error(path + " is a directory; give a file name to --db.");
   if (exists && !S_ISREG(st.st_mode))
@@ -260,15 +262,18 @@ Status ProfileDb::finish_session(int64_t session_id, const std::string& status) 
 Status ProfileDb::insert_kernels(const std::vector<KernelRow>& rows) {
   Transaction tx(db_);
   if (!tx.error().empty()) return write_error(db_, path_, "cannot start a transaction");
-  Statement s(db_, std::string("INSERT INTO kernels(") + kKernelColumns +
-                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement s(db_,
+              std::string("INSERT INTO kernels(") + kKernelColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return Error(path_ + ": " + s.error());
   for (const auto& r : rows) {
     s.reset();
     s.bind(1, r.device_id).bind_opt(2, r.session_id).bind(3, r.op).bind(4, r.pass).bind(5, r.dtype);
     s.bind_opt(6, r.m).bind_opt(7, r.n).bind_opt(8, r.k).bind_opt(9, r.groups);
     s.bind_opt(10, r.batch).bind_opt(11, r.heads).bind_opt(12, r.q_len).bind_opt(13, r.kv_len).bind_opt(14, r.head_dim);
-    if (r.heads) s.bind(15, int64_t(r.causal ? 1 : 0)); else s.bind_null(15);
+    if (r.heads)
+      s.bind(15, int64_t(r.causal ? 1 : 0));
+    else
+      s.bind_null(15);
     s.bind(16, r.flops).bind(17, r.bytes).bind(18, r.reps).bind(19, r.median_us).bind(20, r.p10_us).bind(21, r.p90_us);
     s.bind(22, r.impl).bind(23, r.source);
     if (s.step() != SQLITE_DONE) return write_error(db_, path_, "cannot insert kernel row " + r.op);
@@ -280,8 +285,7 @@ Status ProfileDb::insert_kernels(const std::vector<KernelRow>& rows) {
 Status ProfileDb::insert_collectives(const std::vector<CollectiveRow>& rows) {
   Transaction tx(db_);
   if (!tx.error().empty()) return write_error(db_, path_, "cannot start a transaction");
-  Statement s(db_, std::string("INSERT INTO collectives(") + kCollectiveColumns +
-                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement s(db_, std::string("INSERT INTO collectives(") + kCollectiveColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return Error(path_ + ": " + s.error());
   for (const auto& r : rows) {
     s.reset();
@@ -338,7 +342,8 @@ Expected<std::vector<Device>> ProfileDb::devices() const {
 }
 
 Expected<std::vector<Session>> ProfileDb::sessions() const {
-  Statement s(db_, "SELECT id, device_id, kind, command, started_at, coalesce(finished_at, ''), status FROM sessions ORDER BY id");
+  Statement s(db_,
+              "SELECT id, device_id, kind, command, started_at, coalesce(finished_at, ''), status FROM sessions ORDER BY id");
   if (!s.ok()) return Error(path_ + ": " + s.error());
   std::vector<Session> out;
   int rc;
@@ -378,8 +383,8 @@ Expected<std::vector<KernelRow>> ProfileDb::kernels(int64_t device_id) const {
 }
 
 Expected<std::vector<CollectiveRow>> ProfileDb::collectives(int64_t device_id) const {
-  Statement s(db_, std::string("SELECT id, ") + kCollectiveColumns +
-                       " FROM collectives WHERE ?1 = 0 OR device_id = ?1 ORDER BY id");
+  Statement s(db_,
+              std::string("SELECT id, ") + kCollectiveColumns + " FROM collectives WHERE ?1 = 0 OR device_id = ?1 ORDER BY id");
   if (!s.ok()) return Error(path_ + ": " + s.error());
   s.bind(1, device_id);
   std::vector<CollectiveRow> out;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "core/sqlite_db.h"
+#include "core/status.h"
 
 namespace mplan::profiles {
 
@@ -34,9 +34,9 @@ struct Device {
   int sm_count = 0;
   std::string driver;
   nlohmann::json libraries = nlohmann::json::object();  // {"openblas": "...", "corename": "Zen", "mpi": ...}
-  std::string created_at;  // ISO 8601 UTC
-  std::string source;      // "measured on <host> <date>" or where published numbers come from
-  std::string cluster;     // cluster preset whose links the collectives ran over ("local-cpu" for CPU)
+  std::string created_at;                               // ISO 8601 UTC
+  std::string source;                                   // "measured on <host> <date>" or where published numbers come from
+  std::string cluster;  // cluster preset whose links the collectives ran over ("local-cpu" for CPU)
 };
 
 struct Session {

@@ -16,7 +16,7 @@ void on_signal(int) { g_stop = 1; }
 }  // namespace
 
 void install_stop_handlers() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;
@@ -27,7 +27,10 @@ bool stop_requested() { return g_stop != 0; }
 void request_stop() { g_stop = 1; }
 
 Progress::Progress(std::string title, int total, bool enabled)
-    : title_(std::move(title)), total_(total), enabled_(enabled), tty_(isatty(2) != 0),
+    : title_(std::move(title)),
+      total_(total),
+      enabled_(enabled),
+      tty_(isatty(2) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 void Progress::step(const std::string& what, int n) {

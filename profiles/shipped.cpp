@@ -67,26 +67,29 @@ Expected<std::string> export_profile_sql(const ProfileDb& db, int64_t device_id)
   nlohmann::json peaks(d->peak_tflops);
   std::string out = "-- Profile of device " + std::to_string(device_id) + " exported from " + db.path() + " by mplan (" +
                     d->source + ").\n-- Load with: mplan profile --import THIS.sql --db FILE\n\n";
-  out += "INSERT INTO devices(id, kind, name, host, peak_tflops, hbm_gbps, memory_gib, sm_count, driver, libraries, created_at, "
-         "source, cluster) VALUES (1, " +
-         q(d->kind) + ", " + q(d->name) + ", " + q(d->host) + ", " + q(dump_json(peaks)) + ", " + num(d->hbm_gbps) + ", " +
-         num(d->memory_gib) + ", " + std::to_string(d->sm_count) + ", " + q(d->driver) + ", " + q(dump_json(d->libraries)) + ", " +
-         q(d->created_at) + ", " + q(d->source) + ", " + q(d->cluster) + ");\n";
+  out +=
+      "INSERT INTO devices(id, kind, name, host, peak_tflops, hbm_gbps, memory_gib, sm_count, driver, libraries, created_at, "
+      "source, cluster) VALUES (1, " +
+      q(d->kind) + ", " + q(d->name) + ", " + q(d->host) + ", " + q(dump_json(peaks)) + ", " + num(d->hbm_gbps) + ", " +
+      num(d->memory_gib) + ", " + std::to_string(d->sm_count) + ", " + q(d->driver) + ", " + q(dump_json(d->libraries)) + ", " +
+      q(d->created_at) + ", " + q(d->source) + ", " + q(d->cluster) + ");\n";
   for (const auto& r : *ks)
-    out += "INSERT INTO kernels(device_id, op, pass, dtype, m, n, k, groups, batch, heads, q_len, kv_len, head_dim, causal, "
-           "flops, bytes, reps, median_us, p10_us, p90_us, impl, source) VALUES (1, " +
-           q(r.op) + ", " + q(r.pass) + ", " + q(r.dtype) + ", " + opt(r.m) + ", " + opt(r.n) + ", " + opt(r.k) + ", " +
-           opt(r.groups) + ", " + opt(r.batch) + ", " + opt(r.heads) + ", " + opt(r.q_len) + ", " + opt(r.kv_len) + ", " +
-           opt(r.head_dim) + ", " + (r.heads ? std::to_string(r.causal ? 1 : 0) : "NULL") + ", " + num(r.flops) + ", " +
-           num(r.bytes) + ", " + std::to_string(r.reps) + ", " + num(r.median_us) + ", " + num(r.p10_us) + ", " +
-           num(r.p90_us) + ", " + q(r.impl) + ", " + q(r.source) + ");\n";
+    out +=
+        "INSERT INTO kernels(device_id, op, pass, dtype, m, n, k, groups, batch, heads, q_len, kv_len, head_dim, causal, "
+        "flops, bytes, reps, median_us, p10_us, p90_us, impl, source) VALUES (1, " +
+        q(r.op) + ", " + q(r.pass) + ", " + q(r.dtype) + ", " + opt(r.m) + ", " + opt(r.n) + ", " + opt(r.k) + ", " +
+        opt(r.groups) + ", " + opt(r.batch) + ", " + opt(r.heads) + ", " + opt(r.q_len) + ", " + opt(r.kv_len) + ", " +
+        opt(r.head_dim) + ", " + (r.heads ? std::to_string(r.causal ? 1 : 0) : "NULL") + ", " + num(r.flops) + ", " +
+        num(r.bytes) + ", " + std::to_string(r.reps) + ", " + num(r.median_us) + ", " + num(r.p10_us) + ", " + num(r.p90_us) +
+        ", " + q(r.impl) + ", " + q(r.source) + ");\n";
   for (const auto& r : *cs)
-    out += "INSERT INTO collectives(device_id, op, group_size, members_per_node, domains, bytes, dtype, reps, median_us, "
-           "p10_us, p90_us, algbw_gbps, busbw_gbps, transport, impl, source) VALUES (1, " +
-           q(r.op) + ", " + std::to_string(r.group_size) + ", " + std::to_string(r.members_per_node) + ", " +
-           std::to_string(r.domains) + ", " + std::to_string(r.bytes) + ", " + q(r.dtype) + ", " + std::to_string(r.reps) +
-           ", " + num(r.median_us) + ", " + num(r.p10_us) + ", " + num(r.p90_us) + ", " + num(r.algbw_gbps) + ", " +
-           num(r.busbw_gbps) + ", " + q(r.transport) + ", " + q(r.impl) + ", " + q(r.source) + ");\n";
+    out +=
+        "INSERT INTO collectives(device_id, op, group_size, members_per_node, domains, bytes, dtype, reps, median_us, "
+        "p10_us, p90_us, algbw_gbps, busbw_gbps, transport, impl, source) VALUES (1, " +
+        q(r.op) + ", " + std::to_string(r.group_size) + ", " + std::to_string(r.members_per_node) + ", " +
+        std::to_string(r.domains) + ", " + std::to_string(r.bytes) + ", " + q(r.dtype) + ", " + std::to_string(r.reps) + ", " +
+        num(r.median_us) + ", " + num(r.p10_us) + ", " + num(r.p90_us) + ", " + num(r.algbw_gbps) + ", " + num(r.busbw_gbps) +
+        ", " + q(r.transport) + ", " + q(r.impl) + ", " + q(r.source) + ");\n";
   return out;
 }
 

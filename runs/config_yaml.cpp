@@ -19,8 +19,7 @@ int indent_of(const std::string& s) {
 bool mapping_line(const std::string& s, std::string& key, std::string& value) {
   size_t i = 0;
   if (i >= s.size() || !(std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_')) return false;
-  while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-    ++i;
+  while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' || s[i] == '-' || s[i] == '.')) ++i;
   if (i >= s.size() || s[i] != ':') return false;
   if (i + 1 < s.size() && s[i + 1] != ' ') return false;
   key = s.substr(0, i);
@@ -70,7 +69,8 @@ bool ConfigYamlReader::add_line(const std::string& raw) {
       std::string k, v;
       if (mapping_line(item, k, v) || item.rfind('-', 0) == 0)
         lists_.erase(list_key_), list_key_.clear();  // a list of mappings or of lists: not read
-      else lists_[list_key_].push_back(scalar(item));
+      else
+        lists_[list_key_].push_back(scalar(item));
     }
     return true;
   }
@@ -86,9 +86,12 @@ bool ConfigYamlReader::add_line(const std::string& raw) {
     stack_.push_back({ind, key});
     return true;
   }
-  if (value == "[]") lists_[path_of(key)];
-  else if (value == "{}") scalars_[path_of(key)] = "{}";
-  else scalars_[path_of(key)] = scalar(value);
+  if (value == "[]")
+    lists_[path_of(key)];
+  else if (value == "{}")
+    scalars_[path_of(key)] = "{}";
+  else
+    scalars_[path_of(key)] = scalar(value);
   return true;
 }
 

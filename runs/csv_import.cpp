@@ -8,8 +8,8 @@
 #include <map>
 
 #include "core/csv.h"
-#include "runs/import.h"
 #include "core/stats.h"
+#include "runs/import.h"
 #include "runs/warmup.h"
 
 namespace mplan::runs {
@@ -18,8 +18,8 @@ using stats::median;
 
 namespace {
 
-const std::vector<std::string> kColumns = {"step",           "step_time_s", "tokens_per_s", "tflops_per_gpu",
-                                           "mfu",            "peak_memory_gib", "loss"};
+const std::vector<std::string> kColumns = {"step", "step_time_s",     "tokens_per_s", "tflops_per_gpu",
+                                           "mfu",  "peak_memory_gib", "loss"};
 
 std::string lower_trim(std::string s) {
   size_t b = 0, e = s.size();
@@ -48,20 +48,23 @@ std::map<std::string, size_t> read_header(const std::vector<std::string>& cells,
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < cells.size(); ++i) {
     std::string c = lower_trim(cells[i]);
-    if (std::find(kColumns.begin(), kColumns.end(), c) != kColumns.end()) col[c] = i;
-    else warnings.push_back(where + ": column '" + c + "' is not one mplan reads; ignored");
+    if (std::find(kColumns.begin(), kColumns.end(), c) != kColumns.end())
+      col[c] = i;
+    else
+      warnings.push_back(where + ": column '" + c + "' is not one mplan reads; ignored");
   }
   if (!col.count("step")) problems.push_back(where + ": header has no 'step' column");
   if (!col.count("step_time_s") && !col.count("tokens_per_s"))
     problems.push_back(where + ": header needs 'step_time_s' or 'tokens_per_s'");
   if (!problems.empty())
-    problems.push_back("expected a header row naming columns among: step, step_time_s, tokens_per_s, "
-                       "tflops_per_gpu, mfu, peak_memory_gib, loss (see docs/runs.md)");
+    problems.push_back(
+        "expected a header row naming columns among: step, step_time_s, tokens_per_s, "
+        "tflops_per_gpu, mfu, peak_memory_gib, loss (see docs/runs.md)");
   return col;
 }
 
-Row read_row(const std::vector<std::string>& cells, const std::map<std::string, size_t>& col, int n,
-             const std::string& where, std::vector<std::string>& problems) {
+Row read_row(const std::vector<std::string>& cells, const std::map<std::string, size_t>& col, int n, const std::string& where,
+             std::vector<std::string>& problems) {
   Row r{n, {}};
   for (const auto& [c, i] : col) {
     if (i >= cells.size() || lower_trim(cells[i]).empty()) continue;
@@ -74,7 +77,8 @@ Row read_row(const std::vector<std::string>& cells, const std::map<std::string, 
     }
     r.v[c] = v;
   }
-  if (!r.v.count("step")) problems.push_back(where + ": the step is empty");
+  if (!r.v.count("step"))
+    problems.push_back(where + ": the step is empty");
   else if (r.v["step"] < 0 || r.v["step"] > 1e9 || r.v["step"] != std::floor(r.v["step"]))
     problems.push_back(where + ": step " + cells[col.at("step")] + " is not a whole number in 0..1000000000");
   else if (!r.v.count("step_time_s") && !r.v.count("tokens_per_s"))
@@ -104,16 +108,17 @@ Expected<CsvRows> read_csv_rows(const std::string& text, const std::string& name
     }
     out.rows.push_back(read_row(cells, col, rec.line, where, problems));
   }
-  if (col.empty()) problems.push_back(name + ": empty CSV; expected a header row and one row per step");
-  else if (out.rows.empty() && problems.empty()) problems.push_back(name + ": no data rows after the header");
+  if (col.empty())
+    problems.push_back(name + ": empty CSV; expected a header row and one row per step");
+  else if (out.rows.empty() && problems.empty())
+    problems.push_back(name + ": no data rows after the header");
   if (!problems.empty()) return Error(problems);
   return out;
 }
 
 }  // namespace
 
-Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan,
-                                  const ImportOptions& opt) {
+Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan, const ImportOptions& opt) {
   auto peak = plan_peak_tflops(plan);
   if (!peak) return peak.error();
   auto parsed = read_csv_rows(text, name);
@@ -150,8 +155,10 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
     if (v.count("peak_memory_gib")) m.peak_memory_gib = v["peak_memory_gib"];
     if (v.count("tflops_per_gpu")) m.reported_tflops_per_gpu = v["tflops_per_gpu"];
     m.warmup = wf.warmup[i];
-    if (m.warmup) ++res.warmup_excluded;
-    else if (v.count("mfu") && v["mfu"] > 0) mfu_ratio.push_back(v["mfu"] / m.mfu);
+    if (m.warmup)
+      ++res.warmup_excluded;
+    else if (v.count("mfu") && v["mfu"] > 0)
+      mfu_ratio.push_back(v["mfu"] / m.mfu);
     run.steps.push_back(m);
   }
   if (res.warmup_excluded == static_cast<int>(run.steps.size()))
@@ -162,8 +169,8 @@ Expected<ImportResult> import_csv(const std::string& text, const std::string& na
     if (std::fabs(r - 1) > 0.05)
       run.warnings.push_back(name + ": the file's mfu is " + std::to_string(r).substr(0, 4) +
                              "x the MFU mplan computes from step_time_s and the plan (Megatron-LM FLOPs, causal "
-                             "attention, dense " + std::string(to_string(plan.training.precision)) +
-                             " peak); mplan stores its own");
+                             "attention, dense " +
+                             std::string(to_string(plan.training.precision)) + " peak); mplan stores its own");
   }
   auto problems = plausibility_problems(run.steps, plan, reported_band(plan, "csv", false));
   if (!problems.empty() && !opt.allow_mismatch) {

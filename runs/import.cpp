@@ -19,10 +19,10 @@ namespace {
 // Argument values worth keeping with the run (they change speed without changing the plan).
 json software_from_config(const LogLaunch& l) {
   json sw = json::object();
-  for (const char* k : {"transformer_impl", "use_flash_attn", "attention_backend", "use_distributed_optimizer",
-                        "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "recompute_granularity",
-                        "recompute_method", "fp8", "fp8_recipe", "bf16", "fp16", "moe_token_dispatcher_type",
-                        "log_interval", "deepspeed", "zero_stage"}) {
+  for (const char* k :
+       {"transformer_impl", "use_flash_attn", "attention_backend", "use_distributed_optimizer", "overlap_grad_reduce",
+        "overlap_param_gather", "tp_comm_overlap", "recompute_granularity", "recompute_method", "fp8", "fp8_recipe", "bf16",
+        "fp16", "moe_token_dispatcher_type", "log_interval", "deepspeed", "zero_stage"}) {
     auto it = l.args.find(k);
     if (it != l.args.end()) sw[k] = it->second;
   }
@@ -60,8 +60,8 @@ std::vector<std::string> rank_problems(const LogJob& job, const Plan& plan) {
   for (const auto& l : job.launches)
     for (const auto& m : l.memory) max_rank = std::max(max_rank, m.rank);
   if (max_rank >= plan.parallel.world_size)
-    return {"the log has a memory report of rank " + std::to_string(max_rank) + " but the plan has parallel.world_size = " +
-            std::to_string(plan.parallel.world_size)};
+    return {"the log has a memory report of rank " + std::to_string(max_rank) +
+            " but the plan has parallel.world_size = " + std::to_string(plan.parallel.world_size)};
   return {};
 }
 
@@ -133,8 +133,8 @@ Expected<ImportResult> import_log_job(const LogJob& job, const Plan& plan, const
     const LogIteration& it = *flat[i].it;
     int64_t gbs = it.global_batch_size.value_or(plan.training.global_batch_size);
     if (gbs != plan.training.global_batch_size && !warned_gbs) {
-      run.warnings.push_back("iteration " + std::to_string(it.iteration) + " ran global batch size " +
-                             std::to_string(gbs) + ", the plan " + std::to_string(plan.training.global_batch_size) +
+      run.warnings.push_back("iteration " + std::to_string(it.iteration) + " ran global batch size " + std::to_string(gbs) +
+                             ", the plan " + std::to_string(plan.training.global_batch_size) +
                              " (batch-size ramp-up?); tokens and MFU use the logged size");
       warned_gbs = true;
     }
@@ -159,19 +159,23 @@ Expected<ImportResult> import_log_job(const LogJob& job, const Plan& plan, const
     m.warmup = wf.warmup[i];
     int64_t covered = std::max<int64_t>(1, it.iteration - wf.first[i] + 1);
     m.skipped = it.skipped_iterations >= covered || it.nan_iterations > 0 || (it.loss && !std::isfinite(*it.loss));
-    if (m.warmup) ++res.warmup_excluded;
-    else if (m.skipped) ++res.skipped_excluded;
+    if (m.warmup)
+      ++res.warmup_excluded;
+    else if (m.skipped)
+      ++res.skipped_excluded;
     run.steps.push_back(m);
   }
   if (res.skipped_excluded > 0)
-    run.warnings.push_back(std::to_string(res.skipped_excluded) + " logged step(s) left out of the medians: every "
+    run.warnings.push_back(std::to_string(res.skipped_excluded) +
+                           " logged step(s) left out of the medians: every "
                            "iteration of their interval was skipped (fp16 loss-scale overflow) or one was NaN");
-  int measured = static_cast<int>(std::count_if(run.steps.begin(), run.steps.end(), [](const StepMetric& m) {
-    return m.measured();
-  }));
+  int measured =
+      static_cast<int>(std::count_if(run.steps.begin(), run.steps.end(), [](const StepMetric& m) { return m.measured(); }));
   if (measured == 0)
-    return Error(res.job + ": all " + std::to_string(run.steps.size()) + " logged iterations fall in the warm-up or "
-                 "were skipped (" + warmup_rule_text(opt.warmup_iters) + "); pass a smaller --warmup");
+    return Error(res.job + ": all " + std::to_string(run.steps.size()) +
+                 " logged iterations fall in the warm-up or "
+                 "were skipped (" +
+                 warmup_rule_text(opt.warmup_iters) + "); pass a smaller --warmup");
   auto problems = plausibility_problems(run.steps, plan, reported_band(plan, job.framework, full_recompute(job.config)));
   if (!problems.empty() && !opt.allow_mismatch) {
     problems.insert(problems.begin(), res.job + ": the MFU computed with this plan is implausible:");
@@ -179,9 +183,8 @@ Expected<ImportResult> import_log_job(const LogJob& job, const Plan& plan, const
     return Error(problems);
   }
   for (auto& p : problems) run.warnings.push_back(p);
-  bool any_memory = std::any_of(run.steps.begin(), run.steps.end(), [](const StepMetric& m) {
-    return m.peak_memory_gib.has_value();
-  });
+  bool any_memory =
+      std::any_of(run.steps.begin(), run.steps.end(), [](const StepMetric& m) { return m.peak_memory_gib.has_value(); });
   if (!any_memory) run.warnings.push_back("the log has no memory report; peak memory is unknown");
   return res;
 }

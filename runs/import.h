@@ -31,12 +31,12 @@ struct ImportOptions {
 std::string warmup_rule_text(int warmup_iters);
 
 struct ImportResult {
-  RunRecord run;               // plan, plan_key, source, steps (with warm-up flags), started_at, warnings
-  int warmup_excluded = 0;     // steps flagged warm-up
-  int skipped_excluded = 0;    // steps flagged skipped (all iterations skipped, or NaN)
-  std::string format;          // detected log format
-  std::string framework;       // Megatron-LM | Megatron-DeepSpeed | Megatron-Bridge | NeMo | csv
-  std::string job;             // describe_job() of the imported job ("" for CSV)
+  RunRecord run;             // plan, plan_key, source, steps (with warm-up flags), started_at, warnings
+  int warmup_excluded = 0;   // steps flagged warm-up
+  int skipped_excluded = 0;  // steps flagged skipped (all iterations skipped, or NaN)
+  std::string format;        // detected log format
+  std::string framework;     // Megatron-LM | Megatron-DeepSpeed | Megatron-Bridge | NeMo | csv
+  std::string job;           // describe_job() of the imported job ("" for CSV)
 };
 
 // One job of a log -> run. Errors (unless allow_mismatch): the configuration differs from the plan,
@@ -46,8 +46,7 @@ Expected<ImportResult> import_log_job(const LogJob& job, const Plan& plan, const
 
 // CSV -> run. Columns (header row, any order, case-insensitive): step, step_time_s (or tokens_per_s)
 // required; tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib, loss optional. See docs/runs.md.
-Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan,
-                                  const ImportOptions& opt);
+Expected<ImportResult> import_csv(const std::string& text, const std::string& name, const Plan& plan, const ImportOptions& opt);
 
 // Model FLOPs of one step of the plan (Megatron-LM convention, causal attention halved) for
 // `global_batch` sequences, and the plan's dense peak per GPU in TFLOP/s.
@@ -61,8 +60,7 @@ struct ReportedBand {
   std::string why;        // how the bounds were obtained
 };
 ReportedBand reported_band(const Plan& plan, const std::string& framework, bool full_recompute);
-std::vector<std::string> plausibility_problems(const std::vector<StepMetric>& steps, const Plan& plan,
-                                               const ReportedBand& band);
+std::vector<std::string> plausibility_problems(const std::vector<StepMetric>& steps, const Plan& plan, const ReportedBand& band);
 
 // started_at in UTC from a host-local time, the zone the log states (if any) and --tz; notes go to
 // `warnings`. "" when `local` is empty.

@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "core/counting.h"
-#include "runs/import.h"
 #include "core/stats.h"
+#include "runs/import.h"
 
 namespace mplan::runs {
 
@@ -44,7 +44,8 @@ Expected<double> plan_peak_tflops(const Plan& plan) {
 std::string warmup_rule_text(int w) {
   if (w <= 0) return "warm-up rule: none (--warmup 0): every logged step is measured";
   return "warm-up rule: a logged step is warm-up when the iterations it averages over include any of the first " +
-         std::to_string(w) + " iterations after the job (re)started; warm-up steps are stored but left out of the "
+         std::to_string(w) +
+         " iterations after the job (re)started; warm-up steps are stored but left out of the "
          "run's medians (--warmup N to change)";
 }
 
@@ -65,8 +66,7 @@ ReportedBand reported_band(const Plan& plan, const std::string& framework, bool 
   return b;
 }
 
-std::vector<std::string> plausibility_problems(const std::vector<StepMetric>& steps, const Plan& plan,
-                                               const ReportedBand& band) {
+std::vector<std::string> plausibility_problems(const std::vector<StepMetric>& steps, const Plan& plan, const ReportedBand& band) {
   std::vector<double> mfu, ratio;
   for (const auto& m : steps) {
     if (!m.measured()) continue;
@@ -78,14 +78,17 @@ std::vector<std::string> plausibility_problems(const std::vector<StepMetric>& st
   const std::string gpu = plan.cluster.gpu.name, prec(to_string(plan.training.precision));
   double peak = plan.cluster.gpu.peak(plan.training.precision).value_or(0);
   if (!mfu.empty() && median(mfu) > 1.0)
-    out.push_back("MFU " + num(100 * median(mfu), 1) + "% exceeds 100% of the dense " + prec + " peak of the plan's GPU " +
-                  gpu + " (" + num(peak, 1) + " TFLOP/s): the log probably ran on a faster GPU or another precision "
+    out.push_back("MFU " + num(100 * median(mfu), 1) + "% exceeds 100% of the dense " + prec + " peak of the plan's GPU " + gpu +
+                  " (" + num(peak, 1) +
+                  " TFLOP/s): the log probably ran on a faster GPU or another precision "
                   "than the plan says, or the plan's model, batch or sequence is larger than the job's");
   if (!ratio.empty()) {
     double r = median(ratio);
     if (r < band.lo || r > band.hi)
-      out.push_back("the framework reported " + num(r, 2) + "x the TFLOP/s per GPU mplan computes from the plan "
-                    "(expected " + num(band.lo, 2) + "-" + num(band.hi, 2) + "x: " + band.why + "): " +
+      out.push_back("the framework reported " + num(r, 2) +
+                    "x the TFLOP/s per GPU mplan computes from the plan "
+                    "(expected " +
+                    num(band.lo, 2) + "-" + num(band.hi, 2) + "x: " + band.why + "): " +
                     (r > band.hi ? "the plan's model is probably smaller than the job's (layers, hidden, ffn, vocab, "
                                    "experts, top-k) or its world size larger"
                                  : "the plan's model is probably larger than the job's, or its world size smaller"));
@@ -111,8 +114,9 @@ std::string local_time_to_utc(const std::string& local, const std::optional<Stat
                        "), which names several zones; started_at was stored as if the log's times were UTC: pass "
                        "--tz (e.g. --tz Asia/Shanghai or --tz -06:00)");
   else
-    warnings.push_back("the log's times carry no time zone: started_at was stored as if they were UTC; pass --tz "
-                       "ZONE (e.g. --tz Europe/Berlin) when the job ran elsewhere");
+    warnings.push_back(
+        "the log's times carry no time zone: started_at was stored as if they were UTC; pass --tz "
+        "ZONE (e.g. --tz Europe/Berlin) when the job ran elsewhere");
   return format_utc_iso(*wall);
 }
 

@@ -47,8 +47,7 @@ Expected<std::vector<std::string>> expand_paths(const std::vector<std::string>& 
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
       std::vector<std::string> found;
-      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
-           it.increment(ec))
+      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         if (it->is_regular_file(ec) && log_like(it->path())) found.push_back(it->path().string());
       if (found.empty())
         problems.push_back(p + ": the directory holds no log files (*.log, *.out, *.txt, *.err, stdout, stderr)");
@@ -99,7 +98,8 @@ LogLaunch merge_launch(const std::vector<const ScannedLog*>& files, size_t k, st
   for (const ScannedLog* f : files) {
     const LogLaunch& l = f->launches[k];
     if (out.file.empty()) out.file = l.file, out.first_line = l.first_line, out.last_line = l.last_line;
-    if (l.has_config() && !out.has_config()) out.args = l.args, out.bridge_yaml = l.bridge_yaml;
+    if (l.has_config() && !out.has_config())
+      out.args = l.args, out.bridge_yaml = l.bridge_yaml;
     else if (l.has_config() && (l.args != out.args || l.bridge_yaml != out.bridge_yaml))
       warnings.push_back(l.file + " prints a configuration different from the one used (the first file's)");
     if (!out.padded_vocab && l.padded_vocab) out.padded_vocab = l.padded_vocab;
@@ -130,22 +130,23 @@ LogLaunch merge_launch(const std::vector<const ScannedLog*>& files, size_t k, st
 }
 
 // One attempt group: its launches in order.
-Expected<std::vector<LogLaunch>> combine_group(const std::vector<const ScannedLog*>& group,
-                                               std::vector<std::string>& warnings) {
+Expected<std::vector<LogLaunch>> combine_group(const std::vector<const ScannedLog*>& group, std::vector<std::string>& warnings) {
   std::vector<const ScannedLog*> main, memory_only;
   for (const ScannedLog* f : group) {
-    if (contributes(*f)) main.push_back(f);
-    else if (!f->launches.empty()) memory_only.push_back(f);
+    if (contributes(*f))
+      main.push_back(f);
+    else if (!f->launches.empty())
+      memory_only.push_back(f);
   }
   if (main.empty()) return std::vector<LogLaunch>{};
   size_t n = main.front()->launches.size();
   for (const ScannedLog* f : main)
     if (f->launches.size() != n) {
       std::vector<std::string> p = {"per-rank log files disagree on how many times the job was started:"};
-      for (const ScannedLog* g : main)
-        p.push_back("  " + g->path + ": " + std::to_string(g->launches.size()) + " launch(es)");
-      p.push_back("pass the files of one launch at a time (one torchrun attempt directory), or a single combined "
-                  "log of all ranks");
+      for (const ScannedLog* g : main) p.push_back("  " + g->path + ": " + std::to_string(g->launches.size()) + " launch(es)");
+      p.push_back(
+          "pass the files of one launch at a time (one torchrun attempt directory), or a single combined "
+          "log of all ranks");
       return Error(p);
     }
   std::vector<LogLaunch> out;
@@ -155,8 +156,10 @@ Expected<std::vector<LogLaunch>> combine_group(const std::vector<const ScannedLo
       for (const auto& l : f->launches) out[0].memory.insert(out[0].memory.end(), l.memory.begin(), l.memory.end());
       out[0].other_files.push_back(f->path);
     } else {
-      warnings.push_back(f->path + ": memory reports of a file without configuration or iteration lines cannot be "
-                                   "matched to one of " + std::to_string(n) + " launches; ignored");
+      warnings.push_back(f->path +
+                         ": memory reports of a file without configuration or iteration lines cannot be "
+                         "matched to one of " +
+                         std::to_string(n) + " launches; ignored");
     }
   }
   return out;
@@ -230,16 +233,18 @@ Error no_iterations(const std::vector<ScannedLog>& files) {
   std::vector<std::string> p;
   std::string names;
   for (const auto& f : files) names += (names.empty() ? "" : ", ") + f.path;
-  p.push_back(names + ": no training iteration lines found. mplan reads the logs of Megatron-LM (' iteration N/ M | "
-                      "... | elapsed time per iteration (ms): ... |'), Megatron-DeepSpeed, Megatron-Bridge and NeMo 2.0 "
-                      "/ Lightning ('train_step_timing in s'); for other frameworks write a CSV of the steps and use "
-                      "--csv (see docs/runs.md)");
+  p.push_back(names +
+              ": no training iteration lines found. mplan reads the logs of Megatron-LM (' iteration N/ M | "
+              "... | elapsed time per iteration (ms): ... |'), Megatron-DeepSpeed, Megatron-Bridge and NeMo 2.0 "
+              "/ Lightning ('train_step_timing in s'); for other frameworks write a CSV of the steps and use "
+              "--csv (see docs/runs.md)");
   for (const auto& f : files)
     for (const auto& l : f.launches)
       if (l.has_config() || !l.memory.empty()) {
-        p.push_back(f.path + " has the configuration/memory reports of rank 0 but no iteration lines: Megatron prints "
-                             "those on the last rank (print_rank_last). Pass that rank's file as well (--megatron-log "
-                             "rank0.log --megatron-log rankN.log) or the directory with every rank's file");
+        p.push_back(f.path +
+                    " has the configuration/memory reports of rank 0 but no iteration lines: Megatron prints "
+                    "those on the last rank (print_rank_last). Pass that rank's file as well (--megatron-log "
+                    "rank0.log --megatron-log rankN.log) or the directory with every rank's file");
         return Error(p);
       }
   return Error(p);
@@ -257,8 +262,7 @@ int64_t LogJob::last_iteration() const { return launches.back().iterations.back(
 
 std::string describe_job(const LogJob& j) {
   std::string s = "job " + std::to_string(j.index) + ": " + j.where + ", " + std::to_string(j.iteration_lines()) +
-                  " iteration lines (" + std::to_string(j.first_iteration()) + "-" + std::to_string(j.last_iteration()) +
-                  ")";
+                  " iteration lines (" + std::to_string(j.first_iteration()) + "-" + std::to_string(j.last_iteration()) + ")";
   if (j.launches.size() > 1) s += ", resumed " + std::to_string(j.launches.size() - 1) + "x";
   return s + ", " + j.framework;
 }

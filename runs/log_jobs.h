@@ -21,19 +21,19 @@
 namespace mplan::runs {
 
 struct LogJob {
-  int index = 0;                   // 1-based, in log order
-  std::vector<LogLaunch> launches; // the first launch, then its resumes
-  LogConfig config;                // read from the first launch with a configuration
-  std::string framework;           // Megatron-LM | Megatron-DeepSpeed | Megatron-Bridge | NeMo
-  std::string format;              // iteration-line format of the first launch
-  std::string where;               // "train.log lines 1-420", "rank0.log + rank7.log"
+  int index = 0;                    // 1-based, in log order
+  std::vector<LogLaunch> launches;  // the first launch, then its resumes
+  LogConfig config;                 // read from the first launch with a configuration
+  std::string framework;            // Megatron-LM | Megatron-DeepSpeed | Megatron-Bridge | NeMo
+  std::string format;               // iteration-line format of the first launch
+  std::string where;                // "train.log lines 1-420", "rank0.log + rank7.log"
   int iteration_lines() const;
   int64_t first_iteration() const;
   int64_t last_iteration() const;
 };
 
 struct LogSet {
-  std::vector<std::string> files;     // the files read, in order
+  std::vector<std::string> files;  // the files read, in order
   std::vector<LogJob> jobs;
   std::vector<std::string> warnings;  // combination notes, ignored launches/files
 };

@@ -101,8 +101,10 @@ class Scanner {
       return;
     }
     if (body.find("[before the start of training step]") != std::string::npos && !cur().iterations.empty()) new_launch();
-    if (auto t = megatron_datetime_line(body); !t.empty()) set_datetime(t);
-    else if (auto t2 = nemo_datetime_line(body); !t2.empty()) set_datetime(t2);
+    if (auto t = megatron_datetime_line(body); !t.empty())
+      set_datetime(t);
+    else if (auto t2 = nemo_datetime_line(body); !t2.empty())
+      set_datetime(t2);
     if (maybe_zone(body))
       if (auto z = zone_in_line(body)) {
         z->line = n_;
@@ -132,22 +134,23 @@ class Scanner {
     LogLaunch& l = cur();
     if (!l.iterations.empty() && it.iteration <= l.iterations.back().iteration) {
       const LogIteration& last = l.iterations.back();
-      if (it.dialect == LogIteration::Dialect::nemo && it.nemo_form == "progress-bar" &&
-          it.iteration == last.iteration) {
+      if (it.dialect == LogIteration::Dialect::nemo && it.nemo_form == "progress-bar" && it.iteration == last.iteration) {
         l.iterations.back() = it;  // a later refresh of the same step's progress bar
         return;
       }
       if (prefix != iter_prefix_ && !iter_prefix_.empty()) {
         if (!warned_ranks_)
-          out_.warnings.push_back(out_.path + ": iteration lines of several ranks ('" + iter_prefix_ + "' and '" +
-                                  prefix + "'); those of '" + iter_prefix_ + "' were used");
+          out_.warnings.push_back(out_.path + ": iteration lines of several ranks ('" + iter_prefix_ + "' and '" + prefix +
+                                  "'); those of '" + iter_prefix_ + "' were used");
         warned_ranks_ = true;
         return;
       }
       new_launch();
     }
-    if (cur().iterations.empty()) iter_prefix_ = prefix;
-    else if (prefix != iter_prefix_) return;  // a duplicate from another rank
+    if (cur().iterations.empty())
+      iter_prefix_ = prefix;
+    else if (prefix != iter_prefix_)
+      return;  // a duplicate from another rank
     if (!it.timestamp.empty()) set_datetime(it.timestamp);
     touch().iterations.push_back(std::move(it));
   }

@@ -23,7 +23,7 @@
 namespace mplan::runs {
 
 struct LogLaunch {
-  std::string file;                // the file of its iteration lines
+  std::string file;                      // the file of its iteration lines
   std::vector<std::string> other_files;  // per-rank files combined into it (configuration, memory)
   int first_line = 0, last_line = 0;
   std::map<std::string, std::string> args;         // "arguments" block: name -> printed value

@@ -7,7 +7,6 @@
 
 #include "runs/log_text.h"
 
-
 namespace mplan::runs {
 
 namespace {
@@ -119,8 +118,10 @@ std::optional<MemoryReport> parse_megatron_memory_line(const std::string& line) 
   MemoryReport m;
   std::string head = line.substr(0, mem);
   size_t after = head.find("(after ");
-  if (after == std::string::npos) after = head.find("after ");
-  else after += 1;
+  if (after == std::string::npos)
+    after = head.find("after ");
+  else
+    after += 1;
   if (after == std::string::npos) return std::nullopt;
   auto it = to_int(head.substr(after + 6));
   if (!it || head.find(" iterations", after) == std::string::npos) return std::nullopt;
@@ -144,10 +145,14 @@ std::optional<MemoryReport> parse_megatron_memory_line(const std::string& line) 
         if (c == '-') c = ' ';
     }
     any = true;
-    if (key == "allocated") m.allocated_mib = mib;
-    else if (key == "max allocated") m.max_allocated_mib = mib;
-    else if (key == "reserved" || key == "cached") m.reserved_mib = mib;
-    else if (key == "max reserved" || key == "max cached") m.max_reserved_mib = mib;
+    if (key == "allocated")
+      m.allocated_mib = mib;
+    else if (key == "max allocated")
+      m.max_allocated_mib = mib;
+    else if (key == "reserved" || key == "cached")
+      m.reserved_mib = mib;
+    else if (key == "max reserved" || key == "max cached")
+      m.max_reserved_mib = mib;
   }
   if (!any) return std::nullopt;
   return m;
@@ -190,9 +195,12 @@ std::string megatron_datetime_line(const std::string& line) {
 
 std::string iteration_format_name(const LogIteration& it) {
   switch (it.dialect) {
-    case LogIteration::Dialect::nemo: return "nemo-2.0 (" + it.nemo_form + ")";
-    case LogIteration::Dialect::deepspeed: return "megatron-deepspeed (consumed tokens, TFLOPs, tgs)";
-    case LogIteration::Dialect::megatron: break;
+    case LogIteration::Dialect::nemo:
+      return "nemo-2.0 (" + it.nemo_form + ")";
+    case LogIteration::Dialect::deepspeed:
+      return "megatron-deepspeed (consumed tokens, TFLOPs, tgs)";
+    case LogIteration::Dialect::megatron:
+      break;
   }
   if (it.timestamp.size() > 19) return "megatron-core-2025 (timestamp with microseconds, throughput)";
   if (!it.timestamp.empty()) return "megatron-core-2024 (timestamp, throughput per GPU)";

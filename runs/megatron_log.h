@@ -15,31 +15,31 @@ namespace mplan::runs {
 
 // One logged measurement: the averages over the iterations since the previous logged line.
 struct LogIteration {
-  int line = 0;                   // 1-based line number in its file
-  int64_t iteration = 0;          // iterations completed (Megatron's counter; NeMo's step count)
+  int line = 0;           // 1-based line number in its file
+  int64_t iteration = 0;  // iterations completed (Megatron's counter; NeMo's step count)
   int64_t train_iters = 0;
-  double elapsed_ms = 0;          // time per iteration
+  double elapsed_ms = 0;                       // time per iteration
   std::optional<double> tflops_per_gpu;        // the framework's own figure (its FLOP convention)
   std::optional<double> tokens_per_s_per_gpu;  // Megatron-DeepSpeed "tgs"
   std::optional<int64_t> global_batch_size;
   std::optional<int64_t> consumed_samples;
-  std::optional<int64_t> actual_seq_length;    // Megatron-DeepSpeed "actual seqlen" (curriculum)
+  std::optional<int64_t> actual_seq_length;  // Megatron-DeepSpeed "actual seqlen" (curriculum)
   std::optional<double> learning_rate;
-  std::optional<double> loss;     // "lm loss", else the first "... loss" field; NaN when printed as nan
-  int64_t skipped_iterations = 0; // of the interval (Megatron resets the counters at every line)
+  std::optional<double> loss;      // "lm loss", else the first "... loss" field; NaN when printed as nan
+  int64_t skipped_iterations = 0;  // of the interval (Megatron resets the counters at every line)
   int64_t nan_iterations = 0;
-  std::string timestamp;          // "YYYY-MM-DD HH:MM:SS[.ffffff]" printed on the line, host local time
+  std::string timestamp;  // "YYYY-MM-DD HH:MM:SS[.ffffff]" printed on the line, host local time
   enum class Dialect { megatron, deepspeed, nemo } dialect = Dialect::megatron;
-  std::string nemo_form;          // which NeMo line form (see nemo_log.h)
+  std::string nemo_form;  // which NeMo line form (see nemo_log.h)
 };
 
 // One memory report, MiB.
 struct MemoryReport {
   int line = 0;
-  int rank = -1;                  // -1 when the line has no "[Rank N]" prefix (oldest format)
+  int rank = -1;  // -1 when the line has no "[Rank N]" prefix (oldest format)
   int64_t after_iteration = 0;
   double allocated_mib = 0, max_allocated_mib = 0, reserved_mib = 0, max_reserved_mib = 0;
-  bool bridge = false;            // Megatron-Bridge "mem-...-gigabytes" keys
+  bool bridge = false;  // Megatron-Bridge "mem-...-gigabytes" keys
 };
 
 // Parses one iteration line of Megatron-LM / Megatron-DeepSpeed / Megatron-Bridge (nullopt when the

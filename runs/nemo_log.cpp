@@ -17,13 +17,20 @@ constexpr const char* kTiming = "train_step_timing in s";
 void read_metric(const std::string& key, const std::string& value, LogIteration& r, bool& have_time) {
   auto v = to_double(value);
   if (!v) return;
-  if (key == kTiming) r.elapsed_ms = *v * 1000.0, have_time = true;
-  else if (key == "reduced_train_loss" || key == "train_loss" || key == "lm loss") r.loss = *v;
-  else if (key == "global_batch_size") r.global_batch_size = static_cast<int64_t>(std::llround(*v));
-  else if (key == "consumed_samples") r.consumed_samples = static_cast<int64_t>(std::llround(*v));
-  else if (key == "lr") r.learning_rate = *v;
-  else if (key == "TFLOPS_per_GPU") r.tflops_per_gpu = *v;
-  else if (key == "global_step") r.iteration = static_cast<int64_t>(std::llround(*v));
+  if (key == kTiming)
+    r.elapsed_ms = *v * 1000.0, have_time = true;
+  else if (key == "reduced_train_loss" || key == "train_loss" || key == "lm loss")
+    r.loss = *v;
+  else if (key == "global_batch_size")
+    r.global_batch_size = static_cast<int64_t>(std::llround(*v));
+  else if (key == "consumed_samples")
+    r.consumed_samples = static_cast<int64_t>(std::llround(*v));
+  else if (key == "lr")
+    r.learning_rate = *v;
+  else if (key == "TFLOPS_per_GPU")
+    r.tflops_per_gpu = *v;
+  else if (key == "global_step")
+    r.iteration = static_cast<int64_t>(std::llround(*v));
 }
 
 // "Training epoch 0, iteration 9/99 | key: value | ...".

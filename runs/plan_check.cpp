@@ -101,8 +101,8 @@ class Reader {
 
 std::string norm_text(const std::string& s) { return s; }
 
-void read_vocab(Reader& r, const std::optional<PaddedVocab>& padded, const std::string& vocab_name,
-                const std::string& div_name, const std::string& tp_key) {
+void read_vocab(Reader& r, const std::optional<PaddedVocab>& padded, const std::string& vocab_name, const std::string& div_name,
+                const std::string& tp_key) {
   if (padded) {
     r.set("vocab", "padded vocab", std::to_string(padded->padded) + " (original " + std::to_string(padded->original) + ")",
           std::to_string(padded->original) + "|" + std::to_string(padded->padded));
@@ -120,8 +120,7 @@ void read_vocab(Reader& r, const std::optional<PaddedVocab>& padded, const std::
   auto tp = to_int(r.norm(tp_key));
   if (!is_none(div) && to_int(*div) && tp) mult = *to_int(*div) * *tp;
   std::string padded_s = mult > 0 ? std::to_string((orig + mult - 1) / mult * mult) : "";
-  r.set("vocab", vocab_name, *v + (padded_s.empty() ? "" : " (padded " + padded_s + ")"),
-        std::to_string(orig) + "|" + padded_s);
+  r.set("vocab", vocab_name, *v + (padded_s.empty() ? "" : " (padded " + padded_s + ")"), std::to_string(orig) + "|" + padded_s);
 }
 
 // MoE layer pattern from Megatron's moe_layer_freq (an int N: layer i is MoE when i % N == 0; or a list).
@@ -161,7 +160,8 @@ void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVo
   if (gqa && norm_bool(*gqa) == "False" && r.has("num_attention_heads"))
     r.set("num_query_groups", "group_query_attention", "False (one group per head: " + r.norm("num_attention_heads") + ")",
           r.norm("num_attention_heads"));
-  else r.put("num_query_groups", "num_query_groups");
+  else
+    r.put("num_query_groups", "num_query_groups");
   r.put("num_experts", "num_experts", norm_int, "0");
   if (r.norm("num_experts") != "0" && r.has("num_experts")) {
     r.put("etp", "expert_tensor_parallel_size");
@@ -183,8 +183,8 @@ void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVo
   }
   r.put("recompute", "recompute_granularity", norm_text, "none");
   auto ckpt = r.raw("checkpoint_activations");  // Megatron-LM before recompute_granularity (2020-2021)
-  if (!r.raw("recompute_granularity") && ckpt) r.set("recompute", "checkpoint_activations", *ckpt,
-                                                     norm_bool(*ckpt) == "True" ? "full" : "none");
+  if (!r.raw("recompute_granularity") && ckpt)
+    r.set("recompute", "checkpoint_activations", *ckpt, norm_bool(*ckpt) == "True" ? "full" : "none");
   auto fsdp = r.raw("use_torch_fsdp2"), mfsdp = r.raw("use_megatron_fsdp");
   if ((fsdp && norm_bool(*fsdp) == "True") || (mfsdp && norm_bool(*mfsdp) == "True"))
     r.set("zero", "use_torch_fsdp2/use_megatron_fsdp", "True", "3");
@@ -201,8 +201,7 @@ void read_deepspeed_args(LogConfig& c, const Map& a, const std::optional<PaddedV
   if (!r.has("num_query_groups")) r.put("num_query_groups", "num_attention_heads");
   auto ne = r.raw("num_experts");
   std::vector<int> experts = ne ? int_list(*ne) : std::vector<int>{};
-  for (const char* k : {"num_experts", "etp", "moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_ffn",
-                        "moe_layers"})
+  for (const char* k : {"num_experts", "etp", "moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_ffn", "moe_layers"})
     c.fields.erase(k);
   if (!experts.empty()) {
     int e = experts.front();
@@ -211,8 +210,8 @@ void read_deepspeed_args(LogConfig& c, const Map& a, const std::optional<PaddedV
     if (e > 1) {
       r.put("moe_router_topk", "topk");
       auto interval = to_int(r.raw("expert_interval").value_or("")), L = to_int(r.norm("num_layers"));
-      if (interval && *interval > 0 && L) r.set("moe_layers", "expert_interval", std::to_string(*interval),
-                                                "count:" + std::to_string(*L / *interval));
+      if (interval && *interval > 0 && L)
+        r.set("moe_layers", "expert_interval", std::to_string(*interval), "count:" + std::to_string(*L / *interval));
     }
   }
   if (r.raw("moe_expert_parallel_size")) r.put("ep", "moe_expert_parallel_size");
@@ -244,16 +243,18 @@ void read_bridge_yaml(LogConfig& c, const Map& y, const std::optional<PaddedVoca
   if (!r.has("seq_length")) {
     r.put("seq_length", "model.seq_length");
     if (r.has("seq_length"))
-      c.notes.push_back("the configuration dump has no dataset sequence length: model.seq_length (the model "
-                        "provider's) was compared");
+      c.notes.push_back(
+          "the configuration dump has no dataset sequence length: model.seq_length (the model "
+          "provider's) was compared");
   } else if (auto ms = r.raw("model.seq_length"); !is_none(ms) && norm_int(*ms) != r.norm("seq_length")) {
-    c.notes.push_back("model.seq_length " + *ms + " (the model provider's) differs from the data's " +
-                      r.norm("seq_length") + "; the data's sequence length was used");
+    c.notes.push_back("model.seq_length " + *ms + " (the model provider's) differs from the data's " + r.norm("seq_length") +
+                      "; the data's sequence length was used");
   }
   auto heads = r.norm("num_attention_heads"), hidden = r.norm("hidden_size");
   r.put("num_query_groups", "model.num_query_groups", norm_int, heads.empty() ? nullptr : heads.c_str());
   std::string kvc = (!heads.empty() && !hidden.empty() && to_int(heads) && *to_int(heads) > 0)
-                        ? std::to_string(*to_int(hidden) / *to_int(heads)) : "";
+                        ? std::to_string(*to_int(hidden) / *to_int(heads))
+                        : "";
   r.put("kv_channels", "model.kv_channels", norm_int, kvc.empty() ? nullptr : kvc.c_str());
   r.put("num_experts", "model.num_moe_experts", norm_int, "0");
   if (r.has("num_experts") && r.norm("num_experts") != "0") {
@@ -358,9 +359,7 @@ std::map<std::string, PlanValue> plan_values(const Plan& p) {
   return v;
 }
 
-int pattern_count(const std::string& pattern) {
-  return static_cast<int>(std::count(pattern.begin(), pattern.end(), '1'));
-}
+int pattern_count(const std::string& pattern) { return static_cast<int>(std::count(pattern.begin(), pattern.end(), '1')); }
 
 // Whether a normalized log value agrees with the plan's value for canonical `key`.
 bool agrees(const std::string& key, const std::string& log, const std::string& plan) {
@@ -377,8 +376,7 @@ bool agrees(const std::string& key, const std::string& log, const std::string& p
     }
     return false;
   }
-  if (key == "moe_layers" && log.rfind("count:", 0) == 0)
-    return std::to_string(pattern_count(plan)) == log.substr(6);
+  if (key == "moe_layers" && log.rfind("count:", 0) == 0) return std::to_string(pattern_count(plan)) == log.substr(6);
   return log == plan;
 }
 
@@ -391,10 +389,14 @@ std::string describe_plan_value(const std::string& key, const std::string& v) {
 
 std::string to_string(ConfigSource s) {
   switch (s) {
-    case ConfigSource::megatron_args: return "Megatron-LM arguments block";
-    case ConfigSource::deepspeed_args: return "Megatron-DeepSpeed arguments block";
-    case ConfigSource::bridge_yaml: return "Megatron-Bridge configuration dump";
-    case ConfigSource::none: break;
+    case ConfigSource::megatron_args:
+      return "Megatron-LM arguments block";
+    case ConfigSource::deepspeed_args:
+      return "Megatron-DeepSpeed arguments block";
+    case ConfigSource::bridge_yaml:
+      return "Megatron-Bridge configuration dump";
+    case ConfigSource::none:
+      break;
   }
   return "none";
 }
@@ -402,8 +404,10 @@ std::string to_string(ConfigSource s) {
 LogConfig read_log_config(const Map& args, const Map& yaml, const std::optional<PaddedVocab>& padded) {
   LogConfig c;
   if (!args.empty()) {
-    if (is_deepspeed(args)) read_deepspeed_args(c, args, padded);
-    else read_megatron_args(c, args, padded);
+    if (is_deepspeed(args))
+      read_deepspeed_args(c, args, padded);
+    else
+      read_megatron_args(c, args, padded);
   } else if (!yaml.empty()) {
     read_bridge_yaml(c, yaml, padded);
   } else if (padded) {
@@ -414,8 +418,8 @@ LogConfig read_log_config(const Map& args, const Map& yaml, const std::optional<
 }
 
 std::vector<std::string> check_plan(const LogConfig& log, const Plan& plan) {
-  static const std::set<std::string> moe_only = {"etp", "moe_router_topk", "moe_ffn_hidden_size",
-                                                 "moe_shared_expert_ffn", "moe_layers"};
+  static const std::set<std::string> moe_only = {"etp", "moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_ffn",
+                                                 "moe_layers"};
   static const std::set<std::string> mla_only = {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
                                                  "v_head_dim"};
   auto pv = plan_values(plan);

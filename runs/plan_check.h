@@ -43,8 +43,7 @@ struct PaddedVocab {
 // Reads the configuration of a launch: Megatron-DeepSpeed when `args` carries its names (deepspeed,
 // num_key_value_heads, zero_stage ...), Megatron-LM for other argument blocks, Megatron-Bridge for a
 // YAML dump. `padded` is the "> padded vocab" line when the log printed one.
-LogConfig read_log_config(const std::map<std::string, std::string>& args,
-                          const std::map<std::string, std::string>& bridge_yaml,
+LogConfig read_log_config(const std::map<std::string, std::string>& args, const std::map<std::string, std::string>& bridge_yaml,
                           const std::optional<PaddedVocab>& padded);
 
 // Every difference between the log's configuration and the plan, one sentence each:

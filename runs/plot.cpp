@@ -21,8 +21,7 @@ const char* kRed = "#d62728";
 const char* kGrey = "#999999";
 const char* kInk = "#222222";
 
-PlotPrim text(double x, double y, std::string s, double px, int anchor, const std::string& color = kInk,
-              bool bold = false) {
+PlotPrim text(double x, double y, std::string s, double px, int anchor, const std::string& color = kInk, bool bold = false) {
   PlotPrim p;
   p.kind = PlotPrim::text;
   p.xy = {x, y};
@@ -153,8 +152,7 @@ void panel(PlotScene& s, const PlanRegression& p, double top) {
   size_t stride = std::max<size_t>(1, (n + 9) / 10);
   for (size_t i = 0; i < n; ++i) {
     bool last = i + 1 == n;
-    s.prims.push_back(circle(xat(i), y(p.history[i].mfu * 100), last ? 5.5 : 3.5,
-                             last && p.failed() ? kRed : kBlue));
+    s.prims.push_back(circle(xat(i), y(p.history[i].mfu * 100), last ? 5.5 : 3.5, last && p.failed() ? kRed : kBlue));
     if (i % stride == 0 || last) {
       s.prims.push_back(text(xat(i), y1 + 15, "#" + std::to_string(p.history[i].run_id), 10, 0, "#555555"));
       s.prims.push_back(text(xat(i), y1 + 28, p.history[i].started_at.substr(0, 10), 9, 0, "#777777"));
@@ -165,11 +163,16 @@ void panel(PlotScene& s, const PlanRegression& p, double top) {
 std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '&') o += "&amp;";
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '&')
+      o += "&amp;";
+    else if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
@@ -203,9 +206,8 @@ PlotScene regress_plot(const RegressReport& report) {
   s.width = kWidth;
   s.height = kHeader + kPanelH * std::max<size_t>(1, report.plans.size());
   s.prims.push_back(rect(0, 0, s.width, s.height, "#ffffff", 1));
-  std::string title = "MFU per plan: baseline " + report.baseline + ", threshold " +
-                      fmt_pct(report.threshold_pct, 1) + ", " + std::to_string(report.regressions()) +
-                      " regression(s)";
+  std::string title = "MFU per plan: baseline " + report.baseline + ", threshold " + fmt_pct(report.threshold_pct, 1) + ", " +
+                      std::to_string(report.regressions()) + " regression(s)";
   s.prims.push_back(text(kLeft, 20, title, 15, -1, kInk, true));
   legend(s);
   if (report.plans.empty()) s.prims.push_back(text(kWidth / 2, kHeader + kPanelH / 2, "no runs with MFU", 14, 0));
@@ -234,19 +236,20 @@ std::string scene_to_svg(const PlotScene& s) {
         break;
       }
       case PlotPrim::rect:
-        o << "<rect x=\"" << num(p.xy[0]) << "\" y=\"" << num(p.xy[1]) << "\" width=\"" << num(p.xy[2])
-          << "\" height=\"" << num(p.xy[3]) << "\" fill=\"" << p.fill << "\" fill-opacity=\"" << num(p.opacity)
-          << "\"/>\n";
+        o << "<rect x=\"" << num(p.xy[0]) << "\" y=\"" << num(p.xy[1]) << "\" width=\"" << num(p.xy[2]) << "\" height=\""
+          << num(p.xy[3]) << "\" fill=\"" << p.fill << "\" fill-opacity=\"" << num(p.opacity) << "\"/>\n";
         break;
       case PlotPrim::circle:
-        o << "<circle cx=\"" << num(p.xy[0]) << "\" cy=\"" << num(p.xy[1]) << "\" r=\"" << num(p.radius)
-          << "\" fill=\"" << p.fill << "\"" << stroke << "/>\n";
+        o << "<circle cx=\"" << num(p.xy[0]) << "\" cy=\"" << num(p.xy[1]) << "\" r=\"" << num(p.radius) << "\" fill=\"" << p.fill
+          << "\"" << stroke << "/>\n";
         break;
       case PlotPrim::text:
-        o << "<text x=\"" << num(p.xy[0]) << "\" y=\"" << num(p.xy[1]) << "\" font-size=\"" << num(p.font_px)
-          << "\" fill=\"" << p.fill << "\" text-anchor=\""
-          << (p.anchor < 0 ? "start" : p.anchor > 0 ? "end" : "middle") << "\""
-          << (p.bold ? " font-weight=\"bold\"" : "") << ">" << esc(p.label) << "</text>\n";
+        o << "<text x=\"" << num(p.xy[0]) << "\" y=\"" << num(p.xy[1]) << "\" font-size=\"" << num(p.font_px) << "\" fill=\""
+          << p.fill << "\" text-anchor=\""
+          << (p.anchor < 0   ? "start"
+              : p.anchor > 0 ? "end"
+                             : "middle")
+          << "\"" << (p.bold ? " font-weight=\"bold\"" : "") << ">" << esc(p.label) << "</text>\n";
         break;
     }
   }
@@ -269,7 +272,8 @@ Status write_plot(const PlotScene& scene, const std::string& path, PngWriter png
   }
   if (ends(".png")) {
     if (!png_writer)
-      return Error("--plot " + path + ": PNG output is not built into this mplan (Qt6 Gui was not found at build "
+      return Error("--plot " + path +
+                   ": PNG output is not built into this mplan (Qt6 Gui was not found at build "
                    "time); write an .svg file instead");
     return png_writer(scene, path);
   }

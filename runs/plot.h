@@ -12,16 +12,16 @@ namespace mplan::runs {
 
 struct PlotPrim {
   enum Kind { line, polyline, rect, circle, text } kind = line;
-  std::vector<double> xy;          // line: x1 y1 x2 y2; polyline: x y ...; rect: x y w h; circle/text: x y
-  std::string stroke = "none";     // "#rrggbb" or "none"
+  std::vector<double> xy;       // line: x1 y1 x2 y2; polyline: x y ...; rect: x y w h; circle/text: x y
+  std::string stroke = "none";  // "#rrggbb" or "none"
   std::string fill = "none";
   double stroke_width = 1;
-  double opacity = 1;              // fill opacity
+  double opacity = 1;  // fill opacity
   bool dashed = false;
-  double radius = 0;               // circle
-  std::string label;               // text
+  double radius = 0;  // circle
+  std::string label;  // text
   double font_px = 12;
-  int anchor = 0;                  // text: -1 start, 0 middle, 1 end
+  int anchor = 0;  // text: -1 start, 0 middle, 1 end
   bool bold = false;
 };
 

@@ -23,8 +23,9 @@ Expected<nlohmann::json> predict_plan(const Plan& plan) {
 bool simulator_available() { return false; }
 
 Expected<nlohmann::json> predict_plan(const Plan&) {
-  return Error("prediction: this mplan was built without the simulator (target mplan_simulator); no prediction "
-               "stored");
+  return Error(
+      "prediction: this mplan was built without the simulator (target mplan_simulator); no prediction "
+      "stored");
 }
 
 #endif

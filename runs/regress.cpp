@@ -32,9 +32,7 @@ bool older(const RunRecord* a, const RunRecord* b) {
   return a->id < b->id;
 }
 
-bool has_tag(const RunRecord& r, const std::string& tag) {
-  return std::find(r.tags.begin(), r.tags.end(), tag) != r.tags.end();
-}
+bool has_tag(const RunRecord& r, const std::string& tag) { return std::find(r.tags.begin(), r.tags.end(), tag) != r.tags.end(); }
 
 // Standard error of a run's median MFU from its step-to-step noise.
 double median_stderr(const RunRecord& r) {
@@ -57,9 +55,9 @@ struct Baseline {
   int n = 0;
   std::vector<const RunRecord*> runs;  // the runs the baseline value comes from
   double value = 0;
-  double var_factor = 1;  // variance of the baseline value in units of sigma^2
-  double bias_sigmas = 0; // selection bias of best-of (in sigmas)
-  std::string what;       // for the explanation
+  double var_factor = 1;   // variance of the baseline value in units of sigma^2
+  double bias_sigmas = 0;  // selection bias of best-of (in sigmas)
+  std::string what;        // for the explanation
 };
 
 // Noise band: kNoiseZ x sigma x sqrt(1 + var_factor) (+ the best-of bias) with the run-to-run sigma;
@@ -72,16 +70,15 @@ void noise_band(PlanRegression& p, const Baseline& b, const RunRecord& latest) {
   double floor = 2.0 * std::sqrt(se_base * se_base + se_latest * se_latest);
   if (!p.run_sigma_known) {
     p.noise_mfu = floor;
-    p.noise_basis = "within-run step noise (fewer than " + std::to_string(kMinRunsForSigma) +
-                    " earlier runs to measure run-to-run noise)";
+    p.noise_basis =
+        "within-run step noise (fewer than " + std::to_string(kMinRunsForSigma) + " earlier runs to measure run-to-run noise)";
     return;
   }
   double band = kNoiseZ * p.run_sigma_mfu * std::sqrt(1.0 + b.var_factor) + b.bias_sigmas * p.run_sigma_mfu;
   if (band >= floor) {
     p.noise_mfu = band;
-    p.noise_basis = "3 sigma of run-to-run noise, sigma " + pct(100 * p.run_sigma_mfu / b.value, 2) +
-                    " from the scatter of " + std::to_string(p.history.size() - 1) +
-                    " earlier runs around their running median and their level" +
+    p.noise_basis = "3 sigma of run-to-run noise, sigma " + pct(100 * p.run_sigma_mfu / b.value, 2) + " from the scatter of " +
+                    std::to_string(p.history.size() - 1) + " earlier runs around their running median and their level" +
                     (b.bias_sigmas > 0 ? ", plus the best-of selection bias" : "");
   } else {
     p.noise_mfu = floor;
@@ -94,22 +91,22 @@ void classify(PlanRegression& p, double threshold_pct, const std::string& what) 
   const double base = p.baseline_mfu, diff = p.latest_mfu - base;
   p.change_pct = diff / base * 100.0;
   p.noise_pct = p.noise_mfu / base * 100.0;
-  std::string cmp = "MFU " + mfu_pct(p.latest_mfu) + " vs " + what + " " + mfu_pct(base) + " (" +
-                    (p.change_pct >= 0 ? "+" : "") + pct(p.change_pct) + ")";
+  std::string cmp = "MFU " + mfu_pct(p.latest_mfu) + " vs " + what + " " + mfu_pct(base) + " (" + (p.change_pct >= 0 ? "+" : "") +
+                    pct(p.change_pct) + ")";
   if (p.change_pct <= -threshold_pct + kTolerance) {
     if (-diff > p.noise_mfu) {
       p.status = "regression";
-      p.explanation = cmp + ": the drop reaches the " + pct(threshold_pct) + " threshold and exceeds the noise band " +
-                      "of " + pct(p.noise_pct) + " (" + p.noise_basis + ")";
+      p.explanation = cmp + ": the drop reaches the " + pct(threshold_pct) + " threshold and exceeds the noise band " + "of " +
+                      pct(p.noise_pct) + " (" + p.noise_basis + ")";
     } else {
       p.status = "within-noise";
-      p.explanation = cmp + ": beyond the " + pct(threshold_pct) + " threshold but inside the noise band of " +
-                      pct(p.noise_pct) + " (" + p.noise_basis + "); not a regression";
+      p.explanation = cmp + ": beyond the " + pct(threshold_pct) + " threshold but inside the noise band of " + pct(p.noise_pct) +
+                      " (" + p.noise_basis + "); not a regression";
     }
   } else if (p.change_pct >= threshold_pct - kTolerance && diff > p.noise_mfu) {
     p.status = "improved";
-    p.explanation = cmp + ": faster beyond the " + pct(threshold_pct) + " threshold and the noise band of " +
-                    pct(p.noise_pct) + "; consider tagging this run as the new baseline";
+    p.explanation = cmp + ": faster beyond the " + pct(threshold_pct) + " threshold and the noise band of " + pct(p.noise_pct) +
+                    "; consider tagging this run as the new baseline";
   } else {
     p.status = "ok";
     p.explanation = cmp + ": within the " + pct(threshold_pct) + " threshold" +
@@ -119,8 +116,8 @@ void classify(PlanRegression& p, double threshold_pct, const std::string& what) 
 
 // The baseline of `prev` (oldest first) from the runs at the current level (last-N), the last N runs
 // (best-of-last-N), or the newest tagged run. False when there is none (`why` says so).
-bool choose_baseline(const std::vector<const RunRecord*>& prev, size_t level_start, const RegressOptions& opt,
-                     Baseline& b, std::string& why) {
+bool choose_baseline(const std::vector<const RunRecord*>& prev, size_t level_start, const RegressOptions& opt, Baseline& b,
+                     std::string& why) {
   if (b.kind == Kind::tag) {
     auto it = std::find_if(prev.rbegin(), prev.rend(), [&](const RunRecord* r) { return has_tag(*r, opt.baseline); });
     if (it == prev.rend()) return why = "no earlier run of this plan is tagged '" + opt.baseline + "'", false;
@@ -280,7 +277,8 @@ Expected<RegressReport> detect_regressions(const std::vector<RunRecord>& runs, c
   int last_n = parse_last_n(opt.baseline), best_n = parse_best_of_last_n(opt.baseline);
   bool looks_last = opt.baseline.rfind("last-", 0) == 0, looks_best = opt.baseline.rfind("best-of-last-", 0) == 0;
   if (opt.baseline.empty() || (looks_last && last_n <= 0) || (looks_best && best_n <= 0))
-    problems.push_back("--baseline: '" + opt.baseline + "' is neither last-N, best-of-last-N (N >= 1, e.g. last-5, "
+    problems.push_back("--baseline: '" + opt.baseline +
+                       "' is neither last-N, best-of-last-N (N >= 1, e.g. last-5, "
                        "best-of-last-10) nor a tag");
   if (!problems.empty()) return Error(problems);
   Kind kind = last_n > 0 ? Kind::median_last : best_n > 0 ? Kind::best_of_last : Kind::tag;

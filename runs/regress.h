@@ -21,9 +21,9 @@ struct RegressOptions {
 };
 
 // Constants of the noise model (docs/runs.md).
-constexpr double kNoiseZ = 3.0;           // band = kNoiseZ standard deviations of (latest - baseline)
-constexpr double kShiftZ = 4.0;           // a level shift: a difference beyond kShiftZ sigmas of a difference
-constexpr int kMinRunsForSigma = 5;       // earlier runs needed to estimate run-to-run noise
+constexpr double kNoiseZ = 3.0;      // band = kNoiseZ standard deviations of (latest - baseline)
+constexpr double kShiftZ = 4.0;      // a level shift: a difference beyond kShiftZ sigmas of a difference
+constexpr int kMinRunsForSigma = 5;  // earlier runs needed to estimate run-to-run noise
 // RMS of (x - median of x and its two neighbours) for independent unit normal x: sqrt(0.78200).
 constexpr double kMedian3Rms = 0.88431;
 
@@ -40,17 +40,17 @@ struct PlanRegression {
   int64_t latest_id = 0;
   std::string latest_at;
   double latest_mfu = 0;
-  double predicted_mfu = 0;       // latest run's stored prediction (0 = none)
-  double vs_prediction_pct = 0;   // (measured - predicted) / predicted x 100, 0 without a prediction
+  double predicted_mfu = 0;      // latest run's stored prediction (0 = none)
+  double vs_prediction_pct = 0;  // (measured - predicted) / predicted x 100, 0 without a prediction
   std::vector<int64_t> baseline_ids;
   double baseline_mfu = 0;
-  double noise_mfu = 0;           // the noise band (absolute MFU): changes within it are not regressions
-  std::string noise_basis;        // how the band was obtained (for the explanation)
-  double run_sigma_mfu = 0;       // run-to-run noise (absolute MFU, one run); 0 when not estimable
-  bool run_sigma_known = false;   // at least kMinRunsForSigma earlier runs
+  double noise_mfu = 0;               // the noise band (absolute MFU): changes within it are not regressions
+  std::string noise_basis;            // how the band was obtained (for the explanation)
+  double run_sigma_mfu = 0;           // run-to-run noise (absolute MFU, one run); 0 when not estimable
+  bool run_sigma_known = false;       // at least kMinRunsForSigma earlier runs
   std::vector<int64_t> level_shifts;  // runs that start a new level (a jump from the run before them)
-  double change_pct = 0;          // (latest - baseline) / baseline x 100; negative = slower
-  double noise_pct = 0;           // noise_mfu / baseline x 100
+  double change_pct = 0;              // (latest - baseline) / baseline x 100; negative = slower
+  double noise_pct = 0;               // noise_mfu / baseline x 100
   // regression | within-noise | ok | improved | no-baseline
   std::string status;
   std::string explanation;

@@ -14,10 +14,14 @@ json positive_or_null(double v) { return v > 0 ? json(v) : json(nullptr); }
 }  // namespace
 
 json summary_to_json(const RunSummary& s) {
-  return {{"steps_total", s.steps_total},       {"steps_measured", s.steps_measured},
-          {"step_time_s", s.step_time_s},       {"tokens_per_s", s.tokens_per_s},
-          {"tflops_per_gpu", s.tflops_per_gpu}, {"mfu", s.mfu},
-          {"mfu_spread", s.mfu_spread},         {"peak_memory_gib", positive_or_null(s.peak_memory_gib)},
+  return {{"steps_total", s.steps_total},
+          {"steps_measured", s.steps_measured},
+          {"step_time_s", s.step_time_s},
+          {"tokens_per_s", s.tokens_per_s},
+          {"tflops_per_gpu", s.tflops_per_gpu},
+          {"mfu", s.mfu},
+          {"mfu_spread", s.mfu_spread},
+          {"peak_memory_gib", positive_or_null(s.peak_memory_gib)},
           {"predicted_mfu", positive_or_null(s.predicted_mfu)}};
 }
 
@@ -66,8 +70,7 @@ json regress_to_json(const RegressReport& rep) {
   for (const auto& p : rep.plans) {
     json hist = json::array();
     for (const auto& h : p.history)
-      hist.push_back({{"run_id", h.run_id}, {"started_at", h.started_at}, {"mfu", h.mfu},
-                      {"predicted_mfu", h.predicted_mfu}});
+      hist.push_back({{"run_id", h.run_id}, {"started_at", h.started_at}, {"mfu", h.mfu}, {"predicted_mfu", h.predicted_mfu}});
     plans.push_back({{"plan_key", p.plan_key},
                      {"plan_label", p.label},
                      {"status", p.status},
@@ -87,10 +90,7 @@ json regress_to_json(const RegressReport& rep) {
                      {"vs_prediction_pct", p.vs_prediction_pct},
                      {"history", hist}});
   }
-  return {{"baseline", rep.baseline},
-          {"threshold_pct", rep.threshold_pct},
-          {"regressions", rep.regressions()},
-          {"plans", plans}};
+  return {{"baseline", rep.baseline}, {"threshold_pct", rep.threshold_pct}, {"regressions", rep.regressions()}, {"plans", plans}};
 }
 
 }  // namespace mplan::runs

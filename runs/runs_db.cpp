@@ -57,9 +57,7 @@ std::string check_finite(const StepMetric& m) {
 
 }  // namespace
 
-bool valid_run_status(const std::string& s) {
-  return s == "completed" || s == "aborted" || s == "diverged" || s == "failed";
-}
+bool valid_run_status(const std::string& s) { return s == "completed" || s == "aborted" || s == "diverged" || s == "failed"; }
 
 namespace {
 
@@ -151,8 +149,8 @@ class SqliteRunsDb final : public RunsDb {
   Expected<std::vector<RunRecord>> list_runs(const std::string& key) override {
     try {
       ReadTxn txn(db_);
-      std::string sql = std::string(kRunColumns) + (key.empty() ? "" : " WHERE plan_key = ?") +
-                        " ORDER BY started_at DESC, id DESC";
+      std::string sql =
+          std::string(kRunColumns) + (key.empty() ? "" : " WHERE plan_key = ?") + " ORDER BY started_at DESC, id DESC";
       Stmt q(db_, sql.c_str());
       if (!key.empty()) q.bind(1, key);
       std::vector<RunRecord> out;
@@ -271,8 +269,8 @@ class SqliteRunsDb final : public RunsDb {
       Stmt exists(db_, "SELECT 1 FROM runs WHERE id = ?");
       exists.bind(1, id);
       if (!exists.next()) return Error(no_such_run(id));
-      Stmt q(db_, add ? "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?,?)"
-                      : "DELETE FROM tags WHERE run_id = ? AND tag = ?");
+      Stmt q(db_,
+             add ? "INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?,?)" : "DELETE FROM tags WHERE run_id = ? AND tag = ?");
       q.bind(1, id).bind(2, tag);
       q.next();
       txn.commit();
@@ -283,8 +281,7 @@ class SqliteRunsDb final : public RunsDb {
   }
 
   std::string no_such_run(int64_t id) const {
-    return "runs database " + path_ + ": no run with id " + std::to_string(id) + " (see 'mplan runs list --db " +
-           path_ + "')";
+    return "runs database " + path_ + ": no run with id " + std::to_string(id) + " (see 'mplan runs list --db " + path_ + "')";
   }
 
   Error fail(const std::string& what, const SqlError& e) const {
@@ -303,7 +300,7 @@ class SqliteRunsDb final : public RunsDb {
 };
 
 bool file_size(const std::string& path, long long& size, bool& is_dir) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return false;
   size = static_cast<long long>(st.st_size);
   is_dir = S_ISDIR(st.st_mode);
@@ -341,16 +338,18 @@ Probe probe(sqlite3* db, bool check_integrity) {
 }  // namespace
 
 Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
-  const std::string leave = "; mplan left the file untouched. Pass --db a new file name or a runs database "
-                            "written by mplan.";
+  const std::string leave =
+      "; mplan left the file untouched. Pass --db a new file name or a runs database "
+      "written by mplan.";
   if (path.empty()) return Error("runs database: empty path; pass --db FILE (created when missing)");
   long long size = 0;
   bool is_dir = false;
   bool exists = file_size(path, size, is_dir);
   if (is_dir) return Error("runs database " + path + ": is a directory; pass --db a file name such as runs.db");
-  struct stat st{};
+  struct stat st {};
   if (exists && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return Error("runs database " + path + ": not a regular file (a device, FIFO or socket); pass --db a file name "
+    return Error("runs database " + path +
+                 ": not a regular file (a device, FIFO or socket); pass --db a file name "
                  "such as runs.db");
   if (exists && size > 0) {
     char header[16] = {};
@@ -376,15 +375,15 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open(const std::string& path) {
     p = probe(raw, exists && size > 0 && size <= kIntegrityCheckMaxBytes);
   } catch (const SqlError& e) {
     if (e.code == SQLITE_BUSY)
-      return Error("runs database " + path + ": locked by another process for over " +
-                   std::to_string(kBusyTimeoutMs / 1000) + " s; try again");
+      return Error("runs database " + path + ": locked by another process for over " + std::to_string(kBusyTimeoutMs / 1000) +
+                   " s; try again");
     return Error("runs database " + path + ": damaged or not a database (" + e.message + ")" + leave);
   }
   bool ours = p.app_id == kRunsApplicationId;
   bool empty = p.app_id == 0 && p.user_version == 0 && p.objects == 0;
   if (!ours && !empty)
-    return Error("runs database " + path + ": an SQLite database of another program (application_id " +
-                 std::to_string(p.app_id) + ", " + std::to_string(p.objects) + " schema objects)" + leave);
+    return Error("runs database " + path + ": an SQLite database of another program (application_id " + std::to_string(p.app_id) +
+                 ", " + std::to_string(p.objects) + " schema objects)" + leave);
   if (ours && p.user_version > kRunsSchemaVersion)
     return Error("runs database " + path + ": written by a newer mplan (schema " + std::to_string(p.user_version) +
                  ", this mplan reads up to " + std::to_string(kRunsSchemaVersion) +
@@ -415,7 +414,8 @@ Expected<std::unique_ptr<RunsDb>> RunsDb::open_existing(const std::string& path)
   long long size = 0;
   bool is_dir = false;
   if (!path.empty() && !file_size(path, size, is_dir))
-    return Error("runs database " + path + ": no such file; check --db (runs are added with 'mplan runs import' "
+    return Error("runs database " + path +
+                 ": no such file; check --db (runs are added with 'mplan runs import' "
                  "or 'mplan train')");
   return open(path);
 }

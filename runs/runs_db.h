@@ -20,12 +20,12 @@ struct StepMetric {
   int step = 0;
   std::optional<double> loss;  // absent when the log printed none (stored as NULL; schema 3)
   double step_time_s = 0;
-  double tokens_per_s = 0;    // whole job
-  double tflops_per_gpu = 0;  // model FLOPs (causal-halved), per GPU
-  double mfu = 0;             // 0..1 against the device's peak used for the run
+  double tokens_per_s = 0;                // whole job
+  double tflops_per_gpu = 0;              // model FLOPs (causal-halved), per GPU
+  double mfu = 0;                         // 0..1 against the device's peak used for the run
   std::optional<double> peak_memory_gib;  // max over ranks; absent when no memory report covers the step
   // Added in schema 2:
-  bool warmup = false;               // excluded from the run's summary (see docs/runs.md, warm-up rule)
+  bool warmup = false;                            // excluded from the run's summary (see docs/runs.md, warm-up rule)
   std::optional<double> reported_tflops_per_gpu;  // as printed by the framework in its own FLOP convention
   // Added in schema 3:
   bool skipped = false;  // every iteration of the interval skipped (fp16 overflow) or a NaN: not measured
@@ -44,25 +44,25 @@ struct OpTiming {
 // stored with the run, so listing runs needs no step rows.
 struct RunSummary {
   int steps_total = 0;
-  int steps_measured = 0;       // steps neither warm-up nor skipped
-  double step_time_s = 0;       // median
-  double tokens_per_s = 0;      // median
-  double tflops_per_gpu = 0;    // median
-  double mfu = 0;               // median: the run's MFU
-  double mfu_spread = 0;        // within-run noise: 1.4826 x MAD of the measured steps' MFU
-  double peak_memory_gib = 0;   // max over all steps; 0 = no step has a memory figure
-  double predicted_mfu = 0;     // prediction["mfu"], 0 when no prediction is stored
+  int steps_measured = 0;      // steps neither warm-up nor skipped
+  double step_time_s = 0;      // median
+  double tokens_per_s = 0;     // median
+  double tflops_per_gpu = 0;   // median
+  double mfu = 0;              // median: the run's MFU
+  double mfu_spread = 0;       // within-run noise: 1.4826 x MAD of the measured steps' MFU
+  double peak_memory_gib = 0;  // max over all steps; 0 = no step has a memory figure
+  double predicted_mfu = 0;    // prediction["mfu"], 0 when no prediction is stored
 };
 
 struct RunRecord {
-  int64_t id = 0;                  // assigned by add_run
-  nlohmann::json plan;             // the mplan.plan/1 document that was run
-  std::string plan_key;            // stable key of model+layout (runs of "the same plan" share it)
-  std::string source = "mplan";    // mplan | megatron-log | csv
+  int64_t id = 0;                // assigned by add_run
+  nlohmann::json plan;           // the mplan.plan/1 document that was run
+  std::string plan_key;          // stable key of model+layout (runs of "the same plan" share it)
+  std::string source = "mplan";  // mplan | megatron-log | csv
   std::string host;
   nlohmann::json software = nlohmann::json::object();  // versions: compiler, BLAS, MPI, CUDA, driver ...
   std::string git_commit;
-  std::string started_at;          // ISO 8601 UTC
+  std::string started_at;  // ISO 8601 UTC
   std::vector<StepMetric> steps;
   std::vector<OpTiming> ops;
   nlohmann::json prediction = nlohmann::json::object();  // simulator output for the plan (may be empty)

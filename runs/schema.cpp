@@ -116,10 +116,12 @@ void backfill_summaries_v2(sqlite3* db) {
     Stmt q(db, "SELECT id, prediction_json FROM runs");
     while (q.next()) runs.emplace_back(q.i64(0), q.text(1));
   }
-  Stmt steps(db, "SELECT step, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib FROM steps "
-                 "WHERE run_id = ? ORDER BY idx");
-  Stmt upd(db, "UPDATE runs SET steps_total=?, steps_measured=?, step_time_s=?, tokens_per_s=?, tflops_per_gpu=?, "
-               "mfu=?, mfu_spread=?, peak_memory_gib=?, predicted_mfu=? WHERE id=?");
+  Stmt steps(db,
+             "SELECT step, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_memory_gib FROM steps "
+             "WHERE run_id = ? ORDER BY idx");
+  Stmt upd(db,
+           "UPDATE runs SET steps_total=?, steps_measured=?, step_time_s=?, tokens_per_s=?, tflops_per_gpu=?, "
+           "mfu=?, mfu_spread=?, peak_memory_gib=?, predicted_mfu=? WHERE id=?");
   for (const auto& [id, pred_text] : runs) {
     std::vector<StepMetric> v;
     steps.reset();

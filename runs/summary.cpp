@@ -5,8 +5,8 @@
 
 #include "core/hash.h"
 #include "core/plan.h"
-#include "runs/runs_db.h"
 #include "core/stats.h"
+#include "runs/runs_db.h"
 
 namespace mplan::runs {
 
@@ -47,7 +47,6 @@ void strip_provenance(json& j) {
   for (const char* k : {"source", "sources", "notes", "meta"}) j.erase(k);
   for (auto& [k, v] : j.items()) strip_provenance(v);
 }
-
 
 // The normalized plan (defaults filled in by the core parser when it parses), without meta.
 json canonical_plan(const json& plan) {

@@ -52,13 +52,16 @@ std::optional<int> parse_offset(const std::string& s) {
   int sign = s[0] == '-' ? -1 : 1;
   std::string r = s.substr(1);
   int h = 0, m = 0;
-  if (is_digits(r, 0, r.size()) && (r.size() == 1 || r.size() == 2)) h = std::stoi(r);
-  else if (r.size() == 4 && is_digits(r, 0, 4)) h = std::stoi(r.substr(0, 2)), m = std::stoi(r.substr(2));
+  if (is_digits(r, 0, r.size()) && (r.size() == 1 || r.size() == 2))
+    h = std::stoi(r);
+  else if (r.size() == 4 && is_digits(r, 0, 4))
+    h = std::stoi(r.substr(0, 2)), m = std::stoi(r.substr(2));
   else if (r.size() == 5 && r[2] == ':' && is_digits(r, 0, 2) && is_digits(r, 3, 2))
     h = std::stoi(r.substr(0, 2)), m = std::stoi(r.substr(3));
   else if (r.size() == 4 && r[1] == ':' && is_digits(r, 0, 1) && is_digits(r, 2, 2))
     h = std::stoi(r.substr(0, 1)), m = std::stoi(r.substr(2));
-  else return std::nullopt;
+  else
+    return std::nullopt;
   if (h > 14 || m > 59) return std::nullopt;
   return sign * (h * 3600 + m * 60);
 }
@@ -95,9 +98,7 @@ std::optional<TzifData> read_tzif(const std::string& b) {
   };
   int64_t c[6];
   if (!counts(0, c)) return std::nullopt;
-  auto block_size = [](const int64_t k[6], int tb) {
-    return k[3] * tb + k[3] + k[4] * 6 + k[5] + k[2] * (tb + 4) + k[1] + k[0];
-  };
+  auto block_size = [](const int64_t k[6], int tb) { return k[3] * tb + k[3] + k[4] * 6 + k[5] + k[2] * (tb + 4) + k[1] + k[0]; };
   size_t at = 0;
   int tb = 4;
   if (b[4] >= '2') {
@@ -165,8 +166,10 @@ struct Cursor {
       while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
       if (i == b) return k == 0 ? std::nullopt : std::optional<int>(sign * (parts[0] * 3600 + parts[1] * 60));
       parts[k] = std::stoi(s.substr(b, i - b));
-      if (k < 2 && i < s.size() && s[i] == ':') ++i;
-      else break;
+      if (k < 2 && i < s.size() && s[i] == ':')
+        ++i;
+      else
+        break;
     }
     return sign * (parts[0] * 3600 + parts[1] * 60 + parts[2]);
   }
@@ -222,13 +225,11 @@ int footer_offset(const TimeZone::Rule& r, int64_t utc) {
 
 const std::map<std::string, int>& abbreviations() {
   static const std::map<std::string, int> m = {
-      {"UTC", 0},         {"GMT", 0},          {"Z", 0},           {"WET", 0},          {"WEST", 3600},
-      {"BST", 3600},      {"CET", 3600},       {"CEST", 7200},     {"MET", 3600},       {"MEST", 7200},
-      {"EET", 7200},      {"EEST", 10800},     {"MSK", 10800},     {"EST", -18000},     {"EDT", -14400},
-      {"CDT", -18000},    {"MST", -25200},     {"MDT", -21600},    {"PST", -28800},     {"PDT", -25200},
-      {"AKST", -32400},   {"AKDT", -28800},    {"HST", -36000},    {"JST", 32400},      {"KST", 32400},
-      {"HKT", 28800},     {"SGT", 28800},      {"AWST", 28800},    {"ACST", 34200},     {"ACDT", 37800},
-      {"AEST", 36000},    {"AEDT", 39600},     {"NZST", 43200},    {"NZDT", 46800},     {"PKT", 18000},
+      {"UTC", 0},       {"GMT", 0},      {"Z", 0},        {"WET", 0},      {"WEST", 3600},  {"BST", 3600},   {"CET", 3600},
+      {"CEST", 7200},   {"MET", 3600},   {"MEST", 7200},  {"EET", 7200},   {"EEST", 10800}, {"MSK", 10800},  {"EST", -18000},
+      {"EDT", -14400},  {"CDT", -18000}, {"MST", -25200}, {"MDT", -21600}, {"PST", -28800}, {"PDT", -25200}, {"AKST", -32400},
+      {"AKDT", -28800}, {"HST", -36000}, {"JST", 32400},  {"KST", 32400},  {"HKT", 28800},  {"SGT", 28800},  {"AWST", 28800},
+      {"ACST", 34200},  {"ACDT", 37800}, {"AEST", 36000}, {"AEDT", 39600}, {"NZST", 43200}, {"NZDT", 46800}, {"PKT", 18000},
   };
   return m;
 }
@@ -276,7 +277,8 @@ std::optional<StatedZone> date_command_zone(const std::string& line) {
     }
     if (z + 1 >= w.size() || w[z + 1].size() != 4 || !is_digits(w[z + 1], 0, 4)) continue;
     std::string zone = w[z];
-    bool alpha = !zone.empty() && std::all_of(zone.begin(), zone.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+    bool alpha = !zone.empty() &&
+                 std::all_of(zone.begin(), zone.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
     auto numeric = parse_offset(zone);
     if (!alpha && !numeric) continue;
     StatedZone sz;
@@ -313,8 +315,8 @@ std::optional<StatedZone> iso_zone(const std::string& line) {
 }  // namespace
 
 std::optional<int64_t> parse_wall_clock(const std::string& t) {
-  if (t.size() < 19 || !is_digits(t, 0, 4) || t[4] != '-' || !is_digits(t, 5, 2) || t[7] != '-' ||
-      !is_digits(t, 8, 2) || (t[10] != ' ' && t[10] != 'T'))
+  if (t.size() < 19 || !is_digits(t, 0, 4) || t[4] != '-' || !is_digits(t, 5, 2) || t[7] != '-' || !is_digits(t, 8, 2) ||
+      (t[10] != ' ' && t[10] != 'T'))
     return std::nullopt;
   int h, mi, s;
   if (!hms(t.substr(11, 8), h, mi, s)) return std::nullopt;
@@ -376,8 +378,7 @@ std::optional<TimeZone::Rule> TimeZone::parse_posix_tz(const std::string& f) {
 }
 
 Expected<TimeZone> TimeZone::parse(const std::string& spec, const std::string& dir) {
-  const std::string forms =
-      "; write UTC, an offset such as +02:00 or UTC-5, or an IANA zone name such as Europe/Berlin";
+  const std::string forms = "; write UTC, an offset such as +02:00 or UTC-5, or an IANA zone name such as Europe/Berlin";
   if (spec.empty()) return Error("--tz: empty" + forms);
   if (spec == "UTC" || spec == "Z" || spec == "GMT") return fixed(0, "UTC");
   std::string rest = spec;
@@ -387,8 +388,7 @@ Expected<TimeZone> TimeZone::parse(const std::string& spec, const std::string& d
     if (!off) return Error("--tz: '" + spec + "' is not a valid UTC offset" + forms);
     return fixed(*off, offset_name(*off));
   }
-  bool safe = spec.find("..") == std::string::npos && spec[0] != '/' &&
-              std::all_of(spec.begin(), spec.end(), [](char ch) {
+  bool safe = spec.find("..") == std::string::npos && spec[0] != '/' && std::all_of(spec.begin(), spec.end(), [](char ch) {
                 return std::isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '_' || ch == '-' || ch == '+';
               });
   if (!safe) return Error("--tz: '" + spec + "' is not a zone name" + forms);

@@ -50,9 +50,9 @@ class TimeZone {
 
 // A zone stated in a log line, with the wall-clock time the line states in it.
 struct StatedZone {
-  std::string zone;            // "CEST", "+02:00"
-  std::optional<int> offset_s; // empty when the abbreviation names several zones (CST, IST, AST)
-  std::string local_time;      // "2024-06-11 10:11:02"
+  std::string zone;             // "CEST", "+02:00"
+  std::optional<int> offset_s;  // empty when the abbreviation names several zones (CST, IST, AST)
+  std::string local_time;       // "2024-06-11 10:11:02"
   int line = 0;
 };
 

@@ -19,7 +19,6 @@ struct WarmupFlags {
 // A measurement is warm-up when its iterations include any of the first `warmup_iters` iterations
 // of its segment. A segment starts at the first measurement and again whenever the iteration does
 // not increase or `restart[i]` is set (a resumed job appended to the same log; may be empty).
-WarmupFlags flag_warmup(const std::vector<int64_t>& iterations, int warmup_iters,
-                        const std::vector<bool>& restart = {});
+WarmupFlags flag_warmup(const std::vector<int64_t>& iterations, int warmup_iters, const std::vector<bool>& restart = {});
 
 }  // namespace mplan::runs

@@ -70,8 +70,8 @@ std::vector<std::string> bubble_warnings(const Plan& plan, const StepReport& r) 
     std::string fix = b == pp - 1 ? "fewer layers on the last stage balance it"
                       : b == 0    ? "fewer layers on the first stage balance it"
                                   : "moving layers off stage " + std::to_string(b) + " balances it";
-    w.push_back("stage imbalance " + pct(imb) + " of the step: stage " + std::to_string(b) + " (" +
-                stage_contents(plan, r, b) + ") is the bottleneck with " + pct(more) +
+    w.push_back("stage imbalance " + pct(imb) + " of the step: stage " + std::to_string(b) + " (" + stage_contents(plan, r, b) +
+                ") is the bottleneck with " + pct(more) +
                 " more work per micro-batch than the other stages, which wait for it (up to this share); " + fix);
   }
   return w;

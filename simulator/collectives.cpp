@@ -38,8 +38,7 @@ double flat(Collective c, double bytes, int n, const Link& l) {
 
 }  // namespace
 
-double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl,
-                         const CostParams& p) {
+double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl, const CostParams& p) {
   if (c == Collective::all_to_all) return moe_all_to_all_time_s(bytes, 1.0, g, cl, p);
   int n = g.size;
   if (n <= 1 || bytes <= 0) return 0;

@@ -11,8 +11,7 @@ namespace mplan {
 // Time of collective `c` with nccl-tests "size" `bytes` (all-reduce: the buffer; all-gather: the
 // gathered output; reduce-scatter: the input; all-to-all: one rank's send buffer; send_recv: the
 // message) over a group placed as `g` on cluster `cl`.
-double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl,
-                         const CostParams& p);
+double collective_time_s(Collective c, double bytes, const GroupPlacement& g, const ClusterSpec& cl, const CostParams& p);
 
 // MoE token dispatch or combine all-to-all with `bytes` = one rank's token copies (top-k per token).
 // `remote_share` scales the bytes that cross the network: 1 for NCCL all-to-all (every copy to a

@@ -18,10 +18,14 @@ struct CommOp {
   double fwd, bwd;
 };
 const CommOp kOps[] = {
-    {"tp_allgather", "tp", "all-gather", 0.5, 1.0},       {"tp_reduce_scatter", "tp", "reduce-scatter", 0.5, 0.5},
-    {"tp_allreduce", "tp", "all-reduce", 0.5, 0.5},       {"cp_kv_exchange", "cp", "K/V exchange", 0.5, 1.0},
-    {"cp_a2a", "cp", "all-to-all", 0.5, 0.5},             {"dispatch_a2a", "ep", "dispatch", 0.5, 0.5},
-    {"combine_a2a", "ep", "combine", 0.5, 0.5},           {"etp_allgather", "ep", "ETP all-gather", 0.5, 0.5},
+    {"tp_allgather", "tp", "all-gather", 0.5, 1.0},
+    {"tp_reduce_scatter", "tp", "reduce-scatter", 0.5, 0.5},
+    {"tp_allreduce", "tp", "all-reduce", 0.5, 0.5},
+    {"cp_kv_exchange", "cp", "K/V exchange", 0.5, 1.0},
+    {"cp_a2a", "cp", "all-to-all", 0.5, 0.5},
+    {"dispatch_a2a", "ep", "dispatch", 0.5, 0.5},
+    {"combine_a2a", "ep", "combine", 0.5, 0.5},
+    {"etp_allgather", "ep", "ETP all-gather", 0.5, 0.5},
     {"etp_reduce_scatter", "ep", "ETP reduce-scatter", 0.5, 0.5},
 };
 const char* kStreams[] = {"tp", "cp", "ep", "dp"};
@@ -38,7 +42,8 @@ CommEvents::CommEvents(const Workload& w, const ParallelConfig& p) {
     for (size_t c = 0; c < w.stages[s].chunks.size(); ++c) {
       const ChunkCost& ch = w.stages[s].chunks[c];
       // full recomputation runs the forward's collectives again in the backward
-      double redo = p.recompute == Recompute::full && ch.F.compute > 0 ? std::clamp(ch.B.recompute / ch.F.compute, 0.0, 1.0) : 0.0;
+      double redo =
+          p.recompute == Recompute::full && ch.F.compute > 0 ? std::clamp(ch.B.recompute / ch.F.compute, 0.0, 1.0) : 0.0;
       double total[3][4] = {};  // [F, B, W][stream]
       std::vector<std::string> whats[4];
       for (const CommOp& o : kOps) {  // in the vocabulary's order: names read "dispatch + combine"
@@ -79,8 +84,8 @@ const std::vector<CommEvents::Stream>& CommEvents::streams(int stage, int chunk,
 
 void CommEvents::emit(int stage, const Action& a, double start_s, double end_s, std::vector<TraceEvent>& out) const {
   const double span = std::max(0.0, end_s - start_s);
-  const std::string label = " · " + std::string(1, char(a.phase)) + " mb" + std::to_string(a.microbatch) + " c" +
-                            std::to_string(a.chunk);
+  const std::string label =
+      " · " + std::string(1, char(a.phase)) + " mb" + std::to_string(a.microbatch) + " c" + std::to_string(a.chunk);
   for (const Stream& st : streams(stage, a.chunk, a.phase)) {
     double exposed = std::min(st.exposed_s, span);
     double dur = std::clamp(st.total_s, exposed, span);

@@ -1,7 +1,7 @@
 // Roofline op costs. GEMM: time = (padded work + ramp) / (peak * eff_max * precision_eff), where the
 // padded work counts whole output tiles (the least wasteful of a few shapes) on every SM of every wave
-// (tile and wave quantization) and the ramp is a fixed gemm_half_flops; never faster than its HBM traffic. Backward of a GEMM is two GEMMs of the same
-// size (dgrad: m x k from m x n and n x k; wgrad: k x n from k x m and m x n).
+// (tile and wave quantization) and the ramp is a fixed gemm_half_flops; never faster than its HBM traffic. Backward of a GEMM is
+// two GEMMs of the same size (dgrad: m x k from m x n and n x k; wgrad: k x n from k x m and m x n).
 #include "simulator/compute_cost.h"
 
 #include <algorithm>

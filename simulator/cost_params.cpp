@@ -127,12 +127,15 @@ namespace {
 
 ParamRange cost_param_range(const std::string& name) {
   // efficiencies are fractions of a peak: (0, 1]; the rest are physical quantities with generous caps
-  static const std::map<std::string, ParamRange> ranges = {
-      {"gemm_half_flops", {0, 1e15, false}},      {"kernel_overhead_us", {0, 1e6, false}},
-      {"moe_load_cv", {0, 100, false}},           {"overlap_slowdown", {0, 1, false}},
-      {"comm_overlap", {0, 1, false}},            {"optimizer_overhead_s", {0, 1e4, false}},
-      {"allocator_overhead_frac", {0, 10, false}}, {"reserved_gib", {0, 1e4, false}},
-      {"comm_buffer_bytes", {0, 1e13, false}}};
+  static const std::map<std::string, ParamRange> ranges = {{"gemm_half_flops", {0, 1e15, false}},
+                                                           {"kernel_overhead_us", {0, 1e6, false}},
+                                                           {"moe_load_cv", {0, 100, false}},
+                                                           {"overlap_slowdown", {0, 1, false}},
+                                                           {"comm_overlap", {0, 1, false}},
+                                                           {"optimizer_overhead_s", {0, 1e4, false}},
+                                                           {"allocator_overhead_frac", {0, 10, false}},
+                                                           {"reserved_gib", {0, 1e4, false}},
+                                                           {"comm_buffer_bytes", {0, 1e13, false}}};
   auto it = ranges.find(name);
   return it == ranges.end() ? ParamRange{0, 1, true} : it->second;
 }
@@ -169,7 +172,11 @@ json calibration_to_json(const Calibration& c) {
   if (!fe.empty()) p["framework_eff"] = fe;
   json arch = json::object();
   for (const auto& [a, m] : c.by_arch) arch[a] = m;
-  json out = {{"schema", kCalibrationSchema}, {"gpu", c.gpu}, {"arch", c.arch}, {"params", p}, {"by_arch", arch},
+  json out = {{"schema", kCalibrationSchema},
+              {"gpu", c.gpu},
+              {"arch", c.arch},
+              {"params", p},
+              {"by_arch", arch},
               {"fit", c.fit.is_object() ? c.fit : json::object()}};
   if (!c.intervals.empty()) out["intervals"] = c.intervals;
   return out;
@@ -181,8 +188,7 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   if (!problems.empty()) return Error(problems);
   f.reject_unknown({"schema", "gpu", "arch", "params", "by_arch", "fit", "intervals"});
   auto schema = f.opt_string("schema");
-  if (!schema || *schema != kCalibrationSchema)
-    f.problem("schema", std::string("expected \"") + kCalibrationSchema + "\"");
+  if (!schema || *schema != kCalibrationSchema) f.problem("schema", std::string("expected \"") + kCalibrationSchema + "\"");
   Calibration c;
   c.params = base;
   c.gpu = f.opt_string("gpu").value_or("");
@@ -249,8 +255,8 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
       c.intervals = *ij;
     }
   }
-  for (double* v : {&c.params.gemm_eff_max, &c.params.grouped_gemm_eff, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff, &c.params.triton_attn_eff, &c.params.hbm_eff,
-                    &c.params.nvlink_eff, &c.params.network_eff, &c.params.a2a_eff})
+  for (double* v : {&c.params.gemm_eff_max, &c.params.grouped_gemm_eff, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff,
+                    &c.params.triton_attn_eff, &c.params.hbm_eff, &c.params.nvlink_eff, &c.params.network_eff, &c.params.a2a_eff})
     if (*v <= 0 || *v > 1.0) problems.push_back("calibration.params: efficiencies must be in (0, 1]");
   if (!problems.empty()) return Error(problems);
   return c;

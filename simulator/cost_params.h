@@ -3,10 +3,10 @@
 // `mplan simulate/search --calibration FILE` load.
 #pragma once
 #include <map>
-#include <optional>
-#include <utility>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/cluster_spec.h"
 #include "core/framework.h"

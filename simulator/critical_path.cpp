@@ -2,10 +2,10 @@
 #include "simulator/critical_path.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dag_shortest_paths.hpp>
 #include <boost/graph/reverse_graph.hpp>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -40,13 +40,20 @@ void longest_from(const G& g, typename boost::graph_traits<G>::vertex_descriptor
 
 std::string event_kind_name(const StepEvent& e, int zero) {
   switch (e.kind) {
-    case StepEvent::Kind::forward: return "forward";
-    case StepEvent::Kind::backward: return "backward";
-    case StepEvent::Kind::weight_grad: return "weight gradient";
-    case StepEvent::Kind::p2p: return "pp p2p";
-    case StepEvent::Kind::dp_grad: return zero == 0 ? "dp all-reduce" : "dp reduce-scatter";
-    case StepEvent::Kind::optimizer: return "optimizer";
-    case StepEvent::Kind::dp_gather: return "dp param all-gather";
+    case StepEvent::Kind::forward:
+      return "forward";
+    case StepEvent::Kind::backward:
+      return "backward";
+    case StepEvent::Kind::weight_grad:
+      return "weight gradient";
+    case StepEvent::Kind::p2p:
+      return "pp p2p";
+    case StepEvent::Kind::dp_grad:
+      return zero == 0 ? "dp all-reduce" : "dp reduce-scatter";
+    case StepEvent::Kind::optimizer:
+      return "optimizer";
+    case StepEvent::Kind::dp_gather:
+      return "dp param all-gather";
   }
   return "?";
 }
@@ -106,8 +113,8 @@ CriticalPathResult critical_path(const StepGraph& sg, int zeroed) {
     double c = std::max(0.0, next - to_start[size_t(i)]);
     if (c <= 0) continue;
     const std::string stage = "stage " + std::to_string(e.stage) + " ";
-    const bool action = e.kind == StepEvent::Kind::forward || e.kind == StepEvent::Kind::backward ||
-                        e.kind == StepEvent::Kind::weight_grad;
+    const bool action =
+        e.kind == StepEvent::Kind::forward || e.kind == StepEvent::Kind::backward || e.kind == StepEvent::Kind::weight_grad;
     const double total = e.parts.total();
     if (!action || total <= 0 || dur(i) <= 0) {
       std::string kind = event_kind_name(e, sg.zero);
@@ -119,15 +126,18 @@ CriticalPathResult critical_path(const StepGraph& sg, int zeroed) {
     }
     const double k_part = c / total;
     by[stage + event_kind_name(e, sg.zero)] += (e.parts.compute + e.parts.recompute) * k_part;
-    const std::pair<const char*, double> comm[] = {{"tp comm exposed", e.parts.tp}, {"cp comm exposed", e.parts.cp},
-                                                   {"ep comm exposed", e.parts.ep}, {"fsdp comm exposed", e.parts.dp},
+    const std::pair<const char*, double> comm[] = {{"tp comm exposed", e.parts.tp},
+                                                   {"cp comm exposed", e.parts.cp},
+                                                   {"ep comm exposed", e.parts.ep},
+                                                   {"fsdp comm exposed", e.parts.dp},
                                                    {"offload exposed", e.parts.host}};
     for (const auto& [name, t] : comm)
       if (t > 0) by[name] += t * k_part;
   }
   for (const auto& [kind, t] : by)
     if (t > 0) r.by_kind.push_back({kind, t, r.length_s > 0 ? t / r.length_s : 0.0});
-  std::stable_sort(r.by_kind.begin(), r.by_kind.end(), [](const CriticalKindShare& a, const CriticalKindShare& b) { return a.time_s > b.time_s; });
+  std::stable_sort(r.by_kind.begin(), r.by_kind.end(),
+                   [](const CriticalKindShare& a, const CriticalKindShare& b) { return a.time_s > b.time_s; });
   return r;
 }
 

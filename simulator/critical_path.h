@@ -25,7 +25,7 @@ struct StepEvent {
   Kind kind = Kind::forward;
   int stage = 0, microbatch = -1, chunk = -1;
   double start_s = 0, dur_s = 0;
-  PhaseCost parts;     // forward/backward/weight-gradient actions: what the duration is made of
+  PhaseCost parts;                       // forward/backward/weight-gradient actions: what the duration is made of
   int trace_first = -1, trace_end = -1;  // its events in StepReport::trace (when traced)
 };
 
@@ -48,10 +48,10 @@ struct StepGraph {
 };
 
 struct CriticalPathResult {
-  double length_s = 0;             // = the simulated step time
-  std::vector<int> path;           // event indices, in time order
-  std::vector<double> earliest_s;  // per event: longest path to its start (= its simulated start)
-  std::vector<double> slack_s;     // per event
+  double length_s = 0;                     // = the simulated step time
+  std::vector<int> path;                   // event indices, in time order
+  std::vector<double> earliest_s;          // per event: longest path to its start (= its simulated start)
+  std::vector<double> slack_s;             // per event
   std::vector<CriticalKindShare> by_kind;  // the path's time by kind, largest first; shares sum to 1
 };
 

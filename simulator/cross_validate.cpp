@@ -25,7 +25,6 @@ std::pair<double, double> residual_quantiles(std::vector<double> v, double level
 
 namespace {
 
-
 struct Prepared {
   std::vector<MeasuredRun> runs;
   std::vector<CvRow> rows;
@@ -60,8 +59,10 @@ std::vector<double> predict(const std::vector<MeasuredRun>& runs, const Calibrat
   std::vector<double> out(runs.size(), 0.0);
   for (size_t i = 0; i < runs.size(); ++i) {
     auto r = simulate(runs[i].plan, cal.params_for(runs[i].plan.cluster.gpu));
-    if (r && r->tokens_per_s_per_gpu > 0 && std::isfinite(r->tokens_per_s_per_gpu)) out[i] = r->tokens_per_s_per_gpu;
-    else if (failed) failed->push_back(runs[i].id + ": " + (r ? "no throughput" : r.error().problems.front()));
+    if (r && r->tokens_per_s_per_gpu > 0 && std::isfinite(r->tokens_per_s_per_gpu))
+      out[i] = r->tokens_per_s_per_gpu;
+    else if (failed)
+      failed->push_back(runs[i].id + ": " + (r ? "no throughput" : r.error().problems.front()));
   }
   return out;
 }
@@ -107,8 +108,9 @@ void add_stats(CvStats& s, const std::vector<const CvRow*>& rows) {
 std::vector<std::pair<std::string, std::vector<size_t>>> make_folds(const std::vector<CvRow>& rows, const CvOptions& opt) {
   std::map<std::string, std::vector<size_t>> by;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::string key = opt.mode == CvMode::source ? rows[i].source
-                                                 : "fold " + std::to_string(fnv1a(rows[i].group) % uint64_t(std::max(2, opt.folds)) + 1);
+    std::string key = opt.mode == CvMode::source
+                          ? rows[i].source
+                          : "fold " + std::to_string(fnv1a(rows[i].group) % uint64_t(std::max(2, opt.folds)) + 1);
     by[key].push_back(i);
   }
   return {by.begin(), by.end()};

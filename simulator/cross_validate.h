@@ -20,16 +20,16 @@ enum class CvMode { source, group };
 
 struct CvOptions {
   CvMode mode = CvMode::source;
-  int folds = 5;       // group mode
-  int rounds = 1;      // optimiser rounds per fit
-  int max_evals = 0;   // per round (0 = fit_runs' default)
+  int folds = 5;      // group mode
+  int rounds = 1;     // optimiser rounds per fit
+  int max_evals = 0;  // per round (0 = fit_runs' default)
   int threads = 0;
 };
 
 struct CvRow {
   std::string row_id, source, framework, group, model, gpu;
   std::vector<std::string> families;
-  std::string interval_family;  // "dense" or "moe"
+  std::string interval_family;                       // "dense" or "moe"
   double measured = 0, in_sample = 0, held_out = 0;  // tokens/s per GPU; 0 = failed to simulate
   std::string fold;
 };
@@ -42,15 +42,15 @@ struct CvReport {
   std::vector<CvRow> rows;
   CvStats overall;
   std::map<std::string, CvStats> by_family, by_source, by_framework;
-  std::vector<std::string> folds;        // what each fold held out
-  std::vector<std::string> failures;     // rows that did not simulate in some fit
-  nlohmann::json intervals;              // per interval family: lo, hi, level, target, n (all held-out residuals)
-  double interval_level = 0.10;          // residual quantiles [level, 1 - level] that reach the target coverage
-  double coverage = 0;                   // share of held-out rows inside the interval built out of fold, at that level
-  double coverage_nominal = 0;           // the same with the plain 10th/90th percentiles
+  std::vector<std::string> folds;     // what each fold held out
+  std::vector<std::string> failures;  // rows that did not simulate in some fit
+  nlohmann::json intervals;           // per interval family: lo, hi, level, target, n (all held-out residuals)
+  double interval_level = 0.10;       // residual quantiles [level, 1 - level] that reach the target coverage
+  double coverage = 0;                // share of held-out rows inside the interval built out of fold, at that level
+  double coverage_nominal = 0;        // the same with the plain 10th/90th percentiles
   std::map<std::string, std::vector<std::string>> reset_to_prior;  // fold -> parameters no training row informs
   int coverage_rows = 0;
-  Calibration in_sample_calibration;     // the fit on every row (with `intervals` set)
+  Calibration in_sample_calibration;  // the fit on every row (with `intervals` set)
 };
 
 // Rows: the published CSV rows (clean, expressible ones are used). `start` is the calibration each fit
@@ -66,6 +66,5 @@ std::pair<double, double> residual_quantiles(std::vector<double> v, double level
 
 // The run-group key of a published row: model|gpu|gpus|tp|pp|cp|ep|precision.
 std::string run_group_key(const CsvRow& r);
-
 
 }  // namespace mplan

@@ -61,9 +61,12 @@ FitLoss fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal, i
   parallel_for(runs.size(), threads, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
       auto rep = simulate(runs[i].plan, cal.params_for(runs[i].plan.cluster.gpu));
-      if (!rep) why[i] = rep.error().problems.empty() ? "does not simulate" : rep.error().problems.front();
-      else if (!(rep->tokens_per_s_per_gpu > 0) || !std::isfinite(rep->tokens_per_s_per_gpu)) why[i] = "no throughput";
-      else ratio[i] = rep->tokens_per_s_per_gpu / runs[i].tokens_per_s_per_gpu;
+      if (!rep)
+        why[i] = rep.error().problems.empty() ? "does not simulate" : rep.error().problems.front();
+      else if (!(rep->tokens_per_s_per_gpu > 0) || !std::isfinite(rep->tokens_per_s_per_gpu))
+        why[i] = "no throughput";
+      else
+        ratio[i] = rep->tokens_per_s_per_gpu / runs[i].tokens_per_s_per_gpu;
     }
   });
   FitLoss f;
@@ -107,9 +110,8 @@ struct Scale {
 
 }  // namespace
 
-FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,
-                          const std::vector<FitParamSpec>& which, int rounds,
-                          const std::function<void(int, int, double)>& progress, int max_evals, int threads) {
+FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start, const std::vector<FitParamSpec>& which,
+                          int rounds, const std::function<void(int, int, double)>& progress, int max_evals, int threads) {
   FitResult fr;
   fr.calibration = start;
   fr.rows = int(runs.size());

@@ -21,8 +21,8 @@ struct MeasuredRun {
 };
 
 struct FitParamSpec {
-  std::string name;  // a CostParams field ("precision_eff.fp8" ...), or "<arch>/<field>" for a per-architecture override
-  double lo, hi;     // physical bounds
+  std::string name;      // a CostParams field ("precision_eff.fp8" ...), or "<arch>/<field>" for a per-architecture override
+  double lo, hi;         // physical bounds
   std::string why = "";  // what the parameter is (docs/cost_model.md lists them)
 };
 
@@ -36,8 +36,8 @@ std::vector<FitParamSpec> default_fit_params();
 constexpr double kFailedRowPenalty = 2.302585092994046;
 
 struct FitLoss {
-  double loss = 0;   // weighted mean |ln(pred/meas)|, failures charged kFailedRowPenalty
-  double mape = 0;   // percent, over the rows that simulated
+  double loss = 0;  // weighted mean |ln(pred/meas)|, failures charged kFailedRowPenalty
+  double mape = 0;  // percent, over the rows that simulated
   int rows = 0, failures = 0;
   std::vector<std::string> failed;  // "ROW: reason"
 };
@@ -57,9 +57,8 @@ double* calibration_param(Calibration& c, const std::string& name);
 
 // `rounds` restarts of the optimiser, each from the best point so far with a smaller initial step;
 // `max_evals` bounds the simulations of all rows per round (0 = 60 per parameter).
-FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start,
-                          const std::vector<FitParamSpec>& which, int rounds,
-                          const std::function<void(int round, int evals, double loss)>& progress = {},
+FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start, const std::vector<FitParamSpec>& which,
+                          int rounds, const std::function<void(int round, int evals, double loss)>& progress = {},
                           int max_evals = 0, int threads = 0);
 
 // Loss of `cal` on `runs` (failures reported and charged, see kFailedRowPenalty).

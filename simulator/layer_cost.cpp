@@ -16,10 +16,14 @@ constexpr double kEpCommSms = 20;
 
 const GroupPlacement& placement_of(const ListTimingContext& x, CommGroup g) {
   switch (g) {
-    case CommGroup::cp: return x.cp_pl;
-    case CommGroup::ep: return x.ep_pl;
-    case CommGroup::etp: return x.etp_pl;
-    default: return x.tp_pl;
+    case CommGroup::cp:
+      return x.cp_pl;
+    case CommGroup::ep:
+      return x.ep_pl;
+    case CommGroup::etp:
+      return x.etp_pl;
+    default:
+      return x.tp_pl;
   }
 }
 
@@ -59,7 +63,7 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
   oc.micro_batch = p.micro_batch_size;
   oc.seq = plan.training.seq_length;
   oc.precision = plan.training.precision;
-  oc.cp_comm = p.cp_comm_type == CpCommType::p2p ? OpContext::CpComm::p2p
+  oc.cp_comm = p.cp_comm_type == CpCommType::p2p   ? OpContext::CpComm::p2p
                : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a
                                                    : OpContext::CpComm::allgather;
   oc.flash_attention = p.attention_backend != AttentionBackend::unfused;
@@ -68,8 +72,8 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
     const MoeSpec& e = *m.moe;
     // the busiest EP rank's share under learned routing, or the sampling floor of forced balance
     double tokens_per_rank = double(p.micro_batch_size) * plan.training.seq_length / (double(p.cp) * p.tp);
-    oc.moe_load_factor = moe_busiest_rank_factor(int(e.num_experts), int(e.top_k), p.ep, tokens_per_rank,
-                                                 p.moe_force_balance, prm.moe_expert_cv);
+    oc.moe_load_factor =
+        moe_busiest_rank_factor(int(e.num_experts), int(e.top_k), p.ep, tokens_per_rank, p.moe_force_balance, prm.moe_expert_cv);
   }
   if (m.moe && p.moe_capacity_factor > 0) {
     // tokens beyond an expert's capacity are dropped; padding fills every expert to its capacity
@@ -79,9 +83,9 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
   // how the loss keeps the logits: a fused cross-entropy, torch's eager fp32 path (torchtitan,
   // MaxText's unfused loss), or Megatron's vocab-parallel fp32 softmax
   const Framework fw = plan.training.framework;
-  oc.loss_memory = p.cross_entropy_fusion                                       ? LossMemory::fused_in_place
+  oc.loss_memory = p.cross_entropy_fusion                                    ? LossMemory::fused_in_place
                    : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
-                                                                                : LossMemory::megatron_fp32_softmax;
+                                                                             : LossMemory::megatron_fp32_softmax;
   oc.kv_repeated = fw == Framework::torchtitan;  // torchtitan's Llama repeat_kv()s K/V before SDPA
   return oc;
 }
@@ -148,7 +152,7 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
     if (op.name == "tp_allgather") {
       double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
       lt.F.tp += ovl ? overlapped(t, g, tpn) : t;
-      lt.B.tp += overlapped(t, dg);                                                // re-gather of the input for wgrad
+      lt.B.tp += overlapped(t, dg);                                                 // re-gather of the input for wgrad
       lt.B.tp += ovl ? overlapped(t, wg, tpn) : overlapped(t, x.split_w ? 0 : wg);  // grad RS
       block_start = i + 1;
     } else if (op.name == "tp_reduce_scatter") {

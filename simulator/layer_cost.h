@@ -45,7 +45,7 @@ struct ListTimingContext {
   const ClusterSpec* cl = nullptr;
   const CostParams* prm = nullptr;
   Precision prec = Precision::bf16;
-  bool frozen = false;  // LoRA: frozen base weights get no gradient
+  bool frozen = false;   // LoRA: frozen base weights get no gradient
   bool split_w = false;  // zero-bubble: weight gradients in their own W pass
   int tp = 1, cp = 1;
   bool tp_comm_overlap = false, moe_a2a_overlap = false;

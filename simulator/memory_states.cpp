@@ -9,22 +9,25 @@ double fp8_weight_copy_bytes(Precision p, const std::string& arch) {
   switch (p) {
     // Float8 (delayed / current scaling): data + a transposed copy for dgrad on Hopper and older; Blackwell
     // runs non-TN fp8 GEMMs, so no transpose (TE utils.py is_non_tn_fp8_gemm_supported).
-    case Precision::fp8: return arch == "blackwell" ? 1.0 : 2.0;
+    case Precision::fp8:
+      return arch == "blackwell" ? 1.0 : 2.0;
     // MXFP8: rowwise and columnwise data, one E8M0 scale per 32 elements each (TE quantizer.cpp)
-    case Precision::mxfp8: return 2.0 * (1.0 + 1.0 / 32);
+    case Precision::mxfp8:
+      return 2.0 * (1.0 + 1.0 / 32);
     // NVFP4: rowwise and columnwise 4-bit data with one fp8 scale per 16 elements each
-    case Precision::nvfp4: return 2.0 * (0.5 + 1.0 / 16);
-    default: return 0;
+    case Precision::nvfp4:
+      return 2.0 * (0.5 + 1.0 / 16);
+    default:
+      return 0;
   }
 }
 
-void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
-                       int layers) {
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage, int layers) {
   fill_stage_params(st, m, p, sp, stage, layers, count_params(m));
 }
 
-void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
-                       int layers, const ParamCounts& pc) {
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage, int layers,
+                       const ParamCounts& pc) {
   st.dense_params = sp.dense / p.tp;
   st.expert_params = sp.expert / (double(p.ep) * p.etp);
   st.layers = layers;
@@ -78,7 +81,7 @@ ModelStateBytes megatron(const Ctx& x) {
   }
   double g = x.fp32 ? 4.0 : (p.grad_reduce_in_bf16 ? 2.0 : 4.0);
   // master weights (none for fp32 training: the parameters are fp32) and the two Adam moments
-  double master = x.fp32 ? 0.0
+  double master = x.fp32                              ? 0.0
                   : p.main_params == MainParams::fp32 ? 4.0
                   : p.main_params == MainParams::none ? 0.0
                                                       : 2.0;  // int16 remainders or a bf16 copy
@@ -130,7 +133,11 @@ ModelStateBytes sharded_fp32(const Ctx& x) {
 }  // namespace
 
 ModelStateBytes model_state_bytes(const Plan& plan, const StageWork& st) {
-  Ctx x{plan, st, dense_shard_group(plan), expert_shard_group(plan), plan.training.precision == Precision::fp32,
+  Ctx x{plan,
+        st,
+        dense_shard_group(plan),
+        expert_shard_group(plan),
+        plan.training.precision == Precision::fp32,
         plan.training.frozen_base()};
   if (plan.training.framework == Framework::megatron) return megatron(x);
   return sharded_fp32(x);

@@ -23,20 +23,19 @@
 namespace mplan {
 
 struct ModelStateBytes {
-  double weights = 0;     // incl. gathered parameter copies of FSDP and fp8 weight caches
-  double gradients = 0;   // incl. unsharded gradient buffers of FSDP
-  double optimizer = 0;   // fp32 main parameters (where separate) and optimizer moments
+  double weights = 0;    // incl. gathered parameter copies of FSDP and fp8 weight caches
+  double gradients = 0;  // incl. unsharded gradient buffers of FSDP
+  double optimizer = 0;  // fp32 main parameters (where separate) and optimizer moments
 };
 
 // The parameter fields of a stage's StageWork (dense_params, expert_params, unquantized_params,
 // layer_params, layers) from the stage's parameter counts and layer count; shared by the simulator's
 // workload and the planner's memory bound so both see the same rank.
-void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
-                       int layers);
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage, int layers);
 // The same with the model's parameter counts given (count_params(m): callers that fill many stages
 // of one model count them once).
-void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage,
-                       int layers, const ParamCounts& pc);
+void fill_stage_params(StageWork& st, const ModelSpec& m, const ParallelConfig& p, const StageParams& sp, int stage, int layers,
+                       const ParamCounts& pc);
 
 // Bytes per parameter of Transformer Engine's quantized weight copy (rowwise + columnwise usages) for
 // the precision on this GPU architecture; 0 outside the fp8 family.

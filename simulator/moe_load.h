@@ -18,7 +18,6 @@ namespace mplan {
 double expected_max_of_normals(int n);
 
 // The busiest EP rank's tokens over the mean. tokens_per_rank: tokens a rank routes per micro-batch.
-double moe_busiest_rank_factor(int num_experts, int top_k, int ep, double tokens_per_rank, bool forced_balance,
-                               double expert_cv);
+double moe_busiest_rank_factor(int num_experts, int top_k, int ep, double tokens_per_rank, bool forced_balance, double expert_cv);
 
 }  // namespace mplan

@@ -67,7 +67,8 @@ void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather
         double st0 = std::max(dp_free, ready);
         dp_free = st0 + t_chunk / k;
         if (graph) {  // after the previous bucket and the point of the backward that makes it ready
-          int b = record_event(graph, trace, StepEvent::Kind::dp_grad, s, -1, c, st0, t_chunk / k, trace ? int(trace->size()) : -1);
+          int b =
+              record_event(graph, trace, StepEvent::Kind::dp_grad, s, -1, c, st0, t_chunk / k, trace ? int(trace->size()) : -1);
           if (trace) graph->events.back().trace_end += 1;
           int from = overlap_grad && !w.split_w && last_b_node[c] >= 0 ? last_b_node[c] : last_node;
           const StepEvent& fe = graph->events[size_t(from)];
@@ -99,14 +100,16 @@ void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather
   sr.end_s = sr.compute_end_s + grad_exposed + st.optimizer_s + gather_exposed;
   const int opt_trace = trace ? int(trace->size()) : -1;
   if (graph) {  // the optimizer after the compute and the gradients, the exposed gather after it
-    int o = record_event(graph, trace, StepEvent::Kind::optimizer, s, -1, -1, sr.compute_end_s + grad_exposed, st.optimizer_s, opt_trace);
+    int o = record_event(graph, trace, StepEvent::Kind::optimizer, s, -1, -1, sr.compute_end_s + grad_exposed, st.optimizer_s,
+                         opt_trace);
     if (trace) graph->events.back().trace_end = opt_trace + 1;
     graph->link(last_node, o);
     graph->link(prev_bucket, o);
     if (gather_exposed > 0) {
       double hidden = std::max(0.0, st.dp_param_gather_s - gather_exposed);
       int at = trace ? opt_trace + (hidden > 0 ? 2 : 1) : -1;
-      int g = record_event(graph, trace, StepEvent::Kind::dp_gather, s, -1, -1, sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, at);
+      int g = record_event(graph, trace, StepEvent::Kind::dp_gather, s, -1, -1, sr.compute_end_s + grad_exposed + st.optimizer_s,
+                           gather_exposed, at);
       if (trace) graph->events.back().trace_end = at + 1;
       graph->link(o, g);
     }
@@ -118,7 +121,8 @@ void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather
     double hidden = std::max(0.0, st.dp_param_gather_s - gather_exposed);
     if (hidden > 0) trace->push_back({s, "dp", "DP param all-gather (hidden by the first forwards)", 0.0, hidden, 'C', -1, -1});
     if (gather_exposed > 0) {
-      trace->push_back({s, "dp", "DP param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
+      trace->push_back(
+          {s, "dp", "DP param all-gather", sr.compute_end_s + grad_exposed + st.optimizer_s, gather_exposed, 'C', -1, -1});
       trace->back().exposed_s = gather_exposed;
     }
   }
@@ -229,7 +233,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       if (trace) {
         trace->push_back({s, "compute", label(a), start, end - start, char(a.phase), a.microbatch, a.chunk});
         comm->emit(s, a, start, end, *trace);
-        long sent = a.phase == Phase::F ? f_send[slot(s, a.chunk, a.microbatch)]
+        long sent = a.phase == Phase::F   ? f_send[slot(s, a.chunk, a.microbatch)]
                     : a.phase == Phase::B ? b_send[slot(s, a.chunk, a.microbatch)]
                                           : -1;
         if (sent >= 0) (*trace)[size_t(sent)].peer_start_s = start;  // the flow of that send ends here
@@ -237,8 +241,9 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       int node = -1;
       if (graph) {  // the action, after the stage's previous one and its inputs
         const size_t sl = slot(s, a.chunk, a.microbatch);
-        node = record(a.phase == Phase::F ? StepEvent::Kind::forward : a.phase == Phase::B ? StepEvent::Kind::backward
-                                                                                         : StepEvent::Kind::weight_grad,
+        node = record(a.phase == Phase::F   ? StepEvent::Kind::forward
+                      : a.phase == Phase::B ? StepEvent::Kind::backward
+                                            : StepEvent::Kind::weight_grad,
                       s, a.microbatch, a.chunk, start, end - start, trace_at);
         graph->events.back().parts = pc;
         graph->link(last_node[s], node);
@@ -264,8 +269,10 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       if (a.phase == Phase::F) {
         f_end.at(s, a.chunk, a.microbatch) = end;
         int ns = -1, nc = a.chunk;
-        if (s < pp - 1) ns = s + 1;
-        else if (a.chunk < vpp - 1) ns = 0, nc = a.chunk + 1;
+        if (s < pp - 1)
+          ns = s + 1;
+        else if (a.chunk < vpp - 1)
+          ns = 0, nc = a.chunk + 1;
         if (ns >= 0) {
           double depart = std::max(end, link_fwd[s]);
           double arr = depart + w.p2p_s;
@@ -283,8 +290,10 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
         b_end.at(s, a.chunk, a.microbatch) = end;
         if (++b_count[s][a.chunk] == m) last_b[s][a.chunk] = {start, end};
         int ns = -1, nc = a.chunk;
-        if (s > 0) ns = s - 1;
-        else if (a.chunk > 0) ns = pp - 1, nc = a.chunk - 1;
+        if (s > 0)
+          ns = s - 1;
+        else if (a.chunk > 0)
+          ns = pp - 1, nc = a.chunk - 1;
         if (ns >= 0) {
           double depart = std::max(end, link_bwd[s]);
           double arr = depart + w.p2p_s;

@@ -87,7 +87,8 @@ std::optional<Precision> precision_of(const std::string& t) {
 
 Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   const std::string& name = r.get("model");
-  if (has(name, "nemotron_3") || has(name, "nemotron 3")) return Error("hybrid Mamba-Transformer (Nemotron 3) is not expressible");
+  if (has(name, "nemotron_3") || has(name, "nemotron 3"))
+    return Error("hybrid Mamba-Transformer (Nemotron 3) is not expressible");
   if (has(name, "llama4")) return Error("Llama 4 (chunked attention, interleaved MoE) is not expressible");
   auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
   if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");
@@ -251,8 +252,10 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   std::string fw_text = r.get("framework");
   for (const RunFact& f : facts)
     if (f.fact == "framework" && fw_text.empty()) fw_text = f.value;
-  if (auto fw = framework_from_text(fw_text)) plan.training.framework = *fw;
-  else run.notes += "framework '" + fw_text + "' unknown, megatron assumed; ";
+  if (auto fw = framework_from_text(fw_text))
+    plan.training.framework = *fw;
+  else
+    run.notes += "framework '" + fw_text + "' unknown, megatron assumed; ";
   ParallelConfig& p = plan.parallel;
   p.world_size = int(*gpus);
   p.tp = int_or(r, "tp", 1);
@@ -286,7 +289,9 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
     run.notes += "vpp 2 (torchtitan's default stages per rank for Interleaved1F1B); ";
   }
   std::string rc = lower(r.get("recompute"));
-  p.recompute = rc.rfind("full", 0) == 0 ? Recompute::full : rc.rfind("selective", 0) == 0 ? Recompute::selective : Recompute::none;
+  p.recompute = rc.rfind("full", 0) == 0        ? Recompute::full
+                : rc.rfind("selective", 0) == 0 ? Recompute::selective
+                                                : Recompute::none;
   if (p.recompute == Recompute::selective && plan.training.framework == Framework::torchtitan && has(rc, "(layer")) {
     // torchtitan's layer-level selective checkpointing: every second block fully checkpointed
     // (selective_ac_option = 2, config_manager.py)
@@ -296,16 +301,22 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   }
   std::string dopt = lower(r.get("dist_optimizer"));
   double fsdp = r.num("fsdp").value_or(0);
-  if (dopt.find("full_shard") != std::string::npos) p.zero = 3;
-  else if (dopt.find("shard_grad_op") != std::string::npos) p.zero = 2;
-  else if (fsdp > 0 || lower(r.get("fsdp")) == "on") p.zero = 3;
-  else if (dopt.rfind("no", 0) == 0) p.zero = 0;
+  if (dopt.find("full_shard") != std::string::npos)
+    p.zero = 3;
+  else if (dopt.find("shard_grad_op") != std::string::npos)
+    p.zero = 2;
+  else if (fsdp > 0 || lower(r.get("fsdp")) == "on")
+    p.zero = 3;
+  else if (dopt.rfind("no", 0) == 0)
+    p.zero = 0;
   else {
     // not stated: Megatron's distributed optimizer where the framework has it, else the framework's
     // own sharding (MaxText/Paxml shard everything: zero 3)
     const FrameworkMemory fm = framework_memory(plan.training.framework);
     p.zero = (fm.zero_levels >> 1) & 1u ? 1 : fm.default_zero;
-    if (p.zero != 1) run.notes += "sharding not stated: " + to_string(plan.training.framework) + "'s default zero " + std::to_string(p.zero) + "; ";
+    if (p.zero != 1)
+      run.notes +=
+          "sharding not stated: " + to_string(plan.training.framework) + "'s default zero " + std::to_string(p.zero) + "; ";
   }
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   if (p.zero == 3 && fsdp > 1 && dp > fsdp && dp % int(fsdp) == 0) {
@@ -321,8 +332,10 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   if (plan.model.moe) {
     // MoE runtime choices the sources state in their notes or table titles
     std::string text = lower(r.get("notes") + " " + r.get("source_detail"));
-    if (has(text, "hybridep")) p.moe_dispatcher = MoeDispatcher::hybridep;
-    else if (has(text, "deepep")) p.moe_dispatcher = MoeDispatcher::deepep;
+    if (has(text, "hybridep"))
+      p.moe_dispatcher = MoeDispatcher::hybridep;
+    else if (has(text, "deepep"))
+      p.moe_dispatcher = MoeDispatcher::deepep;
     if (p.moe_dispatcher != MoeDispatcher::alltoall) run.notes += to_string(p.moe_dispatcher) + " dispatcher; ";
     if (has(text, "force-balanced") || has(text, "forced balance") || has(text, "forced load balancing")) {
       p.moe_force_balance = true;
@@ -339,7 +352,8 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   }
   if (auto errs = validate_layout(plan.model, plan.cluster, plan.training, p); !errs.empty()) {
     bool split = false;
-    for (auto& e : errs) split = split || e.find("layers do not split") != std::string::npos || e.find("fewer than vpp") != std::string::npos;
+    for (auto& e : errs)
+      split = split || e.find("layers do not split") != std::string::npos || e.find("fewer than vpp") != std::string::npos;
     if (split) {
       p.pipeline_layout = balanced_pipeline_layout(plan.model, p.pp, p.vpp);
       run.notes += "uneven pipeline layout; ";

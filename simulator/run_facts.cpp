@@ -85,8 +85,6 @@ bool matches(const FactRun& run, const CsvRow& row) {
   return !run.conditions.empty();
 }
 
-
-
 // Expands Megatron's layout grammar into a flat string of symbols.
 bool expand(const std::string& s, size_t& i, std::string& out, int depth) {
   if (depth > 8) return false;
@@ -122,9 +120,12 @@ std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& 
   if (!expand(s, i, flat, 0) || i != s.size()) return {};
   std::vector<int> segments(1, 0);
   for (char c : flat) {
-    if (c == '|') segments.push_back(0);
-    else if (c == 't') ++segments.back();
-    else if (c != 'E' && c != 'L' && c != 'm') return {};
+    if (c == '|')
+      segments.push_back(0);
+    else if (c == 't')
+      ++segments.back();
+    else if (c != 'E' && c != 'L' && c != 'm')
+      return {};
   }
   if (int(segments.size()) != pp * vpp) return {};
   std::vector<std::vector<int>> out(pp, std::vector<int>(vpp, 0));

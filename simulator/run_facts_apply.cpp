@@ -70,26 +70,30 @@ void apply_recompute(Applier& a, const CsvRow& row) {
     size_t off_at = rc.find("offload");
     auto off = off_at == std::string::npos ? OffloadModules{} : known_names(rc.substr(off_at), offload_module_names());
     if (a.plan.parallel.recompute == Recompute::selective && !mods.empty())
-      a.attempt("recompute modules " + join_names(to_names(mods)) + " (row)", [&](Plan& p) { p.parallel.recompute_modules = mods; });
+      a.attempt("recompute modules " + join_names(to_names(mods)) + " (row)",
+                [&](Plan& p) { p.parallel.recompute_modules = mods; });
     if (!off.empty())
       a.attempt("offload modules " + join_names(to_names(off)) + " (row)", [&](Plan& p) { p.parallel.offload_modules = off; });
   } else if (const RunFact* f = a.get("recompute_granularity")) {
     std::string v = lower(f->value);
-    Recompute r = v.rfind("full", 0) == 0 ? Recompute::full : v.rfind("selective", 0) == 0 ? Recompute::selective : Recompute::none;
-    if (v != "not stated")
-      a.attempt("recompute " + to_string(r) + " (recipe)", [&](Plan& p) { p.parallel.recompute = r; });
+    Recompute r = v.rfind("full", 0) == 0        ? Recompute::full
+                  : v.rfind("selective", 0) == 0 ? Recompute::selective
+                                                 : Recompute::none;
+    if (v != "not stated") a.attempt("recompute " + to_string(r) + " (recipe)", [&](Plan& p) { p.parallel.recompute = r; });
   }
-  if (const RunFact* f = a.get("recompute_modules"); f && a.plan.parallel.recompute == Recompute::selective &&
-                                                     a.plan.parallel.recompute_modules.empty()) {
+  if (const RunFact* f = a.get("recompute_modules");
+      f && a.plan.parallel.recompute == Recompute::selective && a.plan.parallel.recompute_modules.empty()) {
     std::string bad;
     auto mods = parse_recompute_modules(names(f->value), &bad);
     if (mods && !mods->empty())
-      a.attempt("recompute modules " + join_names(to_names(*mods)) + " (recipe)", [&](Plan& p) { p.parallel.recompute_modules = *mods; });
+      a.attempt("recompute modules " + join_names(to_names(*mods)) + " (recipe)",
+                [&](Plan& p) { p.parallel.recompute_modules = *mods; });
   }
   if (const RunFact* m = a.get("recompute_method"); m && a.plan.parallel.recompute == Recompute::full) {
     const RunFact* n = a.get("recompute_num_layers");
     if (lower(m->value) == "block" && n)
-      a.attempt("recompute " + n->value + " layers per chunk (recipe)", [&](Plan& p) { p.parallel.recompute_num_layers = std::stoi(n->value); });
+      a.attempt("recompute " + n->value + " layers per chunk (recipe)",
+                [&](Plan& p) { p.parallel.recompute_num_layers = std::stoi(n->value); });
   }
 }
 
@@ -110,7 +114,8 @@ void apply_optimizer(Applier& a, const CsvRow& row) {
       a.attempt("Megatron-FSDP " + v + " (recipe)", [&](Plan& p) { p.parallel.zero = z; });
     } else if (const RunFact* d = a.get("use_distributed_optimizer")) {
       int z = truthy(d->value) ? 1 : 0;
-      a.attempt(std::string(z ? "distributed optimizer" : "no distributed optimizer") + " (recipe)", [&](Plan& p) { p.parallel.zero = z; });
+      a.attempt(std::string(z ? "distributed optimizer" : "no distributed optimizer") + " (recipe)",
+                [&](Plan& p) { p.parallel.zero = z; });
     }
   }
   if (!megatron) return;
@@ -138,14 +143,16 @@ void apply_offload(Applier& a) {
   const RunFact* c = a.get("cpu_offloading");
   const RunFact* n = a.get("cpu_offloading_num_layers");
   if (c && truthy(c->value) && n)
-    a.attempt("activation offloading of " + n->value + " layers (recipe)", [&](Plan& p) { p.parallel.cpu_offload_layers = std::stoi(n->value); });
+    a.attempt("activation offloading of " + n->value + " layers (recipe)",
+              [&](Plan& p) { p.parallel.cpu_offload_layers = std::stoi(n->value); });
   const RunFact* fg = a.get("fine_grained_activation_offloading");
   const RunFact* om = a.get("offload_modules");
   if (fg && truthy(fg->value) && om && !none_value(om->value)) {
     OffloadModules mods = known_names(om->value, offload_module_names());
     if (om->value.find("fused_group_mlp") != std::string::npos) mods.add(OffloadModule::expert_fc1);  // the grouped MLP's input
     if (!mods.empty())
-      a.attempt("offload modules " + join_names(to_names(mods)) + " (recipe)", [&](Plan& p) { p.parallel.offload_modules = mods; });
+      a.attempt("offload modules " + join_names(to_names(mods)) + " (recipe)",
+                [&](Plan& p) { p.parallel.offload_modules = mods; });
   }
 }
 
@@ -157,10 +164,11 @@ void apply_moe(Applier& a) {
   if (const RunFact* f = a.get("moe_token_dispatcher_type")) {
     std::string v = lower(f->value), backend = lower(f->note);
     if (const RunFact* b = a.get("moe_flex_dispatcher_backend")) backend = lower(b->value);
-    MoeDispatcher d = v == "alltoall" ? MoeDispatcher::alltoall
+    MoeDispatcher d = v == "alltoall"                                 ? MoeDispatcher::alltoall
                       : backend.find("hybridep") != std::string::npos ? MoeDispatcher::hybridep
-                                                                       : MoeDispatcher::deepep;
-    if (v == "alltoall" || v == "flex") a.attempt(to_string(d) + " dispatcher (recipe)", [&](Plan& p) { p.parallel.moe_dispatcher = d; });
+                                                                      : MoeDispatcher::deepep;
+    if (v == "alltoall" || v == "flex")
+      a.attempt(to_string(d) + " dispatcher (recipe)", [&](Plan& p) { p.parallel.moe_dispatcher = d; });
   }
   if (const RunFact* f = a.get("moe_expert_capacity_factor"); f && !none_value(f->value)) {
     double cf = std::atof(f->value.c_str());
@@ -179,7 +187,8 @@ void apply_moe(Applier& a) {
 void apply_runtime(Applier& a) {
   const ParallelConfig& q = a.plan.parallel;
   if (const RunFact* f = a.get("tp_comm_overlap"); f && q.tp > 1 && q.sp)
-    a.attempt(std::string(truthy(f->value) ? "" : "no ") + "TP-comm overlap (recipe)", [&](Plan& p) { p.parallel.tp_comm_overlap = truthy(f->value); });
+    a.attempt(std::string(truthy(f->value) ? "" : "no ") + "TP-comm overlap (recipe)",
+              [&](Plan& p) { p.parallel.tp_comm_overlap = truthy(f->value); });
   if (const RunFact* f = a.get("overlap_grad_reduce"))
     a.attempt(std::string(truthy(f->value) ? "" : "no ") + "overlapped gradient reduction (recipe)",
               [&](Plan& p) { p.parallel.overlap_grad_reduce = truthy(f->value); });

@@ -10,8 +10,8 @@
 #include "core/rank_grid.h"
 #include "core/units.h"
 #include "simulator/bubbles.h"
-#include "simulator/memory.h"
 #include "simulator/critical_path.h"
+#include "simulator/memory.h"
 #include "simulator/pipeline_sim.h"
 #include "simulator/workload.h"
 
@@ -41,8 +41,8 @@ void add_warnings(const Plan& plan, const StepReport& r, std::vector<std::string
   if (p.ep > 1 && grid.placement(Dim::ep, c.placement_domain()).domains > 1)
     w.push_back("ep=" + std::to_string(p.ep) + " spans several NVLink domains: expert all-to-all crosses the network");
   for (std::string& b : bubble_warnings(plan, r)) w.push_back(std::move(b));
-  double exposed = r.time.tp_comm_exposed + r.time.cp_comm_exposed + r.time.ep_comm_exposed + r.time.dp_comm_exposed +
-                   r.time.pp_p2p_exposed;
+  double exposed =
+      r.time.tp_comm_exposed + r.time.cp_comm_exposed + r.time.ep_comm_exposed + r.time.dp_comm_exposed + r.time.pp_p2p_exposed;
   if (exposed > 0.25 * r.step_time_s) w.push_back("exposed communication is " + pct(exposed / r.step_time_s) + " of the step");
 }
 
@@ -168,9 +168,8 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   add("adamw", st.optimizer_s, 1);
   if (p.pp > 1) add("pp_send_recv", w.p2p_s * 2 * w.microbatches * p.vpp, 2 * int64_t(w.microbatches) * p.vpp);
   for (auto& [n, o] : ops) r.ops.push_back(o);
-  std::sort(r.ops.begin(), r.ops.end(), [](const OpTime& a, const OpTime& b) {
-    return a.time_s != b.time_s ? a.time_s > b.time_s : a.name < b.name;
-  });
+  std::sort(r.ops.begin(), r.ops.end(),
+            [](const OpTime& a, const OpTime& b) { return a.time_s != b.time_s ? a.time_s > b.time_s : a.name < b.name; });
   r.warnings = w.warnings;
   add_warnings(plan, r, r.warnings);
   if (auto bad = check_report_finite(r); !bad.empty()) return Error(bad);

@@ -25,8 +25,8 @@ struct TimeBreakdown {
   double bubble = 0;
   double optimizer = 0;
   double total() const {
-    return compute + recompute + tp_comm_exposed + cp_comm_exposed + ep_comm_exposed + dp_comm_exposed +
-           pp_p2p_exposed + offload_exposed + bubble + optimizer;
+    return compute + recompute + tp_comm_exposed + cp_comm_exposed + ep_comm_exposed + dp_comm_exposed + pp_p2p_exposed +
+           offload_exposed + bubble + optimizer;
   }
 };
 
@@ -76,7 +76,7 @@ struct TraceEvent {
   std::string stream;  // compute | tp | cp | ep | dp | p2p
   std::string name;    // e.g. "F mb3 c0" or "dp_reduce_scatter"
   double start_s = 0, dur_s = 0;
-  char phase = 'F';    // F, B, W, or 'C' for communication, 'O' optimizer
+  char phase = 'F';  // F, B, W, or 'C' for communication, 'O' optimizer
   int microbatch = -1, chunk = -1;
   // Communication events: the part of the event the compute stream waits for (its last exposed_s
   // seconds); 0 = fully hidden. Summed per stream on the critical stage it is the time breakdown's
@@ -90,7 +90,8 @@ struct TraceEvent {
 
 // One event of the step's critical path (simulator/critical_path.h).
 struct CriticalEvent {
-  std::string kind;  // forward | backward | weight gradient | pp p2p | dp reduce-scatter | dp all-reduce | optimizer | dp param all-gather
+  std::string kind;  // forward | backward | weight gradient | pp p2p | dp reduce-scatter | dp all-reduce | optimizer | dp param
+                     // all-gather
   int stage = 0, microbatch = -1, chunk = -1;
   double start_s = 0, duration_s = 0;
 };
@@ -125,7 +126,7 @@ struct StepReport {
   std::vector<StageReport> per_stage;
   std::vector<OpTime> ops;
   std::vector<std::string> warnings;
-  std::vector<TraceEvent> trace;         // filled when SimOptions::trace
+  std::vector<TraceEvent> trace;  // filled when SimOptions::trace
   std::vector<MemoryCounter> memory_trace;
   // The pipeline bubble by cause (simulator/bubbles.h): time.bubble of the critical stage (the one
   // the time breakdown is of) = fill/drain + stage imbalance; the bottleneck is the stage with the

@@ -11,9 +11,12 @@
 namespace mplan {
 
 std::string dominant_memory_term(const MemoryBreakdown& m) {
-  const std::pair<const char*, double> parts[] = {{"weights", m.weights},           {"gradients", m.gradients},
-                                                  {"optimizer states", m.optimizer}, {"activations", m.activations},
-                                                  {"communication buffers", m.comm_buffers}, {"other", m.other}};
+  const std::pair<const char*, double> parts[] = {{"weights", m.weights},
+                                                  {"gradients", m.gradients},
+                                                  {"optimizer states", m.optimizer},
+                                                  {"activations", m.activations},
+                                                  {"communication buffers", m.comm_buffers},
+                                                  {"other", m.other}};
   const auto* best = &parts[0];
   for (const auto& p : parts)
     if (p.second > best->second) best = &p;

@@ -47,16 +47,16 @@ double host_transfer(const Ctx& x, double bytes, double compute) {
 }
 
 struct ListCost {
-  PhaseCost F, B, W;  // B includes wgrad unless split_w
+  PhaseCost F, B, W;        // B includes wgrad unless split_w
   PhaseCost recompute_fwd;  // what re-running the forward costs (full recompute)
   PhaseCost rerun_sel;      // what selective recompute of the layout's modules re-runs in the backward
   // activation bytes kept on the GPU from forward to backward (offloaded tensors excluded): with no
   // recompute, with the selective modules recomputed, and the GEMM-input part of each (held until W)
   double saved = 0, saved_sel = 0, saved_gemm = 0, saved_gemm_sel = 0;
-  double input = 0;      // the layer input (what full recompute keeps)
-  double remat_sel = 0;  // bytes selective recompute rematerialises during the backward
+  double input = 0;                   // the layer input (what full recompute keeps)
+  double remat_sel = 0;               // bytes selective recompute rematerialises during the backward
   double fwd_work = 0, bwd_work = 0;  // the largest working memory of one op, forward / backward
-  double offloaded = 0;  // bytes the offloaded modules move to host memory (and back)
+  double offloaded = 0;               // bytes the offloaded modules move to host memory (and back)
   std::map<std::string, OpTally> tally;
 };
 
@@ -98,7 +98,6 @@ void tally(ListCost& lc, const std::string& name, double t) {
   o.time_s += t;
   o.calls += 1;
 }
-
 
 ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   ListCost lc;
@@ -201,7 +200,8 @@ ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
   const OpContext oc = op_context(plan, plan.parallel, prm);
   ModelSpec dense_model = plan.model;
   if (!plan.model.is_moe_layer(layer)) dense_model.moe.reset();
-  const std::vector<Op> ops = layer_ops(plan.model.is_moe_layer(layer) ? plan.model : dense_model, plan.model.is_moe_layer(layer) ? layer : 0, oc);
+  const std::vector<Op> ops =
+      layer_ops(plan.model.is_moe_layer(layer) ? plan.model : dense_model, plan.model.is_moe_layer(layer) ? layer : 0, oc);
   return time_op_list(ops, op_list_compute(ops, lt), lt);
 }
 

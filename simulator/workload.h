@@ -15,10 +15,10 @@ namespace mplan {
 struct PhaseCost {
   double compute = 0;
   double recompute = 0;
-  double tp = 0;  // exposed tensor-parallel communication
-  double cp = 0;  // exposed context-parallel communication
-  double ep = 0;  // exposed expert-parallel communication
-  double dp = 0;  // exposed FSDP (zero 3) parameter/gradient traffic
+  double tp = 0;    // exposed tensor-parallel communication
+  double cp = 0;    // exposed context-parallel communication
+  double ep = 0;    // exposed expert-parallel communication
+  double dp = 0;    // exposed FSDP (zero 3) parameter/gradient traffic
   double host = 0;  // exposed activation-offloading transfers (device <-> host)
   double total() const { return compute + recompute + tp + cp + ep + dp + host; }
   PhaseCost scaled(double k) const { return {compute * k, recompute * k, tp * k, cp * k, ep * k, dp * k, host * k}; }
@@ -43,7 +43,7 @@ struct OpTally {
 
 struct ChunkCost {
   int layers = 0;
-  PhaseCost F, B, W;  // W is empty unless the schedule splits weight gradients
+  PhaseCost F, B, W;               // W is empty unless the schedule splits weight gradients
   double act_bytes = 0;            // activations held from F until B(/W), per micro-batch
   double act_w_bytes = 0;          // the part of act_bytes held until W (zero-bubble)
   double transient_bytes = 0;      // working memory during this chunk's backward (recompute, gradients, logits)
@@ -75,10 +75,10 @@ struct ListMemory {
 };
 
 struct Workload {
-  std::vector<StageWork> stages;   // [pp]
+  std::vector<StageWork> stages;                     // [pp]
   ListMemory dense_mem, moe_mem, emb_mem, head_mem;  // the planner's per-piece transients
-  double p2p_bytes = 0;            // activation (and gradient) tensor between stages
-  double p2p_s = 0;                // transfer time of one such tensor
+  double p2p_bytes = 0;                              // activation (and gradient) tensor between stages
+  double p2p_s = 0;                                  // transfer time of one such tensor
   int microbatches = 0;
   bool split_w = false;
   bool comm_overlap = true;  // collectives may run beside compute (CostParams::comm_overlap)

@@ -37,7 +37,7 @@ class Backend {
   virtual void zero(float* x, int64_t n) = 0;
   virtual void copy(float* dst, const float* src, int64_t n) = 0;
   virtual void add(float* out, const float* a, const float* b, int64_t n) = 0;  // out = a + b (may alias)
-  virtual void accumulate(float* dst, const float* src, int64_t n) = 0;        // dst += src
+  virtual void accumulate(float* dst, const float* src, int64_t n) = 0;         // dst += src
   virtual void scale(float* x, float s, int64_t n) = 0;
   virtual double sum_squares(const float* x, int64_t n) = 0;  // in double
   virtual bool all_finite(const float* x, int64_t n) = 0;
@@ -47,28 +47,26 @@ class Backend {
 
   // ---- GEMM (weights as in torch.nn.Linear: (out_features, in_features)) ----
   // out (M, N) = inp (M, K) @ weight(N, K)^T [+ bias (N)]; accumulate adds into out instead.
-  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M,
-                              int64_t K, int64_t N, bool accumulate = false) = 0;
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
+                              int64_t N, bool accumulate = false) = 0;
   // dinp (M, K) (+)= dout (M, N) @ weight (N, K)
-  virtual void matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K,
-                                     int64_t N, bool accumulate) = 0;
+  virtual void matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K, int64_t N,
+                                     bool accumulate) = 0;
   // dweight (N, K) += dout(M, N)^T @ inp (M, K); dbias (N) += column sums of dout (when non-null)
-  virtual void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M,
-                                      int64_t K, int64_t N) = 0;
+  virtual void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
+                                      int64_t N) = 0;
 
   // ---- norms over the last dimension C of (N, C) ----
   // out = (x - mean) * rstd * w + b; saves mean (N), rstd (N)
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                 const float* b, int64_t N, int64_t C, float eps) = 0;
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                                 int64_t N, int64_t C, float eps) = 0;
   // dinp (+)= ...; dw, db += ...
-  virtual void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                                  const float* w, const float* mean, const float* rstd, int64_t N, int64_t C,
-                                  bool accumulate) = 0;
+  virtual void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                                  const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate) = 0;
   // out = x * rstd * w; saves rstd (N)
-  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C,
-                               float eps) = 0;
-  virtual void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                                const float* rstd, int64_t N, int64_t C, bool accumulate) = 0;
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps) = 0;
+  virtual void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
+                                int64_t N, int64_t C, bool accumulate) = 0;
 
   // ---- rotary position embedding, rotate-half convention, in place on (N, H, D) ----
   // token n has position pos[n]; angle = pos * base^(-2i/D) for pair (i, i + D/2)
@@ -84,14 +82,14 @@ class Backend {
     int64_t B = 0, Tq = 0, Tk = 0, Hq = 0, Hkv = 0, D = 0, Dv = 0;
     float scale = 1.0f;
   };
-  virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                                 const int32_t* qpos, const int32_t* kpos, const AttnShape& s, bool merge) = 0;
+  virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
+                                 const int32_t* kpos, const AttnShape& s, bool merge) = 0;
   // delta (B, Hq, Tq) = rowsum(dout * out), once before the backward blocks.
   virtual void attention_backward_prepare(float* delta, const float* dout, const float* out, const AttnShape& s) = 0;
   // dq (+)= ..., dk, dv (+)= ... for one key block, with the final out/lse of the forward.
-  virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse,
-                                  const float* delta, const float* q, const float* k, const float* v,
-                                  const int32_t* qpos, const int32_t* kpos, const AttnShape& s) = 0;
+  virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
+                                  const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
+                                  const AttnShape& s) = 0;
 
   // ---- activations: inp (N, F) or, for swiglu, (N, 2F) as [gate | up]; out (N, F) ----
   virtual void act_forward(ActKind a, float* out, const float* inp, int64_t N, int64_t F) = 0;
@@ -99,10 +97,10 @@ class Backend {
 
   // ---- embeddings (vocabulary-parallel: this rank owns rows [vstart, vstart + rows)) ----
   // out (N, C) = wte[tok - vstart] for owned tokens, 0 otherwise
-  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C,
-                                 int64_t vstart, int64_t rows) = 0;
-  virtual void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C,
-                                  int64_t vstart, int64_t rows) = 0;
+  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
+                                 int64_t rows) = 0;
+  virtual void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C, int64_t vstart,
+                                  int64_t rows) = 0;
   // out (N, C) += wpe[pos]; dwpe[pos] += dout
   virtual void position_forward(float* out, const float* wpe, const int32_t* pos, int64_t N, int64_t C) = 0;
   virtual void position_backward(float* dwpe, const float* dout, const int32_t* pos, int64_t N, int64_t C) = 0;
@@ -111,24 +109,23 @@ class Backend {
   virtual void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64_t valid) = 0;
   // sumexp[n] = sum exp(l - gmax[n]); tlogit[n] = logit of the target when this shard owns it, else 0;
   // the logits are replaced by exp(l - gmax[n]) (reused by the backward)
-  virtual void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
-                                  const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) = 0;
+  virtual void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets,
+                                  int64_t N, int64_t V, int64_t valid, int64_t vstart) = 0;
   // in place: exp(l - gmax) from xent_sumexp_target -> dlogits = (softmax - onehot) * dloss[n]
-  virtual void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets,
-                             const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) = 0;
+  virtual void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets, const float* dloss,
+                             int64_t N, int64_t V, int64_t valid, int64_t vstart) = 0;
 
   // ---- mixture of experts ----
   // probs (N, E) = softmax(logits); idx/weights (N, k): top-k experts by logit, weights = softmax over them
-  virtual void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N,
-                                 int64_t E, int64_t k) = 0;
+  virtual void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
+                                 int64_t k) = 0;
   // dlogits (N, E) = topk-softmax backward of dweights + full-softmax backward of dprobs (may be null)
   virtual void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
                                   const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k) = 0;
   // dst[i] = src[rows[i]] for i < n (rows of width C)
   virtual void gather_rows(float* dst, const float* src, const int32_t* rows, int64_t n, int64_t C) = 0;
   // dst[rows[i]] += (w ? w[i] : 1) * src[i]
-  virtual void scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n,
-                                int64_t C) = 0;
+  virtual void scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n, int64_t C) = 0;
   // x[i] *= s[i] for rows of width C
   virtual void scale_rows(float* x, const float* s, int64_t n, int64_t C) = 0;
   // out[i] = dot(a[i], b[i]) over rows of width C

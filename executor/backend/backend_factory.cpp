@@ -55,13 +55,12 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base) {
     return Error("--backend cuda: no CUDA device is visible on " + std::string(devices == 0 ? host : "a node") +
                  "; train with --backend cpu");
   if (worst == 2)
-    return Error("--backend cuda: " + std::to_string(local_size) + " ranks share a node with " +
-                 std::to_string(devices) + " GPUs; the CUDA executor runs one rank per GPU");
+    return Error("--backend cuda: " + std::to_string(local_size) + " ranks share a node with " + std::to_string(devices) +
+                 " GPUs; the CUDA executor runs one rank per GPU");
   CudaBackendOptions o;
   o.device = local_rank;
-  o.gemm = plan.training.precision == Precision::fp32 || plan.training.precision == Precision::tf32
-               ? gpu::GemmPrecision::fp32
-               : gpu::GemmPrecision::bf16;
+  o.gemm = plan.training.precision == Precision::fp32 || plan.training.precision == Precision::tf32 ? gpu::GemmPrecision::fp32
+                                                                                                    : gpu::GemmPrecision::bf16;
   BackendSetup s;
   s.backend = std::make_unique<CudaBackend>(o);
 #if defined(MPLAN_HAVE_CUPTI_OP_TIMER)
@@ -85,8 +84,9 @@ Expected<BackendSetup> make_backend(const std::string& name, const Plan& plan, M
 #if defined(MPLAN_HAVE_CUDA_BACKEND)
     return make_cuda(plan, base);
 #else
-    return Error("--backend cuda: this mplan was built without CUDA (configure where nvcc exists, "
-                 "MPLAN_ENABLE_CUDA=AUTO or ON); train with --backend cpu");
+    return Error(
+        "--backend cuda: this mplan was built without CUDA (configure where nvcc exists, "
+        "MPLAN_ENABLE_CUDA=AUTO or ON); train with --backend cpu");
 #endif
   }
   return Error("unknown backend '" + name + "'; use cpu or cuda");

@@ -4,9 +4,9 @@
 #include <cblas.h>
 #include <unistd.h>
 
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 namespace mplan::exec {
@@ -41,8 +41,8 @@ void reexec_with_blas_environment(char** argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   setenv("MPLAN_BLAS_REEXEC", "1", 1);
   execv("/proc/self/exe", argv);
-  std::fprintf(stderr, "mplan: warning: could not re-execute with OPENBLAS_CORETYPE=%s; GEMMs use %s kernels\n",
-               want.c_str(), openblas_get_corename());
+  std::fprintf(stderr, "mplan: warning: could not re-execute with OPENBLAS_CORETYPE=%s; GEMMs use %s kernels\n", want.c_str(),
+               openblas_get_corename());
 }
 
 void set_blas_single_thread() { openblas_set_num_threads(1); }
@@ -51,8 +51,8 @@ std::string blas_corename() { return openblas_get_corename(); }
 std::string blas_config() { return openblas_get_config(); }
 
 std::string blas_description() {
-  return "OpenBLAS (" + blas_config() + "), " + blas_corename() + " kernels, " +
-         std::to_string(openblas_get_num_threads()) + " thread(s)";
+  return "OpenBLAS (" + blas_config() + "), " + blas_corename() + " kernels, " + std::to_string(openblas_get_num_threads()) +
+         " thread(s)";
 }
 
 double measure_gemm_gflops(int n, int reps) {

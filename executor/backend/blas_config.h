@@ -23,8 +23,8 @@ void reexec_with_blas_environment(char** argv);
 // Limits OpenBLAS to one thread (ranks are the parallelism).
 void set_blas_single_thread();
 
-std::string blas_corename();  // e.g. "Haswell", "SkylakeX", "Prescott"
-std::string blas_config();    // openblas_get_config()
+std::string blas_corename();     // e.g. "Haswell", "SkylakeX", "Prescott"
+std::string blas_config();       // openblas_get_config()
 std::string blas_description();  // "OpenBLAS (<config>), <core> kernels, 1 thread"
 
 // Measured single-thread sgemm speed, GFLOP/s, of an n x n x n product (best of `reps`, on the

@@ -127,9 +127,7 @@ constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
 // tanh through one exp; saturates correctly at +-inf
 MPLAN_HD float tanh_via_exp(float a) { return 1.0f - 2.0f / (1.0f + vexp(2.0f * a)); }
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (GPT-2's tanh approximation)
-MPLAN_HD float gelu_forward(float x) {
-  return 0.5f * x * (1.0f + tanh_via_exp(kGeluScale * (x + 0.044715f * x * x * x)));
-}
+MPLAN_HD float gelu_forward(float x) { return 0.5f * x * (1.0f + tanh_via_exp(kGeluScale * (x + 0.044715f * x * x * x))); }
 MPLAN_HD float gelu_backward(float x, float dout) {
   float cube = 0.044715f * x * x * x;
   float t = tanh_via_exp(kGeluScale * (x + cube));

@@ -21,7 +21,6 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'P', 'L', 'A', 'N', 'C', 'K', '1'};
 
-
 std::string step_name(int step) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "step_%08d", step);
@@ -46,8 +45,8 @@ Status write_rank_file(const std::string& path, const nlohmann::json& header, co
   if (!f) return Error("checkpoint: cannot write " + tmp + ": " + std::strerror(errno));
   std::string h = header.dump();
   uint64_t hlen = h.size(), sum = kFnv1aOffset;
-  bool ok = std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&hlen, 8, 1, f) == 1 &&
-            std::fwrite(h.data(), 1, h.size(), f) == h.size();
+  bool ok =
+      std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&hlen, 8, 1, f) == 1 && std::fwrite(h.data(), 1, h.size(), f) == h.size();
   for (const ArrayRef& a : arrays) {
     if (!ok) break;
     ok = std::fwrite(a.data, sizeof(float), size_t(a.n), f) == size_t(a.n);

@@ -16,8 +16,8 @@ struct ProcessGroups {
   RankCoord coord;
   std::unique_ptr<Comm> world;  // the whole job
   std::unique_ptr<Comm> tp, cp, dp, pp;
-  std::unique_ptr<Comm> tp_cp;  // tensor-and-context group (MoE load-balancing statistics)
-  std::unique_ptr<Comm> dp_cp;  // data-parallel group with context parallel (dense gradients)
+  std::unique_ptr<Comm> tp_cp;         // tensor-and-context group (MoE load-balancing statistics)
+  std::unique_ptr<Comm> dp_cp;         // data-parallel group with context parallel (dense gradients)
   std::unique_ptr<Comm> ep, etp, edp;  // expert view (edp: expert gradients)
   // first and last pipeline stage of the same (tp, cp, dp): tied embedding gradients; null when
   // pp == 1 or this rank is on a middle stage

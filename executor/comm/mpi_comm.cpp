@@ -26,9 +26,9 @@ namespace {
   std::abort();
 }
 
-#define MPI_CHECK(call)                                           \
-  do {                                                            \
-    int mpi_err_ = (call);                                        \
+#define MPI_CHECK(call)                                                         \
+  do {                                                                          \
+    int mpi_err_ = (call);                                                      \
     if (mpi_err_ != MPI_SUCCESS) mpi_fail(#call, mpi_err_, __FILE__, __LINE__); \
   } while (0)
 
@@ -87,7 +87,8 @@ void MpiComm::reduce_scatter_sum(const float* send, float* recv, int64_t n_each)
 
 void MpiComm::all_to_all_v(const float* send, const std::vector<int64_t>& send_counts, float* recv,
                            const std::vector<int64_t>& recv_counts) {
-  std::vector<int> sc(static_cast<size_t>(size_)), rc(static_cast<size_t>(size_)), sd(static_cast<size_t>(size_)), rd(static_cast<size_t>(size_));
+  std::vector<int> sc(static_cast<size_t>(size_)), rc(static_cast<size_t>(size_)), sd(static_cast<size_t>(size_)),
+      rd(static_cast<size_t>(size_));
   int64_t so = 0, ro = 0;
   for (int p = 0; p < size_; ++p) {
     sc[size_t(p)] = to_int(send_counts[size_t(p)]);
@@ -108,8 +109,8 @@ void MpiComm::all_to_all_counts(const std::vector<int64_t>& send, std::vector<in
 
 std::vector<int64_t> MpiComm::all_gather_counts(const std::vector<int64_t>& mine) {
   std::vector<int64_t> out(mine.size() * size_t(size_));
-  MPI_CHECK(MPI_Allgather(mine.data(), to_int(int64_t(mine.size())), MPI_INT64_T, out.data(),
-                          to_int(int64_t(mine.size())), MPI_INT64_T, comm_));
+  MPI_CHECK(MPI_Allgather(mine.data(), to_int(int64_t(mine.size())), MPI_INT64_T, out.data(), to_int(int64_t(mine.size())),
+                          MPI_INT64_T, comm_));
   return out;
 }
 
@@ -179,8 +180,7 @@ void MpiComm::wait_sends() {
 }
 
 void MpiComm::sendrecv(const float* send, int64_t ns, int dst, float* recv, int64_t nr, int src, int tag) {
-  MPI_CHECK(MPI_Sendrecv(send, to_int(ns), MPI_FLOAT, dst, tag, recv, to_int(nr), MPI_FLOAT, src, tag, comm_,
-                         MPI_STATUS_IGNORE));
+  MPI_CHECK(MPI_Sendrecv(send, to_int(ns), MPI_FLOAT, dst, tag, recv, to_int(nr), MPI_FLOAT, src, tag, comm_, MPI_STATUS_IGNORE));
 }
 
 void MpiComm::barrier() { MPI_CHECK(MPI_Barrier(comm_)); }

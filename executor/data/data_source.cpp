@@ -40,9 +40,7 @@ class CorpusData final : public DataSource {
     const int64_t off = int64_t(mix(seed_ ^ mix(uint64_t(index))) % span);
     for (int64_t t = 0; t <= S; ++t) out[t] = tokens_[size_t(off + t)];
   }
-  std::string describe() const override {
-    return path_ + " (" + std::to_string(tokens_.size()) + " byte tokens)";
-  }
+  std::string describe() const override { return path_ + " (" + std::to_string(tokens_.size()) + " byte tokens)"; }
 
  private:
   std::vector<int32_t> tokens_;
@@ -85,17 +83,17 @@ std::unique_ptr<DataSource> make_synthetic_data(uint64_t seed, int64_t vocab) {
   return std::make_unique<SyntheticData>(seed, vocab);
 }
 
-Expected<std::unique_ptr<DataSource>> make_corpus_data(const std::string& path, uint64_t seed, int64_t vocab,
-                                                       int64_t S) {
+Expected<std::unique_ptr<DataSource>> make_corpus_data(const std::string& path, uint64_t seed, int64_t vocab, int64_t S) {
   std::vector<std::string> problems;
   auto read = path == "-" ? std::nullopt : read_input_file(path, kMaxTableInputBytes, problems);
   if (!read)
-    return Error("--data " + (problems.empty() ? path + ": every rank reads the corpus, so it must be a file"
-                                               : problems.front()) + "; give a text file or 'synthetic'");
+    return Error("--data " +
+                 (problems.empty() ? path + ": every rank reads the corpus, so it must be a file" : problems.front()) +
+                 "; give a text file or 'synthetic'");
   const std::string& text = *read;
   if (vocab < ByteTokenizer::kVocab)
-    return Error("--data " + path + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
-                 std::to_string(vocab) + "; use --data synthetic or a larger vocabulary");
+    return Error("--data " + path + ": the byte-level tokenizer needs vocab_size >= 256, the model has " + std::to_string(vocab) +
+                 "; use --data synthetic or a larger vocabulary");
   if (int64_t(text.size()) < S + 2)
     return Error("--data " + path + ": " + std::to_string(text.size()) + " bytes is shorter than one sequence of " +
                  std::to_string(S + 1) + " tokens");

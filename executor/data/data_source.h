@@ -32,8 +32,7 @@ class DataSource {
 // Each sequence repeats a random 8-token pattern, so a model can learn it (loss falls below ln V).
 std::unique_ptr<DataSource> make_synthetic_data(uint64_t seed, int64_t vocab);
 // Windows of S + 1 bytes at seeded random offsets of a text file.
-Expected<std::unique_ptr<DataSource>> make_corpus_data(const std::string& path, uint64_t seed, int64_t vocab,
-                                                       int64_t S);
+Expected<std::unique_ptr<DataSource>> make_corpus_data(const std::string& path, uint64_t seed, int64_t vocab, int64_t S);
 
 // Fixed sequences (each of S + 1 tokens); sequence j is seqs[j % n]. For tests.
 std::unique_ptr<DataSource> make_fixed_data(std::vector<std::vector<int32_t>> seqs);

@@ -17,10 +17,10 @@ struct AttnParams {
 
 struct AttnActs {
   NormActs norm;
-  Tensor h;                // (N, C) input of the QKV GEMMs (gathered over tp with sp)
-  NormActs q_norm, k_norm; // (N*Hq_l, D), (N*Hkv_l, D)
-  Tensor q, k, v;          // (N, H_l, D) as fed to attn_core (after norm and rope)
-  Tensor a, lse;           // (N, Hq_l, D), (B, Hq_l, Tl)
+  Tensor h;                 // (N, C) input of the QKV GEMMs (gathered over tp with sp)
+  NormActs q_norm, k_norm;  // (N*Hq_l, D), (N*Hkv_l, D)
+  Tensor q, k, v;           // (N, H_l, D) as fed to attn_core (after norm and rope)
+  Tensor a, lse;            // (N, Hq_l, D), (B, Hq_l, Tl)
 };
 
 void register_attention(ParamStore& ps, const LayoutDims& d, int layer, AttnParams& p);

@@ -23,7 +23,7 @@ struct LayerActs {
   Tensor x_in;          // (Nsp, C) layer input (always kept)
   bool stored = false;  // false: recompute the forward before the backward
   AttnActs attn;
-  Tensor x_mid;         // (Nsp, C) after the attention residual
+  Tensor x_mid;  // (Nsp, C) after the attention residual
   MlpActs mlp;
   MoeActs moe;
 };
@@ -36,8 +36,8 @@ struct ChunkActs {
 
 class ModelChunk {
  public:
-  ModelChunk(ParamStore& ps, const LayoutDims& d, const ModelSpec& m, int first_layer, int num_layers,
-             bool has_embedding, bool has_head, int recompute_layers);
+  ModelChunk(ParamStore& ps, const LayoutDims& d, const ModelSpec& m, int first_layer, int num_layers, bool has_embedding,
+             bool has_head, int recompute_layers);
 
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }

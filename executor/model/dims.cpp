@@ -27,7 +27,7 @@ LayoutDims make_layout_dims(const Plan& plan, const RankCoord& c) {
   d.Hkv = m.num_query_groups;
   d.D = m.kv_channels;
   d.num_layers = m.num_layers;
-  d.act = m.activation == Activation::swiglu ? ActKind::swiglu
+  d.act = m.activation == Activation::swiglu         ? ActKind::swiglu
           : m.activation == Activation::squared_relu ? ActKind::squared_relu
                                                      : ActKind::gelu;
   d.rmsnorm = m.norm == NormKind::rmsnorm;
@@ -87,28 +87,33 @@ std::vector<std::string> unsupported_features(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& p = plan.parallel;
   if (m.mla)
-    out.push_back("model '" + m.name + "' uses multi-head latent attention (mla), which the CPU executor does not "
+    out.push_back("model '" + m.name +
+                  "' uses multi-head latent attention (mla), which the CPU executor does not "
                   "implement; remove the mla block to train a GQA model of the same size");
   if (m.mtp_num_layers > 0)
     out.push_back("model '" + m.name + "' has mtp_num_layers=" + std::to_string(m.mtp_num_layers) +
                   "; multi-token prediction is not implemented by the executor, set it to 0");
   // Architecture details the executor's kernels do not implement: refused by field, never ignored.
   if (m.position_embedding == PositionEmbedding::rope && m.rotary_percent != 1.0)
-    out.push_back("model.rotary_percent=" + std::to_string(m.rotary_percent) + ": partial rotary embeddings are not implemented "
+    out.push_back("model.rotary_percent=" + std::to_string(m.rotary_percent) +
+                  ": partial rotary embeddings are not implemented "
                   "by the executor; set it to 1");
   if (m.rope_scaling.type != RopeScalingType::none)
     out.push_back("model.rope_scaling (" + to_string(m.rope_scaling.type) + ") is not implemented by the executor; remove it");
   if (m.window_size > 0)
-    out.push_back("model.window_size=" + std::to_string(m.window_size) + ": sliding-window attention is not implemented by the "
+    out.push_back("model.window_size=" + std::to_string(m.window_size) +
+                  ": sliding-window attention is not implemented by the "
                   "executor's attention kernels; remove window_size to train full attention");
   if (m.softmax_type != SoftmaxType::vanilla)
-    out.push_back("model.softmax_type=" + to_string(m.softmax_type) + ": attention sinks are not implemented by the executor; "
+    out.push_back("model.softmax_type=" + to_string(m.softmax_type) +
+                  ": attention sinks are not implemented by the executor; "
                   "use vanilla");
   if (m.moe) {
     const MoeSpec& e = *m.moe;
     if (e.router_score_function != RouterScore::softmax || e.router_enable_expert_bias)
-      out.push_back("model.moe.router_score_function/router_enable_expert_bias: the executor's router is a softmax without "
-                    "expert bias; use softmax and false");
+      out.push_back(
+          "model.moe.router_score_function/router_enable_expert_bias: the executor's router is a softmax without "
+          "expert bias; use softmax and false");
     if (e.router_num_groups > 0)
       out.push_back("model.moe.router_num_groups: group-limited routing is not implemented by the executor; remove it");
     if (e.router_topk_scaling_factor != 1.0)

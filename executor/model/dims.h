@@ -30,16 +30,16 @@ struct LayoutDims {
   bool sp = false;
   int zero = 1;
   // batch
-  int64_t B = 1, S = 1;  // micro-batch (sequences) and sequence length
-  int64_t Tl = 1;        // tokens of one sequence on this rank (S / cp: two load-balanced chunks)
-  int64_t N = 1;         // tokens per micro-batch in the TP region (B * Tl)
-  int64_t Nsp = 1;       // tokens in the SP region (N / tp with sp, else N)
-  int64_t gbs = 1;       // global batch (sequences)
+  int64_t B = 1, S = 1;      // micro-batch (sequences) and sequence length
+  int64_t Tl = 1;            // tokens of one sequence on this rank (S / cp: two load-balanced chunks)
+  int64_t N = 1;             // tokens per micro-batch in the TP region (B * Tl)
+  int64_t Nsp = 1;           // tokens in the SP region (N / tp with sp, else N)
+  int64_t gbs = 1;           // global batch (sequences)
   int64_t microbatches = 1;  // per DP rank
   // per-rank shards
   int64_t Hq_l = 0, Hkv_l = 0, F_l = 0, Fs_l = 0, Fe_l = 0;
   int64_t Vpad = 0, V_l = 0, vstart = 0, v_valid = 0;  // vocabulary shard (padded to a multiple of tp)
-  int64_t E_l = 0, e_first = 0;                          // local experts
+  int64_t E_l = 0, e_first = 0;                        // local experts
 
   int64_t fc1_rows(int64_t f) const { return act == ActKind::swiglu ? 2 * f : f; }
   // Global positions of this rank's Tl tokens of a sequence (cp rank r holds chunks r and 2cp-1-r).

@@ -91,8 +91,7 @@ Tensor head_backward(Exec& ex, const HeadParams& p, const Micro& mb, HeadActs& a
   vocab_parallel_xent_backward(ex, mb, a.xent, dloss);
   Tensor dhf = ex.alloc({d.N, d.C});
   Tensor& dl = a.xent.logits;
-  linear_backward(ex, "lm_head_gemm", dhf.data(), false, dl, dl.data(), a.hf, a.hf.data(), p.weight, -1, d.N, d.C,
-                  d.V_l);
+  linear_backward(ex, "lm_head_gemm", dhf.data(), false, dl, dl.data(), a.hf, a.hf.data(), p.weight, -1, d.N, d.C, d.V_l);
   Tensor dh_sp = tp_enter_backward(ex, std::move(dhf), d.C);
   Tensor dx = ex.alloc({d.Nsp, d.C});
   norm_backward(ex, "final_norm", p.norm, dh_sp.data(), a.norm, dx.data(), false, d.Nsp, d.C);

@@ -30,8 +30,8 @@ struct Exec {
   ParamStore& ps;
   OpTimers& timers;
   std::vector<WgradJob>* defer = nullptr;
-  double* aux_loss = nullptr;  // MoE load-balancing loss of this step, summed by the reporting ranks
-  bool recomputing = false;    // a recompute forward (do not count losses twice)
+  double* aux_loss = nullptr;                    // MoE load-balancing loss of this step, summed by the reporting ranks
+  bool recomputing = false;                      // a recompute forward (do not count losses twice)
   std::vector<float>* capture_logits = nullptr;  // tests: append the LM head's logits (N, V_l)
 
   Tensor alloc(std::vector<int64_t> shape) { return be.alloc(std::move(shape)); }

@@ -59,8 +59,8 @@ FfnParams register_ffn(ParamStore& ps, const LayoutDims& d, const std::string& n
   return p;
 }
 
-Tensor ffn_forward(Exec& ex, const FfnParams& p, const Tensor& x, int64_t M, FfnActs& a, const char* fc1_op,
-                   const char* act_op, const char* fc2_op) {
+Tensor ffn_forward(Exec& ex, const FfnParams& p, const Tensor& x, int64_t M, FfnActs& a, const char* fc1_op, const char* act_op,
+                   const char* fc2_op) {
   const int64_t C = ex.d.C, f = p.f_local, r1 = ex.d.fc1_rows(f);
   a.inp = x;
   a.u = ex.alloc({M, r1});
@@ -79,8 +79,8 @@ Tensor ffn_forward(Exec& ex, const FfnParams& p, const Tensor& x, int64_t M, Ffn
   return y;
 }
 
-Tensor ffn_backward(Exec& ex, const FfnParams& p, const Tensor& dy, int64_t M, FfnActs& a, const char* fc1_op,
-                    const char* act_op, const char* fc2_op) {
+Tensor ffn_backward(Exec& ex, const FfnParams& p, const Tensor& dy, int64_t M, FfnActs& a, const char* fc1_op, const char* act_op,
+                    const char* fc2_op) {
   const int64_t C = ex.d.C, f = p.f_local, r1 = ex.d.fc1_rows(f);
   Tensor dg = ex.alloc({M, f});
   linear_backward(ex, fc2_op, dg.data(), false, dy, dy.data(), a.g, a.g.data(), p.fc2, -1, M, f, C);

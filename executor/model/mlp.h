@@ -29,11 +29,11 @@ struct FfnActs {
 };
 
 // y (M, C) = fc2(act(fc1(x (M, C)))) without the fc2 bias (the caller adds it after the reduction)
-Tensor ffn_forward(Exec& ex, const FfnParams& p, const Tensor& x, int64_t M, FfnActs& a, const char* fc1_op,
-                   const char* act_op, const char* fc2_op);
+Tensor ffn_forward(Exec& ex, const FfnParams& p, const Tensor& x, int64_t M, FfnActs& a, const char* fc1_op, const char* act_op,
+                   const char* fc2_op);
 // dx (M, C) from dy (M, C); weight gradients accumulate (fc2 bias excluded)
-Tensor ffn_backward(Exec& ex, const FfnParams& p, const Tensor& dy, int64_t M, FfnActs& a, const char* fc1_op,
-                    const char* act_op, const char* fc2_op);
+Tensor ffn_backward(Exec& ex, const FfnParams& p, const Tensor& dy, int64_t M, FfnActs& a, const char* fc1_op, const char* act_op,
+                    const char* fc2_op);
 
 struct MlpParams {
   NormParams norm;

@@ -29,8 +29,8 @@ void register_moe(ParamStore& ps, const LayoutDims& d, int layer, MoeParams& p) 
     p.router_bias = ps.add(r);
   }
   for (int64_t i = 0; i < d.E_l; ++i)
-    p.experts.push_back(register_ffn(ps, d, pre + "experts." + std::to_string(d.e_first + i), d.Fe, d.etp, d.etp_rank,
-                                     ParamClass::expert));
+    p.experts.push_back(
+        register_ffn(ps, d, pre + "experts." + std::to_string(d.e_first + i), d.Fe, d.etp, d.etp_rank, ParamClass::expert));
   if (d.Fs > 0) p.shared = register_ffn(ps, d, pre + "shared", d.Fs, d.tp, d.tp_rank, ParamClass::dense);
 }
 
@@ -42,8 +42,8 @@ void route(Exec& ex, const MoeParams& p, MoeActs& a) {
   const int64_t Nsp = d.Nsp, E = d.E, k = d.topk;
   OpTimers::Scope t(ex.timers, "router");
   Tensor logits = ex.alloc({Nsp, E});
-  ex.be.matmul_forward(logits.data(), a.h.data(), ex.ps.w(p.router), p.router_bias >= 0 ? ex.ps.w(p.router_bias) : nullptr,
-                       Nsp, d.C, E);
+  ex.be.matmul_forward(logits.data(), a.h.data(), ex.ps.w(p.router), p.router_bias >= 0 ? ex.ps.w(p.router_bias) : nullptr, Nsp,
+                       d.C, E);
   a.probs = ex.alloc({Nsp, E});
   a.weights = ex.alloc({Nsp, k});
   a.idx.assign(size_t(Nsp * k), 0);
@@ -213,11 +213,10 @@ Tensor moe_backward(Exec& ex, const MoeParams& p, const Tensor& dy, MoeActs& a) 
     for (int64_t r = 0; r < R; ++r) dweights.data()[a.assign[size_t(r)]] = dw_rows.data()[r];
     for (int64_t n = 0; n < Nsp; ++n)
       for (int64_t e = 0; e < E; ++e) dprobs.data()[n * E + e] = float(a.aux_grad[size_t(e)]);
-    ex.be.moe_route_backward(dlogits.data(), dweights.data(), dprobs.data(), a.probs.data(), a.idx.data(),
-                             a.weights.data(), Nsp, E, k);
+    ex.be.moe_route_backward(dlogits.data(), dweights.data(), dprobs.data(), a.probs.data(), a.idx.data(), a.weights.data(), Nsp,
+                             E, k);
   }
-  linear_backward(ex, "router", dh.data(), true, dlogits, dlogits.data(), a.h, a.h.data(), p.router, p.router_bias,
-                  Nsp, C, E);
+  linear_backward(ex, "router", dh.data(), true, dlogits, dlogits.data(), a.h, a.h.data(), p.router, p.router_bias, Nsp, C, E);
   norm_backward(ex, "mlp_norm", p.norm, dh.data(), a.norm, dx.data(), true, Nsp, C);
   return dx;
 }

@@ -3,8 +3,7 @@
 
 namespace mplan::exec {
 
-NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string& name, int64_t width,
-                         bool partial_over_tp) {
+NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string& name, int64_t width, bool partial_over_tp) {
   NormParams p;
   ParamSpec s;
   s.name = name + ".weight";
@@ -23,8 +22,7 @@ NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string&
   return p;
 }
 
-Tensor norm_forward(Exec& ex, const char* op, const NormParams& p, const Tensor& x, int64_t rows, int64_t C,
-                    NormActs& a) {
+Tensor norm_forward(Exec& ex, const char* op, const NormParams& p, const Tensor& x, int64_t rows, int64_t C, NormActs& a) {
   OpTimers::Scope t(ex.timers, op);
   Tensor out = ex.alloc({rows, C});
   a.inp = x;
@@ -39,14 +37,14 @@ Tensor norm_forward(Exec& ex, const char* op, const NormParams& p, const Tensor&
   return out;
 }
 
-void norm_backward(Exec& ex, const char* op, const NormParams& p, const float* dout, NormActs& a, float* dinp,
-                   bool accumulate, int64_t rows, int64_t C) {
+void norm_backward(Exec& ex, const char* op, const NormParams& p, const float* dout, NormActs& a, float* dinp, bool accumulate,
+                   int64_t rows, int64_t C) {
   OpTimers::Scope t(ex.timers, op);
   if (ex.d.rmsnorm)
     ex.be.rmsnorm_backward(dinp, ex.ps.g(p.w), dout, a.inp.data(), ex.ps.w(p.w), a.rstd.data(), rows, C, accumulate);
   else
-    ex.be.layernorm_backward(dinp, ex.ps.g(p.w), ex.ps.g(p.b), dout, a.inp.data(), ex.ps.w(p.w), a.mean.data(),
-                             a.rstd.data(), rows, C, accumulate);
+    ex.be.layernorm_backward(dinp, ex.ps.g(p.w), ex.ps.g(p.b), dout, a.inp.data(), ex.ps.w(p.w), a.mean.data(), a.rstd.data(),
+                             rows, C, accumulate);
 }
 
 }  // namespace mplan::exec

@@ -18,14 +18,12 @@ struct NormActs {
 // Registers "<name>.weight" (and ".bias" for LayerNorm) of `width`, replicated over tp.
 // `partial_over_tp`: the rows a rank normalises differ between tp ranks (sequence parallel, or
 // per-head norms), so gradients are all-reduced over tp.
-NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string& name, int64_t width,
-                         bool partial_over_tp);
+NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string& name, int64_t width, bool partial_over_tp);
 
 // out (rows, C) = norm(x (rows, C))
-Tensor norm_forward(Exec& ex, const char* op, const NormParams& p, const Tensor& x, int64_t rows, int64_t C,
-                    NormActs& a);
+Tensor norm_forward(Exec& ex, const char* op, const NormParams& p, const Tensor& x, int64_t rows, int64_t C, NormActs& a);
 // dinp (rows, C) (+)= d norm / dx
-void norm_backward(Exec& ex, const char* op, const NormParams& p, const float* dout, NormActs& a, float* dinp,
-                   bool accumulate, int64_t rows, int64_t C);
+void norm_backward(Exec& ex, const char* op, const NormParams& p, const float* dout, NormActs& a, float* dinp, bool accumulate,
+                   int64_t rows, int64_t C);
 
 }  // namespace mplan::exec

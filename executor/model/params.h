@@ -36,13 +36,13 @@ struct ParamSpec {
   ShardMap map;
   InitKind init = InitKind::normal;
   float stddev = 0.02f;
-  bool decay = true;            // AdamW weight decay (matrices yes, norms and biases no)
-  bool tp_duplicate = false;    // replicated over tp: counted once (tp rank 0) in the gradient norm
-  bool etp_duplicate = false;   // replicated over etp
-  bool reduce_tp = false;       // gradients are partial over tp (sequence parallel): all-reduce
-  bool reduce_etp = false;      // partial over etp
-  bool tied_copy = false;       // last-stage copy of the tied word embedding (not counted in the norm)
-  bool embedding_group = false; // all-reduce gradients over the embedding group (tied word embedding)
+  bool decay = true;             // AdamW weight decay (matrices yes, norms and biases no)
+  bool tp_duplicate = false;     // replicated over tp: counted once (tp rank 0) in the gradient norm
+  bool etp_duplicate = false;    // replicated over etp
+  bool reduce_tp = false;        // gradients are partial over tp (sequence parallel): all-reduce
+  bool reduce_etp = false;       // partial over etp
+  bool tied_copy = false;        // last-stage copy of the tied word embedding (not counted in the norm)
+  bool embedding_group = false;  // all-reduce gradients over the embedding group (tied word embedding)
 };
 
 struct ParamEntry : ParamSpec {

@@ -25,16 +25,14 @@ constexpr int kRingTag = 71;
 
 }  // namespace
 
-void attn_core_forward(Exec& ex, const Micro& mb, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& a,
-                       Tensor& lse) {
+void attn_core_forward(Exec& ex, const Micro& mb, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& a, Tensor& lse) {
   const LayoutDims& d = ex.d;
   const Backend::AttnShape s = shape_of(d);
   a = ex.alloc({d.N, d.Hq_l * d.D});
   lse = ex.alloc({d.B, d.Hq_l, d.Tl});
   if (d.cp == 1) {
     OpTimers::Scope t(ex.timers, "attn_core");
-    ex.be.attention_forward(a.data(), lse.data(), q.data(), k.data(), v.data(), mb.seq_pos.data(), mb.seq_pos.data(), s,
-                            false);
+    ex.be.attention_forward(a.data(), lse.data(), q.data(), k.data(), v.data(), mb.seq_pos.data(), mb.seq_pos.data(), s, false);
     return;
   }
   const int64_t nkv = k.numel();
@@ -46,8 +44,8 @@ void attn_core_forward(Exec& ex, const Micro& mb, const Tensor& q, const Tensor&
     std::vector<int32_t> kpos = d.local_positions((r - i + d.cp) % d.cp);
     {
       OpTimers::Scope t(ex.timers, "attn_core");
-      ex.be.attention_forward(a.data(), lse.data(), q.data(), cur.data(), cur.data() + nkv, mb.seq_pos.data(),
-                              kpos.data(), s, i > 0);
+      ex.be.attention_forward(a.data(), lse.data(), q.data(), cur.data(), cur.data() + nkv, mb.seq_pos.data(), kpos.data(), s,
+                              i > 0);
     }
     if (i + 1 < d.cp) {
       OpTimers::Scope t(ex.timers, "cp_kv_exchange");
@@ -57,8 +55,8 @@ void attn_core_forward(Exec& ex, const Micro& mb, const Tensor& q, const Tensor&
   }
 }
 
-void attn_core_backward(Exec& ex, const Micro& mb, const Tensor& da, const Tensor& a, const Tensor& lse,
-                        const Tensor& q, const Tensor& k, const Tensor& v, Tensor& dq, Tensor& dk, Tensor& dv) {
+void attn_core_backward(Exec& ex, const Micro& mb, const Tensor& da, const Tensor& a, const Tensor& lse, const Tensor& q,
+                        const Tensor& k, const Tensor& v, Tensor& dq, Tensor& dk, Tensor& dv) {
   const LayoutDims& d = ex.d;
   const Backend::AttnShape s = shape_of(d);
   const int64_t nkv = k.numel();
@@ -78,8 +76,8 @@ void attn_core_backward(Exec& ex, const Micro& mb, const Tensor& da, const Tenso
     std::vector<int32_t> kpos = d.local_positions((r - i + d.cp) % d.cp);
     {
       OpTimers::Scope t(ex.timers, "attn_core");
-      ex.be.attention_backward(dq.data(), cur.data() + 2 * nkv, cur.data() + 3 * nkv, da.data(), lse.data(),
-                               delta.data(), q.data(), cur.data(), cur.data() + nkv, mb.seq_pos.data(), kpos.data(), s);
+      ex.be.attention_backward(dq.data(), cur.data() + 2 * nkv, cur.data() + 3 * nkv, da.data(), lse.data(), delta.data(),
+                               q.data(), cur.data(), cur.data() + nkv, mb.seq_pos.data(), kpos.data(), s);
     }
     if (d.cp > 1) {
       OpTimers::Scope t(ex.timers, "cp_kv_exchange");

@@ -10,10 +10,9 @@
 namespace mplan::exec {
 
 // q (N, Hq_l, D), k, v (N, Hkv_l, D) in (B, Tl, H, D) order -> a (N, Hq_l, D), lse (B, Hq_l, Tl)
-void attn_core_forward(Exec& ex, const Micro& mb, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& a,
-                       Tensor& lse);
+void attn_core_forward(Exec& ex, const Micro& mb, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& a, Tensor& lse);
 // -> dq (N, Hq_l, D), dk, dv (N, Hkv_l, D), freshly allocated
-void attn_core_backward(Exec& ex, const Micro& mb, const Tensor& da, const Tensor& a, const Tensor& lse,
-                        const Tensor& q, const Tensor& k, const Tensor& v, Tensor& dq, Tensor& dk, Tensor& dv);
+void attn_core_backward(Exec& ex, const Micro& mb, const Tensor& da, const Tensor& a, const Tensor& lse, const Tensor& q,
+                        const Tensor& k, const Tensor& v, Tensor& dq, Tensor& dk, Tensor& dv);
 
 }  // namespace mplan::exec

@@ -41,8 +41,8 @@ double vocab_parallel_xent_forward(Exec& ex, const Micro& mb, XentState& s) {
   }
   {
     OpTimers::Scope t(ex.timers, "cross_entropy");
-    ex.be.xent_sumexp_target(both.data(), both.data() + N, s.logits.data(), s.gmax.data(), mb.targets.data(), N, d.V_l,
-                             d.v_valid, d.vstart);
+    ex.be.xent_sumexp_target(both.data(), both.data() + N, s.logits.data(), s.gmax.data(), mb.targets.data(), N, d.V_l, d.v_valid,
+                             d.vstart);
   }
   if (d.tp > 1) {
     OpTimers::Scope t(ex.timers, "tp_allreduce");
@@ -51,8 +51,7 @@ double vocab_parallel_xent_forward(Exec& ex, const Micro& mb, XentState& s) {
   OpTimers::Scope t(ex.timers, "cross_entropy");
   ex.be.copy(s.gsumexp.data(), both.data(), N);
   double sum = 0;
-  for (int64_t n = 0; n < N; ++n)
-    sum += double(std::log(both.data()[n]) + s.gmax.data()[n] - both.data()[N + n]);
+  for (int64_t n = 0; n < N; ++n) sum += double(std::log(both.data()[n]) + s.gmax.data()[n] - both.data()[N + n]);
   return sum;
 }
 
@@ -60,8 +59,8 @@ void vocab_parallel_xent_backward(Exec& ex, const Micro& mb, XentState& s, float
   const LayoutDims& d = ex.d;
   OpTimers::Scope t(ex.timers, "cross_entropy");
   std::vector<float> dl(size_t(d.N), dloss);
-  ex.be.xent_backward(s.logits.data(), s.gmax.data(), s.gsumexp.data(), mb.targets.data(), dl.data(), d.N, d.V_l,
-                      d.v_valid, d.vstart);
+  ex.be.xent_backward(s.logits.data(), s.gmax.data(), s.gsumexp.data(), mb.targets.data(), dl.data(), d.N, d.V_l, d.v_valid,
+                      d.vstart);
 }
 
 }  // namespace mplan::exec

@@ -15,7 +15,7 @@ Tensor vocab_parallel_embedding_forward(Exec& ex, int wte, const Micro& mb);
 void vocab_parallel_embedding_backward(Exec& ex, int wte, const Micro& mb, const Tensor& dx);
 
 struct XentState {
-  Tensor logits;  // (N, V_l), becomes dlogits in the backward
+  Tensor logits;         // (N, V_l), becomes dlogits in the backward
   Tensor gmax, gsumexp;  // (N)
 };
 // logits (N, V_l) -> per-token loss summed (double); state kept for the backward

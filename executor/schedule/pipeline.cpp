@@ -14,8 +14,8 @@ namespace {
 int tag_of(int mb, int chunk, int vpp, int dir) { return ((mb * vpp + chunk) * 2 + dir) + 100; }
 }  // namespace
 
-void PipelineEngine::run(Exec& ex, std::vector<ModelChunk>& chunks, const std::function<Micro(int)>& make_micro,
-                         float dloss, double* loss_sum) {
+void PipelineEngine::run(Exec& ex, std::vector<ModelChunk>& chunks, const std::function<Micro(int)>& make_micro, float dloss,
+                         double* loss_sum) {
   const LayoutDims& d = ex.d;
   const int64_t act_n = d.Nsp * d.C;
   std::map<std::pair<int, int>, ChunkActs> acts;            // (mb, chunk)

@@ -21,8 +21,7 @@ class PipelineEngine {
 
   // Runs every action of one step. `make_micro(mb)` builds a micro-batch's tokens; `dloss` is the
   // gradient of each token's loss; summed token losses of the head chunk go to *loss_sum.
-  void run(Exec& ex, std::vector<ModelChunk>& chunks, const std::function<Micro(int)>& make_micro, float dloss,
-           double* loss_sum);
+  void run(Exec& ex, std::vector<ModelChunk>& chunks, const std::function<Micro(int)>& make_micro, float dloss, double* loss_sum);
 
  private:
   int pp_, vpp_, stage_;

@@ -65,14 +65,13 @@ double estimate_rank_memory_bytes(const Plan& plan) {
   return worst;
 }
 
-std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, const MachineInfo& mi,
-                                   int max_ranks_per_core) {
+std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, const MachineInfo& mi, int max_ranks_per_core) {
   std::vector<std::string> e = unsupported_features(plan);
   const int world = plan.parallel.world_size;
   if (world > mi.cores * max_ranks_per_core)
     e.push_back("world_size=" + std::to_string(world) + " needs " + std::to_string(world) + " ranks; this machine has " +
-                std::to_string(mi.cores) + " cores and the CPU executor runs at most " +
-                std::to_string(max_ranks_per_core) + " ranks per core (" + std::to_string(mi.cores * max_ranks_per_core) +
+                std::to_string(mi.cores) + " cores and the CPU executor runs at most " + std::to_string(max_ranks_per_core) +
+                " ranks per core (" + std::to_string(mi.cores * max_ranks_per_core) +
                 "); choose a plan with a smaller world size");
   double per_rank = estimate_rank_memory_bytes(plan), total = per_rank * world;
   if (mi.mem_available_gib > 0 && total / kGiB > 0.9 * mi.mem_available_gib) {
@@ -84,16 +83,15 @@ std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, co
     e.push_back(buf);
   }
   if (opt.data != "synthetic") {
-    std::string bad = opt.data == "-" ? opt.data + ": every rank reads the corpus, so it must be a file"
-                                      : check_input_file(opt.data);
+    std::string bad =
+        opt.data == "-" ? opt.data + ": every rank reads the corpus, so it must be a file" : check_input_file(opt.data);
     if (!bad.empty()) e.push_back("--data " + bad + ": cannot read it as a corpus; give a text file or 'synthetic'");
     if (plan.model.vocab_size < 256)
       e.push_back("--data " + opt.data + ": the byte-level tokenizer needs vocab_size >= 256, the model has " +
                   std::to_string(plan.model.vocab_size));
   }
   if (opt.resume && opt.checkpoint_dir.empty()) e.push_back("--resume needs --checkpoint-dir");
-  if (opt.resume && !opt.checkpoint_dir.empty() &&
-      !std::filesystem::exists(std::filesystem::path(opt.checkpoint_dir) / "latest"))
+  if (opt.resume && !opt.checkpoint_dir.empty() && !std::filesystem::exists(std::filesystem::path(opt.checkpoint_dir) / "latest"))
     e.push_back("--resume: no checkpoint in " + opt.checkpoint_dir + " (missing 'latest'); run without --resume first");
   if (opt.steps < 1) e.push_back("--steps must be >= 1");
   return e;
@@ -120,14 +118,13 @@ std::string describe_rank(const ParallelConfig& p, int rank) {
   RankGrid g(p);
   if (rank < 0 || rank >= g.world_size()) return "";
   RankCoord c = g.coord(rank);
-  std::string s = "tp " + std::to_string(c.tp) + ", cp " + std::to_string(c.cp) + ", dp " + std::to_string(c.dp) +
-                  ", pp stage " + std::to_string(c.pp);
+  std::string s = "tp " + std::to_string(c.tp) + ", cp " + std::to_string(c.cp) + ", dp " + std::to_string(c.dp) + ", pp stage " +
+                  std::to_string(c.pp);
   if (p.ep > 1 || p.etp > 1) s += ", ep " + std::to_string(c.ep) + ", etp " + std::to_string(c.etp);
   return s;
 }
 
-int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std::string(int)>& describe,
-                 bool stdout_to_stderr) {
+int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std::string(int)>& describe, bool stdout_to_stderr) {
   // rank 0 reports the job's exit code through a file so that every rank can exit 0 and mpirun
   // stays quiet for ordinary outcomes (bad input, divergence)
   char exit_path[] = "/tmp/mplan-exit-XXXXXX";
@@ -169,8 +166,8 @@ int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std
   if (std::regex_search(err_text, mm, dead)) {
     std::string where = describe ? describe(std::stoi(mm[1].str())) : "";
     std::fprintf(stderr, "mplan: training aborted: rank %s%s%s%s on %s died (signal %s%s%s); the other ranks were stopped\n",
-                 mm[1].str().c_str(), where.empty() ? "" : " (", where.c_str(), where.empty() ? "" : ")",
-                 mm[2].str().c_str(), mm[3].str().c_str(), mm[4].matched ? ", " : "", mm[4].str().c_str());
+                 mm[1].str().c_str(), where.empty() ? "" : " (", where.c_str(), where.empty() ? "" : ")", mm[2].str().c_str(),
+                 mm[3].str().c_str(), mm[4].matched ? ", " : "", mm[4].str().c_str());
     if (code == 0) code = 1;
   }
   return code;

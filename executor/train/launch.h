@@ -22,8 +22,7 @@ MachineInfo machine_info();
 double estimate_rank_memory_bytes(const Plan& plan);
 
 // Everything that stops the plan from running here, as messages (empty = go).
-std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, const MachineInfo& mi,
-                                   int max_ranks_per_core = 8);
+std::vector<std::string> preflight(const Plan& plan, const TrainOptions& opt, const MachineInfo& mi, int max_ranks_per_core = 8);
 
 // The mpirun command line that runs `args` (argv[0] = this executable) as `world` ranks.
 std::vector<std::string> mpirun_command(int world, const std::vector<std::string>& args, const MachineInfo& mi);

@@ -42,14 +42,14 @@ void print_step(const RunOutput& o, const StepMetrics& m, bool header) {
     return;
   }
   if (header)
-    out << std::setw(6) << "step" << std::setw(11) << "loss" << std::setw(11) << "time s" << std::setw(11)
-        << "tokens/s" << std::setw(10) << "TFLOP/s" << std::setw(8) << "MFU" << std::setw(11) << "peak GiB"
-        << std::setw(11) << "lr" << std::setw(10) << "|grad|" << "\n";
-  out << std::setw(6) << m.step << std::setw(11) << fixed(m.loss, 5) << std::setw(11) << fixed(m.step_time_s, 4)
-      << std::setw(11) << fixed(m.tokens_per_s, 1) << std::setw(10) << fixed(m.tflops_per_rank, 4) << std::setw(7)
-      << fixed(100 * m.mfu, 1) << "%" << std::setw(11) << fixed(m.peak_memory_gib, 3) << std::setw(11)
-      << std::scientific << std::setprecision(2) << m.lr << std::defaultfloat << std::setw(10) << fixed(m.grad_norm, 4)
-      << std::endl;
+    out << std::setw(6) << "step" << std::setw(11) << "loss" << std::setw(11) << "time s" << std::setw(11) << "tokens/s"
+        << std::setw(10) << "TFLOP/s" << std::setw(8) << "MFU" << std::setw(11) << "peak GiB" << std::setw(11) << "lr"
+        << std::setw(10) << "|grad|"
+        << "\n";
+  out << std::setw(6) << m.step << std::setw(11) << fixed(m.loss, 5) << std::setw(11) << fixed(m.step_time_s, 4) << std::setw(11)
+      << fixed(m.tokens_per_s, 1) << std::setw(10) << fixed(m.tflops_per_rank, 4) << std::setw(7) << fixed(100 * m.mfu, 1) << "%"
+      << std::setw(11) << fixed(m.peak_memory_gib, 3) << std::setw(11) << std::scientific << std::setprecision(2) << m.lr
+      << std::defaultfloat << std::setw(10) << fixed(m.grad_norm, 4) << std::endl;
 }
 
 }  // namespace
@@ -81,10 +81,16 @@ nlohmann::json summary_to_json(const RunSummary& s) {
                      {"peak_memory_gib", m.peak_memory_gib},
                      {"tensor_peak_gib", m.tensor_peak_gib}});
   for (const OpStat& o : s.ops) ops.push_back({{"name", o.op}, {"time_s", o.seconds}, {"calls", o.calls}});
-  return {{"plan", plan_to_json(s.plan)}, {"backend", s.backend},   {"data", s.data},
-          {"world_size", s.world_size},   {"started_at", s.started_at}, {"gemm_peak_gflops_per_core", s.peak_gflops},
-          {"steps", steps},               {"ops", ops},
-          {"status", s.status},           {"end_reason", s.end_reason}};
+  return {{"plan", plan_to_json(s.plan)},
+          {"backend", s.backend},
+          {"data", s.data},
+          {"world_size", s.world_size},
+          {"started_at", s.started_at},
+          {"gemm_peak_gflops_per_core", s.peak_gflops},
+          {"steps", steps},
+          {"ops", ops},
+          {"status", s.status},
+          {"end_reason", s.end_reason}};
 }
 
 int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, MPI_Comm base) {
@@ -144,13 +150,12 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
   }
   const ParallelConfig& p = plan.parallel;
   if (lead) {
-    *out.info << "mplan train: " << plan.model.name << " on " << p.world_size << " rank(s): tp=" << p.tp
-              << (p.sp ? "+sp" : "") << " pp=" << p.pp << " vpp=" << p.vpp << " dp=" << p.dp() << " cp=" << p.cp
-              << " ep=" << p.ep << " etp=" << p.etp << " zero=" << p.zero << ", schedule " << to_string(p.schedule)
-              << ", mbs " << p.micro_batch_size << ", gbs " << plan.training.global_batch_size << ", seq "
-              << plan.training.seq_length << "\n"
-              << "  backend " << sum.backend << "; measured GEMM peak " << fixed(sum.peak_gflops, 1)
-              << " GFLOP/s per " << (t.backend().name() == "cpu" ? "core" : "GPU") << " (MFU denominator)\n"
+    *out.info << "mplan train: " << plan.model.name << " on " << p.world_size << " rank(s): tp=" << p.tp << (p.sp ? "+sp" : "")
+              << " pp=" << p.pp << " vpp=" << p.vpp << " dp=" << p.dp() << " cp=" << p.cp << " ep=" << p.ep << " etp=" << p.etp
+              << " zero=" << p.zero << ", schedule " << to_string(p.schedule) << ", mbs " << p.micro_batch_size << ", gbs "
+              << plan.training.global_batch_size << ", seq " << plan.training.seq_length << "\n"
+              << "  backend " << sum.backend << "; measured GEMM peak " << fixed(sum.peak_gflops, 1) << " GFLOP/s per "
+              << (t.backend().name() == "cpu" ? "core" : "GPU") << " (MFU denominator)\n"
               << "  data " << sum.data << "; seed " << opt.seed << "\n";
     if (plan.training.precision != Precision::fp32)
       *out.info << "  note: the plan's precision is " << to_string(plan.training.precision)
@@ -179,8 +184,8 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
   while (t.step_index() < opt.steps) {
     StepMetrics m = t.step();
     if (!m.finite) {
-      std::string reason = "step " + std::to_string(m.step) + ": " + (std::isfinite(m.loss) ? "gradient norm" : "loss") +
-                           " is not finite";
+      std::string reason =
+          "step " + std::to_string(m.step) + ": " + (std::isfinite(m.loss) ? "gradient norm" : "loss") + " is not finite";
       {
         std::lock_guard<std::mutex> lock(journal);
         finish(sum, "diverged", reason);

@@ -23,9 +23,7 @@ namespace mplan::exec {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // MPLAN_FAULT="nan@STEP" poisons the loss of step STEP; "kill@RANK@STEP" kills rank RANK at the
 // start of step STEP. Test hooks for the fault-handling tests.
@@ -91,8 +89,8 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
     const int n = counts[size_t(s)][size_t(c)];
     int recompute = 0;
     if (p.recompute == Recompute::full) recompute = p.recompute_num_layers > 0 ? p.recompute_num_layers : n;
-    t->chunks_.emplace_back(*t->params_, t->dims_, plan.model, first_layer_of(plan.model, p, s, c), n,
-                            s == 0 && c == 0, s == p.pp - 1 && c == p.vpp - 1, recompute);
+    t->chunks_.emplace_back(*t->params_, t->dims_, plan.model, first_layer_of(plan.model, p, s, c), n, s == 0 && c == 0,
+                            s == p.pp - 1 && c == p.vpp - 1, recompute);
   }
   t->params_->allocate(*t->backend_, t->groups_.dp_cp->size(), t->groups_.edp->size(), opt.seed);
   t->engine_ = std::make_unique<PipelineEngine>(p, s, int(t->dims_.microbatches));
@@ -235,9 +233,14 @@ Status Trainer::save_checkpoint() {
   double okd = ok;
   groups_.world->all_reduce_sum(&okd, 1);  // everyone learns whether the directory exists
   if (okd < 1) return Error(err.empty() ? "checkpoint: rank 0 could not create " + tmp : err);
-  nlohmann::json h = {{"step", step_}, {"rank", groups_.rank}, {"world_size", world_size()},
-                      {"layout", layout_key(plan_)}, {"seed", opt_.seed}, {"data", opt_.data},
-                      {"dense", params_->size(ParamClass::dense)}, {"expert", params_->size(ParamClass::expert)},
+  nlohmann::json h = {{"step", step_},
+                      {"rank", groups_.rank},
+                      {"world_size", world_size()},
+                      {"layout", layout_key(plan_)},
+                      {"seed", opt_.seed},
+                      {"data", opt_.data},
+                      {"dense", params_->size(ParamClass::dense)},
+                      {"expert", params_->size(ParamClass::expert)},
                       {"lr_decay_steps", optim_->config().schedule.decay_steps},
                       {"warmup_steps", optim_->config().schedule.warmup_steps}};
   std::vector<ArrayRef> arrays;
@@ -252,8 +255,9 @@ Status Trainer::save_checkpoint() {
   if (good < world_size()) return st.ok() ? Status(Error("checkpoint: another rank failed to write its shard")) : st;
   Status commit;
   if (groups_.rank == 0) {
-    nlohmann::json meta = {{"step", step_}, {"world_size", world_size()}, {"layout", layout_key(plan_)},
-                           {"plan", plan_to_json(plan_)}, {"seed", opt_.seed}, {"data", opt_.data}};
+    nlohmann::json meta = {
+        {"step", step_},     {"world_size", world_size()}, {"layout", layout_key(plan_)}, {"plan", plan_to_json(plan_)},
+        {"seed", opt_.seed}, {"data", opt_.data}};
     commit = commit_checkpoint(root, step_, meta);
   }
   double cok = commit.ok() ? 1 : 0;
@@ -276,7 +280,8 @@ Status Trainer::load_checkpoint() {
   nlohmann::json h;
   auto check = [&](const nlohmann::json& hd) -> Status {
     if (hd.value("layout", "") != layout_key(plan_))
-      return Error("--resume: checkpoint " + dir.value() + " was written for a different model or layout; resume "
+      return Error("--resume: checkpoint " + dir.value() +
+                   " was written for a different model or layout; resume "
                    "with the plan it was trained with");
     if (hd.value("seed", uint64_t(0)) != opt_.seed)
       return Error("--resume: checkpoint " + dir.value() + " used --seed " + std::to_string(hd.value("seed", 0)) +

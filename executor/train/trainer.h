@@ -21,8 +21,8 @@ namespace mplan::exec {
 
 struct TrainOptions {
   std::string backend = "cpu";  // cpu | cuda (see backend/backend_factory.h)
-  int steps = 10;          // total optimizer steps of the run (a resumed run continues up to it)
-  uint64_t seed = 1234;    // initialisation and data
+  int steps = 10;               // total optimizer steps of the run (a resumed run continues up to it)
+  uint64_t seed = 1234;         // initialisation and data
   std::string data = "synthetic";
   float lr = 1e-3f;
   float min_lr_ratio = 0.1f;
@@ -35,7 +35,7 @@ struct TrainOptions {
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // 0: only at the end
   bool resume = false;
-  double peak_gflops = 0;    // per core; 0: measure
+  double peak_gflops = 0;  // per core; 0: measure
 };
 
 struct OpStat {
@@ -48,10 +48,10 @@ struct StepMetrics {
   int step = 0;  // 1-based
   double loss = 0, aux_loss = 0, grad_norm = 0, lr = 0;
   double step_time_s = 0, tokens_per_s = 0, tflops_per_rank = 0, mfu = 0;
-  double peak_memory_gib = 0;   // max over ranks of the process peak RSS
-  double tensor_peak_gib = 0;   // max over ranks of live tensor bytes
-  bool finite = true;           // false: non-finite loss or gradient; the update was skipped
-  std::vector<OpStat> ops;      // filled on rank 0
+  double peak_memory_gib = 0;  // max over ranks of the process peak RSS
+  double tensor_peak_gib = 0;  // max over ranks of live tensor bytes
+  bool finite = true;          // false: non-finite loss or gradient; the update was skipped
+  std::vector<OpStat> ops;     // filled on rank 0
 };
 
 class Trainer {

@@ -6,8 +6,8 @@
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
-#include <QKeyEvent>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>

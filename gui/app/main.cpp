@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "gui/app/main_window.h"
 #include "gui/app/inputs_panel.h"
+#include "gui/app/main_window.h"
 #include "gui/app/screenshot.h"
 
 namespace {
@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
   QCommandLineOption search("search", "Start the search at once.");
   QCommandLineOption size("size", "Window size for screenshots, e.g. 1600x1000.", "WxH");
   QCommandLineOption prefix("prefix", "Screenshots: file name prefix (moe- writes moe-timeline.png ...).", "TEXT");
-  QCommandLineOption views("views", "Screenshots: only these views, e.g. timeline,timeline-zoom (default all: results, "
-                                    "timeline, timeline-zoom, memory, breakdown, runs).", "LIST");
+  QCommandLineOption views("views",
+                           "Screenshots: only these views, e.g. timeline,timeline-zoom (default all: results, "
+                           "timeline, timeline-zoom, memory, breakdown, runs).",
+                           "LIST");
   for (auto* o : {&screenshot, &model, &cluster, &gpus, &gbs, &seq, &precision, &fix, &max, &top, &runsDb, &plan, &search, &size,
                   &prefix, &views})
     cl.addOption(*o);

@@ -6,7 +6,6 @@
 #include <QCloseEvent>
 #include <QElapsedTimer>
 #include <QEventLoop>
-#include <QTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -24,6 +23,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -156,7 +156,8 @@ void MainWindow::buildMenus() {
                                              "JSON (*.json);;All files (*)");
     if (f.isEmpty()) return;
     auto m = resolve_model(f.toStdString());
-    if (!m) return showBanner(QString("Could not use the model file %1:\n%2").arg(f, QString::fromStdString(m.error().message())));
+    if (!m)
+      return showBanner(QString("Could not use the model file %1:\n%2").arg(f, QString::fromStdString(m.error().message())));
     inputs_->setModelFile(f);
     showBanner(QString("Model %1 loaded from %2.").arg(QString::fromStdString(m->name), f), false);
   });
@@ -164,7 +165,8 @@ void MainWindow::buildMenus() {
     QString f = QFileDialog::getOpenFileName(this, "Open a cluster JSON", QString(), "JSON (*.json);;All files (*)");
     if (f.isEmpty()) return;
     auto c = resolve_cluster(f.toStdString());
-    if (!c) return showBanner(QString("Could not use the cluster file %1:\n%2").arg(f, QString::fromStdString(c.error().message())));
+    if (!c)
+      return showBanner(QString("Could not use the cluster file %1:\n%2").arg(f, QString::fromStdString(c.error().message())));
     inputs_->setClusterFile(f);
     showBanner(QString("Cluster %1 loaded from %2.").arg(QString::fromStdString(c->name), f), false);
   });
@@ -193,8 +195,8 @@ void MainWindow::buildMenus() {
   cancel_action_->setShortcut(QKeySequence(Qt::Key_Escape));
 
   QMenu* edit = menuBar()->addMenu("&Edit");
-  copy_megatron_ = edit->addAction("Copy &Megatron-LM arguments", QKeySequence("Ctrl+Shift+C"), this,
-                                   [this] { copyMegatronArgs(); });
+  copy_megatron_ =
+      edit->addAction("Copy &Megatron-LM arguments", QKeySequence("Ctrl+Shift+C"), this, [this] { copyMegatronArgs(); });
 
   QMenu* view = menuBar()->addMenu("&View");
   view->addAction("Zoom &in (timeline)", QKeySequence::ZoomIn, timeline_, &TimelineView::zoomIn);
@@ -476,8 +478,8 @@ void MainWindow::onSelectionChanged() {
   std::vector<TimeBreakdownModel::Entry> entries;
   entries.reserve(rows.size());
   for (int r : rows)
-    entries.push_back({QString("#%1 %2").arg(r + 1).arg(layoutLabel(results_->candidate(r).plan.parallel)),
-                       results_->candidate(r).report});
+    entries.push_back(
+        {QString("#%1 %2").arg(r + 1).arg(layoutLabel(results_->candidate(r).plan.parallel)), results_->candidate(r).report});
   breakdown_->setPlans(std::move(entries));
   const Candidate& first = results_->candidate(rows.front());
   bool same = current_ && plan_to_json(current_->plan) == plan_to_json(first.plan);
@@ -516,7 +518,8 @@ void MainWindow::showPlan(const Candidate& c, int rank) {
   plan_header_->setText(QString("<b>%1</b> &nbsp; MFU %2 · %3 tokens/s/GPU · peak %4 of %5")
                             .arg(label.toHtmlEscaped(), formatPercent(r.mfu), formatCount(r.tokens_per_s_per_gpu),
                                  formatGiB(r.peak_memory_gib), formatGiB(r.capacity_gib, 0)));
-  QString html = QString("<h3>%1</h3><p>%2</p><table cellspacing=6>").arg(label.toHtmlEscaped(), jobLabel(c.plan).toHtmlEscaped());
+  QString html =
+      QString("<h3>%1</h3><p>%2</p><table cellspacing=6>").arg(label.toHtmlEscaped(), jobLabel(c.plan).toHtmlEscaped());
   auto row = [&](const QString& k, const QString& v) { html += "<tr><td><b>" + k + "</b></td><td>" + v + "</td></tr>"; };
   row("step time", formatTime(r.step_time_s));
   row("MFU", QString("%1 (full-attention FLOPs: %2)").arg(formatPercent(r.mfu), formatPercent(r.mfu_full_attention)));

@@ -41,8 +41,10 @@ bool MainWindow::openPlanFile(const QString& path) {
 
 bool MainWindow::openRunsDatabase(const QString& path) {
   bool ok = runs_->openDatabase(path);
-  if (!ok) showBanner(runs_->message());
-  else showBanner({});
+  if (!ok)
+    showBanner(runs_->message());
+  else
+    showBanner({});
   showTab(RunsTab);
   return ok;
 }

@@ -95,8 +95,7 @@ bool RunsPanel::openDatabase(const QString& path) {
   }
   auto snap = loadRunsSnapshot(*db.value());
   if (!snap) {
-    showMessage(QString("Could not read the runs database %1:\n%2")
-                    .arg(path, QString::fromStdString(snap.error().message())),
+    showMessage(QString("Could not read the runs database %1:\n%2").arg(path, QString::fromStdString(snap.error().message())),
                 true);
     return false;
   }
@@ -113,13 +112,15 @@ bool RunsPanel::openDatabase(const QString& path) {
   ops_->clear();
   table_->resizeColumnsToContents();
   int regressions = snap->regress.regressions();
-  if (snap->runs.empty()) showMessage("The database holds no runs yet.", false);
+  if (snap->runs.empty())
+    showMessage("The database holds no runs yet.", false);
   else if (regressions > 0)
     showMessage(QString("%1 plan%2 regressed in the latest run (baseline: median of the previous 5 runs, threshold 5%).")
                     .arg(regressions)
                     .arg(regressions > 1 ? "s" : ""),
                 true);
-  else showMessage({}, false);
+  else
+    showMessage({}, false);
   // the latest run (a regressed one first) so the per-op chart is not empty
   int64_t pick = snap->runs.empty() ? 0 : snap->runs.front().id;
   for (const auto& p : snap->regress.plans)

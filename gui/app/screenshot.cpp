@@ -10,9 +10,9 @@
 
 #include "gui/app/inputs_panel.h"
 #include "gui/app/main_window.h"
-#include "gui/widgets/timeline_view.h"
 #include "gui/models/demo_runs.h"
 #include "gui/models/format.h"
+#include "gui/widgets/timeline_view.h"
 
 namespace mplan::gui {
 
@@ -39,8 +39,10 @@ ScreenshotResult takeScreenshots(MainWindow& w, const ScreenshotOptions& opt) {
     w.showTab(tab);
     settleEvents();
     QString path = QDir(opt.dir).filePath(opt.prefix + name + ".png");
-    if (w.grab().save(path)) res.files << path;
-    else res.message += "could not write " + path + "\n";
+    if (w.grab().save(path))
+      res.files << path;
+    else
+      res.message += "could not write " + path + "\n";
   };
   w.inputsPanel()->setInputs(opt.inputs);
   if (!opt.plan_file.isEmpty()) {

@@ -8,9 +8,8 @@ namespace mplan::gui {
 // ---- TimeBreakdownModel -----------------------------------------------------------------------
 
 QString TimeBreakdownModel::componentName(int k) {
-  static const char* names[kComponents] = {"compute", "recompute", "TP comm",    "CP comm",         "EP comm",
-                                           "DP comm", "PP p2p",    "fill/drain", "stage imbalance", "optimizer",
-                                           "offload"};
+  static const char* names[kComponents] = {"compute", "recompute",  "TP comm",         "CP comm",   "EP comm", "DP comm",
+                                           "PP p2p",  "fill/drain", "stage imbalance", "optimizer", "offload"};
   return k >= 0 && k < kComponents ? QString(names[k]) : QString();
 }
 
@@ -19,17 +18,28 @@ double TimeBreakdownModel::componentValue(const StepReport& r, int k) {
   // reports without the split (older plan files) count their whole bubble as fill/drain
   const bool split = r.bubble_fill_drain_s + r.bubble_imbalance_s > 0;
   switch (k) {
-    case 0: return t.compute;
-    case 1: return t.recompute;
-    case 2: return t.tp_comm_exposed;
-    case 3: return t.cp_comm_exposed;
-    case 4: return t.ep_comm_exposed;
-    case 5: return t.dp_comm_exposed;
-    case 6: return t.pp_p2p_exposed;
-    case 7: return split ? r.bubble_fill_drain_s : t.bubble;
-    case 8: return split ? r.bubble_imbalance_s : 0.0;
-    case 9: return t.optimizer;
-    case 10: return t.offload_exposed;
+    case 0:
+      return t.compute;
+    case 1:
+      return t.recompute;
+    case 2:
+      return t.tp_comm_exposed;
+    case 3:
+      return t.cp_comm_exposed;
+    case 4:
+      return t.ep_comm_exposed;
+    case 5:
+      return t.dp_comm_exposed;
+    case 6:
+      return t.pp_p2p_exposed;
+    case 7:
+      return split ? r.bubble_fill_drain_s : t.bubble;
+    case 8:
+      return split ? r.bubble_imbalance_s : 0.0;
+    case 9:
+      return t.optimizer;
+    case 10:
+      return t.offload_exposed;
   }
   return 0;
 }
@@ -52,9 +62,12 @@ QVariant TimeBreakdownModel::data(const QModelIndex& index, int role) const {
   const int c = index.column();
   double v = 0;
   if (c == 0) return role == Qt::DisplayRole || role == ValueRole ? QVariant(e.label) : QVariant();
-  if (c >= FirstComponentColumn) v = componentValue(e.report, c - FirstComponentColumn);
-  else if (c == StepTimeColumn) v = e.report.step_time_s;
-  else v = e.report.mfu;
+  if (c >= FirstComponentColumn)
+    v = componentValue(e.report, c - FirstComponentColumn);
+  else if (c == StepTimeColumn)
+    v = e.report.step_time_s;
+  else
+    v = e.report.mfu;
   if (role == ValueRole) return v;
   if (role == Qt::DisplayRole) {
     if (c == MfuColumn) return formatPercent(v);
@@ -85,12 +98,18 @@ QString MemoryModel::kindName(int k) {
 
 double MemoryModel::kindValue(const MemoryBreakdown& m, int k) {
   switch (k) {
-    case 0: return m.weights;
-    case 1: return m.gradients;
-    case 2: return m.optimizer;
-    case 3: return m.activations;
-    case 4: return m.comm_buffers;
-    case 5: return m.other;
+    case 0:
+      return m.weights;
+    case 1:
+      return m.gradients;
+    case 2:
+      return m.optimizer;
+    case 3:
+      return m.activations;
+    case 4:
+      return m.comm_buffers;
+    case 5:
+      return m.other;
   }
   return 0;
 }

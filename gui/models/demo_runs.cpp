@@ -24,8 +24,8 @@ double noise(unsigned seed) {
 struct DemoPlan {
   int tp, pp, mbs;
   Recompute rc;
-  double bias;              // measured / predicted
-  int dip_run = -1;         // a run 12% slower than usual
+  double bias;       // measured / predicted
+  int dip_run = -1;  // a run 12% slower than usual
   bool latest_regressed = false;
 };
 

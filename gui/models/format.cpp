@@ -20,9 +20,12 @@ QString formatTimeTick(double s, double step) {
   if (std::fabs(s) < step * 1e-6) return "0";
   double scale = 1;
   const char* unit = "s";
-  if (step < 1e-7) scale = 1e9, unit = "ns";
-  else if (step < 1e-4) scale = 1e6, unit = "us";
-  else if (step < 0.1) scale = 1e3, unit = "ms";
+  if (step < 1e-7)
+    scale = 1e9, unit = "ns";
+  else if (step < 1e-4)
+    scale = 1e6, unit = "us";
+  else if (step < 0.1)
+    scale = 1e3, unit = "ms";
   int decimals = std::max(0, int(std::ceil(-std::log10(step * scale) - 1e-9)));
   return QString::number(s * scale, 'f', std::min(decimals, 6)) + " " + unit;
 }
@@ -35,8 +38,10 @@ QString formatCount(double v) { return QLocale(QLocale::English).toString(v, 'f'
 
 QString recomputeLabel(const ParallelConfig& p) {
   switch (p.recompute) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
     case Recompute::full:
       return p.recompute_num_layers > 0 ? QString("full(%1)").arg(p.recompute_num_layers) : QString("full");
   }
@@ -61,7 +66,8 @@ QString layoutLabel(const ParallelConfig& p) {
   parts << QString("z%1").arg(p.zero);
   if (p.tp_comm_overlap) parts << "tpov";
   if (p.recompute == Recompute::selective) parts << "sel";
-  if (p.recompute == Recompute::full) parts << (p.recompute_num_layers > 0 ? QString("full%1").arg(p.recompute_num_layers) : QString("full"));
+  if (p.recompute == Recompute::full)
+    parts << (p.recompute_num_layers > 0 ? QString("full%1").arg(p.recompute_num_layers) : QString("full"));
   return parts.join(' ');
 }
 

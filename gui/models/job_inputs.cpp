@@ -25,11 +25,17 @@ std::string panelWording(std::string m) {
   // prefixes the loaders put before their own message: the panel names the field itself
   for (const char* p : {"--model: ", "--cluster: "})
     if (m.rfind(p, 0) == 0) m.erase(0, std::string(p).size());
-  static const std::pair<const char*, const char*> words[] = {
-      {"--fix/--max", "Fix/Max"},        {"--fix ", "Fix "},           {"--max ", "Max "},
-      {" (parallel.world_size)", ""},   {"--gpus", "GPUs"},          {"--gbs", "Global batch"},
-      {"--seq", "Sequence length"},     {"--precision", "Precision"}, {"--model", "Model"},
-      {"--cluster", "Cluster"},         {"--top", "Top K"}};
+  static const std::pair<const char*, const char*> words[] = {{"--fix/--max", "Fix/Max"},
+                                                              {"--fix ", "Fix "},
+                                                              {"--max ", "Max "},
+                                                              {" (parallel.world_size)", ""},
+                                                              {"--gpus", "GPUs"},
+                                                              {"--gbs", "Global batch"},
+                                                              {"--seq", "Sequence length"},
+                                                              {"--precision", "Precision"},
+                                                              {"--model", "Model"},
+                                                              {"--cluster", "Cluster"},
+                                                              {"--top", "Top K"}};
   for (const auto& [from, to] : words) replaceAll(m, from, to);
   return m;
 }
@@ -76,15 +82,15 @@ Expected<Plan> buildJob(const JobInputs& in) {
   if (cluster && prec && !cluster->gpu.peak(*prec))
     problems.push_back("The cluster's GPU " + cluster->gpu.name + " has no " + in.precision + " mode.");
   if (cluster && in.gpus > cluster->max_gpus())
-    problems.push_back("The cluster has " + std::to_string(cluster->max_gpus()) + " GPUs; " +
-                       std::to_string(in.gpus) + " were asked for.");
+    problems.push_back("The cluster has " + std::to_string(cluster->max_gpus()) + " GPUs; " + std::to_string(in.gpus) +
+                       " were asked for.");
   if (!problems.empty()) return Error(problems);
   job.model = model.value();
   job.cluster = cluster.value();
   job.training.global_batch_size = in.global_batch;
   job.training.seq_length = in.seq_length;
   job.training.precision = *prec;
-  job.training.method = in.method == "lora" ? TrainingMethod::lora
+  job.training.method = in.method == "lora"  ? TrainingMethod::lora
                         : in.method == "sft" ? TrainingMethod::sft
                                              : TrainingMethod::pretrain;
   job.parallel.world_size = in.gpus;

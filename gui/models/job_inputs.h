@@ -12,8 +12,8 @@
 namespace mplan::gui {
 
 struct JobInputs {
-  std::string model = "llama3-8b";    // preset name or file
-  std::string cluster = "dgx-h100";   // preset name or file
+  std::string model = "llama3-8b";   // preset name or file
+  std::string cluster = "dgx-h100";  // preset name or file
   int gpus = 64;
   int64_t global_batch = 256;
   int64_t seq_length = 4096;

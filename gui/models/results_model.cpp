@@ -32,7 +32,8 @@ const ColumnInfo kColumns[ResultsModel::ColumnCount] = {
     {"Recompute", "recompute", "Activation recomputation"},
     {"Schedule", "schedule", "Pipeline schedule"},
     {"Step time", "step", "Predicted time of one optimizer step (filter in seconds)"},
-    {"80% interval", "interval", "Step time interval from the cross-validated errors of the model's family; 'tied' when it overlaps the winner's"},
+    {"80% interval", "interval",
+     "Step time interval from the cross-validated errors of the model's family; 'tied' when it overlaps the winner's"},
     {"Tok/s/GPU", "tokens", "Predicted training throughput per GPU"},
     {"MFU", "mfu", "Model FLOPs utilisation (causal-halved FLOPs; filter in percent)"},
     {"Memory", "memory", "Peak memory of the worst rank / GPU capacity (filter in GiB)"},
@@ -66,30 +67,49 @@ QVariant ResultsModel::display(const Candidate& c, int row, int column) const {
   const ParallelConfig& p = c.plan.parallel;
   const StepReport& r = c.report;
   switch (column) {
-    case Rank: return row + 1;
-    case Tp: return p.tp;
-    case Sp: return p.sp ? QString("yes") : QString("no");
-    case Pp: return p.pp;
-    case Vpp: return p.vpp;
-    case Dp: return p.dp();
-    case Cp: return p.cp;
-    case Ep: return p.ep;
-    case Etp: return p.etp;
-    case Zero: return p.zero;
-    case Mbs: return p.micro_batch_size;
-    case RecomputeCol: return recomputeLabel(p);
-    case ScheduleCol: return scheduleLabel(p);
-    case StepTime: return formatTime(r.step_time_s);
+    case Rank:
+      return row + 1;
+    case Tp:
+      return p.tp;
+    case Sp:
+      return p.sp ? QString("yes") : QString("no");
+    case Pp:
+      return p.pp;
+    case Vpp:
+      return p.vpp;
+    case Dp:
+      return p.dp();
+    case Cp:
+      return p.cp;
+    case Ep:
+      return p.ep;
+    case Etp:
+      return p.etp;
+    case Zero:
+      return p.zero;
+    case Mbs:
+      return p.micro_batch_size;
+    case RecomputeCol:
+      return recomputeLabel(p);
+    case ScheduleCol:
+      return scheduleLabel(p);
+    case StepTime:
+      return formatTime(r.step_time_s);
     case Interval:
       if (!(r.step_time_s_interval.second > 0)) return QString("–");
       return QString("%1 – %2%3")
           .arg(formatTime(r.step_time_s_interval.first), formatTime(r.step_time_s_interval.second),
                c.tied_with_best ? QString(" (tied)") : QString());
-    case TokensPerGpu: return formatCount(r.tokens_per_s_per_gpu);
-    case Mfu: return formatPercent(r.mfu);
-    case Memory: return QString("%1 / %2").arg(r.peak_memory_gib, 0, 'f', 1).arg(formatGiB(r.capacity_gib, 0));
-    case Bubble: return formatPercent(r.bubble_fraction);
-    case ExposedComm: return formatPercent(r.step_time_s > 0 ? exposedComm(r.time) / r.step_time_s : 0.0);
+    case TokensPerGpu:
+      return formatCount(r.tokens_per_s_per_gpu);
+    case Mfu:
+      return formatPercent(r.mfu);
+    case Memory:
+      return QString("%1 / %2").arg(r.peak_memory_gib, 0, 'f', 1).arg(formatGiB(r.capacity_gib, 0));
+    case Bubble:
+      return formatPercent(r.bubble_fraction);
+    case ExposedComm:
+      return formatPercent(r.step_time_s > 0 ? exposedComm(r.time) / r.step_time_s : 0.0);
   }
   return {};
 }
@@ -97,18 +117,30 @@ QVariant ResultsModel::display(const Candidate& c, int row, int column) const {
 QVariant ResultsModel::sortValue(const Candidate& c, int row, int column) const {
   const StepReport& r = c.report;
   switch (column) {
-    case Rank: return row + 1;
-    case Sp: return c.plan.parallel.sp ? 1 : 0;
-    case RecomputeCol: return int(c.plan.parallel.recompute) * 1000 + c.plan.parallel.recompute_num_layers;
-    case ScheduleCol: return scheduleLabel(c.plan.parallel);
-    case StepTime: return r.step_time_s;
-    case Interval: return r.step_time_s_interval.first;
-    case TokensPerGpu: return r.tokens_per_s_per_gpu;
-    case Mfu: return r.mfu * 100.0;
-    case Memory: return r.peak_memory_gib;
-    case Bubble: return r.bubble_fraction * 100.0;
-    case ExposedComm: return r.step_time_s > 0 ? exposedComm(r.time) / r.step_time_s * 100.0 : 0.0;
-    default: return display(c, row, column);
+    case Rank:
+      return row + 1;
+    case Sp:
+      return c.plan.parallel.sp ? 1 : 0;
+    case RecomputeCol:
+      return int(c.plan.parallel.recompute) * 1000 + c.plan.parallel.recompute_num_layers;
+    case ScheduleCol:
+      return scheduleLabel(c.plan.parallel);
+    case StepTime:
+      return r.step_time_s;
+    case Interval:
+      return r.step_time_s_interval.first;
+    case TokensPerGpu:
+      return r.tokens_per_s_per_gpu;
+    case Mfu:
+      return r.mfu * 100.0;
+    case Memory:
+      return r.peak_memory_gib;
+    case Bubble:
+      return r.bubble_fraction * 100.0;
+    case ExposedComm:
+      return r.step_time_s > 0 ? exposedComm(r.time) / r.step_time_s * 100.0 : 0.0;
+    default:
+      return display(c, row, column);
   }
 }
 
@@ -117,9 +149,12 @@ QVariant ResultsModel::data(const QModelIndex& index, int role) const {
   const Candidate& c = rows_[size_t(index.row())];
   const int col = index.column();
   switch (role) {
-    case Qt::DisplayRole: return display(c, index.row(), col);
-    case SortRole: return sortValue(c, index.row(), col);
-    case CandidateRole: return index.row();
+    case Qt::DisplayRole:
+      return display(c, index.row(), col);
+    case SortRole:
+      return sortValue(c, index.row(), col);
+    case CandidateRole:
+      return index.row();
     case Qt::TextAlignmentRole:
       return QVariant::fromValue(col == RecomputeCol || col == ScheduleCol ? Qt::AlignLeft | Qt::AlignVCenter
                                                                            : Qt::AlignRight | Qt::AlignVCenter);
@@ -143,7 +178,8 @@ QVariant ResultsModel::data(const QModelIndex& index, int role) const {
       }
       return layoutLabel(c.plan.parallel);
     }
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -156,9 +192,7 @@ QVariant ResultsModel::headerData(int section, Qt::Orientation o, int role) cons
 
 // ---------------------------------------------------------------------------------------------
 
-ResultsFilterModel::ResultsFilterModel(QObject* parent) : QSortFilterProxyModel(parent) {
-  setSortRole(ResultsModel::SortRole);
-}
+ResultsFilterModel::ResultsFilterModel(QObject* parent) : QSortFilterProxyModel(parent) { setSortRole(ResultsModel::SortRole); }
 
 void ResultsFilterModel::setFilterText(const QString& text) {
   text_ = text;
@@ -193,9 +227,9 @@ void ResultsFilterModel::setFilterText(const QString& text) {
     }
     terms_.push_back(t);
   }
-  error_ = bad.isEmpty() ? QString()
-                         : QString("Ignored: %1 (use KEY OP VALUE with KEY one of tp, pp, dp, mfu, step, memory ...)")
-                               .arg(bad.join(' '));
+  error_ = bad.isEmpty()
+               ? QString()
+               : QString("Ignored: %1 (use KEY OP VALUE with KEY one of tp, pp, dp, mfu, step, memory ...)").arg(bad.join(' '));
   invalidateFilter();
 }
 

@@ -15,8 +15,27 @@ class ResultsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Column {
-    Rank, Tp, Sp, Pp, Vpp, Dp, Cp, Ep, Etp, Zero, Mbs, RecomputeCol, ScheduleCol,
-    StepTime, Interval, TokensPerGpu, Mfu, Memory, Bubble, ExposedComm, ColumnCount
+    Rank,
+    Tp,
+    Sp,
+    Pp,
+    Vpp,
+    Dp,
+    Cp,
+    Ep,
+    Etp,
+    Zero,
+    Mbs,
+    RecomputeCol,
+    ScheduleCol,
+    StepTime,
+    Interval,
+    TokensPerGpu,
+    Mfu,
+    Memory,
+    Bubble,
+    ExposedComm,
+    ColumnCount
   };
   // Numbers in the units of the filter: seconds, tokens/s, percent, GiB.
   static constexpr int SortRole = Qt::UserRole;

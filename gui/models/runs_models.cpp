@@ -25,9 +25,8 @@ Expected<RunsSnapshot> loadRunsSnapshot(runs::RunsDb& db, const runs::RegressOpt
   std::map<std::string, std::vector<const runs::RunRecord*>> byPlan;
   for (const auto& r : s.runs) byPlan[r.plan_key].push_back(&r);
   for (auto& [key, rs] : byPlan) {
-    std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) {
-      return a->started_at != b->started_at ? a->started_at < b->started_at : a->id < b->id;
-    });
+    std::sort(rs.begin(), rs.end(),
+              [](auto* a, auto* b) { return a->started_at != b->started_at ? a->started_at < b->started_at : a->id < b->id; });
     std::vector<runs::RunRecord> prefix;
     for (const auto* r : rs) {
       prefix.push_back(*r);
@@ -58,8 +57,10 @@ bool singleModel(const RunsSnapshot& s) {
     std::string name = r.plan.contains("model") && r.plan["model"].contains("name") && r.plan["model"]["name"].is_string()
                            ? r.plan["model"]["name"].get<std::string>()
                            : std::string();
-    if (first.empty()) first = name;
-    else if (name != first) return false;
+    if (first.empty())
+      first = name;
+    else if (name != first)
+      return false;
   }
   return true;
 }
@@ -77,9 +78,12 @@ void RunsListModel::setSnapshot(const RunsSnapshot& s) {
   for (const auto& p : s.regress.plans) latest[p.latest_id] = p.status;
   for (const auto& r : runs_) {
     labels_.push_back(runPlanLabel(r.plan));
-    if (s.regression_ids.count(r.id)) status_.push_back("regression");
-    else if (auto it = latest.find(r.id); it != latest.end()) status_.push_back(QString::fromStdString(it->second));
-    else status_.emplace_back();
+    if (s.regression_ids.count(r.id))
+      status_.push_back("regression");
+    else if (auto it = latest.find(r.id); it != latest.end())
+      status_.push_back(QString::fromStdString(it->second));
+    else
+      status_.emplace_back();
   }
   endResetModel();
 }
@@ -107,18 +111,26 @@ QVariant RunsListModel::data(const QModelIndex& index, int role) const {
   if (role == RunIdRole) return qlonglong(r.id);
   if (role == Qt::DisplayRole) {
     switch (c) {
-      case Id: return qlonglong(r.id);
+      case Id:
+        return qlonglong(r.id);
       case Started: {
         QString t = QString::fromStdString(r.started_at).replace('T', ' ').remove('Z');
         return t.size() == 19 && t.endsWith(":00") ? t.left(16) : t;  // seconds only when they say something
       }
-      case PlanLabel: return labels_[size_t(index.row())];
-      case Source: return QString::fromStdString(r.source);
-      case Steps: return QString("%1/%2").arg(sm.steps_measured).arg(sm.steps_total);
-      case Mfu: return formatPercent(sm.mfu);
-      case PredictedMfu: return sm.predicted_mfu > 0 ? formatPercent(sm.predicted_mfu) : QString("-");
-      case VsPrediction: return sm.predicted_mfu > 0 ? QString("%1%2").arg(vs >= 0 ? "+" : "").arg(formatPercent(vs)) : QString("-");
-      case Status: return status_[size_t(index.row())];
+      case PlanLabel:
+        return labels_[size_t(index.row())];
+      case Source:
+        return QString::fromStdString(r.source);
+      case Steps:
+        return QString("%1/%2").arg(sm.steps_measured).arg(sm.steps_total);
+      case Mfu:
+        return formatPercent(sm.mfu);
+      case PredictedMfu:
+        return sm.predicted_mfu > 0 ? formatPercent(sm.predicted_mfu) : QString("-");
+      case VsPrediction:
+        return sm.predicted_mfu > 0 ? QString("%1%2").arg(vs >= 0 ? "+" : "").arg(formatPercent(vs)) : QString("-");
+      case Status:
+        return status_[size_t(index.row())];
       case Tags: {
         QStringList t;
         for (const auto& s : r.tags) t << QString::fromStdString(s);
@@ -128,22 +140,28 @@ QVariant RunsListModel::data(const QModelIndex& index, int role) const {
   }
   if (role == SortRole) {
     switch (c) {
-      case Id: return qlonglong(r.id);
-      case Steps: return sm.steps_measured;
-      case Mfu: return sm.mfu;
-      case PredictedMfu: return sm.predicted_mfu;
-      case VsPrediction: return vs;
-      default: return data(index, Qt::DisplayRole);
+      case Id:
+        return qlonglong(r.id);
+      case Steps:
+        return sm.steps_measured;
+      case Mfu:
+        return sm.mfu;
+      case PredictedMfu:
+        return sm.predicted_mfu;
+      case VsPrediction:
+        return vs;
+      default:
+        return data(index, Qt::DisplayRole);
     }
   }
   if (role == Qt::ForegroundRole && status_[size_t(index.row())] == "regression") return QBrush(QColor(190, 30, 30));
-  if (role == Qt::ToolTipRole)
-    return QString::fromStdString(runs::plan_label(r.plan) + "\n" + r.plan_key);
+  if (role == Qt::ToolTipRole) return QString::fromStdString(runs::plan_label(r.plan) + "\n" + r.plan_key);
   return {};
 }
 
 QVariant RunsListModel::headerData(int section, Qt::Orientation o, int role) const {
-  static const char* names[ColumnCount] = {"ID", "Started", "Plan", "MFU", "Predicted", "vs pred.", "Status", "Steps", "Source", "Tags"};
+  static const char* names[ColumnCount] = {"ID",       "Started", "Plan",  "MFU",    "Predicted",
+                                           "vs pred.", "Status",  "Steps", "Source", "Tags"};
   if (o == Qt::Horizontal && role == Qt::DisplayRole && section >= 0 && section < ColumnCount) return QString(names[section]);
   return {};
 }
@@ -193,7 +211,8 @@ QVariant OpTimingModel::data(const QModelIndex& index, int role) const {
       break;
     case Error:
       if (role == ValueRole) return err;
-      if (role == Qt::DisplayRole) return hasPred ? QString("%1%2").arg(err >= 0 ? "+" : "").arg(formatPercent(err)) : QString("-");
+      if (role == Qt::DisplayRole)
+        return hasPred ? QString("%1%2").arg(err >= 0 ? "+" : "").arg(formatPercent(err)) : QString("-");
       break;
   }
   if (role == Qt::TextAlignmentRole && index.column() != Op) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);

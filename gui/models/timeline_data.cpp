@@ -22,11 +22,16 @@ bool isPipelineWork(char phase) { return phase == 'F' || phase == 'B' || phase =
 
 const char* phaseName(char phase) {
   switch (phase) {
-    case 'F': return "forward";
-    case 'B': return "backward";
-    case 'W': return "weight gradient";
-    case 'O': return "optimizer";
-    default: return "communication";
+    case 'F':
+      return "forward";
+    case 'B':
+      return "backward";
+    case 'W':
+      return "weight gradient";
+    case 'O':
+      return "optimizer";
+    default:
+      return "communication";
   }
 }
 
@@ -135,8 +140,7 @@ std::string stageContents(const TimelineData& d, int stage) {
 int blockIndexAt(const TimelineLane& lane, double t, double slack_s) {
   const auto& bl = lane.blocks;
   // blocks are sorted by start: look at the ones starting before t + slack
-  auto it = std::upper_bound(bl.begin(), bl.end(), t + slack_s,
-                             [](double v, const TimelineBlock& b) { return v < b.start_s; });
+  auto it = std::upper_bound(bl.begin(), bl.end(), t + slack_s, [](double v, const TimelineBlock& b) { return v < b.start_s; });
   int best = -1;
   double best_dist = slack_s;
   // walk back; blocks on one lane do not overlap much, so a few steps suffice, but long blocks

@@ -17,8 +17,8 @@ struct TimelineBlock {
   double start_s = 0, dur_s = 0;
   char phase = 'F';  // F, B, W, 'O' optimizer, 'C' communication
   int microbatch = -1, chunk = -1;
-  std::string name;  // the trace event's name ("F mb3 c0", "DP grad reduce c1", "send B mb2 c0")
-  double exposed_s = 0;  // communication: its last exposed_s seconds hold up the compute stream
+  std::string name;       // the trace event's name ("F mb3 c0", "DP grad reduce c1", "send B mb2 c0")
+  double exposed_s = 0;   // communication: its last exposed_s seconds hold up the compute stream
   bool critical = false;  // on the step's critical path (simulator/critical_path.h)
   double end_s() const { return start_s + dur_s; }
 };
@@ -38,7 +38,7 @@ struct TimelineFlow {
 
 struct TimelineLane {
   int stage = 0;
-  std::string stream;  // compute | tp | cp | ep | p2p | dp
+  std::string stream;                   // compute | tp | cp | ep | p2p | dp
   std::vector<TimelineBlock> blocks;    // sorted by start
   std::vector<TimelineBubble> bubbles;  // compute lanes only
   double busy_s = 0;

@@ -6,11 +6,21 @@ namespace mplan::gui {
 QColor phaseColor(char phase, int chunk) {
   QColor c;
   switch (phase) {
-    case 'F': c = QColor("#4C78A8"); break;
-    case 'B': c = QColor("#F58518"); break;
-    case 'W': c = QColor("#B279A2"); break;
-    case 'O': c = QColor("#6F6F6F"); break;
-    default: c = QColor("#54A24B"); break;
+    case 'F':
+      c = QColor("#4C78A8");
+      break;
+    case 'B':
+      c = QColor("#F58518");
+      break;
+    case 'W':
+      c = QColor("#B279A2");
+      break;
+    case 'O':
+      c = QColor("#6F6F6F");
+      break;
+    default:
+      c = QColor("#54A24B");
+      break;
   }
   if (chunk > 0) c = c.lighter(100 + 22 * (chunk % 4));
   return c;

@@ -71,7 +71,8 @@ void MfuHistoryChart::setSnapshot(const RunsSnapshot& s) {
   }
   c->setTitle(QString("<b>MFU over time per plan</b>%1 — measured (solid), predicted (dashed), regressions marked")
                   .arg(singleModel(s) && !s.runs.empty()
-                           ? QString(" (%1)").arg(QString::fromStdString(s.runs.front().plan.value("model", nlohmann::json::object()).value("name", "")))
+                           ? QString(" (%1)").arg(QString::fromStdString(
+                                 s.runs.front().plan.value("model", nlohmann::json::object()).value("name", "")))
                            : QString()));
   const bool withModel = !singleModel(s);
   std::map<int64_t, const runs::RunRecord*> byId;
@@ -171,7 +172,8 @@ void PredictedMeasuredChart::setSnapshot(const RunsSnapshot& s) {
     ++points_;
   }
   if (points_ == 0) {
-    c->setTitle(s.runs.empty() ? "Predicted vs measured MFU: no runs" : "Predicted vs measured MFU: no run has a stored prediction");
+    c->setTitle(s.runs.empty() ? "Predicted vs measured MFU: no runs"
+                               : "Predicted vs measured MFU: no run has a stored prediction");
     for (auto* ser : order) delete ser;
     return;
   }

@@ -11,7 +11,6 @@ class QScatterSeries;
 
 namespace mplan::gui {
 
-
 class MfuHistoryChart : public QChartView {
   Q_OBJECT
  public:

@@ -15,8 +15,8 @@ constexpr int kCommH = 15;
 constexpr int kLaneGap = 3;
 constexpr int kStageGap = 9;
 constexpr int kLegendH = 28;
-constexpr int kScrollW = 12;          // the lanes' vertical scroll bar
-constexpr int kMaxFlowsDrawn = 160;   // more visible transfers than this: no arrows (zoom in)
-constexpr int kWheelStepPx = 48;      // lanes scrolled per wheel notch
+constexpr int kScrollW = 12;         // the lanes' vertical scroll bar
+constexpr int kMaxFlowsDrawn = 160;  // more visible transfers than this: no arrows (zoom in)
+constexpr int kWheelStepPx = 48;     // lanes scrolled per wheel notch
 
 }  // namespace mplan::gui::timeline_metrics

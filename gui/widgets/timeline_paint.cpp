@@ -86,8 +86,9 @@ void TimelineView::paintOverview(QPainter& g) {
     if (!lane.isCompute()) continue;
     double y = o.top() + 1 + lane.stage * row;
     for (const auto& b : lane.blocks)
-      g.fillRect(QRectF(o.left() + (b.start_s - map_.extent_start_s) * k, y, std::max(0.6, b.dur_s * k), std::max(1.0, row - 0.5)),
-                 phaseColor(b.phase, b.chunk));
+      g.fillRect(
+          QRectF(o.left() + (b.start_s - map_.extent_start_s) * k, y, std::max(0.6, b.dur_s * k), std::max(1.0, row - 0.5)),
+          phaseColor(b.phase, b.chunk));
   }
   // the visible range: the rest dimmed, the window outlined
   QRectF win(o.left() + (map_.start_s - map_.extent_start_s) * k, o.top(), std::max(2.0, map_.span() * k), o.height());
@@ -163,7 +164,8 @@ void TimelineView::paintLanes(QPainter& g) {
     } else {
       g.setFont(small);
       g.setPen(QColor(110, 110, 110));
-      g.drawText(QRect(kMargin, y, kHeaderW - kMargin - 6, h), Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(lane.stream));
+      g.drawText(QRect(kMargin, y, kHeaderW - kMargin - 6, h), Qt::AlignRight | Qt::AlignVCenter,
+                 QString::fromStdString(lane.stream));
     }
     g.setClipRect(plot);
     g.fillRect(QRect(plot.left(), y, plot.width(), h), QColor(247, 247, 247));
@@ -202,7 +204,8 @@ void TimelineView::paintLanes(QPainter& g) {
         // the hidden part pale, the exposed part (the end of the block) solid
         g.fillRect(r, stream.lighter(165));
         double ex = std::min(w, b.exposed_s * pps);
-        if (ex >= 0.5) g.fillRect(QRectF(r.right() - std::max(1.0, ex), r.top(), std::max(1.0, ex), r.height()), stream.darker(115));
+        if (ex >= 0.5)
+          g.fillRect(QRectF(r.right() - std::max(1.0, ex), r.top(), std::max(1.0, ex), r.height()), stream.darker(115));
         outline_critical(b, r);
         continue;
       }

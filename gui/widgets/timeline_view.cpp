@@ -62,9 +62,7 @@ QRect TimelineView::overviewRect() const {
   return {kHeaderW, kMargin + kTitleH + kSummaryH + 4, int(map_.width), kOverviewH - 6};
 }
 
-QRect TimelineView::axisRect() const {
-  return {kHeaderW, kMargin + kTitleH + kSummaryH + kOverviewH, int(map_.width), kAxisH};
-}
+QRect TimelineView::axisRect() const { return {kHeaderW, kMargin + kTitleH + kSummaryH + kOverviewH, int(map_.width), kAxisH}; }
 
 QRect TimelineView::lanesViewport() const {
   int top = axisRect().bottom() + 1;
@@ -188,7 +186,11 @@ QString TimelineView::tooltipAt(const QPoint& pos) const {
     const TimelineBlock& b = lane.blocks[size_t(bi)];
     QString head;
     if (b.phase == 'F' || b.phase == 'B' || b.phase == 'W')
-      head = QString("<b>%1</b> — %2<br>micro-batch %3, chunk %4").arg(QChar(b.phase)).arg(phaseName(b.phase)).arg(b.microbatch).arg(b.chunk);
+      head = QString("<b>%1</b> — %2<br>micro-batch %3, chunk %4")
+                 .arg(QChar(b.phase))
+                 .arg(phaseName(b.phase))
+                 .arg(b.microbatch)
+                 .arg(b.chunk);
     else
       head = QString("<b>%1</b> — %2").arg(QString::fromStdString(b.name).toHtmlEscaped(), phaseName(b.phase));
     if (b.phase == 'C' && b.microbatch >= 0 && b.name.find("mb") == std::string::npos)
@@ -269,8 +271,10 @@ bool TimelineView::event(QEvent* e) {
   if (e->type() == QEvent::ToolTip) {
     auto* he = static_cast<QHelpEvent*>(e);
     QString tip = tooltipAt(he->pos());
-    if (tip.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(he->globalPos(), tip, this);
+    if (tip.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(he->globalPos(), tip, this);
     return true;
   }
   return QWidget::event(e);
@@ -316,7 +320,9 @@ void TimelineView::mouseMoveEvent(QMouseEvent* e) {
       drag_x_ = x;
       changed();
       break;
-    case Drag::overview: centerOn(overviewTime(x)); break;
+    case Drag::overview:
+      centerOn(overviewTime(x));
+      break;
     case Drag::select: {
       double t = map_.toTime(std::clamp(x, map_.x0, map_.x0 + map_.width));
       sel_start_ = std::min(drag_t0_, t);
@@ -324,7 +330,8 @@ void TimelineView::mouseMoveEvent(QMouseEvent* e) {
       update();
       break;
     }
-    case Drag::none: break;
+    case Drag::none:
+      break;
   }
 }
 
@@ -350,25 +357,50 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
   switch (e->key()) {
     case Qt::Key_Plus:
     case Qt::Key_Equal:
-    case Qt::Key_W: zoomIn(); break;
+    case Qt::Key_W:
+      zoomIn();
+      break;
     case Qt::Key_Minus:
-    case Qt::Key_S: zoomOut(); break;
+    case Qt::Key_S:
+      zoomOut();
+      break;
     case Qt::Key_0:
-    case Qt::Key_Home: showAll(); break;
+    case Qt::Key_Home:
+      showAll();
+      break;
     case Qt::Key_Left:
-    case Qt::Key_A: map_.panPixels(pan), changed(); break;
+    case Qt::Key_A:
+      map_.panPixels(pan), changed();
+      break;
     case Qt::Key_Right:
-    case Qt::Key_D: map_.panPixels(-pan), changed(); break;
-    case Qt::Key_Up: setVerticalOffset(v_offset_ - kWheelStepPx); break;
-    case Qt::Key_Down: setVerticalOffset(v_offset_ + kWheelStepPx); break;
-    case Qt::Key_PageUp: setVerticalOffset(v_offset_ - lanesViewport().height()); break;
-    case Qt::Key_PageDown: setVerticalOffset(v_offset_ + lanesViewport().height()); break;
+    case Qt::Key_D:
+      map_.panPixels(-pan), changed();
+      break;
+    case Qt::Key_Up:
+      setVerticalOffset(v_offset_ - kWheelStepPx);
+      break;
+    case Qt::Key_Down:
+      setVerticalOffset(v_offset_ + kWheelStepPx);
+      break;
+    case Qt::Key_PageUp:
+      setVerticalOffset(v_offset_ - lanesViewport().height());
+      break;
+    case Qt::Key_PageDown:
+      setVerticalOffset(v_offset_ + lanesViewport().height());
+      break;
     case Qt::Key_Z:
     case Qt::Key_Return:
-    case Qt::Key_Enter: zoomToSelection(); break;
-    case Qt::Key_Escape: clearSelection(); break;
-    case Qt::Key_C: setShowCriticalPath(!show_critical_); break;
-    default: QWidget::keyPressEvent(e);
+    case Qt::Key_Enter:
+      zoomToSelection();
+      break;
+    case Qt::Key_Escape:
+      clearSelection();
+      break;
+    case Qt::Key_C:
+      setShowCriticalPath(!show_critical_);
+      break;
+    default:
+      QWidget::keyPressEvent(e);
   }
 }
 

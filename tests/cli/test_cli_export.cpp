@@ -1,7 +1,7 @@
 // `mplan export` and `mplan import` as a user runs them (issue 16): a searched plan exported as Megatron-LM
-// arguments reads back into the same plan; torchtitan's current Python configuration and the v0.2 TOML; bad argument files and missing GPU counts are exit 2 naming
-// the flag; the executor refuses model features it does not train (exit 2 naming the field); search
-// ranks only what the job's framework runs, and export refuses a plan for another framework.
+// arguments reads back into the same plan; torchtitan's current Python configuration and the v0.2 TOML; bad argument files and
+// missing GPU counts are exit 2 naming the flag; the executor refuses model features it does not train (exit 2 naming the field);
+// search ranks only what the job's framework runs, and export refuses a plan for another framework.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -82,8 +82,10 @@ TEST(CliExport, ImportRefusesWhatItCannotRead) {
 }
 
 TEST(CliExport, TorchtitanConfigurationOfEachRelease) {
-  auto s = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework torchtitan --top 1 "
-                     "--out " + tmp("tt"));
+  auto s = run_mplan(
+      "search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework torchtitan --top 1 "
+      "--out " +
+      tmp("tt"));
   ASSERT_EQ(s.code, 0) << s.err;
   const std::string plan = tmp("tt/plan-01.json");
   auto cur = run_mplan("export --plan " + plan + " --format torchtitan");
@@ -107,8 +109,9 @@ TEST(CliExport, TorchtitanConfigurationOfEachRelease) {
 // The job's framework drives the search: Megatron-LM never gets ZB-H1 (it has no such schedule),
 // torchtitan 1F1B or interleaved, MaxText GPipe; a --fix outside the framework is exit 2 naming it.
 TEST(CliExport, SearchRanksOnlyTheFrameworksSchedules) {
-  const std::string job = "search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 64 --seq 4096 --fix pp=4 --top 20 "
-                          "--format json";
+  const std::string job =
+      "search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 64 --seq 4096 --fix pp=4 --top 20 "
+      "--format json";
   for (auto [fw, allowed] : {std::pair<std::string, std::vector<std::string>>{"megatron", {"1f1b", "interleaved"}},
                              {"torchtitan", {"1f1b", "interleaved"}},
                              {"maxtext", {"gpipe"}}}) {
@@ -124,8 +127,9 @@ TEST(CliExport, SearchRanksOnlyTheFrameworksSchedules) {
   auto zb = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 128 --seq 8192 --fix pp=4,schedule=zb");
   EXPECT_EQ(zb.code, 2) << zb.err;
   EXPECT_TRUE(has(zb.err, "--fix schedule=zb: megatron runs the pipeline schedules 1f1b, interleaved")) << zb.err;
-  auto tp = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 128 --seq 8192 --framework llm-foundry "
-                      "--fix tp=2");
+  auto tp = run_mplan(
+      "search --model llama3-8b --cluster dgx-h100 --gpus 32 --gbs 128 --seq 8192 --framework llm-foundry "
+      "--fix tp=2");
   EXPECT_EQ(tp.code, 2) << tp.err;
   EXPECT_TRUE(has(tp.err, "--fix tp=2: llm-foundry has no tensor parallelism")) << tp.err;
 }
@@ -133,8 +137,10 @@ TEST(CliExport, SearchRanksOnlyTheFrameworksSchedules) {
 // An exporter writes its own framework's configuration: a plan for another framework is exit 2 naming
 // the plan's framework field.
 TEST(CliExport, RefusesAPlanForAnotherFramework) {
-  auto s = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework maxtext --top 1 "
-                     "--out " + tmp("mt"));
+  auto s = run_mplan(
+      "search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework maxtext --top 1 "
+      "--out " +
+      tmp("mt"));
   ASSERT_EQ(s.code, 0) << s.err;
   for (const char* format : {"megatron", "torchtitan"}) {
     auto r = run_mplan("export --plan " + tmp("mt/plan-01.json") + " --format " + format);

@@ -43,7 +43,8 @@ TEST(CliMemory, BadMemoryOptionsExitTwoNamingTheField) {
   EXPECT_EQ(titan.code, 2);
   EXPECT_NE(titan.err.find("offload_modules"), std::string::npos) << titan.err;
   EXPECT_NE(titan.err.find("framework torchtitan"), std::string::npos) << titan.err;
-  auto cap = run_mplan("simulate --model mixtral-8x7b --cluster dgx-h100 --gpus 8 --gbs 8 --seq 4096 --ep 8 --moe-capacity-factor 0");
+  auto cap =
+      run_mplan("simulate --model mixtral-8x7b --cluster dgx-h100 --gpus 8 --gbs 8 --seq 4096 --ep 8 --moe-capacity-factor 0");
   EXPECT_EQ(cap.code, 2);
   EXPECT_NE(cap.err.find("--moe-capacity-factor: must be a number in (0,"), std::string::npos) << cap.err;
   auto fw = run_mplan(kJob + "--framework deepspeed");
@@ -72,5 +73,6 @@ TEST(CliMemory, PlanFileMemoryFieldsAreChecked) {
   std::ofstream(path) << plan.dump();
   auto fw = run_mplan("simulate --plan " + path);
   EXPECT_EQ(fw.code, 2);
-  EXPECT_NE(fw.err.find("plan.framework: 'jax' is not one of megatron|torchtitan|llm-foundry|maxtext"), std::string::npos) << fw.err;
+  EXPECT_NE(fw.err.find("plan.framework: 'jax' is not one of megatron|torchtitan|llm-foundry|maxtext"), std::string::npos)
+      << fw.err;
 }

@@ -56,8 +56,8 @@ TEST(CliReliability, OutOfRangeCountsGiveAShortRange) {
 
 TEST(CliReliability, MalformedProfileDbIsBadInput) {
   // a profile whose device row holds a JSON array where an object of peaks belongs
-  auto imp = run_mplan("profile --import " + std::string(MPLAN_SOURCE_DIR) +
-                       "/data/calibration/local-cpu/profile.sql --db " + tmp("bad.db"));
+  auto imp = run_mplan("profile --import " + std::string(MPLAN_SOURCE_DIR) + "/data/calibration/local-cpu/profile.sql --db " +
+                       tmp("bad.db"));
   ASSERT_EQ(imp.code, 0) << imp.err;
   ASSERT_EQ(std::system(("sqlite3 " + tmp("bad.db") + " \"UPDATE devices SET peak_tflops='[1]'\"").c_str()), 0);
   auto r = run_mplan("calibrate --db " + tmp("bad.db") + " --out " + tmp("cal.json"));
@@ -66,10 +66,11 @@ TEST(CliReliability, MalformedProfileDbIsBadInput) {
 }
 
 TEST(CliReliability, OutputToCharacterDeviceWritesThrough) {
-  struct stat before {}, after {};
+  struct stat before {
+  }, after{};
   ASSERT_EQ(::stat("/dev/null", &before), 0);
-  for (const std::string& cmd : {"export --plan " + plan_file() + " --out /dev/null",
-                                 "simulate --plan " + plan_file() + " --trace /dev/null"}) {
+  for (const std::string& cmd :
+       {"export --plan " + plan_file() + " --out /dev/null", "simulate --plan " + plan_file() + " --trace /dev/null"}) {
     auto r = run_mplan(cmd);
     EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
   }
@@ -127,8 +128,10 @@ TEST(CliReliability, CalibrationOfAnotherArchitectureNeedsForce) {
   auto f = run_mplan("simulate " + kJob + "--gpus 8 --tp 8 --calibration " + tmp("a100.json") + " --force");
   EXPECT_EQ(f.code, 0) << f.err;
   EXPECT_TRUE(has(f.err, "warning")) << f.err;
-  auto same = run_mplan("simulate --model llama3-8b --cluster dgx-a100-80g --gbs 64 --seq 2048 --gpus 8 --tp 8 "
-                        "--calibration " + tmp("a100.json"));
+  auto same = run_mplan(
+      "simulate --model llama3-8b --cluster dgx-a100-80g --gbs 64 --seq 2048 --gpus 8 --tp 8 "
+      "--calibration " +
+      tmp("a100.json"));
   EXPECT_EQ(same.code, 0) << same.err;
 }
 

@@ -116,8 +116,8 @@ TEST(Readme, EveryQuickStartCommandRunsAsWritten) {
   ASSERT_FALSE(cmds.empty());
   const std::string repo = fake_clone();
   const std::string bin = std::string(MPLAN_BINARY_DIR) + "/bin";
-  const std::string env = "cd " + quote(repo) + " && export PATH=" + quote(bin) + ":\"$PATH\" XDG_CACHE_HOME=" +
-                          quote(repo + "/../cache") + " QT_QPA_PLATFORM=offscreen && ";
+  const std::string env = "cd " + quote(repo) + " && export PATH=" + quote(bin) +
+                          ":\"$PATH\" XDG_CACHE_HOME=" + quote(repo + "/../cache") + " QT_QPA_PLATFORM=offscreen && ";
   const bool have_shared = fs::exists(fs::path(repo).parent_path() / "shared");
   for (const std::string& c : cmds) {
     SCOPED_TRACE(c);
@@ -142,7 +142,6 @@ TEST(Readme, EveryQuickStartCommandRunsAsWritten) {
     std::cout << "[ ran      ] " << c << "  (exit " << r.code << ", "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s)\n";
     if (gui && r.code == 124) continue;  // still running after 5 s: it started
-    EXPECT_EQ(r.code, 0) << "\n$ " << c << "\n--- stdout\n" << r.out.substr(0, 4000) << "\n--- stderr\n"
-                         << r.err.substr(0, 4000);
+    EXPECT_EQ(r.code, 0) << "\n$ " << c << "\n--- stdout\n" << r.out.substr(0, 4000) << "\n--- stderr\n" << r.err.substr(0, 4000);
   }
 }

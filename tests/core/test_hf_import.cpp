@@ -92,8 +92,7 @@ TEST(HfImport, ActivationAndHeadDimAreNotGuessed) {
   j.erase("hidden_act");
   auto missing = hf_model_from_config(j, "x");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message().find("config.json.hidden_act: missing"), std::string::npos)
-      << missing.error().message();
+  EXPECT_NE(missing.error().message().find("config.json.hidden_act: missing"), std::string::npos) << missing.error().message();
   j["hidden_act"] = "silu";
   j["hidden_size"] = 66;
   auto hd = hf_model_from_config(j, "x");
@@ -108,8 +107,8 @@ TEST(HfImport, ActivationAndHeadDimAreNotGuessed) {
 // Issue 16: the published model, not an approximation: RoPE base and scaling, norm epsilon, latent
 // norms, router, sliding window and sinks read from config.json equal the presets' cited values.
 TEST(HfImport, ArchitectureDetailsMatchPresets) {
-  const std::vector<std::string> keys = {"norm_epsilon", "rotary_base",   "rotary_percent", "rope_scaling",
-                                         "window_size",  "window_attn_skip_freq", "softmax_type", "qk_layernorm"};
+  const std::vector<std::string> keys = {"norm_epsilon", "rotary_base",           "rotary_percent", "rope_scaling",
+                                         "window_size",  "window_attn_skip_freq", "softmax_type",   "qk_layernorm"};
   const std::vector<std::string> router = {"router_score_function", "router_enable_expert_bias", "router_num_groups",
                                            "router_group_topk", "router_topk_scaling_factor"};
   for (const char* name : {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "kimi-k2", "gpt-oss-120b"}) {
@@ -149,7 +148,8 @@ TEST(HfImport, UnknownRopeScalingOrAttentionVariantIsNamed) {
   j["layer_types"] = {"sliding_attention", "chunked_attention"};
   auto v = hf_model_from_config(j, "x");
   ASSERT_FALSE(v.ok());
-  EXPECT_NE(v.error().message().find("config.json.layer_types[1]: 'chunked_attention'"), std::string::npos) << v.error().message();
+  EXPECT_NE(v.error().message().find("config.json.layer_types[1]: 'chunked_attention'"), std::string::npos)
+      << v.error().message();
   j["layer_types"] = {"sliding_attention", "full_attention"};
   auto ok = hf_model_from_config(j, "x");
   ASSERT_TRUE(ok.ok()) << ok.error().message();

@@ -9,9 +9,10 @@ using nlohmann::json;
 
 namespace {
 json minimal() {
-  return {{"name", "tiny"},        {"num_layers", 4},          {"hidden_size", 64},    {"num_attention_heads", 4},
-          {"vocab_size", 256},     {"activation", "swiglu"},   {"norm", "rmsnorm"},    {"tied_embeddings", true},
-          {"position_embedding", "rope"}, {"ffn_hidden_size", 176}};
+  return {{"name", "tiny"},           {"num_layers", 4},         {"hidden_size", 64},
+          {"num_attention_heads", 4}, {"vocab_size", 256},       {"activation", "swiglu"},
+          {"norm", "rmsnorm"},        {"tied_embeddings", true}, {"position_embedding", "rope"},
+          {"ffn_hidden_size", 176}};
 }
 std::string errors_of(const json& j) {
   auto r = model_from_json(j);

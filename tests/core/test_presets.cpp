@@ -18,8 +18,8 @@ TEST(Presets, RequiredModelNamesExistAndValidate) {
 }
 
 TEST(Presets, RequiredClusterNamesExistWithSources) {
-  for (const char* n : {"dgx-a100-40g", "dgx-a100-80g", "dgx-h100", "dgx-h200", "dgx-b200", "dgx-b300", "gb200-nvl72",
-                        "gb300-nvl72"}) {
+  for (const char* n :
+       {"dgx-a100-40g", "dgx-a100-80g", "dgx-h100", "dgx-h200", "dgx-b200", "dgx-b300", "gb200-nvl72", "gb300-nvl72"}) {
     auto c = cluster_preset(n);
     ASSERT_TRUE(c.ok()) << n << ": " << (c.ok() ? "" : c.error().message());
     EXPECT_TRUE(unsourced_cluster_fields(*c).empty()) << n << " lacks sources for " << unsourced_cluster_fields(*c).front();

@@ -40,7 +40,8 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 }  // namespace
 
 TEST(SafeOutput, CharacterDeviceIsWrittenThroughNotReplaced) {
-  struct stat before {}, after {};
+  struct stat before {
+  }, after{};
   ASSERT_EQ(::stat("/dev/null", &before), 0);
   EXPECT_EQ(write_output_file("/dev/null", "hello\n"), "");
   ASSERT_EQ(::stat("/dev/null", &after), 0);
@@ -157,8 +158,7 @@ TEST(JsonFields, NullIsRefusedNamingTheField) {
 
 TEST(JsonFields, NumbersAreFiniteAndBounded) {
   std::vector<std::string> problems;
-  nlohmann::json j = {{"big", 1e300}, {"huge_int", 18446744073709551615ull}, {"frac", 2.5}, {"ok", 7.0},
-                      {"peak", 1e308}};
+  nlohmann::json j = {{"big", 1e300}, {"huge_int", 18446744073709551615ull}, {"frac", 2.5}, {"ok", 7.0}, {"peak", 1e308}};
   JsonFields f(j, "x", problems);
   EXPECT_FALSE(f.opt_integer("big"));
   EXPECT_FALSE(f.opt_integer("huge_int"));

@@ -27,12 +27,16 @@ bool runs_without_deadlock(Schedule sch, int pp, int vpp, int m) {
       const Action& a = lists[s][pos[s]];
       bool ready = true;
       if (a.phase == Phase::F) {
-        if (s > 0) ready = done[{'F', a.microbatch, a.chunk, s - 1}];
-        else if (a.chunk > 0) ready = done[{'F', a.microbatch, a.chunk - 1, pp - 1}];
+        if (s > 0)
+          ready = done[{'F', a.microbatch, a.chunk, s - 1}];
+        else if (a.chunk > 0)
+          ready = done[{'F', a.microbatch, a.chunk - 1, pp - 1}];
       } else if (a.phase == Phase::B) {
         ready = done[{'F', a.microbatch, a.chunk, s}];
-        if (s < pp - 1) ready = ready && done[{'B', a.microbatch, a.chunk, s + 1}];
-        else if (a.chunk < vpp - 1) ready = ready && done[{'B', a.microbatch, a.chunk + 1, 0}];
+        if (s < pp - 1)
+          ready = ready && done[{'B', a.microbatch, a.chunk, s + 1}];
+        else if (a.chunk < vpp - 1)
+          ready = ready && done[{'B', a.microbatch, a.chunk + 1, 0}];
       } else {
         ready = done[{'B', a.microbatch, a.chunk, s}];
       }
@@ -85,16 +89,14 @@ TEST(Schedule, EveryScheduleIsCompleteAndDeadlockFree) {
   for (int pp : {1, 2, 4})
     for (int m : {1, 4, 8}) {
       for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble}) {
-        for (int st = 0; st < pp; ++st)
-          expect_complete(schedule_actions(s, pp, 1, m, st), m, 1, s == Schedule::zero_bubble);
+        for (int st = 0; st < pp; ++st) expect_complete(schedule_actions(s, pp, 1, m, st), m, 1, s == Schedule::zero_bubble);
         EXPECT_TRUE(runs_without_deadlock(s, pp, 1, m)) << to_string(s) << " pp" << pp << " m" << m;
       }
     }
   for (int pp : {2, 4})
     for (int vpp : {2, 3})
       for (int m : {pp, 2 * pp, 4 * pp}) {
-        for (int st = 0; st < pp; ++st)
-          expect_complete(schedule_actions(Schedule::interleaved, pp, vpp, m, st), m, vpp, false);
+        for (int st = 0; st < pp; ++st) expect_complete(schedule_actions(Schedule::interleaved, pp, vpp, m, st), m, vpp, false);
         EXPECT_TRUE(runs_without_deadlock(Schedule::interleaved, pp, vpp, m)) << "pp" << pp << " vpp" << vpp << " m" << m;
       }
 }

@@ -36,8 +36,7 @@ TEST(StrictInputs, ClusterPeakIsBounded) {
   ASSERT_TRUE(resolve_cluster(write("ok.json", cluster_json("989.4"))).ok());
   auto r = resolve_cluster(write("peak.json", cluster_json("1e308")));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("cluster.gpu.peak_tflops.bf16: must be > 0 and <= 1e+06, got 1e+308"),
-            std::string::npos)
+  EXPECT_NE(r.error().message().find("cluster.gpu.peak_tflops.bf16: must be > 0 and <= 1e+06, got 1e+308"), std::string::npos)
       << r.error().message();
   EXPECT_EQ(r.error().problems.size(), 1u) << r.error().message();
 }

@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
     double c0 = cpu_s();
     ms.push_back(t.value()->step());
     cpu.push_back(cpu_s() - c0);
-    std::printf("step %d: loss %.4f, %.3f s wall, %.3f s cpu, %.1f tokens/s\n", s + 1, ms.back().loss,
-                ms.back().step_time_s, cpu.back(), ms.back().tokens_per_s);
+    std::printf("step %d: loss %.4f, %.3f s wall, %.3f s cpu, %.1f tokens/s\n", s + 1, ms.back().loss, ms.back().step_time_s,
+                cpu.back(), ms.back().tokens_per_s);
   }
   std::vector<double> cpus(cpu.begin() + 1, cpu.end());
   std::sort(cpus.begin(), cpus.end());
@@ -78,20 +78,21 @@ int main(int argc, char** argv) {
   const double executed = 6.0 * gemm_params * tokens + 6.0 * m.num_layers * 4 * 64.0 * 64.0 * m.hidden_size;
   const double megatron = model_flops_per_step(m, 4, 64, AttentionFlops::causal);
   const double peak = exec::measure_gemm_gflops(1024, 5);
-  std::printf("\nmedian step %.3f s wall -> %.1f tokens/s; median CPU time %.3f s -> %.1f tokens/s; best wall %.3f s "
-              "-> %.1f tokens/s\n",
-              med, tokens / med, cpu_med, tokens / cpu_med, times.front(),
-              tokens / times.front());
-  std::printf("model FLOPs/step (Megatron, causal) %.1f GFLOP -> %.1f GFLOP/s = %.1f%% of the measured single-core "
-              "sgemm peak %.1f GFLOP/s (%s kernels)\n",
-              megatron / 1e9, megatron / med / 1e9, 100 * megatron / med / 1e9 / peak, peak,
-              exec::blas_corename().c_str());
-  std::printf("executed FLOPs/step (GEMMs + causal attention) %.1f GFLOP -> %.1f GFLOP/s = %.1f%% of peak\n",
-              executed / 1e9, executed / med / 1e9, 100 * executed / med / 1e9 / peak);
+  std::printf(
+      "\nmedian step %.3f s wall -> %.1f tokens/s; median CPU time %.3f s -> %.1f tokens/s; best wall %.3f s "
+      "-> %.1f tokens/s\n",
+      med, tokens / med, cpu_med, tokens / cpu_med, times.front(), tokens / times.front());
+  std::printf(
+      "model FLOPs/step (Megatron, causal) %.1f GFLOP -> %.1f GFLOP/s = %.1f%% of the measured single-core "
+      "sgemm peak %.1f GFLOP/s (%s kernels)\n",
+      megatron / 1e9, megatron / med / 1e9, 100 * megatron / med / 1e9 / peak, peak, exec::blas_corename().c_str());
+  std::printf("executed FLOPs/step (GEMMs + causal attention) %.1f GFLOP -> %.1f GFLOP/s = %.1f%% of peak\n", executed / 1e9,
+              executed / med / 1e9, 100 * executed / med / 1e9 / peak);
   auto ops = exec::median_ops(ms);
   std::sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.seconds > b.seconds; });
   std::printf("\nper-op time per step (median):\n");
-  for (auto& o : ops) std::printf("  %-16s %8.4f s  %5.1f%%  %4lld calls\n", o.op.c_str(), o.seconds, 100 * o.seconds / med, (long long)o.calls);
+  for (auto& o : ops)
+    std::printf("  %-16s %8.4f s  %5.1f%%  %4lld calls\n", o.op.c_str(), o.seconds, 100 * o.seconds / med, (long long)o.calls);
   t.value().reset();
   MPI_Finalize();
   return 0;

@@ -74,8 +74,7 @@ class Dev {
   Tensor t_;
 };
 
-void expect_close(const char* what, const std::vector<float>& got, const std::vector<float>& want, double rtol,
-                  double atol) {
+void expect_close(const char* what, const std::vector<float>& got, const std::vector<float>& want, double rtol, double atol) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double worst = 0;
   size_t at = 0;
@@ -88,8 +87,8 @@ void expect_close(const char* what, const std::vector<float>& got, const std::ve
     const double excess = std::fabs(g - w) - (atol + rtol * std::fabs(w));
     if (!(excess <= worst)) worst = std::isnan(excess) ? 1e300 : excess, at = i;
   }
-  EXPECT_LE(worst, 0.0) << what << ": worst at [" << at << "] got " << got[at] << " want " << want[at]
-                        << " (rtol " << rtol << ", atol " << atol << ")";
+  EXPECT_LE(worst, 0.0) << what << ": worst at [" << at << "] got " << got[at] << " want " << want[at] << " (rtol " << rtol
+                        << ", atol " << atol << ")";
 }
 
 #define EXPECT_GUARDS(d) EXPECT_TRUE((d).guards_ok()) << #d << ": write outside the output"
@@ -153,17 +152,15 @@ std::vector<float> bf16v(std::vector<float> v) {
 // out = inp W^T (+bias), dinp = dout W, dW += dout^T inp, db += colsum(dout), on both backends;
 // bf16: the CPU gets bf16-rounded operands (the GPU rounds them itself)
 void check_gemms(CudaBackend& gpu, int64_t M, int64_t K, int64_t N, bool bf16, uint32_t seed) {
-  SCOPED_TRACE("M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
-               (bf16 ? " bf16" : " fp32"));
+  SCOPED_TRACE("M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N) + (bf16 ? " bf16" : " fp32"));
   auto inp = randv(M * K, seed), W = randv(N * K + 1, seed + 1), bias = randv(N, seed + 2);
   auto out0 = randv(M * N, seed + 3), dout = randv(M * N, seed + 4), dinp0 = randv(M * K, seed + 5);
   auto dW0 = randv(N * K, seed + 6), db0 = randv(N, seed + 7);
   // the weight sits one float past an aligned start: cuBLASLt must be told the true alignment
-  Dev din(gpu, inp), dWt(gpu, W), dbias(gpu, bias), dout_d(gpu, dout), o(gpu, out0), di(gpu, dinp0), dw(gpu, dW0),
-      db(gpu, db0);
+  Dev din(gpu, inp), dWt(gpu, W), dbias(gpu, bias), dout_d(gpu, dout), o(gpu, out0), di(gpu, dinp0), dw(gpu, dW0), db(gpu, db0);
   const float* w = dWt.p() + 1;
-  const auto ci = bf16 ? bf16v(inp) : inp, cw = bf16 ? bf16v(std::vector<float>(W.begin() + 1, W.end()))
-                                                     : std::vector<float>(W.begin() + 1, W.end());
+  const auto ci = bf16 ? bf16v(inp) : inp,
+             cw = bf16 ? bf16v(std::vector<float>(W.begin() + 1, W.end())) : std::vector<float>(W.begin() + 1, W.end());
   const auto cdo = bf16 ? bf16v(dout) : dout;
   const double tol = (bf16 ? 2e-5 : 1e-5) * std::sqrt(double(std::max<int64_t>(K, 1)));
   // forward with bias, then accumulate
@@ -250,18 +247,17 @@ TEST(BackendOps, Norms) {
       Dev X(*g_gpu, x), Wt(*g_gpu, w), B(*g_gpu, b), out(*g_gpu, N * C), mean(*g_gpu, N), rstd(*g_gpu, N);
       g_gpu->layernorm_forward(out.p(), mean.p(), rstd.p(), X.p(), Wt.p(), with_bias ? B.p() : nullptr, N, C, 1e-5f);
       std::vector<float> ro(static_cast<size_t>(N * C)), rm(static_cast<size_t>(N)), rr(static_cast<size_t>(N));
-      g_cpu->layernorm_forward(ro.data(), rm.data(), rr.data(), x.data(), w.data(), with_bias ? b.data() : nullptr, N,
-                               C, 1e-5f);
+      g_cpu->layernorm_forward(ro.data(), rm.data(), rr.data(), x.data(), w.data(), with_bias ? b.data() : nullptr, N, C, 1e-5f);
       expect_close("layernorm_forward", out.vec(), ro, 1e-5, 1e-5);
       expect_close("layernorm mean", mean.vec(), rm, 1e-6, 1e-6);
       expect_close("layernorm rstd", rstd.vec(), rr, 1e-6, 1e-6);
       for (bool acc : {true, false}) {
         Dev DY(*g_gpu, dy), dx(*g_gpu, dx0), dw(*g_gpu, dw0), db(*g_gpu, db0);
-        g_gpu->layernorm_backward(dx.p(), dw.p(), with_bias ? db.p() : nullptr, DY.p(), X.p(), Wt.p(), mean.p(),
-                                  rstd.p(), N, C, acc);
+        g_gpu->layernorm_backward(dx.p(), dw.p(), with_bias ? db.p() : nullptr, DY.p(), X.p(), Wt.p(), mean.p(), rstd.p(), N, C,
+                                  acc);
         auto rdx = dx0, rdw = dw0, rdb = db0;
-        g_cpu->layernorm_backward(rdx.data(), rdw.data(), with_bias ? rdb.data() : nullptr, dy.data(), x.data(),
-                                  w.data(), rm.data(), rr.data(), N, C, acc);
+        g_cpu->layernorm_backward(rdx.data(), rdw.data(), with_bias ? rdb.data() : nullptr, dy.data(), x.data(), w.data(),
+                                  rm.data(), rr.data(), N, C, acc);
         expect_close("layernorm dx", dx.vec(), rdx, 1e-4, 1e-5);
         expect_close("layernorm dw", dw.vec(), rdw, 1e-4, 1e-4);
         expect_close("layernorm db", db.vec(), rdb, 1e-4, 1e-4);
@@ -270,8 +266,7 @@ TEST(BackendOps, Norms) {
       for (Dev* d : {&out, &mean, &rstd}) EXPECT_GUARDS(*d);
     }
     // rmsnorm
-    Dev X(*g_gpu, x), Wt(*g_gpu, w), out(*g_gpu, N * C), rstd(*g_gpu, N), DY(*g_gpu, dy), dx(*g_gpu, dx0),
-        dw(*g_gpu, dw0);
+    Dev X(*g_gpu, x), Wt(*g_gpu, w), out(*g_gpu, N * C), rstd(*g_gpu, N), DY(*g_gpu, dy), dx(*g_gpu, dx0), dw(*g_gpu, dw0);
     g_gpu->rmsnorm_forward(out.p(), rstd.p(), X.p(), Wt.p(), N, C, 1e-6f);
     std::vector<float> ro(static_cast<size_t>(N * C)), rr(static_cast<size_t>(N));
     g_cpu->rmsnorm_forward(ro.data(), rr.data(), x.data(), w.data(), N, C, 1e-6f);
@@ -339,11 +334,11 @@ void check_attention(const AttnCase& c, uint32_t seed) {
   // gradients accumulate onto what is there
   auto dq0 = randv(nq, seed + 4), dk0 = randv(nk, seed + 5), dv0 = randv(nv, seed + 6);
   Dev dq(*g_gpu, dq0), dk(*g_gpu, dk0), dv(*g_gpu, dv0);
-  g_gpu->attention_backward(dq.p(), dk.p(), dv.p(), DO.p(), L.p(), delta.p(), Q.p(), K.p(), V.p(), c.qpos.data(),
-                            c.kpos.data(), s);
+  g_gpu->attention_backward(dq.p(), dk.p(), dv.p(), DO.p(), L.p(), delta.p(), Q.p(), K.p(), V.p(), c.qpos.data(), c.kpos.data(),
+                            s);
   auto rdq = dq0, rdk = dk0, rdv = dv0;
-  g_cpu->attention_backward(rdq.data(), rdk.data(), rdv.data(), dout.data(), rl.data(), rdelta.data(), q.data(),
-                            k.data(), v.data(), c.qpos.data(), c.kpos.data(), s);
+  g_cpu->attention_backward(rdq.data(), rdk.data(), rdv.data(), dout.data(), rl.data(), rdelta.data(), q.data(), k.data(),
+                            v.data(), c.qpos.data(), c.kpos.data(), s);
   expect_close("attention dq", dq.vec(), rdq, 1e-3, 1e-4);
   expect_close("attention dk", dk.vec(), rdk, 1e-3, 1e-4);
   expect_close("attention dv", dv.vec(), rdv, 1e-3, 1e-4);
@@ -354,13 +349,13 @@ void check_attention(const AttnCase& c, uint32_t seed) {
 TEST(BackendOps, AttentionMatchesTheCpu) {
   uint32_t seed = 40;
   const std::vector<AttnCase> cases = {
-      {2, 50, 50, 4, 2, 16, 16, iota_pos(50), iota_pos(50)},        // causal, GQA, partial tiles
-      {1, 97, 97, 2, 1, 64, 64, iota_pos(97), iota_pos(97)},        // MQA
-      {1, 64, 64, 2, 2, 128, 128, iota_pos(64), iota_pos(64)},      // Llama head dim
-      {1, 40, 40, 1, 1, 256, 256, iota_pos(40), iota_pos(40)},      // the largest head dim
-      {2, 33, 33, 3, 3, 80, 48, iota_pos(33), iota_pos(33)},        // D != Dv, not multiples of 32
+      {2, 50, 50, 4, 2, 16, 16, iota_pos(50), iota_pos(50)},                      // causal, GQA, partial tiles
+      {1, 97, 97, 2, 1, 64, 64, iota_pos(97), iota_pos(97)},                      // MQA
+      {1, 64, 64, 2, 2, 128, 128, iota_pos(64), iota_pos(64)},                    // Llama head dim
+      {1, 40, 40, 1, 1, 256, 256, iota_pos(40), iota_pos(40)},                    // the largest head dim
+      {2, 33, 33, 3, 3, 80, 48, iota_pos(33), iota_pos(33)},                      // D != Dv, not multiples of 32
       {1, 32, 32, 2, 1, 32, 32, two_chunks(16, 16, 96), two_chunks(16, 0, 112)},  // CP chunks, some rows blind
-      {1, 20, 45, 2, 2, 16, 16, iota_pos(20, 25), iota_pos(45)},    // queries at the end of a longer sequence
+      {1, 20, 45, 2, 2, 16, 16, iota_pos(20, 25), iota_pos(45)},                  // queries at the end of a longer sequence
   };
   for (const auto& c : cases) check_attention(c, seed += 10);
 }
@@ -370,8 +365,8 @@ TEST(BackendOps, AttentionMergesKeyBlocks) {
   const int64_t B = 1, T = 48, H = 2, D = 32;
   Backend::AttnShape s{B, T, T, H, H, D, D, 0.2f};
   const auto qpos = two_chunks(24, 24, 72), k1 = two_chunks(24, 0, 96), k2 = two_chunks(24, 24, 72);
-  auto q = randv(B * T * H * D, 50), ka = randv(B * T * H * D, 51), va = randv(B * T * H * D, 52),
-       kb = randv(B * T * H * D, 53), vb = randv(B * T * H * D, 54);
+  auto q = randv(B * T * H * D, 50), ka = randv(B * T * H * D, 51), va = randv(B * T * H * D, 52), kb = randv(B * T * H * D, 53),
+       vb = randv(B * T * H * D, 54);
   Dev Q(*g_gpu, q), KA(*g_gpu, ka), VA(*g_gpu, va), KB(*g_gpu, kb), VB(*g_gpu, vb), O(*g_gpu, B * T * H * D),
       L(*g_gpu, B * H * T);
   g_gpu->attention_forward(O.p(), L.p(), Q.p(), KA.p(), VA.p(), qpos.data(), k1.data(), s, false);
@@ -439,8 +434,7 @@ void check_xent(int64_t N, int64_t V, int64_t valid, int64_t vstart, uint32_t se
   g_cpu->xent_rowmax(rmax.data(), rl.data(), N, V, valid);
   expect_close("xent_rowmax", gmax.vec(), rmax, 0, 0);
   g_gpu->xent_sumexp_target(both.p(), both.p() + N, L.p(), gmax.p(), targets.data(), N, V, valid, vstart);
-  g_cpu->xent_sumexp_target(rboth.data(), rboth.data() + N, rl.data(), rmax.data(), targets.data(), N, V, valid,
-                            vstart);
+  g_cpu->xent_sumexp_target(rboth.data(), rboth.data() + N, rl.data(), rmax.data(), targets.data(), N, V, valid, vstart);
   expect_close("xent sumexp/target", both.vec(), rboth, 1e-5, 1e-6);
   expect_close("xent exp(logits)", L.vec(), rl, 1e-6, 1e-7);
   const std::vector<float> dloss(static_cast<size_t>(N), 1.0f / 64);  // a host array, as the layers pass it
@@ -452,16 +446,16 @@ void check_xent(int64_t N, int64_t V, int64_t valid, int64_t vstart, uint32_t se
 }  // namespace
 
 TEST(BackendOps, CrossEntropy) {
-  check_xent(33, 300, 290, 512, 80);      // 256-thread rows
-  check_xent(5, 3000, 2999, 0, 82);       // 512-thread rows
+  check_xent(33, 300, 290, 512, 80);       // 256-thread rows
+  check_xent(5, 3000, 2999, 0, 82);        // 512-thread rows
   check_xent(3, 50304, 50257, 50304, 84);  // 1024-thread rows (GPT-2 vocabulary shard)
 }
 
 TEST(BackendOps, MoeRoutingAndRows) {
   const int64_t N = 70, E = 8, k = 2, C = 40;
   auto logits = randv(N * E, 90, -3, 3);
-  for (int64_t e = 0; e < E; ++e) logits[static_cast<size_t>(5 * E + e)] = 0.5f;  // a row of ties
-  logits[static_cast<size_t>(6 * E + 3)] = logits[static_cast<size_t>(6 * E + 6)] = 9.0f;      // a tie at the top
+  for (int64_t e = 0; e < E; ++e) logits[static_cast<size_t>(5 * E + e)] = 0.5f;           // a row of ties
+  logits[static_cast<size_t>(6 * E + 3)] = logits[static_cast<size_t>(6 * E + 6)] = 9.0f;  // a tie at the top
   Dev LG(*g_gpu, logits), probs(*g_gpu, N * E), weights(*g_gpu, N * k);
   std::vector<int32_t> idx(static_cast<size_t>(N * k)), ridx(static_cast<size_t>(N * k));
   g_gpu->moe_route_forward(probs.p(), idx.data(), weights.p(), LG.p(), N, E, k);
@@ -473,11 +467,10 @@ TEST(BackendOps, MoeRoutingAndRows) {
   auto dw = randv(N * k, 91), dp = randv(N * E, 92);
   Dev DW(*g_gpu, dw), DP(*g_gpu, dp), dl(*g_gpu, N * E);
   for (bool with_probs : {true, false}) {
-    g_gpu->moe_route_backward(dl.p(), DW.p(), with_probs ? DP.p() : nullptr, probs.p(), idx.data(), weights.p(), N, E,
-                              k);
+    g_gpu->moe_route_backward(dl.p(), DW.p(), with_probs ? DP.p() : nullptr, probs.p(), idx.data(), weights.p(), N, E, k);
     std::vector<float> rdl(static_cast<size_t>(N * E));
-    g_cpu->moe_route_backward(rdl.data(), dw.data(), with_probs ? dp.data() : nullptr, rp.data(), ridx.data(),
-                              rw.data(), N, E, k);
+    g_cpu->moe_route_backward(rdl.data(), dw.data(), with_probs ? dp.data() : nullptr, rp.data(), ridx.data(), rw.data(), N, E,
+                              k);
     expect_close("router backward", dl.vec(), rdl, 1e-5, 1e-7);
   }
   // permutation: gather, weighted scatter-add with repeated rows, row scaling and dots

@@ -86,7 +86,7 @@ TEST(KernelMath, ActivationsMatchDoubleFormulas) {
 TEST(KernelMath, Bf16RoundsToNearestEven) {
   const float one = 1.0f;
   EXPECT_EQ(km::bf16_round(one), 1.0f);
-  EXPECT_EQ(km::bf16_round(1.0f + std::ldexp(1.0f, -8)), 1.0f);                            // tie -> even
+  EXPECT_EQ(km::bf16_round(1.0f + std::ldexp(1.0f, -8)), 1.0f);                             // tie -> even
   EXPECT_EQ(km::bf16_round(1.0f + 3 * std::ldexp(1.0f, -8)), 1.0f + std::ldexp(1.0f, -6));  // tie -> even
   EXPECT_EQ(km::bf16_round(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 1.0f + std::ldexp(1.0f, -7));
   EXPECT_TRUE(std::isinf(km::bf16_round(std::numeric_limits<float>::max())));
@@ -308,7 +308,7 @@ TEST(LaunchConfig, AttentionTilesAndLimits) {
 TEST(LaunchConfig, AttentionDynamicSharedMemoryExcludesStaticArrays) {
   using gpu::AttnKernel;
   const int64_t a100 = 166912, h100 = 232448;  // opt-in bytes per block of sm_80 and sm_90/sm_100
-  const int64_t static_bytes = 528;  // qp, kp, ls, dl, s_qmax of the backward kernels (ptxas -v, sm_80)
+  const int64_t static_bytes = 528;            // qp, kp, ls, dl, s_qmax of the backward kernels (ptxas -v, sm_80)
   EXPECT_EQ(gpu::attention_dynamic_smem_limit(a100, static_bytes), a100 - static_bytes);
   EXPECT_LT(gpu::attention_dynamic_smem_limit(h100, static_bytes), h100);
   EXPECT_EQ(gpu::attention_dynamic_smem_limit(100, 200), 0);
@@ -316,16 +316,14 @@ TEST(LaunchConfig, AttentionDynamicSharedMemoryExcludesStaticArrays) {
   EXPECT_GT(gpu::attention_launch(AttnKernel::forward, 1, 64, 64, 1, 1, 128, 128, 0).smem_bytes, 48 * 1024);
   // ... and head dim 256 still fits an A100 after the static arrays
   for (auto k : {AttnKernel::forward, AttnKernel::backward_dq, AttnKernel::backward_dkv}) {
-    const auto l = gpu::attention_launch(k, 1, 64, 64, 1, 1, 256, 256,
-                                         gpu::attention_dynamic_smem_limit(a100, static_bytes));
+    const auto l = gpu::attention_launch(k, 1, 64, 64, 1, 1, 256, 256, gpu::attention_dynamic_smem_limit(a100, static_bytes));
     EXPECT_TRUE(l.ok) << l.error;
     EXPECT_LE(l.smem_bytes + static_bytes, a100);
   }
 }
 
 TEST(LaunchConfig, BlockPerRowStaysWithinTheKernelsLaunchBounds) {
-  for (int64_t len : {int64_t(1), int64_t(2047), int64_t(2048), int64_t(8191), int64_t(8192), int64_t(50304),
-                      int64_t(1) << 20}) {
+  for (int64_t len : {int64_t(1), int64_t(2047), int64_t(2048), int64_t(8191), int64_t(8192), int64_t(50304), int64_t(1) << 20}) {
     const auto l = gpu::block_per_row_launch(3, len);
     EXPECT_LE(l.block, gpu::kMaxRowBlock) << len;
     EXPECT_EQ(l.block % gpu::kWarp, 0) << len;  // block_sum/block_max assume whole warps
@@ -384,8 +382,8 @@ std::vector<float> rnd(size_t n, uint32_t seed) {
 TEST(GemmMapping, RowMajorOpsThroughColumnMajorCalls) {
   const int64_t M = 5, K = 7, N = 3;
   const auto inp = rnd(size_t(M * K), 1), W = rnd(size_t(N * K), 2), dout = rnd(size_t(M * N), 3);
-  auto run = [&](gpu::RowMajorGemm kind, const std::vector<float>& op0, const std::vector<float>& op1,
-                 std::vector<float> C, float beta) {
+  auto run = [&](gpu::RowMajorGemm kind, const std::vector<float>& op0, const std::vector<float>& op1, std::vector<float> C,
+                 float beta) {
     const auto g = gpu::gemm_mapping(kind, M, K, N);
     const float* ops[2] = {op0.data(), op1.data()};
     colmajor_gemm(g, ops[g.a_operand], ops[g.b_operand], beta, C.data());
@@ -531,10 +529,14 @@ class SyntheticBuffer {
 };
 size_t record_size(CUpti_ActivityKind k) {
   switch (k) {
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
-    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    default: return 0;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    default:
+      return 0;
   }
 }
 CUpti_Activity* walker(uint8_t* buf, size_t valid, CUpti_Activity* prev) {

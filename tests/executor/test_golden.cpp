@@ -81,8 +81,8 @@ TEST_F(OpFixture, LayerNormAndRmsNorm) {
     if (name == "layernorm") {
       auto b = f(c["inputs"]["b"]);
       be.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), R, C, 1e-5f);
-      be.layernorm_backward(dx.data(), dw.data(), db.data(), up.data(), x.data(), w.data(), mean.data(), rstd.data(), R,
-                            C, false);
+      be.layernorm_backward(dx.data(), dw.data(), db.data(), up.data(), x.data(), w.data(), mean.data(), rstd.data(), R, C,
+                            false);
       expect_close(db, f(c["grads"]["b"]), 5e-6, name + " db");
     } else {
       be.rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), R, C, 1e-5f);
@@ -123,15 +123,15 @@ TEST_F(OpFixture, AttentionAndRingBlocks) {
     const int64_t kstride = sb.Tk * s.Hkv * s.D;
     std::vector<float> out(size_t(s.B * s.Tq * s.Hq * s.D)), lse(size_t(s.B * s.Hq * s.Tq));
     for (int bl = 0; bl < blocks; ++bl)
-      be.attention_forward(out.data(), lse.data(), q.data(), k.data() + bl * kstride, v.data() + bl * kstride,
-                           qpos.data(), kpos.data() + bl * sb.Tk, sb, bl > 0);
+      be.attention_forward(out.data(), lse.data(), q.data(), k.data() + bl * kstride, v.data() + bl * kstride, qpos.data(),
+                           kpos.data() + bl * sb.Tk, sb, bl > 0);
     expect_close(out, f(c["outputs"]["out"]), 5e-6, name + " out");
     std::vector<float> delta(lse.size()), dq(q.size()), dk(k.size()), dv(v.size());
     be.attention_backward_prepare(delta.data(), up.data(), out.data(), s);
     for (int bl = 0; bl < blocks; ++bl)
-      be.attention_backward(dq.data(), dk.data() + bl * kstride, dv.data() + bl * kstride, up.data(), lse.data(),
-                            delta.data(), q.data(), k.data() + bl * kstride, v.data() + bl * kstride, qpos.data(),
-                            kpos.data() + bl * sb.Tk, sb);
+      be.attention_backward(dq.data(), dk.data() + bl * kstride, dv.data() + bl * kstride, up.data(), lse.data(), delta.data(),
+                            q.data(), k.data() + bl * kstride, v.data() + bl * kstride, qpos.data(), kpos.data() + bl * sb.Tk,
+                            sb);
     expect_close(dq, f(c["grads"]["q"]), 1e-5, name + " dq");
     expect_close(dk, f(c["grads"]["k"]), 1e-5, name + " dk");
     expect_close(dv, f(c["grads"]["v"]), 1e-5, name + " dv");
@@ -144,8 +144,8 @@ TEST_F(OpFixture, Activations) {
     ActKind kind;
     int64_t N, F;
   };
-  for (A a : {A{"gelu", ActKind::gelu, 4, 10}, A{"squared_relu", ActKind::squared_relu, 4, 10},
-              A{"swiglu", ActKind::swiglu, 4, 5}}) {
+  for (A a :
+       {A{"gelu", ActKind::gelu, 4, 10}, A{"squared_relu", ActKind::squared_relu, 4, 10}, A{"swiglu", ActKind::swiglu, 4, 5}}) {
     const json& c = op(a.name);
     auto x = f(c["inputs"]["x"]), up = f(c["upstream"]["out"]);
     std::vector<float> out(size_t(a.N * a.F)), dx(x.size());
@@ -263,8 +263,7 @@ TEST_P(GoldenModel, LogitsLossAndEveryGradient) {
     }
     const double tol = c["grad_tol"][name];
     EXPECT_LE(std::sqrt(num), tol * std::sqrt(den) + 1e-7 * std::sqrt(double(ref.size())))
-        << GetParam() << ": gradient of " << name << " (relative L2 error " << std::sqrt(num / std::max(den, 1e-30))
-        << ")";
+        << GetParam() << ": gradient of " << name << " (relative L2 error " << std::sqrt(num / std::max(den, 1e-30)) << ")";
   }
 }
 

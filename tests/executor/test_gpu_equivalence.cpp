@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
     const Plan plan = make_plan(lc.model, lc.parallel, bf16);
     const Plan ref_plan = make_plan(lc.model, {{"world_size", 1}}, bf16);
     if (plan.parallel.world_size != world) {
-      if (rank == 0) std::fprintf(stderr, "layout %s needs %d ranks, %d started\n", name.c_str(), plan.parallel.world_size, world);
+      if (rank == 0)
+        std::fprintf(stderr, "layout %s needs %d ranks, %d started\n", name.c_str(), plan.parallel.world_size, world);
       MPI_Finalize();
       return 2;
     }
@@ -142,8 +143,8 @@ int main(int argc, char** argv) {
     if (rank == 0) ref = train(ref_plan, MPI_COMM_SELF, steps, "cuda");
     MPI_Barrier(MPI_COMM_WORLD);
     const Result got = train(plan, MPI_COMM_WORLD, steps, "cuda");
-    const std::string title = "layout " + name + " (tiny-" + lc.model + ", " + std::to_string(world) + " GPUs, " +
-                              (bf16 ? "bf16 GEMMs" : "fp32") + ")";
+    const std::string title =
+        "layout " + name + " (tiny-" + lc.model + ", " + std::to_string(world) + " GPUs, " + (bf16 ? "bf16 GEMMs" : "fp32") + ")";
     if (rank == 0 && !compare(title, ref, got, bf16 ? 2e-3 : 1e-5, bf16 ? 2e-2 : 1e-4)) fail = 1;
   }
   MPI_Bcast(&fail, 1, MPI_INT, 0, MPI_COMM_WORLD);

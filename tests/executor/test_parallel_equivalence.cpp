@@ -120,9 +120,10 @@ int main(int argc, char** argv) {
       std::printf(" tensor count differs: %zu vs %zu\n", got.weights.size(), ref.weights.size());
       fail = 1;
     }
-    std::printf(" losses: max rel.err %.2e (limit 1e-5); weights: %zu tensors, max rel. L2 err %.2e in %s (limit 1e-4), "
-                "max abs diff %.2e\n",
-                worst_loss, ref.weights.size(), worst_w, worst_name.c_str(), worst_abs);
+    std::printf(
+        " losses: max rel.err %.2e (limit 1e-5); weights: %zu tensors, max rel. L2 err %.2e in %s (limit 1e-4), "
+        "max abs diff %.2e\n",
+        worst_loss, ref.weights.size(), worst_w, worst_name.c_str(), worst_abs);
     if (learned_pos) std::printf(" key biases (zero-gradient direction): max abs diff %.2e (limit 1e-4)\n", worst_bk);
     if (!(worst_loss <= 1e-5) || !(worst_w <= 1e-4) || !(worst_bk <= 1e-4)) fail = 1;
     std::printf("%s\n", fail ? "FAIL" : "PASS");

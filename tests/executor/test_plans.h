@@ -28,19 +28,31 @@ inline nlohmann::json cpu_cluster() {
 // moe: llama-style with 4 experts top-2 (layer 0 dense), a shared expert, untied
 // moeb: moe with GELU, LayerNorm and biases on every linear layer (router, experts, shared expert)
 inline nlohmann::json tiny_model(const std::string& kind) {
-  nlohmann::json m = {{"name", "tiny-" + kind}, {"num_layers", 4}, {"hidden_size", 64}, {"num_attention_heads", 4},
-                      {"vocab_size", 256}};
+  nlohmann::json m = {
+      {"name", "tiny-" + kind}, {"num_layers", 4}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"vocab_size", 256}};
   if (kind == "gpt") {
-    m.update({{"activation", "gelu"}, {"norm", "layernorm"}, {"tied_embeddings", true}, {"ffn_hidden_size", 256},
-              {"position_embedding", "learned"}, {"max_position_embeddings", 64}, {"add_bias_linear", true}});
+    m.update({{"activation", "gelu"},
+              {"norm", "layernorm"},
+              {"tied_embeddings", true},
+              {"ffn_hidden_size", 256},
+              {"position_embedding", "learned"},
+              {"max_position_embeddings", 64},
+              {"add_bias_linear", true}});
   } else {
-    m.update({{"activation", "swiglu"}, {"norm", "rmsnorm"}, {"tied_embeddings", false}, {"position_embedding", "rope"},
-              {"num_query_groups", 2}, {"ffn_hidden_size", 128}});
+    m.update({{"activation", "swiglu"},
+              {"norm", "rmsnorm"},
+              {"tied_embeddings", false},
+              {"position_embedding", "rope"},
+              {"num_query_groups", 2},
+              {"ffn_hidden_size", 128}});
     if (kind == "llama") m["vocab_size"] = 255;
     if (kind == "qwen") m.update({{"qk_layernorm", true}, {"add_qkv_bias", true}});
     if (kind == "moeb") m.update({{"add_bias_linear", true}, {"activation", "gelu"}, {"norm", "layernorm"}});
     if (kind == "moe" || kind == "moeb")
-      m["moe"] = {{"num_experts", 4}, {"top_k", 2}, {"moe_ffn_hidden_size", 64}, {"shared_expert_ffn_hidden_size", 32},
+      m["moe"] = {{"num_experts", 4},
+                  {"top_k", 2},
+                  {"moe_ffn_hidden_size", 64},
+                  {"shared_expert_ffn_hidden_size", 32},
                   {"first_k_dense_layers", 1}};
   }
   return m;
@@ -82,8 +94,8 @@ inline std::vector<LayoutCase> equivalence_layouts() {
       {"recompute_full", "moe", J{{"world_size", 1}, {"recompute", "full"}}},
       {"moe_tp2_ep2", "moe", J{{"world_size", 4}, {"tp", 2}, {"sp", true}, {"ep", 2}}},
       {"moe_pp2_cp2", "moe", J{{"world_size", 4}, {"pp", 2}, {"cp", 2}, {"ep", 2}}},
-      {"pp2_uneven", "gpt", J{{"world_size", 2}, {"pp", 2}, {"num_layers_in_first_pipeline_stage", 1},
-                              {"num_layers_in_last_pipeline_stage", 3}}},
+      {"pp2_uneven", "gpt",
+       J{{"world_size", 2}, {"pp", 2}, {"num_layers_in_first_pipeline_stage", 1}, {"num_layers_in_last_pipeline_stage", 3}}},
       {"dp2_zero3", "qwen", J{{"world_size", 2}, {"zero", 3}}},
       {"tp2_sp_gpt", "gpt", J{{"world_size", 2}, {"tp", 2}, {"sp", true}}},
       {"moe_tp2_etp2", "moe", J{{"world_size", 4}, {"tp", 2}, {"sp", true}, {"ep", 2}, {"etp", 2}}},

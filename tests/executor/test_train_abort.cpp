@@ -104,8 +104,7 @@ TEST(TrainAbort, KilledLauncherTakesItsJobDownAndTheRunIsRecorded) {
   EXPECT_LT(took, 10.0);
   // the run is in the database, marked aborted, with the steps it made
   std::string list = dir + "/list.json";
-  ASSERT_EQ(std::system((mplan_bin() + " runs list --db " + db + " --format json >" + list + " 2>&1").c_str()), 0)
-      << slurp(list);
+  ASSERT_EQ(std::system((mplan_bin() + " runs list --db " + db + " --format json >" + list + " 2>&1").c_str()), 0) << slurp(list);
   json runs = json::parse(slurp(list));
   ASSERT_EQ(runs.size(), 1u) << runs.dump(1);
   EXPECT_EQ(runs[0]["status"], "aborted");
@@ -116,10 +115,9 @@ TEST(TrainAbort, KilledLauncherTakesItsJobDownAndTheRunIsRecorded) {
 
 TEST(TrainAbort, SigtermToASingleProcessRunIsRecorded) {
   std::string dir = tmpdir(), plan = write_plan(dir, 1), db = dir + "/runs.db";
-  pid_t pid = spawn("train --plan " + plan + " --steps 100000 --peak-gflops 50 --format json --runs-db " + db,
-                    dir + "/out", dir + "/err");
-  ASSERT_TRUE(wait_for([&] { return slurp(dir + "/out").find("\"step\":2") != std::string::npos; }, 120))
-      << slurp(dir + "/err");
+  pid_t pid = spawn("train --plan " + plan + " --steps 100000 --peak-gflops 50 --format json --runs-db " + db, dir + "/out",
+                    dir + "/err");
+  ASSERT_TRUE(wait_for([&] { return slurp(dir + "/out").find("\"step\":2") != std::string::npos; }, 120)) << slurp(dir + "/err");
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);
@@ -140,8 +138,8 @@ TEST(TrainAbort, DivergedRunIsRecordedAndStaleTmpCheckpointsAreRemoved) {
   std::string dir = tmpdir(), plan = write_plan(dir, 1), db = dir + "/runs.db", ck = dir + "/ck";
   fs::create_directories(ck + "/step_00000007.tmp");
   std::ofstream(ck + "/step_00000007.tmp/rank_00000.bin") << "partial";
-  std::string cmd = "MPLAN_FAULT=nan@3 " + mplan_bin() + " train --plan " + plan + " --steps 5 --peak-gflops 50 --runs-db " +
-                    db + " --checkpoint-dir " + ck + " >" + dir + "/out 2>&1";
+  std::string cmd = "MPLAN_FAULT=nan@3 " + mplan_bin() + " train --plan " + plan + " --steps 5 --peak-gflops 50 --runs-db " + db +
+                    " --checkpoint-dir " + ck + " >" + dir + "/out 2>&1";
   int st = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(st), 3) << slurp(dir + "/out");
   EXPECT_FALSE(fs::exists(ck + "/step_00000007.tmp"));

@@ -109,7 +109,7 @@ TEST(TrainCli, ResumeGivesBitIdenticalLosses) {
   }
   // a different layout must not load these shards
   auto wrong = run_mplan("train --plan " + write_plan("llama", {{"world_size", 4}, {"dp", 4}, {"zero", 1}}) +
-                     " --steps 6 --resume --checkpoint-dir " + ck + common);
+                         " --steps 6 --resume --checkpoint-dir " + ck + common);
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.err.find("different model or layout"), std::string::npos) << wrong.err;
 }
@@ -117,7 +117,7 @@ TEST(TrainCli, ResumeGivesBitIdenticalLosses) {
 TEST(TrainCli, LossFallsOnTheCorpus) {
   std::string corpus = std::string(MPLAN_SOURCE_DIR) + "/data/corpus/public_domain.txt";
   auto r = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 2}, {"zero", 0}}) +
-                 " --steps 40 --lr 3e-3 --format json --peak-gflops 50 --data " + corpus);
+                     " --steps 40 --lr 3e-3 --format json --peak-gflops 50 --data " + corpus);
   ASSERT_EQ(r.code, 0) << r.err;
   auto l = json_lines(r.out);
   ASSERT_EQ(l.size(), 40u);
@@ -129,7 +129,7 @@ TEST(TrainCli, LossFallsOnTheCorpus) {
 
 TEST(TrainCli, DyingRankAbortsPromptlyNamingIt) {
   auto r = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 2}, {"pp", 2}}) + " --steps 50 --peak-gflops 50",
-                 "MPLAN_FAULT=kill@1@3");
+                     "MPLAN_FAULT=kill@1@3");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("died"), std::string::npos) << r.err;
@@ -139,8 +139,8 @@ TEST(TrainCli, DyingRankAbortsPromptlyNamingIt) {
 TEST(TrainCli, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
   std::string ck = tmpdir() + "/ck";
   auto r = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 2}, {"zero", 1}}) +
-                     " --steps 10 --checkpoint-every 2 --peak-gflops 50 --checkpoint-dir " + ck,
-                 "MPLAN_FAULT=nan@5");
+                         " --steps 10 --checkpoint-every 2 --peak-gflops 50 --checkpoint-dir " + ck,
+                     "MPLAN_FAULT=nan@5");
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("step 5: loss is nan"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("step_00000004"), std::string::npos) << r.out;
@@ -148,7 +148,7 @@ TEST(TrainCli, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
   EXPECT_FALSE(fs::exists(ck + "/step_00000005"));
   // and training resumes from it
   auto again = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 2}, {"zero", 1}}) +
-                     " --steps 6 --resume --peak-gflops 50 --format json --checkpoint-dir " + ck);
+                         " --steps 6 --resume --peak-gflops 50 --format json --checkpoint-dir " + ck);
   EXPECT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(json_lines(again.out).size(), 2u);
 }
@@ -158,7 +158,10 @@ TEST(TrainCli, RefusesPlansThisMachineCannotRun) {
   EXPECT_EQ(big_world.code, 2);
   EXPECT_NE(big_world.err.find("ranks per core"), std::string::npos) << big_world.err;
   json huge = mplan::test::tiny_model("llama");
-  huge.update({{"num_layers", 64}, {"hidden_size", 8192}, {"ffn_hidden_size", 28672}, {"num_attention_heads", 64},
+  huge.update({{"num_layers", 64},
+               {"hidden_size", 8192},
+               {"ffn_hidden_size", 28672},
+               {"num_attention_heads", 64},
                {"vocab_size", 128256}});
   std::string path = tmpdir() + "/huge.json";
   std::ofstream(path) << mplan::test::plan_json(huge, {{"world_size", 1}, {"micro_batch_size", 1}}, 1, 128).dump();

@@ -91,8 +91,8 @@ TEST(LrSchedule, WarmupThenCosineToMin) {
 }
 
 TEST(Data, RanksSeeTheirContextChunksAndDataParallelShare) {
-  auto plan = plan_from_json(test::plan_json(test::tiny_model("llama"),
-                                             {{"world_size", 4}, {"cp", 2}, {"micro_batch_size", 2}}, 8, 32));
+  auto plan =
+      plan_from_json(test::plan_json(test::tiny_model("llama"), {{"world_size", 4}, {"cp", 2}, {"micro_batch_size", 2}}, 8, 32));
   ASSERT_TRUE(plan) << plan.error().message();
   auto src = make_synthetic_data(3, 255);
   std::vector<int32_t> seq(33);

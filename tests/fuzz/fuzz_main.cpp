@@ -4,6 +4,4 @@
 
 #include "tests/fuzz/fuzz_targets.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return mplan::fuzz::MPLAN_FUZZ_ENTRY(data, size);
-}
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return mplan::fuzz::MPLAN_FUZZ_ENTRY(data, size); }

@@ -35,9 +35,7 @@ namespace {
 
 constexpr size_t kMaxInput = size_t(1) << 20;
 
-std::string text_of(const uint8_t* d, size_t n) {
-  return std::string(reinterpret_cast<const char*>(d), std::min(n, kMaxInput));
-}
+std::string text_of(const uint8_t* d, size_t n) { return std::string(reinterpret_cast<const char*>(d), std::min(n, kMaxInput)); }
 
 // A finding: the fuzzer stops here (abort) and keeps the input.
 [[noreturn]] void bug(const std::string& what) {
@@ -96,11 +94,15 @@ void use_model(const ModelSpec& m) {
 }  // namespace
 
 const std::vector<Target>& targets() {
-  static const std::vector<Target> t = {
-      {"model_json", &model_json},         {"hf_config", &hf_config},     {"cluster_json", &cluster_json},
-      {"plan_json", &plan_json},           {"calibration_json", &calibration_json},
-      {"published_csv", &published_csv},   {"runs_csv", &runs_csv},       {"megatron_log", &megatron_log},
-      {"profile_db", &profile_db}};
+  static const std::vector<Target> t = {{"model_json", &model_json},
+                                        {"hf_config", &hf_config},
+                                        {"cluster_json", &cluster_json},
+                                        {"plan_json", &plan_json},
+                                        {"calibration_json", &calibration_json},
+                                        {"published_csv", &published_csv},
+                                        {"runs_csv", &runs_csv},
+                                        {"megatron_log", &megatron_log},
+                                        {"profile_db", &profile_db}};
   return t;
 }
 

@@ -37,7 +37,8 @@ inline int countColor(const QImage& img, const QColor& c, int tol = 6) {
   for (int y = 0; y < im.height(); ++y)
     for (int x = 0; x < im.width(); ++x) {
       QRgb p = im.pixel(x, y);
-      if (std::abs(qRed(p) - c.red()) <= tol && std::abs(qGreen(p) - c.green()) <= tol && std::abs(qBlue(p) - c.blue()) <= tol) ++n;
+      if (std::abs(qRed(p) - c.red()) <= tol && std::abs(qGreen(p) - c.green()) <= tol && std::abs(qBlue(p) - c.blue()) <= tol)
+        ++n;
     }
   return n;
 }

@@ -54,7 +54,7 @@ class TestEndToEnd : public QObject {
     ScreenshotOptions opt;
     // MPLAN_GUI_SCREENSHOTS=DIR keeps the PNGs (e.g. to look at them); default: a temporary dir
     opt.dir = qEnvironmentVariableIsEmpty("MPLAN_GUI_SCREENSHOTS") ? dir_.filePath("shots")
-                                                                  : qEnvironmentVariable("MPLAN_GUI_SCREENSHOTS");
+                                                                   : qEnvironmentVariable("MPLAN_GUI_SCREENSHOTS");
     opt.inputs.model = "llama3-8b";
     opt.inputs.cluster = "dgx-h100";
     opt.inputs.gpus = 64;
@@ -219,12 +219,13 @@ class TestEndToEnd : public QObject {
 
   void cancelKeepsTheWindowAlive() {
     MainWindow w;
-    w.searchController()->setSearchFunction([](const Plan&, const Calibration&, const SearchOptions& opt) -> Expected<SearchResult> {
-      SearchResult r;
-      while (!opt.cancel->load()) QThread::msleep(2);
-      r.cancelled = true;
-      return r;
-    });
+    w.searchController()->setSearchFunction(
+        [](const Plan&, const Calibration&, const SearchOptions& opt) -> Expected<SearchResult> {
+          SearchResult r;
+          while (!opt.cancel->load()) QThread::msleep(2);
+          r.cancelled = true;
+          return r;
+        });
     QVERIFY(w.startSearch());
     QVERIFY(!w.inputsPanel()->searchButton()->isEnabled());
     QVERIFY(w.inputsPanel()->cancelButton()->isEnabled());

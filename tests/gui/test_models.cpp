@@ -22,8 +22,8 @@ class TestModels : public QObject {
 
  private slots:
   void initTestCase() {
-    cands_ = {candidate(1, 1, 1, Recompute::selective), candidate(2, 1, 1), candidate(1, 2, 1),
-              candidate(2, 2, 2), candidate(4, 1, 1, Recompute::full)};
+    cands_ = {candidate(1, 1, 1, Recompute::selective), candidate(2, 1, 1), candidate(1, 2, 1), candidate(2, 2, 2),
+              candidate(4, 1, 1, Recompute::full)};
   }
 
   void resultsModel() {
@@ -179,7 +179,7 @@ class TestModels : public QObject {
     QVERIFY2(snap.ok(), snap.ok() ? "" : snap.error().message().c_str());
     QCOMPARE(int(snap->runs.size()), 27);
     QCOMPARE(int(snap->regress.plans.size()), 3);
-    QCOMPARE(snap->regress.regressions(), 1);  // the latest run of one plan
+    QCOMPARE(snap->regress.regressions(), 1);   // the latest run of one plan
     QVERIFY(snap->regression_ids.size() >= 2);  // plus the recovered dip of another
     QVERIFY(singleModel(snap.value()));
     QCOMPARE(runPlanLabel(snap->runs.front().plan, false).left(3), QString("tp1"));

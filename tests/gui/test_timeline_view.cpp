@@ -81,7 +81,7 @@ class TestTimelineView : public QObject {
     QImage after = v.grab().toImage();
     QVERIFY2(darkPixels(after, axis) > 20, "the ruler is still drawn");
     QCOMPARE(v.laneAt(axis.center().y()), -1);  // no lane under the ruler
-    bool last_stage_shown = false;  // some event of the last lane, wherever the calibration puts it
+    bool last_stage_shown = false;              // some event of the last lane, wherever the calibration puts it
     for (int x = int(v.mapping().x0) + 2; x < v.lanesViewport().right() && !last_stage_shown; x += 4)
       last_stage_shown = v.tooltipAt(QPoint(x, v.laneRect(last).center().y())).contains("stage 15");
     QVERIFY(last_stage_shown);
@@ -113,7 +113,8 @@ class TestTimelineView : public QObject {
     const int x1 = int(v.mapping().x0) + 100, x2 = x1 + 400;
     const double t1 = v.mapping().toTime(x1), t2 = v.mapping().toTime(x2), span = v.mapping().span();
     QTest::mousePress(&v, Qt::LeftButton, Qt::NoModifier, QPoint(x1, y));
-    QMouseEvent move(QEvent::MouseMove, QPointF(x2, y), v.mapToGlobal(QPointF(x2, y)), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+    QMouseEvent move(QEvent::MouseMove, QPointF(x2, y), v.mapToGlobal(QPointF(x2, y)), Qt::NoButton, Qt::LeftButton,
+                     Qt::NoModifier);
     QApplication::sendEvent(&v, &move);
     QTest::mouseRelease(&v, Qt::LeftButton, Qt::NoModifier, QPoint(x2, y));
     QVERIFY(v.hasSelection());
@@ -214,7 +215,8 @@ class TestTimelineView : public QObject {
     QVERIFY(exposed);
     QVERIFY(QString::fromStdString(exposed->name).contains("EP dispatch + combine"));
     v.showRange(exposed->start_s, exposed->end_s());
-    QString tip = v.tooltipAt(QPoint(int(v.mapping().toPixel(exposed->end_s() - exposed->exposed_s / 2)), v.laneRect(ep).center().y()));
+    QString tip =
+        v.tooltipAt(QPoint(int(v.mapping().toPixel(exposed->end_s() - exposed->exposed_s / 2)), v.laneRect(ep).center().y()));
     QVERIFY2(tip.contains("exposed") && tip.contains("EP"), qPrintable(tip));
     v.showAll();
     QImage img = v.grab().toImage();
@@ -230,7 +232,8 @@ class TestTimelineView : public QObject {
     QCOMPARE(d.bottleneck_stage, 2);
     QVERIFY(v.stageHeaderText(2).contains("bottleneck"));
     QVERIFY2(v.stageHeaderText(0).contains("imbalance"), qPrintable(v.stageHeaderText(0)));
-    QVERIFY2(v.summaryText().contains("stage imbalance") && v.summaryText().contains("bottleneck: stage 2 (16 layers + LM head and loss)"),
+    QVERIFY2(v.summaryText().contains("stage imbalance") &&
+                 v.summaryText().contains("bottleneck: stage 2 (16 layers + LM head and loss)"),
              qPrintable(v.summaryText()));
     const TimelineLane& s0 = d.lanes[size_t(d.computeLane(0))];
     const TimelineBubble* wait = nullptr;
@@ -238,7 +241,8 @@ class TestTimelineView : public QObject {
       if (b.imbalance && !wait) wait = &b;
     QVERIFY(wait);
     v.showRange(wait->start_s - wait->dur_s, wait->start_s + 2 * wait->dur_s);
-    QString tip = v.tooltipAt(QPoint(int(v.mapping().toPixel(wait->start_s + wait->dur_s / 2)), v.laneRect(d.computeLane(0)).center().y()));
+    QString tip =
+        v.tooltipAt(QPoint(int(v.mapping().toPixel(wait->start_s + wait->dur_s / 2)), v.laneRect(d.computeLane(0)).center().y()));
     QVERIFY2(tip.contains("stage imbalance"), qPrintable(tip));
     // the bottleneck waits only for fill/drain
     for (const auto& b : d.lanes[size_t(d.computeLane(2))].bubbles) QVERIFY(!b.imbalance);

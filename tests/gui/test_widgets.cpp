@@ -69,7 +69,8 @@ class TestWidgets : public QObject {
     const double full = v.mapping().span();
     QPointF at(v.mapping().x0 + 300, v.laneRect(0).center().y());
     double tAt = v.mapping().toTime(at.x());
-    QWheelEvent zoom(at, v.mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::ControlModifier, Qt::NoScrollPhase, false);
+    QWheelEvent zoom(at, v.mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::ControlModifier, Qt::NoScrollPhase,
+                     false);
     QApplication::sendEvent(&v, &zoom);
     QVERIFY(v.mapping().span() < full * 0.7);
     QVERIFY(qAbs(v.mapping().toTime(at.x()) - tAt) < 1e-9 * full + 1e-12);
@@ -114,8 +115,8 @@ class TestWidgets : public QObject {
     QVERIFY(names.contains("compute"));
     QVERIFY(names.contains("fill/drain"));       // the pp2 plans have a bubble
     QVERIFY(names.contains("stage imbalance"));  // ... and a heavier last stage (LM head and loss)
-    QVERIFY(names.contains("recompute"));  // full recompute
-    QVERIFY(!names.contains("CP comm"));   // all zero: left out of the legend
+    QVERIFY(names.contains("recompute"));        // full recompute
+    QVERIFY(!names.contains("CP comm"));         // all zero: left out of the legend
     QCOMPARE(chart.mfuSeries()->count(), 3);
     QCOMPARE(chart.chart()->axes().size(), 3);  // plans, time, MFU
     chart.resize(900, 500);

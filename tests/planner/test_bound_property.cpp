@@ -108,8 +108,8 @@ TEST(BoundProperty, BoundsNeverExceedSimulationOnRandomLayouts) {
       Layout pl = l;
       pl.sp = l.tp > 1;
       const ShapeFloor& fl = floors.get(l.tp, l.cp, l.ep, l.etp, l.mbs);
-      double floor_lb = structure_time_lb(J, ps, f, {l.zero}, fl, bounds.microbatches(l), p2p_time(J, prm, pl),
-                                          bounds.moe_prefix(), prm);
+      double floor_lb =
+          structure_time_lb(J, ps, f, {l.zero}, fl, bounds.microbatches(l), p2p_time(J, prm, pl), bounds.moe_prefix(), prm);
       double p2p = p2p_time(J, prm, l);
       double approx_lb = candidate_time_lb(bounds, f, l, ps, costs, prm, p2p, false, ct, tail);
       double exact_lb = candidate_time_lb(bounds, f, l, ps, costs, prm, p2p, true, ct, tail);

@@ -19,9 +19,7 @@ namespace {
 
 using namespace planner;
 
-void near(double a, double b, const std::string& what) {
-  EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << what;
-}
+void near(double a, double b, const std::string& what) { EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << what; }
 
 struct Case {
   Plan plan;
@@ -162,9 +160,9 @@ TEST(Bounds, FastPlacementMatchesRankGrid) {
                 for (int dom : {1, 4, 8, 64, 72}) {
                   GroupPlacement a = g.placement(d, dom);
                   GroupPlacement b = fast_placement(tp, cp, dp, pp, etp, ep, d, dom);
-                  std::string at = "tp" + std::to_string(tp) + " cp" + std::to_string(cp) + " dp" + std::to_string(dp) +
-                                   " pp" + std::to_string(pp) + " ep" + std::to_string(ep) + " etp" + std::to_string(etp) +
-                                   " " + to_string(d) + " domain " + std::to_string(dom);
+                  std::string at = "tp" + std::to_string(tp) + " cp" + std::to_string(cp) + " dp" + std::to_string(dp) + " pp" +
+                                   std::to_string(pp) + " ep" + std::to_string(ep) + " etp" + std::to_string(etp) + " " +
+                                   to_string(d) + " domain " + std::to_string(dom);
                   EXPECT_EQ(a.size, b.size) << at;
                   EXPECT_EQ(a.domains, b.domains) << at;
                   EXPECT_EQ(a.max_per_domain, b.max_per_domain) << at;

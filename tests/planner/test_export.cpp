@@ -77,9 +77,9 @@ TEST(Export, MegatronRoundTripOfSearchResults) {
   o.top_k = 25;
   int n = 0;
   for (const Plan& job : {test::job(test::tiny_dense(), test::cluster("dgx-h100", 6), 16, 64, 4096),
-                   test::job(test::tiny_moe(), test::cluster("dgx-h100", 5), 16, 64, 2048, Precision::fp8),
-                   test::job(test::tiny_gpt(), test::cluster("dgx-a100-80g", 3), 8, 32, 2048, Precision::fp16),
-                   test::job(test::tiny_dense(), test::cluster("gb200-nvl72", 8), 64, 128, 8192, Precision::mxfp8)}) {
+                          test::job(test::tiny_moe(), test::cluster("dgx-h100", 5), 16, 64, 2048, Precision::fp8),
+                          test::job(test::tiny_gpt(), test::cluster("dgx-a100-80g", 3), 8, 32, 2048, Precision::fp16),
+                          test::job(test::tiny_dense(), test::cluster("gb200-nvl72", 8), 64, 128, 8192, Precision::mxfp8)}) {
     auto r = search(job, shipped_calibration(), o);
     ASSERT_TRUE(r.ok());
     ASSERT_FALSE(r->top.empty());

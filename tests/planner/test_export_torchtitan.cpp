@@ -71,16 +71,26 @@ TEST(ExportTorchtitan, PythonConfigurationOfTheCurrentConfigSystem) {
   p.training.precision = Precision::fp8;
   auto t = export_torchtitan_config(p);
   ASSERT_TRUE(t.ok()) << t.error().message();
-  for (const char* want :
-       {"from torchtitan.models.llama3.config_registry import llama3_8b", "from torchtitan.models.llama3 import model_registry",
-        "def apply_mplan_plan(config: Trainer.Config) -> Trainer.Config:", "def mplan_plan() -> Trainer.Config:",
-        "config = apply_mplan_plan(llama3_8b())", "data_parallel_shard_degree=4,", "data_parallel_replicate_degree=1,",
-        "tensor_parallel_degree=2,", "enable_sequence_parallel=True,", "pipeline_parallel_degree=4,",
-        "pipeline_parallel_schedule=\"Interleaved1F1B\",", "num_pp_microbatches=64,", "context_parallel_degree=2,",
-        "num_tokens_per_microbatch_per_dp_rank = 1 * 8192", "num_tokens_per_train_step = 256 * 8192",
-        "max_context_length = 8192", "config.activation_checkpoint = SelectiveAC.Config()",
-        "model_registry(\"8B\", converters=[Float8LinearConverter.Config(model_compile_enabled=compiled)])",
-        "--module mplan_llama3_8b --config mplan_plan", "\"norm\", \"lm_head\"]"})
+  for (const char* want : {"from torchtitan.models.llama3.config_registry import llama3_8b",
+                           "from torchtitan.models.llama3 import model_registry",
+                           "def apply_mplan_plan(config: Trainer.Config) -> Trainer.Config:",
+                           "def mplan_plan() -> Trainer.Config:",
+                           "config = apply_mplan_plan(llama3_8b())",
+                           "data_parallel_shard_degree=4,",
+                           "data_parallel_replicate_degree=1,",
+                           "tensor_parallel_degree=2,",
+                           "enable_sequence_parallel=True,",
+                           "pipeline_parallel_degree=4,",
+                           "pipeline_parallel_schedule=\"Interleaved1F1B\",",
+                           "num_pp_microbatches=64,",
+                           "context_parallel_degree=2,",
+                           "num_tokens_per_microbatch_per_dp_rank = 1 * 8192",
+                           "num_tokens_per_train_step = 256 * 8192",
+                           "max_context_length = 8192",
+                           "config.activation_checkpoint = SelectiveAC.Config()",
+                           "model_registry(\"8B\", converters=[Float8LinearConverter.Config(model_compile_enabled=compiled)])",
+                           "--module mplan_llama3_8b --config mplan_plan",
+                           "\"norm\", \"lm_head\"]"})
     EXPECT_TRUE(has(*t, want)) << want << "\n" << *t;
   EXPECT_FALSE(has(*t, "split_points")) << *t;
   // the 32 layers, each in one of the 8 stages, in order; the embedding with the first
@@ -94,9 +104,9 @@ TEST(ExportTorchtitan, PythonConfigurationOfTheCurrentConfigSystem) {
   d.training.precision = Precision::mxfp8;
   auto td = export_torchtitan_config(d);
   ASSERT_TRUE(td.ok()) << td.error().message();
-  for (const char* want : {"data_parallel_replicate_degree=8,", "data_parallel_shard_degree=1,", "FullAC.Config()",
-                           "MXFP8LinearConverter.Config(", "num_tokens_per_microbatch_per_dp_rank = 2 * 8192",
-                           "NGPU=8 MODULE=mplan_llama3_1_405b CONFIG=mplan_plan ./run_train.sh"})
+  for (const char* want :
+       {"data_parallel_replicate_degree=8,", "data_parallel_shard_degree=1,", "FullAC.Config()", "MXFP8LinearConverter.Config(",
+        "num_tokens_per_microbatch_per_dp_rank = 2 * 8192", "NGPU=8 MODULE=mplan_llama3_1_405b CONFIG=mplan_plan ./run_train.sh"})
     EXPECT_TRUE(has(*td, want)) << want << "\n" << *td;
   EXPECT_FALSE(has(*td, "num_pp_microbatches")) << *td;
   EXPECT_TRUE(has(*td, "config.compile.enable_async_tensor_parallel = False")) << *td;

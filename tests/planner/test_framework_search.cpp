@@ -110,7 +110,8 @@ TEST(FrameworkSearch, RankedSchedulesAreTheFrameworks) {
   CostParams prm = shipped_calibration().params_for(job.cluster.gpu);
   auto a = simulate(zb, prm), b = simulate(one, prm);
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_LT(a->step_time_s, b->step_time_s) << "ZB-H1 is faster in the simulator, so leaving it out is the framework rule's doing";
+  EXPECT_LT(a->step_time_s, b->step_time_s)
+      << "ZB-H1 is faster in the simulator, so leaving it out is the framework rule's doing";
 }
 
 // Searched plans of every framework pass its check on a wider set of jobs (ZeRO levels, CP exchanges,
@@ -134,7 +135,9 @@ TEST(FrameworkSearch, FixOutsideTheFrameworkIsRefused) {
   };
   const Case cases[] = {
       {Framework::megatron, {{"schedule", 3}}, "--fix schedule=zb: megatron runs the pipeline schedules 1f1b, interleaved"},
-      {Framework::torchtitan, {{"schedule", 3}}, "--fix schedule=zb: torchtitan runs the pipeline schedules gpipe, 1f1b, interleaved"},
+      {Framework::torchtitan,
+       {{"schedule", 3}},
+       "--fix schedule=zb: torchtitan runs the pipeline schedules gpipe, 1f1b, interleaved"},
       {Framework::torchtitan, {{"cp_comm", 1}}, "--fix cp_comm=a2a: torchtitan exchanges context-parallel K/V by allgather"},
       {Framework::torchtitan, {{"zero", 1}}, "--fix zero=1: framework torchtitan has zero 0, 3"},
       {Framework::llm_foundry, {{"tp", 2}}, "--fix tp=2: llm-foundry has no tensor parallelism"},

@@ -56,7 +56,8 @@ std::vector<std::string> megatron_violations(const Plan& plan) {
     if (m.window_size > 0)
       need(p.cp_comm_type == CpCommType::a2a || p.cp_comm_type == CpCommType::allgather,
            "TE: context parallelism does not support sliding window attention with p2p");
-    if (m.softmax_type != SoftmaxType::vanilla) need(p.cp_comm_type == CpCommType::a2a, "TE: softmax_type needs cp_comm_type a2a");
+    if (m.softmax_type != SoftmaxType::vanilla)
+      need(p.cp_comm_type == CpCommType::a2a, "TE: softmax_type needs cp_comm_type a2a");
     if (p.cp_comm_type == CpCommType::a2a)
       need((m.num_attention_heads / p.tp) % p.cp == 0 && (m.mla || (m.num_query_groups / p.tp) % p.cp == 0),
            "TE a2a: heads and groups per rank divisible by cp");
@@ -68,7 +69,8 @@ std::vector<std::string> megatron_violations(const Plan& plan) {
     need(m.hidden_size % 16 == 0, "TE fp8: hidden size divisible by 16");
     const int64_t attn_out = m.num_attention_heads * (m.mla ? m.mla->v_head_dim : m.kv_channels) / p.tp;
     need(attn_out % 16 == 0, "TE fp8: attention output projection input divisible by 16");
-    if (!m.moe || m.num_moe_layers() < m.num_layers) need((m.ffn_hidden_size / p.tp) % 16 == 0, "TE fp8: fc2 input divisible by 16");
+    if (!m.moe || m.num_moe_layers() < m.num_layers)
+      need((m.ffn_hidden_size / p.tp) % 16 == 0, "TE fp8: fc2 input divisible by 16");
     if (m.moe) need((m.moe->moe_ffn_hidden_size / p.etp) % 16 == 0, "TE fp8: expert fc2 input divisible by 16");
   }
   return v;
@@ -99,7 +101,8 @@ std::vector<std::string> megatron_arg_violations(const std::string& text) {
   need(!has(text, "--fine-grained-activation-offloading") || has(text, "export NVTE_CPU_OFFLOAD_V1=1"),
        "fine-grained activation offloading needs NVTE_CPU_OFFLOAD_V1=1");
   // arguments.py: MTP with rope or no position embedding
-  need(!has(text, "--mtp-num-layers") || has(text, "--position-embedding-type rope") || has(text, "--position-embedding-type none"),
+  need(!has(text, "--mtp-num-layers") || has(text, "--position-embedding-type rope") ||
+           has(text, "--position-embedding-type none"),
        "MTP needs rope position embeddings");
   // transformer_config.py: top-1 softmax routing needs --moe-router-pre-softmax
   need(!has(text, "--moe-router-topk 1 ") || !has(text, "--moe-router-score-function softmax") ||
@@ -202,7 +205,8 @@ TEST(MegatronRules, WideJobMatrixRanksOnlyWhatMegatronBuilds) {
   jobs.push_back(test::job(*model_preset("mixtral-8x7b"), test::cluster("dgx-a100-80g"), 64, 256, 4096, Precision::fp16));
   int plans = 0, cp_plans = 0, low_precision = 0;
   for (const Plan& job : jobs) {
-    const std::string what = job.model.name + " " + std::string(to_string(job.training.precision)) + " seq " + std::to_string(job.training.seq_length);
+    const std::string what =
+        job.model.name + " " + std::string(to_string(job.training.precision)) + " seq " + std::to_string(job.training.seq_length);
     auto r = search(job, shipped_calibration(), o);
     ASSERT_TRUE(r.ok()) << what << ": " << r.error().message();
     for (const Candidate& c : r->top) {
@@ -232,7 +236,8 @@ TEST(MegatronRules, TransformerEngineRulesNameTheField) {
     return v.empty() ? std::string() : v.front();
   };
   EXPECT_NE(first(oss).find("cp_comm_type allgather: Transformer Engine runs context parallelism for attention sinks"),
-            std::string::npos) << first(oss);
+            std::string::npos)
+      << first(oss);
   oss.parallel.cp_comm_type = CpCommType::a2a;
   EXPECT_EQ(first(oss), "");
   oss.model.softmax_type = SoftmaxType::vanilla, oss.parallel.cp_comm_type = CpCommType::p2p;
@@ -269,9 +274,9 @@ TEST(MegatronRules, ModelArgumentsAreWritten) {
   Plan oss = test::job(*model_preset("gpt-oss-120b"), test::cluster("dgx-h100"), 64, 128, 4096);
   oss.parallel.tp = 2, oss.parallel.sp = true, oss.parallel.ep = 8;
   std::string t = export_megatron_args(oss);
-  for (const char* want : {"--window-size 127,0", "--window-attn-skip-freq 2", "--softmax-type learnable",
-                           "--rotary-base 150000", "--position-embedding-type yarn", "--rotary-scaling-factor 32",
-                           "--norm-epsilon 1e-05", "export CUDA_DEVICE_MAX_CONNECTIONS=1"})
+  for (const char* want : {"--window-size 127,0", "--window-attn-skip-freq 2", "--softmax-type learnable", "--rotary-base 150000",
+                           "--position-embedding-type yarn", "--rotary-scaling-factor 32", "--norm-epsilon 1e-05",
+                           "export CUDA_DEVICE_MAX_CONNECTIONS=1"})
     EXPECT_NE(t.find(want), std::string::npos) << want << "\n" << t;
   // etp > 1 with MoE biases: Megatron's "Bias in Moe is only supported when ETP==1"
   oss.parallel.etp = 2;

@@ -14,9 +14,7 @@
 namespace mplan {
 namespace {
 
-Plan heavy_head_job() {
-  return test::job(model_preset("qwen3-30b-a3b").value(), test::cluster("dgx-h100"), 24, 512, 4096);
-}
+Plan heavy_head_job() { return test::job(model_preset("qwen3-30b-a3b").value(), test::cluster("dgx-h100"), 24, 512, 4096); }
 
 StepReport sim(const Plan& p) {
   auto r = simulate(p, shipped_calibration().params_for(p.cluster.gpu));

@@ -64,9 +64,9 @@ TEST(Search, PrunedEqualsExhaustiveMoeMlaMtpLora) {
   o.threads = 2;
   o.max = {{"mbs", 2}, {"vpp", 2}};
   check_against_exhaustive(test::job(test::tiny_moe(), test::cluster("dgx-h100", 4), 8, 16, 2048), o, "tiny moe");
-  check_against_exhaustive(test::job(test::tiny_moe(), test::cluster("dgx-h100", 3), 8, 16, 2048, Precision::bf16,
-                                     TrainingMethod::lora),
-                           o, "tiny moe lora");
+  check_against_exhaustive(
+      test::job(test::tiny_moe(), test::cluster("dgx-h100", 3), 8, 16, 2048, Precision::bf16, TrainingMethod::lora), o,
+      "tiny moe lora");
   // the job's MoE runtime (forced balance, a deduplicating dispatcher across two nodes) reaches the
   // probes and bounds as well as the candidates
   Plan forced = test::job(test::tiny_moe(), test::cluster("dgx-h100", 4), 16, 32, 2048);
@@ -131,8 +131,8 @@ TEST(Search, PruningSoundOnSampledSpaces) {
     o.threads = 1 + int(rng() % 2);
     o.max = {{"mbs", 2}, {"vpp", 2}};
     if (rng() % 2) o.fix["zero"] = int(rng() % 4);
-    std::string what = m.name + " gpus " + std::to_string(gpus) + " gbs " + std::to_string(gbs) + " seq " +
-                       std::to_string(seq) + " mem " + std::to_string(mem) + " K " + std::to_string(o.top_k);
+    std::string what = m.name + " gpus " + std::to_string(gpus) + " gbs " + std::to_string(gbs) + " seq " + std::to_string(seq) +
+                       " mem " + std::to_string(mem) + " K " + std::to_string(o.top_k);
     check_against_exhaustive(test::job(m, test::cluster("dgx-h100", mem), gpus, gbs, seq, prec), o, what);
   }
 }
@@ -162,61 +162,61 @@ void check_brute_force(const Plan& jb, const std::string& what) {
                         for (int k : {0, 1, 2, 3, 4, 6})
                           for (uint32_t mods : rc == 1 ? rmod_sets : std::vector<uint32_t>{0})
                             for (uint32_t off : rc < 2 ? off_sets : std::vector<uint32_t>{0})
-                          for (Schedule s : {Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
-                            if (tp * pp * cp > 8 || (rc != 2 && k > 0)) continue;
-                            if (s == Schedule::zero_bubble && pp == 1) continue;  // zb needs a pipeline
-                            const bool balanced = pv == 1, uneven = pv >= 2;
-                            if ((balanced || uneven) && pp == 1) continue;
-                            if (uneven && vpp > 1) continue;  // first/last-stage sizes are tried with vpp = 1
-                            ParallelConfig p;
-                            p.world_size = 8;
-                            p.tp = tp;
-                            p.pp = pp;
-                            p.cp = cp;
-                            p.vpp = vpp;
-                            p.micro_batch_size = mbs;
-                            p.zero = zero;
-                            p.sp = sp;
-                            p.tp_comm_overlap = ov;
-                            p.cp_comm_type = CpCommType(cc);
-                            p.recompute = Recompute(rc);
-                            p.recompute_num_layers = k;
-                            p.recompute_modules.bits = mods;
-                            p.offload_modules.bits = off;
-                            p.schedule = s;
-                            if (uneven) {
-                              auto [first, last] = planner::uneven_stage_splits(m, pp)[size_t(pv - 2)];
-                              p.num_layers_in_first_pipeline_stage = first;
-                              p.num_layers_in_last_pipeline_stage = last;
-                            }
-                            if (balanced) {
-                              p.pipeline_layout = balanced_pipeline_layout(m, pp, vpp);
-                              // the planner skips a balanced layout equal to the even split
-                              bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0;
-                              bool same = even;
-                              for (const auto& row : p.pipeline_layout)
-                                for (int v : row) same = same && v == m.num_layers / (pp * vpp);
-                              if (same) continue;
-                            }
-                            if (!validate_layout(m, jb.cluster, jb.training, p).empty()) continue;
-                            // only what the job's framework runs (Megatron: no ZB-H1), by the profile's check
-                            if (!framework_refusal(jb.training, p).empty()) continue;
-                            // the planner's documented restrictions: seq/cp >= 1024, a2a needs heads to
-                            // split, the first k layers of each chunk only below the smallest chunk
-                            if (cp > 1 && 2048 / cp < 1024) continue;
-                            if (p.cp_comm_type == CpCommType::a2a && ((16 / tp) % cp != 0 || (4 / tp) % cp != 0)) continue;
-                            if (k > 0) {
-                              int mn = 1 << 30;
-                              for (const auto& row : layers_per_stage_chunk(m, p))
-                                for (int v : row) mn = std::min(mn, v);
-                              if (k >= mn) continue;
-                            }
-                            Plan q = jb;
-                            q.parallel = p;
-                            auto r = simulate(q, prm);
-                            ASSERT_TRUE(r.ok()) << what;
-                            if (r->fits) all.push_back({q, r.value()});
-                          }
+                              for (Schedule s : {Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
+                                if (tp * pp * cp > 8 || (rc != 2 && k > 0)) continue;
+                                if (s == Schedule::zero_bubble && pp == 1) continue;  // zb needs a pipeline
+                                const bool balanced = pv == 1, uneven = pv >= 2;
+                                if ((balanced || uneven) && pp == 1) continue;
+                                if (uneven && vpp > 1) continue;  // first/last-stage sizes are tried with vpp = 1
+                                ParallelConfig p;
+                                p.world_size = 8;
+                                p.tp = tp;
+                                p.pp = pp;
+                                p.cp = cp;
+                                p.vpp = vpp;
+                                p.micro_batch_size = mbs;
+                                p.zero = zero;
+                                p.sp = sp;
+                                p.tp_comm_overlap = ov;
+                                p.cp_comm_type = CpCommType(cc);
+                                p.recompute = Recompute(rc);
+                                p.recompute_num_layers = k;
+                                p.recompute_modules.bits = mods;
+                                p.offload_modules.bits = off;
+                                p.schedule = s;
+                                if (uneven) {
+                                  auto [first, last] = planner::uneven_stage_splits(m, pp)[size_t(pv - 2)];
+                                  p.num_layers_in_first_pipeline_stage = first;
+                                  p.num_layers_in_last_pipeline_stage = last;
+                                }
+                                if (balanced) {
+                                  p.pipeline_layout = balanced_pipeline_layout(m, pp, vpp);
+                                  // the planner skips a balanced layout equal to the even split
+                                  bool even = m.num_layers % pp == 0 && (m.num_layers / pp) % vpp == 0;
+                                  bool same = even;
+                                  for (const auto& row : p.pipeline_layout)
+                                    for (int v : row) same = same && v == m.num_layers / (pp * vpp);
+                                  if (same) continue;
+                                }
+                                if (!validate_layout(m, jb.cluster, jb.training, p).empty()) continue;
+                                // only what the job's framework runs (Megatron: no ZB-H1), by the profile's check
+                                if (!framework_refusal(jb.training, p).empty()) continue;
+                                // the planner's documented restrictions: seq/cp >= 1024, a2a needs heads to
+                                // split, the first k layers of each chunk only below the smallest chunk
+                                if (cp > 1 && 2048 / cp < 1024) continue;
+                                if (p.cp_comm_type == CpCommType::a2a && ((16 / tp) % cp != 0 || (4 / tp) % cp != 0)) continue;
+                                if (k > 0) {
+                                  int mn = 1 << 30;
+                                  for (const auto& row : layers_per_stage_chunk(m, p))
+                                    for (int v : row) mn = std::min(mn, v);
+                                  if (k >= mn) continue;
+                                }
+                                Plan q = jb;
+                                q.parallel = p;
+                                auto r = simulate(q, prm);
+                                ASSERT_TRUE(r.ok()) << what;
+                                if (r->fits) all.push_back({q, r.value()});
+                              }
   ASSERT_GT(all.size(), 10u) << what;
   std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
     if (a.report.step_time_s != b.report.step_time_s) return a.report.step_time_s < b.report.step_time_s;

@@ -7,10 +7,10 @@
 #include <random>
 
 #include "core/ops.h"
+#include "core/stats.h"
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_kernels.h"
 #include "profiles/cpu_profiler.h"
-#include "core/stats.h"
 
 using namespace mplan;
 using namespace mplan::profiles;

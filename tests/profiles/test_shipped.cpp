@@ -56,8 +56,8 @@ TEST(Shipped, CommittedCalibrationsAreReproducible) {
     std::string path = std::string(MPLAN_SOURCE_DIR) + "/data/calibration/" + name + ".json";
     std::ifstream in(path);
     if (!in) {
-      ADD_FAILURE() << "missing committed calibration " << path
-                    << " (produce it with: mplan calibrate --shipped " << name << " --out " << path << ")";
+      ADD_FAILURE() << "missing committed calibration " << path << " (produce it with: mplan calibrate --shipped " << name
+                    << " --out " << path << ")";
       continue;
     }
     std::stringstream ss;

@@ -41,8 +41,7 @@ TEST(CsvImport, DerivesMetricsFromStepTimeAndPlan) {
 TEST(CsvImport, TokensPerSecondInsteadOfStepTimeAndReportedColumns) {
   double tok = 128.0 * 8192 / 20.0;
   std::string text = "loss,tokens_per_s,step,tflops_per_gpu,mfu,lr\n";
-  for (int i = 0; i < 12; ++i)
-    text += "3.5," + std::to_string(tok) + "," + std::to_string(100 + i) + ",380.0,0.55,0.0001\n";
+  for (int i = 0; i < 12; ++i) text += "3.5," + std::to_string(tok) + "," + std::to_string(100 + i) + ",380.0,0.55,0.0001\n";
   auto r = import_csv(text, "run.csv", plan(), {});
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_NEAR(r->run.steps[0].step_time_s, 20.0, 1e-6);

@@ -88,11 +88,11 @@ TEST(LogFormats, SkippedAndNanIntervalsAreNotMeasured) {
     i.it = it;
     i.ms = ms;
     i.gbs = 128;
-    if (it == 60) i.skipped = 10;                 // every iteration of the interval skipped (fp16 overflow)
-    if (it == 70) i.skipped = 3;                  // some skipped: still a measurement
-    if (it == 80) i.nan = 1, i.skipped = 1;       // a NaN iteration
-    if (it == 90) i.loss_text = "nan";            // the average itself is NaN
-    if (it == 100) i.ms = ms * 0.5;               // (a fast interval that only skipped work)
+    if (it == 60) i.skipped = 10;            // every iteration of the interval skipped (fp16 overflow)
+    if (it == 70) i.skipped = 3;             // some skipped: still a measurement
+    if (it == 80) i.nan = 1, i.skipped = 1;  // a NaN iteration
+    if (it == 90) i.loss_text = "nan";       // the average itself is NaN
+    if (it == 100) i.ms = ms * 0.5;          // (a fast interval that only skipped work)
     if (it == 100) i.skipped = 10;
     text += log_gen::megatron_line(i) + "\n";
   }
@@ -108,10 +108,10 @@ TEST(LogFormats, SkippedAndNanIntervalsAreNotMeasured) {
   EXPECT_TRUE(at(100).skipped);
   EXPECT_EQ(r.skipped_excluded, 4);
   RunSummary s = summarize(r.run.steps, {});
-  EXPECT_EQ(s.steps_measured, 15 - 1 - 4);      // warm-up (iteration 10) and the skipped intervals
-  EXPECT_NEAR(s.mfu, 0.40, 0.001);              // the fast skipped interval does not lift the median
+  EXPECT_EQ(s.steps_measured, 15 - 1 - 4);  // warm-up (iteration 10) and the skipped intervals
+  EXPECT_NEAR(s.mfu, 0.40, 0.001);          // the fast skipped interval does not lift the median
   EXPECT_TRUE(runs_test::has_warning(r.run, "skipped"));
-  EXPECT_FALSE(r.run.steps[0].peak_memory_gib); // no memory report in this log: absent, not 0
+  EXPECT_FALSE(r.run.steps[0].peak_memory_gib);  // no memory report in this log: absent, not 0
   EXPECT_TRUE(runs_test::has_warning(r.run, "no memory report"));
 }
 
@@ -152,8 +152,7 @@ TEST(LogFormats, MegatronDeepSpeedKeepsItsTflopsAndTgs) {
   mha.model.num_query_groups = 32;
   auto bad = import_log_job(set.jobs[0], mha, {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("num_key_value_heads = 8 but the plan has model.num_query_groups = 32"),
-            std::string::npos)
+  EXPECT_NE(bad.error().message().find("num_key_value_heads = 8 but the plan has model.num_query_groups = 32"), std::string::npos)
       << bad.error().message();
 }
 
@@ -187,7 +186,7 @@ TEST(LogFormats, MegatronBridgeYamlDumpAndGigabyteMemory) {
   EXPECT_TRUE(runs_test::has_warning(r.run, "model.seq_length 4096"));
   ASSERT_TRUE(r.run.steps.back().peak_memory_gib);
   EXPECT_NEAR(*r.run.steps.back().peak_memory_gib, 71.3e9 / 1073741824.0, 1e-3);  // GB are 1e9 bytes
-  EXPECT_FALSE(r.run.steps[0].peak_memory_gib);  // reported after iteration 20
+  EXPECT_FALSE(r.run.steps[0].peak_memory_gib);                                   // reported after iteration 20
   EXPECT_EQ(r.run.software["mixed_precision"], "bf16_mixed");
   // A wrong FFN width in the plan is refused, naming the YAML path.
   Plan wrong = plan;
@@ -202,10 +201,10 @@ TEST(LogFormats, MegatronBridgeYamlDumpAndGigabyteMemory) {
 
 TEST(LogFormats, BridgeYamlReaderSubset) {
   ConfigYamlReader y;
-  for (const char* l : {"_target_: megatron.bridge.training.config.ConfigContainer", "model:", "  num_layers: 32",
-                        "  moe_layer_freq:", "  - 0", "  - 1", "  - 1", "  name: 'quoted value'", "  kv_channels: null",
-                        "  init_method:", "    sigma: 0.02", "  long_path: /a/very/long/path/that/pyyaml",
-                        "    wrapped/onto/the/next/line", "train:", "  global_batch_size: 256"})
+  for (const char* l :
+       {"_target_: megatron.bridge.training.config.ConfigContainer", "model:", "  num_layers: 32", "  moe_layer_freq:", "  - 0",
+        "  - 1", "  - 1", "  name: 'quoted value'", "  kv_channels: null", "  init_method:", "    sigma: 0.02",
+        "  long_path: /a/very/long/path/that/pyyaml", "    wrapped/onto/the/next/line", "train:", "  global_batch_size: 256"})
     EXPECT_TRUE(y.add_line(l)) << l;
   EXPECT_FALSE(y.add_line("INFO:megatron.bridge.training:Starting training"));
   auto v = y.values();
@@ -238,14 +237,16 @@ TEST(LogFormats, NemoProgressPrinterBarAndDeltaTiming) {
   // A Lightning progress bar: many '\r' refreshes on one physical line, one per step; repeated
   // refreshes of the same step count once.
   std::string bar;
-  for (int s = 1; s <= 30; ++s) bar += log_gen::nemo_bar(s, 30, step_s, 3.0) + "\r" + log_gen::nemo_bar(s, 30, step_s, 3.0) + "\r";
+  for (int s = 1; s <= 30; ++s)
+    bar += log_gen::nemo_bar(s, 30, step_s, 3.0) + "\r" + log_gen::nemo_bar(s, 30, step_s, 3.0) + "\r";
   LogSet b = runs_test::read_log_text(bar + "\n");
   ASSERT_EQ(b.jobs.size(), 1u);
   EXPECT_EQ(b.jobs[0].iteration_lines(), 30);
   EXPECT_EQ(b.jobs[0].format, "nemo-2.0 (progress-bar)");
   // DeltaTimingCallback: every step, 0-based.
   std::string delta;
-  for (int s = 0; s < 25; ++s) delta += log_gen::nemo_delta_line(s, step_s, "2024-06-12 10:0" + std::to_string(s / 10) + ":00") + "\n";
+  for (int s = 0; s < 25; ++s)
+    delta += log_gen::nemo_delta_line(s, step_s, "2024-06-12 10:0" + std::to_string(s / 10) + ":00") + "\n";
   LogSet c = runs_test::read_log_text(delta);
   ASSERT_EQ(c.jobs.size(), 1u);
   EXPECT_EQ(c.jobs[0].first_iteration(), 1);

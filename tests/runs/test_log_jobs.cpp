@@ -33,8 +33,8 @@ TEST(LogJobs, SmokeJobThenRealJobAreTwoJobs) {
   Plan plan = llama3();
   Plan smoke = plan;
   smoke.model.num_layers = 2;  // the usual two-layer smoke test before the real job
-  std::string text = log_gen::megatron_launch(smoke, launch(smoke, 10, 30)) +
-                     log_gen::megatron_launch(plan, launch(plan, 10, 200, 600));
+  std::string text =
+      log_gen::megatron_launch(smoke, launch(smoke, 10, 30)) + log_gen::megatron_launch(plan, launch(plan, 10, 200, 600));
   LogSet set = read_log(text);
   ASSERT_EQ(set.jobs.size(), 2u);
   EXPECT_EQ(set.jobs[0].iteration_lines(), 3);
@@ -90,7 +90,7 @@ TEST(LogJobs, ResumeOfTheSameJobIsOneRunAndRerunFromScratchIsAnother) {
 
   // The same configuration started again from iteration 1: a new run, not a resume.
   LogSet again = read_log(log_gen::megatron_launch(plan, launch(plan, 10, 100)) +
-                           log_gen::megatron_launch(plan, launch(plan, 10, 100, 5000)));
+                          log_gen::megatron_launch(plan, launch(plan, 10, 100, 5000)));
   EXPECT_EQ(again.jobs.size(), 2u);
   // Without an arguments block, a restart that continues counting is a resume; one from 1 is a new job.
   auto bare = launch(plan, 10, 100);
@@ -147,8 +147,7 @@ TEST(LogJobs, TorchrunLogDirWithTwoAttempts) {
     s.memory_mib = 60000 + attempt * 1000;
     std::string all = log_gen::megatron_launch(plan, s), rank0, rank7, rank3;
     std::istringstream in(all);
-    for (std::string line; std::getline(in, line);)
-      (line.find("iteration ") != std::string::npos ? rank7 : rank0) += line + "\n";
+    for (std::string line; std::getline(in, line);) (line.find("iteration ") != std::string::npos ? rank7 : rank0) += line + "\n";
     rank3 = log_gen::memory_line(3, first, 65000) + "\n";  // another stage's data-parallel rank 0
     std::string a = root + "/attempt_" + std::to_string(attempt);
     for (auto [rank, text] : {std::pair{0, rank0}, std::pair{3, rank3}, std::pair{7, rank7}}) {
@@ -171,8 +170,8 @@ TEST(LogJobs, TorchrunLogDirWithTwoAttempts) {
 
 TEST(LogJobs, PerRankFilesThatDisagreeAreAnError) {
   Plan plan = llama3();
-  std::string two = log_gen::megatron_launch(plan, launch(plan, 10, 50)) +
-                    log_gen::megatron_launch(plan, launch(plan, 10, 50, 900));
+  std::string two =
+      log_gen::megatron_launch(plan, launch(plan, 10, 50)) + log_gen::megatron_launch(plan, launch(plan, 10, 50, 900));
   auto one_spec = launch(plan, 10, 50);
   one_spec.args.clear();
   std::string one = log_gen::megatron_launch(plan, one_spec);

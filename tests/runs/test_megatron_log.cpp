@@ -165,7 +165,7 @@ TEST(MegatronLog, Format2023WithResumedJob) {
   RunSummary s = summarize(r.run.steps, {});
   EXPECT_NEAR(s.step_time_s, 8.66, 0.05);
   EXPECT_NEAR(s.mfu, 42863689728.0 * 1048576 / 8.66 / 32 / 312e12, 0.005);  // ~52% on A100
-  EXPECT_NEAR(s.peak_memory_gib, 52310.0 / 1024, 1e-9);                      // max over ranks, max reserved
+  EXPECT_NEAR(s.peak_memory_gib, 52310.0 / 1024, 1e-9);                     // max over ranks, max reserved
   ASSERT_TRUE(r.run.steps[1].loss);
   EXPECT_NEAR(*r.run.steps[1].loss, 10.4 - 7.8 * (1 - std::exp(-20.0 / 80)), 0.05);
 }
@@ -210,7 +210,7 @@ TEST(MegatronLog, Format2025MoeWithRankPrefixes) {
   EXPECT_NEAR(s.mfu, 79706456064.0 * 1048576 / 4.4 / 64 / 989.4e12, 0.003);  // ~30%
   EXPECT_NEAR(s.peak_memory_gib, 31877.90 * 1.86 * 1.12 / 1024, 0.01);       // second report, last stage
   const StepMetric& m = r.run.steps[10];
-  EXPECT_NEAR(*m.reported_tflops_per_gpu / m.tflops_per_gpu, 1.0, 0.01);    // causal convention since 2025
+  EXPECT_NEAR(*m.reported_tflops_per_gpu / m.tflops_per_gpu, 1.0, 0.01);  // causal convention since 2025
 }
 
 TEST(MegatronLog, WarmupRuleIsAdjustable) {
@@ -219,8 +219,7 @@ TEST(MegatronLog, WarmupRuleIsAdjustable) {
   EXPECT_EQ(import_ok("megatron_2020_gpt2_345m.log", "gpt2_345m_v100_tp2.plan.json", 150).warmup_excluded, 2);
   ImportOptions opt;
   opt.warmup_iters = 1000;
-  auto all = import_log_job(parse("megatron_2024_llama3_8b.log"), runs_test::load_plan("llama3_8b_h100_dp8.plan.json"),
-                            opt);
+  auto all = import_log_job(parse("megatron_2024_llama3_8b.log"), runs_test::load_plan("llama3_8b_h100_dp8.plan.json"), opt);
   ASSERT_FALSE(all.ok());
   EXPECT_NE(all.error().message().find("smaller --warmup"), std::string::npos);
   EXPECT_NE(warmup_rule_text(10).find("first 10 iterations"), std::string::npos);

@@ -27,8 +27,8 @@ RegressReport report() {
     p.change_pct = k ? -12 : 1;
     p.baseline_ids = {1, 2, 3};
     for (int i = 0; i < 6; ++i)
-      p.history.push_back({i + 1, "2024-05-0" + std::to_string(i + 1) + "T00:00:00Z", i == 5 && k ? 0.35 : 0.40,
-                           i >= 3 ? 0.43 : 0.0});
+      p.history.push_back(
+          {i + 1, "2024-05-0" + std::to_string(i + 1) + "T00:00:00Z", i == 5 && k ? 0.35 : 0.40, i >= 3 ? 0.43 : 0.0});
     rep.plans.push_back(p);
   }
   return rep;

@@ -36,8 +36,7 @@ std::vector<RunRecord> series(const std::vector<double>& mfus, const std::string
   return v;
 }
 
-RegressReport detect(const std::vector<RunRecord>& runs, const std::string& baseline = "last-5",
-                     double threshold = 5) {
+RegressReport detect(const std::vector<RunRecord>& runs, const std::string& baseline = "last-5", double threshold = 5) {
   RegressOptions o;
   o.baseline = baseline;
   o.threshold_pct = threshold;
@@ -133,8 +132,8 @@ TEST(Regress, NoisierHistoryRaisesTheBar) {
   }
   std::printf("4%% noise, %d trials: %d beyond the threshold, %d flagged; a 30%% drop caught %d times\n", trials,
               beyond_threshold, flagged, caught);
-  EXPECT_GT(beyond_threshold, 40);              // a threshold alone would alarm on these
-  EXPECT_LT(flagged, beyond_threshold / 2);     // the noise band rejects most of them
+  EXPECT_GT(beyond_threshold, 40);           // a threshold alone would alarm on these
+  EXPECT_LT(flagged, beyond_threshold / 2);  // the noise band rejects most of them
   // Five earlier runs give a rough noise estimate (three inner runs): a 30% drop is still caught
   // almost always.
   EXPECT_GE(caught, trials * 97 / 100);
@@ -254,8 +253,8 @@ TEST(Regress, FivePercentDropAfterTwentyFivePercentGainIsFound) {
     found_tag += detect(runs, "golden").regressions();
     found_best += detect(runs, "best-of-last-5").regressions();
   }
-  std::printf("5%% drop after +25%% tuning, %d series: found %d (last-5), %d (tag), %d (best-of-last-5)\n", trials,
-              found_last, found_tag, found_best);
+  std::printf("5%% drop after +25%% tuning, %d series: found %d (last-5), %d (tag), %d (best-of-last-5)\n", trials, found_last,
+              found_tag, found_best);
   EXPECT_GE(found_last, trials * 95 / 100);
   EXPECT_GE(found_tag, trials * 95 / 100);
   EXPECT_GE(found_best, trials * 95 / 100);
@@ -297,8 +296,8 @@ TEST(Regress, FlatSeriesWithTwoPercentNoiseStaysOk) {
     alarms_last += detect(series(m)).regressions();
     alarms_best += detect(series(m), "best-of-last-5").regressions();
   }
-  std::printf("flat series, 2%% noise, %d trials: %d false alarms (last-5), %d (best-of-last-5)\n", trials,
-              alarms_last, alarms_best);
+  std::printf("flat series, 2%% noise, %d trials: %d false alarms (last-5), %d (best-of-last-5)\n", trials, alarms_last,
+              alarms_best);
   EXPECT_LE(alarms_last, trials / 100);  // at most 1% false alarms
   EXPECT_LE(alarms_best, trials / 100);
   // One such series, run by run.

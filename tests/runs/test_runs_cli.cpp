@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "../cli/run_cli.h"
 #include "log_gen.h"
@@ -18,8 +18,8 @@ namespace {
 std::string data(const std::string& f) { return runs_test::data_path(f); }
 
 std::string import_csv_cmd(const std::string& db, const std::string& csv, const std::string& date) {
-  return "runs import --db " + db + " --csv " + csv + " --plan " + data("llama3_8b_h100_dp8.plan.json") +
-         " --started-at " + date + " --no-predict --format json";
+  return "runs import --db " + db + " --csv " + csv + " --plan " + data("llama3_8b_h100_dp8.plan.json") + " --started-at " +
+         date + " --no-predict --format json";
 }
 
 std::string write_csv(const std::string& dir, const std::string& name, double step_s) {
@@ -33,9 +33,8 @@ std::string write_csv(const std::string& dir, const std::string& name, double st
 
 TEST(RunsCli, ImportListShowTag) {
   std::string dir = runs_test::temp_dir(), db = dir + "/runs.db";
-  auto imp = run_mplan("runs import --db " + db + " --megatron-log " + data("megatron_2024_llama3_8b.log") +
-                       " --plan " + data("llama3_8b_h100_dp8.plan.json") +
-                       " --host dgx-07 --software cuda=12.4 --tag nightly --format json");
+  auto imp = run_mplan("runs import --db " + db + " --megatron-log " + data("megatron_2024_llama3_8b.log") + " --plan " +
+                       data("llama3_8b_h100_dp8.plan.json") + " --host dgx-07 --software cuda=12.4 --tag nightly --format json");
   ASSERT_EQ(imp.code, 0) << imp.err;
   json j = json::parse(imp.out);
   EXPECT_EQ(j["id"], 1);
@@ -46,8 +45,8 @@ TEST(RunsCli, ImportListShowTag) {
   EXPECT_TRUE(j.contains("prediction_stored"));
   EXPECT_NE(j["warmup_rule"].get<std::string>().find("first 10 iterations"), std::string::npos);
 
-  auto tab = run_mplan("runs import --db " + db + " --megatron-log " + data("megatron_2023_llama2_7b_resumed.log") +
-                       " --plan " + data("llama2_7b_a100_tp2_pp2.plan.json") + " --no-predict");
+  auto tab = run_mplan("runs import --db " + db + " --megatron-log " + data("megatron_2023_llama2_7b_resumed.log") + " --plan " +
+                       data("llama2_7b_a100_tp2_pp2.plan.json") + " --no-predict");
   ASSERT_EQ(tab.code, 0) << tab.err;
   EXPECT_NE(tab.out.find("imported run 2"), std::string::npos) << tab.out;
   EXPECT_NE(tab.out.find("2 warm-up steps excluded"), std::string::npos) << tab.out;
@@ -77,8 +76,7 @@ TEST(RunsCli, ImportListShowTag) {
   EXPECT_EQ(run_mplan("runs tag --db " + db + " 2 golden").code, 0);
   json s2 = json::parse(run_mplan("runs show --db " + db + " 2 --format json").out);
   EXPECT_EQ(s2["tags"], json::array({"golden"}));
-  EXPECT_EQ(run_mplan("runs list --db " + db + " --tag golden --format json").out.find("\"id\": 1,"),
-            std::string::npos);
+  EXPECT_EQ(run_mplan("runs list --db " + db + " --tag golden --format json").out.find("\"id\": 1,"), std::string::npos);
   auto missing = run_mplan("runs tag --db " + db + " 99 golden");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("no run with id 99"), std::string::npos);
@@ -128,12 +126,12 @@ TEST(RunsCli, BadInputExitsTwo) {
   std::string dir = runs_test::temp_dir(), db = dir + "/runs.db";
   std::string plan = " --plan " + data("llama3_8b_h100_dp8.plan.json");
   std::string log = " --megatron-log " + data("megatron_2024_llama3_8b.log");
-  EXPECT_EQ(run_mplan("runs list").code, 2);                                          // --db is required
+  EXPECT_EQ(run_mplan("runs list").code, 2);                  // --db is required
   auto typo = run_mplan("regress --db " + dir + "/typo.db");  // a mistyped --db must not pass the gate
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.err.find("no such file"), std::string::npos) << typo.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/typo.db"));
-  EXPECT_EQ(run_mplan("runs import --db " + db + plan).code, 2);                      // no source
+  EXPECT_EQ(run_mplan("runs import --db " + db + plan).code, 2);                         // no source
   EXPECT_EQ(run_mplan("runs import --db " + db + plan + log + " --csv x.csv").code, 2);  // two sources
   EXPECT_EQ(run_mplan("runs import --db " + db + log + " --plan /nonexistent.json").code, 2);
   auto mism = run_mplan("runs import --db " + db + log + " --plan " + data("llama2_7b_a100_tp2_pp2.plan.json"));
@@ -215,8 +213,7 @@ TEST(RunsCli, MultiJobFilesPerRankFilesAndPlanChecks) {
   // Per-rank files: rank 0 has the arguments, the last rank the iteration lines.
   std::string text = runs_test::read_bytes(log), rank0, rank7;
   std::istringstream in(text.substr(text.find("START TIME")));
-  for (std::string line; std::getline(in, line);)
-    (line.find("iteration ") != std::string::npos ? rank7 : rank0) += line + "\n";
+  for (std::string line; std::getline(in, line);) (line.find("iteration ") != std::string::npos ? rank7 : rank0) += line + "\n";
   runs_test::write_bytes(dir + "/rank0.log", rank0);
   runs_test::write_bytes(dir + "/rank7.log", rank7);
   auto pair = run_mplan(base + "--megatron-log " + dir + "/rank0.log --megatron-log " + dir + "/rank7.log");
@@ -229,8 +226,8 @@ TEST(RunsCli, MultiJobFilesPerRankFilesAndPlanChecks) {
   json wrong = json::parse(runs_test::read_bytes(plan_file));
   wrong["cluster"]["gpu"] = json::parse(runs_test::read_bytes(data("llama2_7b_a100_tp2_pp2.plan.json")))["cluster"]["gpu"];
   runs_test::write_bytes(dir + "/a100.plan.json", wrong.dump());
-  auto gpu = run_mplan("runs import --db " + db + " --plan " + dir + "/a100.plan.json --no-predict --megatron-log " +
-                       log + " --job 2");
+  auto gpu =
+      run_mplan("runs import --db " + db + " --plan " + dir + "/a100.plan.json --no-predict --megatron-log " + log + " --job 2");
   EXPECT_EQ(gpu.code, 2);
   EXPECT_NE(gpu.err.find("exceeds 100%"), std::string::npos) << gpu.err;
 

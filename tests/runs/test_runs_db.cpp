@@ -1,11 +1,11 @@
 // Runs database: round trip, tags, summaries, migration from schema 1 and from an empty file,
 // refusal (and no change) of newer, foreign, garbage and corrupt files, and concurrent writers in
 // several processes losing no rows.
-#include <cstdio>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include <cmath>
 #include <filesystem>
@@ -23,8 +23,7 @@ namespace {
 
 json small_plan(int tp = 1) {
   return {{"schema", "mplan.plan/1"},
-          {"model", {{"name", "tiny"}, {"num_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4},
-                     {"vocab_size", 256}}},
+          {"model", {{"name", "tiny"}, {"num_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"vocab_size", 256}}},
           {"cluster", {{"name", "c"}, {"gpu", {{"name", "G"}}}}},
           {"training", {{"global_batch_size", 8}, {"seq_length", 32}, {"precision", "bf16"}}},
           {"parallel", {{"world_size", 2}, {"tp", tp}}},
@@ -236,7 +235,8 @@ TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
     INSERT INTO steps (run_id, idx, step, step_time_s, mfu, peak_memory_gib) VALUES
       (1, 0, 10, 2.0, 0.30, 40), (1, 1, 20, 1.5, 0.40, 41), (1, 2, 30, 1.5, 0.41, 42);
     INSERT INTO tags VALUES (1, 'baseline');
-  )sql").c_str());
+  )sql")
+                 .c_str());
   auto db = open_ok(path);
   ASSERT_TRUE(db);
   auto r = db->get_run(1);
@@ -271,7 +271,8 @@ TEST(RunsDb, MigratesSchema2ZerosToNull) {
     INSERT INTO steps (run_id, idx, step, loss, step_time_s, mfu, peak_memory_gib, warmup, reported_tflops_per_gpu)
       VALUES (1, 0, 10, 0, 2.0, 0.3, 0, 1, 0), (1, 1, 20, 4.5, 1.5, 0.4, 50, 0, 410);
     INSERT INTO tags VALUES (1, 'golden');
-  )sql").c_str());
+  )sql")
+                 .c_str());
   auto db = open_ok(path);
   ASSERT_TRUE(db);
   auto r = db->get_run(1);

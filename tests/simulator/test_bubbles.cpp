@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "core/presets.h"
-#include "simulator/simulator.h"
 #include "sim_fixtures.h"
+#include "simulator/simulator.h"
 
 namespace mplan {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "core/presets.h"
+#include "sim_fixtures.h"
 #include "simulator/collectives.h"
 #include "simulator/simulator.h"
-#include "sim_fixtures.h"
 
 using namespace mplan;
 
@@ -33,7 +33,8 @@ TEST(Collectives, RingAllReduceAlphaBeta) {
   in.size = 8;
   in.domains = 1;
   in.max_per_domain = 8;
-  EXPECT_LT(collective_time_s(Collective::all_reduce, bytes, in, c, p), collective_time_s(Collective::all_reduce, bytes, g, c, p));
+  EXPECT_LT(collective_time_s(Collective::all_reduce, bytes, in, c, p),
+            collective_time_s(Collective::all_reduce, bytes, g, c, p));
 }
 
 namespace {

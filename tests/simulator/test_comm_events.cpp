@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/presets.h"
-#include "simulator/simulator.h"
 #include "sim_fixtures.h"
+#include "simulator/simulator.h"
 
 namespace mplan {
 namespace {

@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim_fixtures.h"
 #include "simulator/critical_path.h"
 #include "simulator/pipeline_sim.h"
 #include "simulator/simulator.h"
 #include "simulator/workload.h"
-#include "sim_fixtures.h"
 
 namespace mplan {
 namespace {
@@ -99,8 +99,7 @@ TEST(CriticalPath, RemovingZeroSlackShortensRemovingSlackDoesNot) {
             if (j == int(i)) continue;
             EXPECT_LE(cp.slack_s[size_t(j)], tol) << c.name << " event " << i << ": the tie must be another critical path";
           }
-          EXPECT_TRUE(std::find(alt.path.begin(), alt.path.end(), int(i)) == alt.path.end() ||
-                      s.g.events[i].dur_s == 0)
+          EXPECT_TRUE(std::find(alt.path.begin(), alt.path.end(), int(i)) == alt.path.end() || s.g.events[i].dur_s == 0)
               << c.name << " event " << i;
           ++ties;
         }

@@ -23,9 +23,12 @@ std::vector<CsvRow> synthetic_rows(const Calibration& truth) {
   csv << "M-1,src_megatron,Megatron-Core,GPT-A,24,4096,16384,32,32,51200,2048,H100,64,2048,4,1,,1,1,bf16,,yes,,1000\n";
   csv << "M-2,src_megatron,Megatron-Core,GPT-B,32,4096,16384,32,32,51200,4096,H100,64,1024,1,2,yes,1,1,bf16,,yes,,1000\n";
   csv << "M-3,src_megatron,Megatron-Core,GPT-C,40,5120,20480,40,40,51200,2048,H100,128,1024,2,4,yes,2,1,bf16,,yes,,1000\n";
-  csv << "F-1,src_foundry,Composer/llm-foundry (PyTorch FSDP),MPT-A,32,4096,16384,32,32,50368,2048,H100,8,256,8,1,,1,1,bf16 (amp),full,,8,1000\n";
-  csv << "F-2,src_foundry,Composer/llm-foundry (PyTorch FSDP),MPT-B,24,2048,8192,16,16,50368,2048,H100,16,512,16,1,,1,1,bf16 (amp),full,,16,1000\n";
-  csv << "F-3,src_foundry,Composer/llm-foundry (PyTorch FSDP),MPT-C,48,6144,24576,48,48,50368,2048,H100,32,512,4,1,,1,1,bf16 (amp),full,,32,1000\n";
+  csv << "F-1,src_foundry,Composer/llm-foundry (PyTorch FSDP),MPT-A,32,4096,16384,32,32,50368,2048,H100,8,256,8,1,,1,1,bf16 "
+         "(amp),full,,8,1000\n";
+  csv << "F-2,src_foundry,Composer/llm-foundry (PyTorch FSDP),MPT-B,24,2048,8192,16,16,50368,2048,H100,16,512,16,1,,1,1,bf16 "
+         "(amp),full,,16,1000\n";
+  csv << "F-3,src_foundry,Composer/llm-foundry (PyTorch FSDP),MPT-C,48,6144,24576,48,48,50368,2048,H100,32,512,4,1,,1,1,bf16 "
+         "(amp),full,,32,1000\n";
   auto parsed = read_csv_text(csv.str(), "synthetic");
   EXPECT_TRUE(bool(parsed));
   if (!parsed) return {};

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "core/presets.h"
-#include "simulator/simulator.h"
 #include "sim_fixtures.h"
+#include "simulator/simulator.h"
 
 using namespace mplan;
 

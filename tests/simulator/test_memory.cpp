@@ -237,8 +237,9 @@ TEST(Memory, ReservedAndAllocatedAreConsistent) {
   EXPECT_GT(m.outside_allocator, 0);  // NCCL buffers and the CUDA context
   EXPECT_LT(m.reserved(), m.total());
   EXPECT_LT(m.allocated(), m.reserved());
-  EXPECT_NEAR(m.allocated(), m.weights + m.gradients + m.optimizer + m.activations + (m.other - m.allocator_slack) -
-                                 (m.outside_allocator - m.comm_buffers),
+  EXPECT_NEAR(m.allocated(),
+              m.weights + m.gradients + m.optimizer + m.activations + (m.other - m.allocator_slack) -
+                  (m.outside_allocator - m.comm_buffers),
               1e-9);
 }
 

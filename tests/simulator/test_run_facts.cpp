@@ -45,8 +45,12 @@ TEST(RunFacts, EveryFactCitesAPinnedSource) {
 
 TEST(RunFacts, RowsGetTheFactsOfTheRunsTheyMatch) {
   CsvRow r;
-  r.f = {{"source_id", "mbridge_perf_summary"}, {"framework_version", "NeMo 26.06.01"}, {"workload", "pretrain"},
-         {"model", "DeepSeekV3"},           {"gpu_type", "GB300"},                 {"num_gpus", "256"},
+  r.f = {{"source_id", "mbridge_perf_summary"},
+         {"framework_version", "NeMo 26.06.01"},
+         {"workload", "pretrain"},
+         {"model", "DeepSeekV3"},
+         {"gpu_type", "GB300"},
+         {"num_gpus", "256"},
          {"precision", "mxfp8"}};
   auto facts = run_facts_for(r);
   bool layout = false, source_wide = false;
@@ -73,7 +77,8 @@ TEST(RunFacts, StatedColumnsWinAndRuleBreakingFactsAreSkipped) {
   plan.parallel.world_size = 8;
   plan.parallel.recompute = Recompute::full;
   std::string notes;
-  apply_run_facts({{"recompute_granularity", "selective", "", "x@1:y"}, {"fp8_param_gather", "True", "", "x@1:y"},
+  apply_run_facts({{"recompute_granularity", "selective", "", "x@1:y"},
+                   {"fp8_param_gather", "True", "", "x@1:y"},
                    {"moe_expert_capacity_factor", "1.0", "", "x@1:y"}},
                   row, plan, notes);
   EXPECT_EQ(plan.parallel.recompute, Recompute::full);  // the row says full
@@ -97,6 +102,6 @@ TEST(RunFacts, MegatronPipelineLayoutStrings) {
   EXPECT_EQ(l[0][0], 4);
   EXPECT_EQ(l[3][3], 1);  // the last virtual stage: one layer, MTP and loss
   EXPECT_TRUE(parse_megatron_pipeline_layout("Et*4|(t*4|)*14tmL", 4, 2).empty());  // 16 stages, not 8
-  EXPECT_TRUE(parse_megatron_pipeline_layout("Et|(tt", 1, 2).empty());           // unbalanced
-  EXPECT_TRUE(parse_megatron_pipeline_layout("Ex|tL", 2, 1).empty());            // unknown symbol
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Et|(tt", 1, 2).empty());             // unbalanced
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Ex|tL", 2, 1).empty());              // unknown symbol
 }

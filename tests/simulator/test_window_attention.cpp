@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "core/presets.h"
+#include "sim_fixtures.h"
 #include "simulator/cost_params.h"
 #include "simulator/simulator.h"
-#include "sim_fixtures.h"
 
 namespace mplan {
 namespace {

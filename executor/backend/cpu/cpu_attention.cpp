@@ -22,14 +22,14 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kTileQ = 64, kTileK = 128;
 
 // S (bq, bk) = scale * Q_tile K_tile^T, masked entries -inf; returns false when fully masked.
-bool scores(float* S, const float* q, int64_t ldq, const float* k, int64_t ldk, int64_t bq, int64_t bk, int64_t D,
-            float scale, const int32_t* qpos, const int32_t* kpos) {
+bool scores(float* S, const float* q, int64_t ldq, const float* k, int64_t ldk, int64_t bq, int64_t bk, int64_t D, float scale,
+            const int32_t* qpos, const int32_t* kpos) {
   int32_t qmax = qpos[0], kmin = kpos[0];
   for (int64_t i = 1; i < bq; ++i) qmax = std::max(qmax, qpos[i]);
   for (int64_t j = 1; j < bk; ++j) kmin = std::min(kmin, kpos[j]);
   if (kmin > qmax) return false;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(D), scale, q, int(ldq), k, int(ldk), 0.0f,
-              S, int(bk));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(D), scale, q, int(ldq), k, int(ldk), 0.0f, S,
+              int(bk));
   for (int64_t i = 0; i < bq; ++i)
     for (int64_t j = 0; j < bk; ++j)
       if (!km::attn_visible(kpos[j], qpos[i])) S[i * bk + j] = kNegInf;
@@ -39,10 +39,11 @@ bool scores(float* S, const float* q, int64_t ldq, const float* k, int64_t ldk, 
 }  // namespace
 
 // q (B, Tq, Hq, D), k (B, Tk, Hkv, D), v (B, Tk, Hkv, Dv) -> out (B, Tq, Hq, Dv), lse (B, Hq, Tq)
-void CpuBackend::attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                                   const int32_t* qpos, const int32_t* kpos, const AttnShape& s, bool merge) {
+void CpuBackend::attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
+                                   const int32_t* kpos, const AttnShape& s, bool merge) {
   const int64_t group = s.Hq / s.Hkv, ldq = s.Hq * s.D, ldk = s.Hkv * s.D, ldv = s.Hkv * s.Dv, ldo = s.Hq * s.Dv;
-  std::vector<float> S(static_cast<size_t>(kTileQ * kTileK)), acc(static_cast<size_t>(kTileQ * s.Dv)), m(static_cast<size_t>(kTileQ)), l(static_cast<size_t>(kTileQ));
+  std::vector<float> S(static_cast<size_t>(kTileQ * kTileK)), acc(static_cast<size_t>(kTileQ * s.Dv)),
+      m(static_cast<size_t>(kTileQ)), l(static_cast<size_t>(kTileQ));
   for (int64_t b = 0; b < s.B; ++b)
     for (int64_t h = 0; h < s.Hq; ++h) {
       const int64_t hk = h / group;
@@ -58,8 +59,7 @@ void CpuBackend::attention_forward(float* out, float* lse, const float* q, const
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t j0 = 0; j0 < s.Tk; j0 += kTileK) {
           const int64_t bk = std::min(kTileK, s.Tk - j0);
-          if (!scores(S.data(), qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, bq, bk, s.D, s.scale, qpos + i0, kpos + j0))
-            continue;
+          if (!scores(S.data(), qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, bq, bk, s.D, s.scale, qpos + i0, kpos + j0)) continue;
           for (int64_t i = 0; i < bq; ++i) {  // online softmax, row by row
             float* Si = S.data() + i * bk;
             float mt = kNegInf;
@@ -123,9 +123,9 @@ void CpuBackend::attention_backward_prepare(float* delta, const float* dout, con
 
 // Per tile: P = exp(S - lse); dV += P^T dO; dP = dO V^T; dS = P (dP - delta) scale;
 // dQ += dS K; dK += dS^T Q
-void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse,
-                                    const float* delta, const float* q, const float* k, const float* v,
-                                    const int32_t* qpos, const int32_t* kpos, const AttnShape& s) {
+void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
+                                    const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
+                                    const AttnShape& s) {
   const int64_t group = s.Hq / s.Hkv, ldq = s.Hq * s.D, ldk = s.Hkv * s.D, ldv = s.Hkv * s.Dv, ldo = s.Hq * s.Dv;
   std::vector<float> P(static_cast<size_t>(kTileQ * kTileK)), dP(static_cast<size_t>(kTileQ * kTileK));
   for (int64_t b = 0; b < s.B; ++b)
@@ -144,8 +144,7 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
         const int64_t bq = std::min(kTileQ, s.Tq - i0);
         for (int64_t j0 = 0; j0 < s.Tk; j0 += kTileK) {
           const int64_t bk = std::min(kTileK, s.Tk - j0);
-          if (!scores(P.data(), qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, bq, bk, s.D, s.scale, qpos + i0, kpos + j0))
-            continue;
+          if (!scores(P.data(), qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, bq, bk, s.D, s.scale, qpos + i0, kpos + j0)) continue;
           for (int64_t i = 0; i < bq; ++i) {
             float* Pi = P.data() + i * bk;
             const float li = lh[i0 + i];
@@ -159,8 +158,8 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(s.Dv), int(bq), 1.0f, P.data(), int(bk),
                       doh + i0 * ldo, int(ldo), 1.0f, dvh + j0 * ldv, int(ldv));
           // dP (bq, bk) = dO (bq, Dv) @ V^T
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(s.Dv), 1.0f, doh + i0 * ldo,
-                      int(ldo), vh + j0 * ldv, int(ldv), 0.0f, dP.data(), int(bk));
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(s.Dv), 1.0f, doh + i0 * ldo, int(ldo),
+                      vh + j0 * ldv, int(ldv), 0.0f, dP.data(), int(bk));
           for (int64_t i = 0; i < bq; ++i) {
             const float di = dh[i0 + i];
             float* Pi = P.data() + i * bk;
@@ -170,8 +169,8 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
           // dQ (bq, D) += dS @ K ; dK (bk, D) += dS^T @ Q
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(s.D), int(bk), 1.0f, P.data(), int(bk),
                       kh + j0 * ldk, int(ldk), 1.0f, dqh + i0 * ldq, int(ldq));
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(s.D), int(bq), 1.0f, P.data(), int(bk),
-                      qh + i0 * ldq, int(ldq), 1.0f, dkh + j0 * ldk, int(ldk));
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(s.D), int(bq), 1.0f, P.data(), int(bk), qh + i0 * ldq,
+                      int(ldq), 1.0f, dkh + j0 * ldk, int(ldk));
         }
       }
     }

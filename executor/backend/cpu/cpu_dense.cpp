@@ -48,8 +48,8 @@ void CpuBackend::bias_backward(float* dbias, const float* dout, int64_t M, int64
 
 // ---------------------------------------------------------------------------------------------
 // matmul: out (M, N) = inp (M, K) @ weight (N, K)^T + bias (N)
-void CpuBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M,
-                                int64_t K, int64_t N, bool accumulate) {
+void CpuBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
+                                int64_t N, bool accumulate) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (!accumulate) zero(out, M * N);
@@ -66,8 +66,8 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* weigh
 }
 
 // dinp (M, K) (+)= dout (M, N) @ weight (N, K)
-void CpuBackend::matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K,
-                                       int64_t N, bool accumulate) {
+void CpuBackend::matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K, int64_t N,
+                                       bool accumulate) {
   if (M == 0 || K == 0) return;
   if (N == 0) {
     if (!accumulate) zero(dinp, M * K);
@@ -78,12 +78,12 @@ void CpuBackend::matmul_backward_input(float* dinp, const float* dout, const flo
 }
 
 // dweight (N, K) += dout (M, N)^T @ inp (M, K); dbias (N) += sum_m dout[m]
-void CpuBackend::matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M,
-                                        int64_t K, int64_t N) {
+void CpuBackend::matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
+                                        int64_t N) {
   if (M == 0 || N == 0) return;
   if (K > 0)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(N), int(K), int(M), 1.0f, dout, int(N), inp, int(K), 1.0f,
-                dweight, int(K));
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(N), int(K), int(M), 1.0f, dout, int(N), inp, int(K), 1.0f, dweight,
+                int(K));
   if (dbias) {
     for (int64_t m = 0; m < M; ++m) {
       const float* d = dout + m * N;
@@ -94,8 +94,8 @@ void CpuBackend::matmul_backward_weight(float* dweight, float* dbias, const floa
 
 // ---------------------------------------------------------------------------------------------
 // layernorm: inp (N, C) -> out (N, C), mean (N), rstd (N)
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                   const float* b, int64_t N, int64_t C, float eps) {
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                                   int64_t N, int64_t C, float eps) {
   for (int64_t n = 0; n < N; ++n) {
     const float* x = inp + n * C;
     double m = 0;
@@ -114,9 +114,8 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
 }
 
 // dinp (N, C) (+)= d/dx; dw (C), db (C) += ...
-void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                                    const float* w, const float* mean, const float* rstd, int64_t N, int64_t C,
-                                    bool accumulate) {
+void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                                    const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate) {
   for (int64_t n = 0; n < N; ++n) {
     const float* x = inp + n * C;
     const float* d = dout + n * C;
@@ -141,8 +140,7 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
 }
 
 // rmsnorm: out = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps)
-void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C,
-                                 float eps) {
+void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps) {
   for (int64_t n = 0; n < N; ++n) {
     const float* x = inp + n * C;
     double ss = 0;
@@ -155,8 +153,8 @@ void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, cons
 }
 
 // dx_j = r * (w_j dy_j - x_j r^2 mean_i(w_i dy_i x_i)); dw_i += dy_i x_i r
-void CpuBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                                  const float* rstd, int64_t N, int64_t C, bool accumulate) {
+void CpuBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
+                                  int64_t N, int64_t C, bool accumulate) {
   for (int64_t n = 0; n < N; ++n) {
     const float* x = inp + n * C;
     const float* d = dout + n * C;

@@ -13,8 +13,8 @@
 namespace mplan::exec {
 
 // out (N, C) = wte[tok - vstart] when vstart <= tok < vstart + rows, else 0
-void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C,
-                                   int64_t vstart, int64_t rows) {
+void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
+                                   int64_t rows) {
   for (int64_t n = 0; n < N; ++n) {
     int64_t r = int64_t(tokens[n]) - vstart;
     float* o = out + n * C;
@@ -25,8 +25,8 @@ void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const floa
   }
 }
 
-void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C,
-                                    int64_t vstart, int64_t rows) {
+void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C, int64_t vstart,
+                                    int64_t rows) {
   for (int64_t n = 0; n < N; ++n) {
     int64_t r = int64_t(tokens[n]) - vstart;
     if (r < 0 || r >= rows) continue;
@@ -63,8 +63,8 @@ void CpuBackend::xent_rowmax(float* rowmax, const float* logits, int64_t N, int6
   }
 }
 
-void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
-                                    const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) {
+void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets,
+                                    int64_t N, int64_t V, int64_t valid, int64_t vstart) {
   for (int64_t n = 0; n < N; ++n) {
     float* l = logits + n * V;
     const float m = gmax[n];
@@ -78,8 +78,8 @@ void CpuBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits,
 }
 
 // in place: dlogits (N, V) = (softmax - onehot(target)) * dloss[n]; padded columns get 0
-void CpuBackend::xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets,
-                               const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) {
+void CpuBackend::xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets, const float* dloss,
+                               int64_t N, int64_t V, int64_t valid, int64_t vstart) {
   for (int64_t n = 0; n < N; ++n) {
     float* l = logits + n * V;
     (void)gmax;  // the forward already subtracted it
@@ -94,8 +94,8 @@ void CpuBackend::xent_backward(float* logits, const float* gmax, const float* gs
 // ---------------------------------------------------------------------------------------------
 // MoE routing: probs (N, E) = softmax(logits); idx, weights (N, k) = top-k logits (ties: lower
 // expert first), weights = softmax over the chosen logits
-void CpuBackend::moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N,
-                                   int64_t E, int64_t k) {
+void CpuBackend::moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
+                                   int64_t k) {
   std::vector<int32_t> order(static_cast<size_t>(E));
   for (int64_t n = 0; n < N; ++n) {
     const float* l = logits + n * E;
@@ -143,8 +143,7 @@ void CpuBackend::gather_rows(float* dst, const float* src, const int32_t* rows, 
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * C, src + int64_t(rows[i]) * C, size_t(C) * sizeof(float));
 }
 
-void CpuBackend::scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n,
-                                  int64_t C) {
+void CpuBackend::scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n, int64_t C) {
   for (int64_t i = 0; i < n; ++i) {
     float* d = dst + int64_t(rows[i]) * C;
     const float* s = src + i * C;

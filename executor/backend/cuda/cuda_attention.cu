@@ -42,14 +42,13 @@ __device__ __forceinline__ int warp_min_int(int v) {
 }
 
 // element (b, t, h, d) of a (B, T, H, Dim) tensor
-__device__ __forceinline__ int64_t at(int64_t b, int64_t t, int64_t h, int64_t d, int64_t T, int64_t H,
-                                      int64_t Dim) {
+__device__ __forceinline__ int64_t at(int64_t b, int64_t t, int64_t h, int64_t d, int64_t T, int64_t H, int64_t Dim) {
   return ((b * T + t) * H + h) * Dim + d;
 }
 
 // rows [r0, r0 + n) of head h of x (B, T, H, Dim) -> smem (BQ or BK rows, row stride ld), zero padded
-__device__ void load_rows(float* sm, int ld, const float* x, int64_t b, int64_t r0, int n, int64_t h, int64_t T,
-                          int64_t H, int64_t Dim) {
+__device__ void load_rows(float* sm, int ld, const float* x, int64_t b, int64_t r0, int n, int64_t h, int64_t T, int64_t H,
+                          int64_t Dim) {
   const int rows = BQ;  // == BK
   for (int e = threadIdx.x; e < rows * Dim; e += NT) {
     const int r = e / int(Dim), d = e % int(Dim);
@@ -61,9 +60,8 @@ __device__ void load_rows(float* sm, int ld, const float* x, int64_t b, int64_t 
 // forward: grid (Tq tiles, Hq, B)
 
 template <int NC>
-__global__ void __launch_bounds__(NT) attn_forward_kernel(float* out, float* lse, const float* q, const float* k,
-                                                          const float* v, const int32_t* qpos, const int32_t* kpos,
-                                                          AttnDims a, bool merge) {
+__global__ void __launch_bounds__(NT) attn_forward_kernel(float* out, float* lse, const float* q, const float* k, const float* v,
+                                                          const int32_t* qpos, const int32_t* kpos, AttnDims a, bool merge) {
   extern __shared__ float smem[];
   const int D = int(a.D), Dv = int(a.Dv);
   float* Qs = smem;               // (BQ, D)
@@ -192,16 +190,15 @@ __global__ void attn_prepare_kernel(float* delta, const float* dout, const float
 // backward dQ: grid (Tq tiles, Hq, B); dQ (+)= dS K per query tile, over all key tiles
 
 template <int NC>
-__global__ void __launch_bounds__(NT) attn_backward_dq_kernel(float* dq, const float* dout, const float* lse,
-                                                              const float* delta, const float* q, const float* k,
-                                                              const float* v, const int32_t* qpos,
-                                                              const int32_t* kpos, AttnDims a) {
+__global__ void __launch_bounds__(NT)
+    attn_backward_dq_kernel(float* dq, const float* dout, const float* lse, const float* delta, const float* q, const float* k,
+                            const float* v, const int32_t* qpos, const int32_t* kpos, AttnDims a) {
   extern __shared__ float smem[];
   const int D = int(a.D), Dv = int(a.Dv);
-  float* Qs = smem;                // (BQ, D)
-  float* dOs = Qs + BQ * D;        // (BQ, Dv)
-  float* Ks = dOs + BQ * Dv;       // (BK, D + 1)
-  float* Vs = Ks + BK * (D + 1);   // (BK, Dv + 1)
+  float* Qs = smem;               // (BQ, D)
+  float* dOs = Qs + BQ * D;       // (BQ, Dv)
+  float* Ks = dOs + BQ * Dv;      // (BK, D + 1)
+  float* Vs = Ks + BK * (D + 1);  // (BK, Dv + 1)
   __shared__ int qp[BQ], kp[BK];
   __shared__ float ls[BQ], dl[BQ];
   __shared__ int s_qmax;
@@ -286,10 +283,9 @@ __global__ void __launch_bounds__(NT) attn_backward_dq_kernel(float* dq, const f
 // dV (+)= P^T dO, dK (+)= dS^T Q
 
 template <int NC>
-__global__ void __launch_bounds__(NT) attn_backward_dkv_kernel(float* dk, float* dv, const float* dout,
-                                                               const float* lse, const float* delta, const float* q,
-                                                               const float* k, const float* v, const int32_t* qpos,
-                                                               const int32_t* kpos, AttnDims a) {
+__global__ void __launch_bounds__(NT)
+    attn_backward_dkv_kernel(float* dk, float* dv, const float* dout, const float* lse, const float* delta, const float* q,
+                             const float* k, const float* v, const int32_t* qpos, const int32_t* kpos, AttnDims a) {
   extern __shared__ float smem[];
   const int D = int(a.D), Dv = int(a.Dv);
   float* Qs = smem;                 // (BQ, D + 1)
@@ -424,8 +420,7 @@ int64_t attention_set_smem_limit(int64_t optin_bytes) {
     }
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      fprintf(stderr, "CUDA: setting the dynamic shared memory limit of %s failed: %s\n", k.name,
-              cudaGetErrorString(e));
+      fprintf(stderr, "CUDA: setting the dynamic shared memory limit of %s failed: %s\n", k.name, cudaGetErrorString(e));
       return -1;
     }
   }
@@ -448,22 +443,20 @@ void attention_prepare(float* delta, const float* dout, const float* out, const 
   check_launch("attention_prepare");
 }
 
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
-                        const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
-                        const AttnDims& a, const AttnLaunch& l_dq, const AttnLaunch& l_dkv, cudaStream_t s) {
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta, const float* q,
+                        const float* k, const float* v, const int32_t* qpos, const int32_t* kpos, const AttnDims& a,
+                        const AttnLaunch& l_dq, const AttnLaunch& l_dkv, cudaStream_t s) {
   if (l_dq.dim_chunks == 4)
-    attn_backward_dq_kernel<4><<<grid_of(l_dq), NT, size_t(l_dq.smem_bytes), s>>>(dq, dout, lse, delta, q, k, v, qpos,
-                                                                                 kpos, a);
+    attn_backward_dq_kernel<4><<<grid_of(l_dq), NT, size_t(l_dq.smem_bytes), s>>>(dq, dout, lse, delta, q, k, v, qpos, kpos, a);
   else
-    attn_backward_dq_kernel<8><<<grid_of(l_dq), NT, size_t(l_dq.smem_bytes), s>>>(dq, dout, lse, delta, q, k, v, qpos,
-                                                                                 kpos, a);
+    attn_backward_dq_kernel<8><<<grid_of(l_dq), NT, size_t(l_dq.smem_bytes), s>>>(dq, dout, lse, delta, q, k, v, qpos, kpos, a);
   check_launch("attention_backward_dq");
   if (l_dkv.dim_chunks == 4)
-    attn_backward_dkv_kernel<4><<<grid_of(l_dkv), NT, size_t(l_dkv.smem_bytes), s>>>(dk, dv, dout, lse, delta, q, k,
-                                                                                    v, qpos, kpos, a);
+    attn_backward_dkv_kernel<4>
+        <<<grid_of(l_dkv), NT, size_t(l_dkv.smem_bytes), s>>>(dk, dv, dout, lse, delta, q, k, v, qpos, kpos, a);
   else
-    attn_backward_dkv_kernel<8><<<grid_of(l_dkv), NT, size_t(l_dkv.smem_bytes), s>>>(dk, dv, dout, lse, delta, q, k,
-                                                                                    v, qpos, kpos, a);
+    attn_backward_dkv_kernel<8>
+        <<<grid_of(l_dkv), NT, size_t(l_dkv.smem_bytes), s>>>(dk, dv, dout, lse, delta, q, k, v, qpos, kpos, a);
   check_launch("attention_backward_dkv");
 }
 

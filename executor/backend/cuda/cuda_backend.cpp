@@ -28,8 +28,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& o) : opt_(o) {
   // dynamic shared memory left to the attention kernels after their static arrays
   max_smem_ = attention_set_smem_limit(optin);
   if (max_smem_ <= 0)
-    fatal_error("attention_set_smem_limit", "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) failed",
-                __FILE__, __LINE__);
+    fatal_error("attention_set_smem_limit", "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) failed", __FILE__,
+                __LINE__);
   pool_ = std::make_shared<ManagedPool>(opt_.device);
   lt_ = std::make_unique<LtGemm>();
   MPLAN_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_result_), sizeof(double)));
@@ -38,8 +38,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& o) : opt_(o) {
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
   for (auto& [p, w] : working_) cudaFree(w.copy);
-  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
-    cudaFree(s->p);
+  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &stage_[0], &stage_[1], &stage_[2], &stage_[3]}) cudaFree(s->p);
   cudaFreeHost(host_result_);
   lt_.reset();
   cudaStreamDestroy(stream_);
@@ -219,10 +218,10 @@ const void* CudaBackend::gemm_operand(const float* x, int64_t n, bool weight, in
 }
 
 // op0/op1 are the row-major operands in the order of gemm_mapping's comment
-void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M,
-                       int64_t K, int64_t N) {
+void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
+                       int64_t N) {
   const ColMajorGemm g = gemm_mapping(kind, M, K, N);
-  const int64_t n0 = kind == RowMajorGemm::forward ? M * K : M * N;        // inp or dout
+  const int64_t n0 = kind == RowMajorGemm::forward ? M * K : M * N;          // inp or dout
   const int64_t n1 = kind == RowMajorGemm::backward_weight ? M * K : N * K;  // W or inp
   const bool op1_weight = kind != RowMajorGemm::backward_weight;
   const void* b0 = gemm_operand(op0, n0, false, 0);
@@ -232,8 +231,8 @@ void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, fl
   lt_->run(opt_.gemm, g, A, B, beta, out, stream_);
 }
 
-void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M,
-                                 int64_t K, int64_t N, bool accumulate) {
+void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
+                                 int64_t N, bool accumulate) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (!accumulate) fill_zero(out, M * N, stream_);
@@ -244,8 +243,8 @@ void CudaBackend::matmul_forward(float* out, const float* inp, const float* weig
   done();
 }
 
-void CudaBackend::matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K,
-                                        int64_t N, bool accumulate) {
+void CudaBackend::matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K, int64_t N,
+                                        bool accumulate) {
   if (M == 0 || K == 0) return;
   if (N == 0) {
     if (!accumulate) fill_zero(dinp, M * K, stream_);
@@ -255,8 +254,8 @@ void CudaBackend::matmul_backward_input(float* dinp, const float* dout, const fl
   done();
 }
 
-void CudaBackend::matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M,
-                                         int64_t K, int64_t N) {
+void CudaBackend::matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
+                                         int64_t N) {
   if (M == 0 || N == 0) return;
   if (K > 0) gemm(RowMajorGemm::backward_weight, dout, inp, dweight, 1.0f, M, K, N);
   if (dbias) {
@@ -269,25 +268,23 @@ void CudaBackend::matmul_backward_weight(float* dweight, float* dbias, const flo
 // ---------------------------------------------------------------------------------------------
 // norms, RoPE, activations
 
-void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                    const float* b, int64_t N, int64_t C, float eps) {
+void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                                    int64_t N, int64_t C, float eps) {
   gpu::layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps, stream_);
   done();
 }
-void CudaBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                                     const float* w, const float* mean, const float* rstd, int64_t N, int64_t C,
-                                     bool accumulate) {
+void CudaBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                                     const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate) {
   auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(N, C).scratch_elems())));
   gpu::layernorm_backward(dinp, dw, db, sc, dout, inp, w, mean, rstd, N, C, accumulate, stream_);
   done();
 }
-void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C,
-                                  float eps) {
+void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps) {
   gpu::rmsnorm_forward(out, rstd, inp, w, N, C, eps, stream_);
   done();
 }
-void CudaBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                                   const float* rstd, int64_t N, int64_t C, bool accumulate) {
+void CudaBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
+                                   int64_t N, int64_t C, bool accumulate) {
   auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(N, C).scratch_elems())));
   gpu::rmsnorm_backward(dinp, dw, sc, dout, inp, w, rstd, N, C, accumulate, stream_);
   done();
@@ -329,8 +326,8 @@ namespace {
 AttnDims dims_of(const Backend::AttnShape& s) { return {s.B, s.Tq, s.Tk, s.Hq, s.Hkv, s.D, s.Dv, s.scale}; }
 }  // namespace
 
-void CudaBackend::attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                                    const int32_t* qpos, const int32_t* kpos, const AttnShape& s, bool merge) {
+void CudaBackend::attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
+                                    const int32_t* kpos, const AttnShape& s, bool merge) {
   if (s.B == 0 || s.Tq == 0) return;
   if (s.Tk == 0) {  // no keys: nothing visible
     if (!merge) {
@@ -352,12 +349,12 @@ void CudaBackend::attention_backward_prepare(float* delta, const float* dout, co
   done();
 }
 
-void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse,
-                                     const float* delta, const float* q, const float* k, const float* v,
-                                     const int32_t* qpos, const int32_t* kpos, const AttnShape& s) {
+void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
+                                     const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
+                                     const AttnShape& s) {
   if (s.B == 0 || s.Tq == 0 || s.Tk == 0) return;
-  gpu::attention_backward(dq, dk, dv, dout, lse, delta, q, k, v, dev_ints(qpos, s.Tq, 0), dev_ints(kpos, s.Tk, 1),
-                          dims_of(s), attn_launch(1, s), attn_launch(2, s), stream_);
+  gpu::attention_backward(dq, dk, dv, dout, lse, delta, q, k, v, dev_ints(qpos, s.Tq, 0), dev_ints(kpos, s.Tk, 1), dims_of(s),
+                          attn_launch(1, s), attn_launch(2, s), stream_);
   done();
 }
 
@@ -394,13 +391,13 @@ void CudaBackend::scatter_rows(float* dst, const float* src, const int32_t* rows
   scatter_add_csr(dst, src, d, d + u, d + 2 * u + 1, dev_floats(w, n, 3), u, C, stream_);
 }
 
-void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C,
-                                    int64_t vstart, int64_t rows) {
+void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
+                                    int64_t rows) {
   gpu::embedding_forward(out, dev_ints(tokens, N, 0), wte, N, C, vstart, rows, stream_);
   done();
 }
-void CudaBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C,
-                                     int64_t vstart, int64_t rows) {
+void CudaBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C, int64_t vstart,
+                                     int64_t rows) {
   std::vector<int32_t> keep;
   scatter_rows(dwte, dout, host_ints(tokens, N, keep), vstart, rows, nullptr, N, C);
   done();
@@ -418,8 +415,7 @@ void CudaBackend::gather_rows(float* dst, const float* src, const int32_t* rows,
   gpu::gather_rows(dst, src, dev_ints(rows, n, 0), n, C, stream_);
   done();
 }
-void CudaBackend::scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n,
-                                   int64_t C) {
+void CudaBackend::scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n, int64_t C) {
   std::vector<int32_t> keep;
   scatter_rows(dst, src, host_ints(rows, n, keep), 0, std::numeric_limits<int32_t>::max(), w, n, C);
   done();
@@ -440,8 +436,8 @@ void CudaBackend::xent_rowmax(float* rowmax, const float* logits, int64_t N, int
   gpu::xent_rowmax(rowmax, logits, N, V, valid, stream_);
   done();
 }
-void CudaBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
-                                     const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) {
+void CudaBackend::xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets,
+                                     int64_t N, int64_t V, int64_t valid, int64_t vstart) {
   gpu::xent_sumexp_target(sumexp, tlogit, logits, gmax, dev_ints(targets, N, 0), N, V, valid, vstart, stream_);
   done();
 }
@@ -452,14 +448,13 @@ void CudaBackend::xent_backward(float* logits, const float* gmax, const float* g
   done();
 }
 
-void CudaBackend::moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N,
-                                    int64_t E, int64_t k) {
+void CudaBackend::moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
+                                    int64_t k) {
   if (N == 0) return;
   const bool on_device = device_accessible(idx);
   int32_t* d = on_device ? idx : static_cast<int32_t*>(scratch(stage_[0], size_t(N * k) * sizeof(int32_t)));
   gpu::moe_route_forward(probs, d, weights, logits, N, E, k, stream_);
-  if (!on_device)
-    MPLAN_CUDA_CHECK(cudaMemcpyAsync(idx, d, size_t(N * k) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  if (!on_device) MPLAN_CUDA_CHECK(cudaMemcpyAsync(idx, d, size_t(N * k) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // idx is read on the host right away
   done();
 }

@@ -17,8 +17,8 @@
 
 #include "executor/backend/backend.h"
 #include "executor/backend/cuda/cuda_gemm.h"
-#include "executor/backend/cuda/launch_config.h"
 #include "executor/backend/cuda/cuda_memory.h"
+#include "executor/backend/cuda/launch_config.h"
 
 namespace mplan::exec {
 
@@ -56,21 +56,20 @@ class CudaBackend final : public Backend {
   void add_bias(float* out, const float* bias, int64_t M, int64_t N) override;
   void bias_backward(float* dbias, const float* dout, int64_t M, int64_t N) override;
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
-                      int64_t N, bool accumulate = false) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K, int64_t N,
+                      bool accumulate = false) override;
   void matmul_backward_input(float* dinp, const float* dout, const float* weight, int64_t M, int64_t K, int64_t N,
                              bool accumulate) override;
   void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
                               int64_t N) override;
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                         int64_t N, int64_t C, float eps) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int64_t N,
+                         int64_t C, float eps) override;
   void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                           const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate) override;
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C,
-                       float eps) override;
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd,
-                        int64_t N, int64_t C, bool accumulate) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps) override;
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int64_t N,
+                        int64_t C, bool accumulate) override;
 
   void rope_forward(float* x, const int32_t* pos, int64_t N, int64_t H, int64_t D, float base) override;
   void rope_backward(float* dx, const int32_t* pos, int64_t N, int64_t H, int64_t D, float base) override;
@@ -87,24 +86,23 @@ class CudaBackend final : public Backend {
 
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
                          int64_t rows) override;
-  void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C,
-                          int64_t vstart, int64_t rows) override;
+  void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int64_t N, int64_t C, int64_t vstart,
+                          int64_t rows) override;
   void position_forward(float* out, const float* wpe, const int32_t* pos, int64_t N, int64_t C) override;
   void position_backward(float* dwpe, const float* dout, const int32_t* pos, int64_t N, int64_t C) override;
 
   void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64_t valid) override;
-  void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax,
-                          const int32_t* targets, int64_t N, int64_t V, int64_t valid, int64_t vstart) override;
-  void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets,
-                     const float* dloss, int64_t N, int64_t V, int64_t valid, int64_t vstart) override;
+  void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets, int64_t N,
+                          int64_t V, int64_t valid, int64_t vstart) override;
+  void xent_backward(float* logits, const float* gmax, const float* gsumexp, const int32_t* targets, const float* dloss,
+                     int64_t N, int64_t V, int64_t valid, int64_t vstart) override;
 
   void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
                          int64_t k) override;
-  void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
-                          const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k) override;
+  void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs, const int32_t* idx,
+                          const float* weights, int64_t N, int64_t E, int64_t k) override;
   void gather_rows(float* dst, const float* src, const int32_t* rows, int64_t n, int64_t C) override;
-  void scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n,
-                        int64_t C) override;
+  void scatter_add_rows(float* dst, const float* src, const int32_t* rows, const float* w, int64_t n, int64_t C) override;
   void scale_rows(float* x, const float* s, int64_t n, int64_t C) override;
   void row_dot(float* out, const float* a, const float* b, int64_t n, int64_t C) override;
 
@@ -124,12 +122,11 @@ class CudaBackend final : public Backend {
   const int32_t* host_ints(const int32_t* p, int64_t n, std::vector<int32_t>& keep);
   // dst[rows[i]] += (w ? w[i] : 1) src[i] via a CSR built on the host (deterministic, CPU order);
   // rows outside [0, limit) are skipped (vocabulary shards).
-  void scatter_rows(float* dst, const float* src, const int32_t* rows_host, int64_t offset, int64_t limit,
-                    const float* w, int64_t n, int64_t C);
+  void scatter_rows(float* dst, const float* src, const int32_t* rows_host, int64_t offset, int64_t limit, const float* w,
+                    int64_t n, int64_t C);
   // bf16 operand for a GEMM: the working copy of an AdamW-updated range, else converted into `slot`.
   const void* gemm_operand(const float* x, int64_t n, bool weight, int slot);
-  void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
-            int64_t N);
+  void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K, int64_t N);
   gpu::AttnLaunch attn_launch(int kind, const AttnShape& s) const;
   void done();  // end of an op: synchronise (sync_each_op) and surface asynchronous errors
 

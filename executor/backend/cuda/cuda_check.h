@@ -10,9 +10,8 @@ namespace mplan::exec::gpu {
 
 }  // namespace mplan::exec::gpu
 
-#define MPLAN_CUDA_CHECK(call)                                                                  \
-  do {                                                                                          \
-    cudaError_t mplan_e_ = (call);                                                              \
-    if (mplan_e_ != cudaSuccess)                                                                \
-      ::mplan::exec::gpu::fatal_error(#call, cudaGetErrorString(mplan_e_), __FILE__, __LINE__); \
+#define MPLAN_CUDA_CHECK(call)                                                                                             \
+  do {                                                                                                                     \
+    cudaError_t mplan_e_ = (call);                                                                                         \
+    if (mplan_e_ != cudaSuccess) ::mplan::exec::gpu::fatal_error(#call, cudaGetErrorString(mplan_e_), __FILE__, __LINE__); \
   } while (0)

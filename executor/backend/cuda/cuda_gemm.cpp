@@ -85,20 +85,18 @@ LtGemm::Plan& LtGemm::plan(GemmPrecision prec, const ColMajorGemm& g, int align_
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
     const std::string what = "cublasLtMatmulAlgoGetHeuristic(m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) +
                              " k=" + std::to_string(g.k) + (prec == GemmPrecision::bf16 ? " bf16" : " fp32") + ")";
-    fatal_error(what.c_str(), st != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(st) : "no algorithm", __FILE__,
-                __LINE__);
+    fatal_error(what.c_str(), st != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusString(st) : "no algorithm", __FILE__, __LINE__);
   }
   p.algo = heur.algo;
   return plans_.emplace(key, p).first->second;
 }
 
-void LtGemm::run(GemmPrecision prec, const ColMajorGemm& g, const void* A, const void* B, float beta, float* C,
-                 cudaStream_t s) {
+void LtGemm::run(GemmPrecision prec, const ColMajorGemm& g, const void* A, const void* B, float beta, float* C, cudaStream_t s) {
   if (g.m == 0 || g.n == 0) return;
   Plan& p = plan(prec, g, pointer_alignment(A), pointer_alignment(B), pointer_alignment(C));
   const float alpha = 1.0f;
-  MPLAN_LT(cublasLtMatmul(handle_, p.desc, &alpha, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_,
-                          workspace_bytes_, s));
+  MPLAN_LT(
+      cublasLtMatmul(handle_, p.desc, &alpha, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_, workspace_bytes_, s));
 }
 
 }  // namespace mplan::exec::gpu

@@ -38,8 +38,7 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
 
   // C (fp32) = op(A) op(B) + beta C with A, B in `p` precision (fp32 or bf16 device pointers).
-  void run(GemmPrecision p, const ColMajorGemm& g, const void* A, const void* B, float beta, float* C,
-           cudaStream_t s);
+  void run(GemmPrecision p, const ColMajorGemm& g, const void* A, const void* B, float beta, float* C, cudaStream_t s);
 
  private:
   struct Plan {

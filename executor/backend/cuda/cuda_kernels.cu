@@ -192,12 +192,10 @@ __global__ void add_bias_kernel(float* out, const float* bias, int64_t M, int64_
 // ---------------------------------------------------------------------------------------------
 // norms: one warp per row, row statistics in double (as the CPU reference)
 
-__device__ __forceinline__ int64_t warp_row() {
-  return int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-}
+__device__ __forceinline__ int64_t warp_row() { return int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; }
 
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                         const float* b, int64_t N, int64_t C, float eps) {
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                                         int64_t N, int64_t C, float eps) {
   const int64_t n = warp_row();
   const int lane = threadIdx.x % 32;
   if (n >= N) return;
@@ -214,8 +212,8 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
   if (lane == 0) mean[n] = mf, rstd[n] = s;
 }
 
-__global__ void layernorm_dx_kernel(float* dinp, const float* dout, const float* inp, const float* w,
-                                    const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate) {
+__global__ void layernorm_dx_kernel(float* dinp, const float* dout, const float* inp, const float* w, const float* mean,
+                                    const float* rstd, int64_t N, int64_t C, bool accumulate) {
   const int64_t n = warp_row();
   const int lane = threadIdx.x % 32;
   if (n >= N) return;
@@ -236,8 +234,8 @@ __global__ void layernorm_dx_kernel(float* dinp, const float* dout, const float*
   }
 }
 
-__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp, const float* w, int64_t N,
-                                       int64_t C, float eps) {
+__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C,
+                                       float eps) {
   const int64_t n = warp_row();
   const int lane = threadIdx.x % 32;
   if (n >= N) return;
@@ -250,8 +248,8 @@ __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp
   if (lane == 0) rstd[n] = s;
 }
 
-__global__ void rmsnorm_dx_kernel(float* dinp, const float* dout, const float* inp, const float* w,
-                                  const float* rstd, int64_t N, int64_t C, bool accumulate) {
+__global__ void rmsnorm_dx_kernel(float* dinp, const float* dout, const float* inp, const float* w, const float* rstd, int64_t N,
+                                  int64_t C, bool accumulate) {
   const int64_t n = warp_row();
   const int lane = threadIdx.x % 32;
   if (n >= N) return;
@@ -295,8 +293,7 @@ __global__ void act_forward_kernel(int kind, float* out, const float* inp, int64
     }
   }
 }
-__global__ void act_backward_kernel(int kind, float* dinp, const float* dout, const float* inp, int64_t N,
-                                    int64_t F) {
+__global__ void act_backward_kernel(int kind, float* dinp, const float* dout, const float* inp, int64_t N, int64_t F) {
   for (int64_t e = gtid(); e < N * F; e += gstride()) {
     if (kind == 1) {
       const int64_t n = e / F, i = e % F;
@@ -367,8 +364,9 @@ __global__ void __launch_bounds__(kMaxRowBlock) xent_rowmax_kernel(float* rowmax
   m = block_max(m);
   if (threadIdx.x == 0) rowmax[blockIdx.x] = m;
 }
-__global__ void __launch_bounds__(kMaxRowBlock) xent_sumexp_target_kernel(float* sumexp, float* tlogit, float* logits, const float* gmax,
-                                          const int32_t* targets, int64_t V, int64_t valid, int64_t vstart) {
+__global__ void __launch_bounds__(kMaxRowBlock)
+    xent_sumexp_target_kernel(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets, int64_t V,
+                              int64_t valid, int64_t vstart) {
   const int64_t n = blockIdx.x;
   float* l = logits + n * V;
   const float m = gmax[n];
@@ -384,8 +382,9 @@ __global__ void __launch_bounds__(kMaxRowBlock) xent_sumexp_target_kernel(float*
   s = block_sum(s);
   if (threadIdx.x == 0) sumexp[n] = float(s);
 }
-__global__ void __launch_bounds__(kMaxRowBlock) xent_backward_kernel(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss,
-                                     int64_t V, int64_t valid, int64_t vstart) {
+__global__ void __launch_bounds__(kMaxRowBlock)
+    xent_backward_kernel(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss, int64_t V,
+                         int64_t valid, int64_t vstart) {
   const int64_t n = blockIdx.x;
   float* l = logits + n * V;
   const float inv = 1.0f / gsumexp[n], d = dloss[n];
@@ -399,8 +398,8 @@ __global__ void __launch_bounds__(kMaxRowBlock) xent_backward_kernel(float* logi
 // MoE router: one thread per token. The j-th choice is the best expert ordered after the (j-1)-th
 // (km::topk_before is a strict total order), so no "taken" set is needed.
 
-__global__ void moe_route_forward_kernel(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N,
-                                         int64_t E, int64_t k) {
+__global__ void moe_route_forward_kernel(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
+                                         int64_t k) {
   for (int64_t n = gtid(); n < N; n += gstride()) {
     const float* l = logits + n * E;
     float m = l[0];
@@ -424,9 +423,8 @@ __global__ void moe_route_forward_kernel(float* probs, int32_t* idx, float* weig
     for (int64_t j = 0; j < k; ++j) weights[n * k + j] = float(double(km::lexp(l[idx[n * k + j]] - mk)) / sk);
   }
 }
-__global__ void moe_route_backward_kernel(float* dlogits, const float* dweights, const float* dprobs,
-                                          const float* probs, const int32_t* idx, const float* weights, int64_t N,
-                                          int64_t E, int64_t k) {
+__global__ void moe_route_backward_kernel(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
+                                          const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k) {
   for (int64_t n = gtid(); n < N; n += gstride()) {
     float* dl = dlogits + n * E;
     for (int64_t e = 0; e < E; ++e) dl[e] = 0;
@@ -503,20 +501,18 @@ void bias_backward(float* dbias, float* scratch, const float* dout, int64_t M, i
   column_sums(dbias, scratch, M, N, ColPlain{dout, N}, s);
 }
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                       int64_t N, int64_t C, float eps, cudaStream_t s) {
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int64_t N,
+                       int64_t C, float eps, cudaStream_t s) {
   launch_rows("layernorm_forward", N, s, layernorm_forward_kernel, out, mean, rstd, inp, w, b, N, C, eps);
 }
-void layernorm_backward(float* dinp, float* dw, float* db, float* scratch, const float* dout, const float* inp,
-                        const float* w, const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate,
-                        cudaStream_t s) {
+void layernorm_backward(float* dinp, float* dw, float* db, float* scratch, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate, cudaStream_t s) {
   // weight/bias gradients first: they read dout, which dinp may alias (in place, as the CPU allows)
   if (db) column_sums(db, scratch, N, C, ColPlain{dout, C}, s);
   if (dw) column_sums(dw, scratch, N, C, ColLnDw{dout, inp, mean, rstd, C}, s);
   launch_rows("layernorm_backward", N, s, layernorm_dx_kernel, dinp, dout, inp, w, mean, rstd, N, C, accumulate);
 }
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps,
-                     cudaStream_t s) {
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps, cudaStream_t s) {
   launch_rows("rmsnorm_forward", N, s, rmsnorm_forward_kernel, out, rstd, inp, w, N, C, eps);
 }
 void rmsnorm_backward(float* dinp, float* dw, float* scratch, const float* dout, const float* inp, const float* w,
@@ -536,15 +532,15 @@ void act_backward(int kind, float* dinp, const float* dout, const float* inp, in
   launch_1d("act_backward", N * F, s, act_backward_kernel, kind, dinp, dout, inp, N, F);
 }
 
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
-                       int64_t rows, cudaStream_t s) {
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart, int64_t rows,
+                       cudaStream_t s) {
   launch_1d("embedding_forward", N * C, s, embedding_forward_kernel, out, tokens, wte, N, C, vstart, rows);
 }
 void position_forward(float* out, const float* wpe, const int32_t* pos, int64_t N, int64_t C, cudaStream_t s) {
   launch_1d("position_forward", N * C, s, position_forward_kernel, out, wpe, pos, N, C);
 }
-void scatter_add_csr(float* dst, const float* src, const int32_t* dst_rows, const int32_t* offsets,
-                     const int32_t* src_idx, const float* w, int64_t n_dst, int64_t C, cudaStream_t s) {
+void scatter_add_csr(float* dst, const float* src, const int32_t* dst_rows, const int32_t* offsets, const int32_t* src_idx,
+                     const float* w, int64_t n_dst, int64_t C, cudaStream_t s) {
   if (n_dst == 0 || C == 0) return;
   dim3 grid(unsigned(n_dst), unsigned((C + kBlock - 1) / kBlock));
   scatter_add_csr_kernel<<<grid, kBlock, 0, s>>>(dst, src, dst_rows, offsets, src_idx, w, C);
@@ -566,30 +562,28 @@ void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64
   xent_rowmax_kernel<<<unsigned(l.grid), l.block, 0, s>>>(rowmax, logits, V, valid);
   check_launch("xent_rowmax");
 }
-void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets,
-                        int64_t N, int64_t V, int64_t valid, int64_t vstart, cudaStream_t s) {
+void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets, int64_t N,
+                        int64_t V, int64_t valid, int64_t vstart, cudaStream_t s) {
   BlockRowLaunch l = block_per_row_launch(N, valid);
   if (l.grid == 0) return;
-  xent_sumexp_target_kernel<<<unsigned(l.grid), l.block, 0, s>>>(sumexp, tlogit, logits, gmax, targets, V, valid,
-                                                                 vstart);
+  xent_sumexp_target_kernel<<<unsigned(l.grid), l.block, 0, s>>>(sumexp, tlogit, logits, gmax, targets, V, valid, vstart);
   check_launch("xent_sumexp_target");
 }
-void xent_backward(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss, int64_t N,
-                   int64_t V, int64_t valid, int64_t vstart, cudaStream_t s) {
+void xent_backward(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss, int64_t N, int64_t V,
+                   int64_t valid, int64_t vstart, cudaStream_t s) {
   BlockRowLaunch l = block_per_row_launch(N, V);
   if (l.grid == 0) return;
   xent_backward_kernel<<<unsigned(l.grid), l.block, 0, s>>>(logits, gsumexp, targets, dloss, V, valid, vstart);
   check_launch("xent_backward");
 }
 
-void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
-                       int64_t k, cudaStream_t s) {
+void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E, int64_t k,
+                       cudaStream_t s) {
   launch_1d("moe_route_forward", N, s, moe_route_forward_kernel, probs, idx, weights, logits, N, E, k);
 }
-void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
-                        const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k, cudaStream_t s) {
-  launch_1d("moe_route_backward", N, s, moe_route_backward_kernel, dlogits, dweights, dprobs, probs, idx, weights, N,
-            E, k);
+void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs, const int32_t* idx,
+                        const float* weights, int64_t N, int64_t E, int64_t k, cudaStream_t s) {
+  launch_1d("moe_route_backward", N, s, moe_route_backward_kernel, dlogits, dweights, dprobs, probs, idx, weights, N, E, k);
 }
 
 void adamw(float* param, const float* grad, float* m, float* v, int64_t n, const km::AdamWConsts& c, cudaStream_t s) {

@@ -33,13 +33,11 @@ void add_bias(float* out, const float* bias, int64_t M, int64_t N, cudaStream_t 
 void bias_backward(float* dbias, float* scratch, const float* dout, int64_t M, int64_t N, cudaStream_t s);
 
 // ---- norms over rows of C ----
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                       int64_t N, int64_t C, float eps, cudaStream_t s);
-void layernorm_backward(float* dinp, float* dw, float* db, float* scratch, const float* dout, const float* inp,
-                        const float* w, const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate,
-                        cudaStream_t s);
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps,
-                     cudaStream_t s);
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int64_t N,
+                       int64_t C, float eps, cudaStream_t s);
+void layernorm_backward(float* dinp, float* dw, float* db, float* scratch, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int64_t N, int64_t C, bool accumulate, cudaStream_t s);
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int64_t N, int64_t C, float eps, cudaStream_t s);
 void rmsnorm_backward(float* dinp, float* dw, float* scratch, const float* dout, const float* inp, const float* w,
                       const float* rstd, int64_t N, int64_t C, bool accumulate, cudaStream_t s);
 
@@ -52,30 +50,30 @@ void act_backward(int kind, float* dinp, const float* dout, const float* inp, in
 
 // ---- rows ----
 // out (N, C) = wte[tok - vstart] for owned tokens, else 0
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart,
-                       int64_t rows, cudaStream_t s);
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, int64_t N, int64_t C, int64_t vstart, int64_t rows,
+                       cudaStream_t s);
 // out (N, C) += wpe[pos]
 void position_forward(float* out, const float* wpe, const int32_t* pos, int64_t N, int64_t C, cudaStream_t s);
 // Deterministic scatter-add in CSR form: for u < n_dst, dst[dst_rows[u]] += sum over e in
 // [offsets[u], offsets[u+1]) of (w ? w[src_idx[e]] : 1) * src[src_idx[e]], in e order (the CPU's order).
-void scatter_add_csr(float* dst, const float* src, const int32_t* dst_rows, const int32_t* offsets,
-                     const int32_t* src_idx, const float* w, int64_t n_dst, int64_t C, cudaStream_t s);
+void scatter_add_csr(float* dst, const float* src, const int32_t* dst_rows, const int32_t* offsets, const int32_t* src_idx,
+                     const float* w, int64_t n_dst, int64_t C, cudaStream_t s);
 void gather_rows(float* dst, const float* src, const int32_t* rows, int64_t n, int64_t C, cudaStream_t s);
 void scale_rows(float* x, const float* sc, int64_t n, int64_t C, cudaStream_t s);
 void row_dot(float* out, const float* a, const float* b, int64_t n, int64_t C, cudaStream_t s);
 
 // ---- vocabulary-parallel cross-entropy (see Backend) ----
 void xent_rowmax(float* rowmax, const float* logits, int64_t N, int64_t V, int64_t valid, cudaStream_t s);
-void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets,
-                        int64_t N, int64_t V, int64_t valid, int64_t vstart, cudaStream_t s);
-void xent_backward(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss, int64_t N,
-                   int64_t V, int64_t valid, int64_t vstart, cudaStream_t s);
+void xent_sumexp_target(float* sumexp, float* tlogit, float* logits, const float* gmax, const int32_t* targets, int64_t N,
+                        int64_t V, int64_t valid, int64_t vstart, cudaStream_t s);
+void xent_backward(float* logits, const float* gsumexp, const int32_t* targets, const float* dloss, int64_t N, int64_t V,
+                   int64_t valid, int64_t vstart, cudaStream_t s);
 
 // ---- MoE router ----
-void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E,
-                       int64_t k, cudaStream_t s);
-void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
-                        const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k, cudaStream_t s);
+void moe_route_forward(float* probs, int32_t* idx, float* weights, const float* logits, int64_t N, int64_t E, int64_t k,
+                       cudaStream_t s);
+void moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs, const int32_t* idx,
+                        const float* weights, int64_t N, int64_t E, int64_t k, cudaStream_t s);
 
 // ---- AdamW: fp32 master weights, moments updated in place ----
 void adamw(float* param, const float* grad, float* m, float* v, int64_t n, const km::AdamWConsts& c, cudaStream_t s);
@@ -93,8 +91,8 @@ int64_t attention_set_smem_limit(int64_t optin_bytes);
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
                        const int32_t* kpos, const AttnDims& a, bool merge, const AttnLaunch& l, cudaStream_t s);
 void attention_prepare(float* delta, const float* dout, const float* out, const AttnDims& a, cudaStream_t s);
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta,
-                        const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
-                        const AttnDims& a, const AttnLaunch& l_dq, const AttnLaunch& l_dkv, cudaStream_t s);
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* lse, const float* delta, const float* q,
+                        const float* k, const float* v, const int32_t* qpos, const int32_t* kpos, const AttnDims& a,
+                        const AttnLaunch& l_dq, const AttnLaunch& l_dkv, cudaStream_t s);
 
 }  // namespace mplan::exec::gpu

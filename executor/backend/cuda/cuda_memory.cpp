@@ -43,8 +43,8 @@ void* ManagedPool::managed_alloc(int64_t bytes) {
     e = cudaMallocManaged(&p, size_t(bytes), cudaMemAttachGlobal);
   }
   if (e != cudaSuccess) {
-    const std::string what = "cudaMallocManaged(" + std::to_string(bytes) + " bytes; " +
-                             std::to_string(reserved_) + " bytes already reserved)";
+    const std::string what =
+        "cudaMallocManaged(" + std::to_string(bytes) + " bytes; " + std::to_string(reserved_) + " bytes already reserved)";
     fatal_error(what.c_str(), cudaGetErrorString(e), __FILE__, __LINE__);
   }
   // keep the pages on the GPU; the host maps them when it touches them

@@ -16,7 +16,7 @@
 namespace mplan::exec::gpu {
 
 struct SizeClasses {
-  static constexpr int64_t kMinBlock = 256;              // bytes; also the alignment of every block
+  static constexpr int64_t kMinBlock = 256;               // bytes; also the alignment of every block
   static constexpr int64_t kSmallMax = int64_t(1) << 20;  // <= this: slab-allocated
   static constexpr int64_t kSlab = int64_t(2) << 20;
   static constexpr int64_t kLargeRound = int64_t(2) << 20;

@@ -50,16 +50,15 @@ ReduceLaunch reduce_launch(int64_t n) {
   return l;
 }
 
-AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int64_t Hq, int64_t Hkv, int64_t D,
-                            int64_t Dv, int64_t max_smem_bytes) {
+AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+                            int64_t max_smem_bytes) {
   AttnLaunch l;
   if (B <= 0 || Tq <= 0 || Tk <= 0 || Hq <= 0 || Hkv <= 0 || D <= 0 || Dv <= 0) {
     l.error = "empty attention shape";
     return l;
   }
   if (Hq % Hkv != 0) {
-    l.error = "query heads (" + std::to_string(Hq) + ") must be a multiple of key/value heads (" +
-              std::to_string(Hkv) + ")";
+    l.error = "query heads (" + std::to_string(Hq) + ") must be a multiple of key/value heads (" + std::to_string(Hkv) + ")";
     return l;
   }
   const int64_t dmax = std::max(D, Dv);
@@ -92,8 +91,8 @@ AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int
   }
   if (max_smem_bytes > 0 && l.smem_bytes > max_smem_bytes) {
     l.error = "attention tile needs " + std::to_string(l.smem_bytes) + " B of shared memory; the device allows " +
-              std::to_string(max_smem_bytes) + " B of dynamic shared memory per block (head dims " +
-              std::to_string(D) + "/" + std::to_string(Dv) + ")";
+              std::to_string(max_smem_bytes) + " B of dynamic shared memory per block (head dims " + std::to_string(D) + "/" +
+              std::to_string(Dv) + ")";
     return l;
   }
   l.ok = true;

@@ -8,9 +8,9 @@
 namespace mplan::exec::gpu {
 
 constexpr int kWarp = 32;
-constexpr int kBlock = 256;                // threads of every 1-D kernel
-constexpr int64_t kMaxGridX = 65536;       // grid-stride loops cover the rest
-constexpr int64_t kMaxGridYZ = 65535;      // hardware limit of gridDim.y and gridDim.z
+constexpr int kBlock = 256;            // threads of every 1-D kernel
+constexpr int64_t kMaxGridX = 65536;   // grid-stride loops cover the rest
+constexpr int64_t kMaxGridYZ = 65535;  // hardware limit of gridDim.y and gridDim.z
 
 // Element-wise kernels: grid-stride loop over n elements.
 struct Launch1D {
@@ -62,15 +62,15 @@ constexpr int kAttnBQ = 32, kAttnBK = 32, kAttnThreads = 256;
 enum class AttnKernel { forward, backward_dq, backward_dkv };
 struct AttnLaunch {
   bool ok = false;
-  std::string error;       // why not (head dim too large, grid too large, shared memory)
+  std::string error;  // why not (head dim too large, grid too large, shared memory)
   int64_t grid_x = 0, grid_y = 0, grid_z = 0;
   int dim_chunks = 0;      // 4 or 8: accumulators per thread and row = dim_chunks
   int64_t smem_bytes = 0;  // dynamic shared memory
 };
 // B, Tq, Tk, Hq, Hkv, D, Dv as in Backend::AttnShape; max_smem = the dynamic shared memory a kernel
 // may use: attention_dynamic_smem_limit(the device's opt-in limit per block, its static shared memory).
-AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int64_t Hq, int64_t Hkv, int64_t D,
-                            int64_t Dv, int64_t max_smem_bytes);
+AttnLaunch attention_launch(AttnKernel k, int64_t B, int64_t Tq, int64_t Tk, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+                            int64_t max_smem_bytes);
 
 // The opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin) bounds static + dynamic shared memory of
 // one block, so the largest dynamic request (cudaFuncAttributeMaxDynamicSharedMemorySize) of a kernel

@@ -101,8 +101,7 @@ void NcclComm::reduce_scatter_sum(const float* send, float* recv, int64_t n_each
 
 void NcclComm::all_to_all_v(const float* send, const std::vector<int64_t>& send_counts, float* recv,
                             const std::vector<int64_t>& recv_counts) {
-  if (!is_device_pointer(send) && !is_device_pointer(recv))
-    return mpi_->all_to_all_v(send, send_counts, recv, recv_counts);
+  if (!is_device_pointer(send) && !is_device_pointer(recv)) return mpi_->all_to_all_v(send, send_counts, recv, recv_counts);
   const auto so = offsets_of(send_counts), ro = offsets_of(recv_counts);
   begin();
   MPLAN_NCCL(ncclGroupStart());
@@ -119,9 +118,7 @@ void NcclComm::all_to_all_v(const float* send, const std::vector<int64_t>& send_
 void NcclComm::all_to_all_counts(const std::vector<int64_t>& send, std::vector<int64_t>& recv) {
   mpi_->all_to_all_counts(send, recv);
 }
-std::vector<int64_t> NcclComm::all_gather_counts(const std::vector<int64_t>& mine) {
-  return mpi_->all_gather_counts(mine);
-}
+std::vector<int64_t> NcclComm::all_gather_counts(const std::vector<int64_t>& mine) { return mpi_->all_gather_counts(mine); }
 
 void NcclComm::all_gather_v(const float* send, float* recv, const std::vector<int64_t>& counts) {
   if (!is_device_pointer(recv)) return mpi_->all_gather_v(send, recv, counts);
@@ -129,8 +126,8 @@ void NcclComm::all_gather_v(const float* send, float* recv, const std::vector<in
   const int me = rank();
   begin();
   if (counts[size_t(me)] > 0 && recv + off[size_t(me)] != send)
-    MPLAN_CUDA_CHECK(cudaMemcpyAsync(recv + off[size_t(me)], send, size_t(counts[size_t(me)]) * sizeof(float),
-                                     cudaMemcpyDefault, stream_));
+    MPLAN_CUDA_CHECK(
+        cudaMemcpyAsync(recv + off[size_t(me)], send, size_t(counts[size_t(me)]) * sizeof(float), cudaMemcpyDefault, stream_));
   MPLAN_NCCL(ncclGroupStart());
   for (int p = 0; p < size(); ++p) {
     if (p == me) continue;
@@ -149,8 +146,7 @@ void NcclComm::reduce_scatter_v(const float* send, float* recv, const std::vecto
   MPLAN_NCCL(ncclGroupStart());
   for (int r = 0; r < size(); ++r)
     if (counts[size_t(r)] > 0)
-      MPLAN_NCCL(ncclReduce(send + off[size_t(r)], recv, size_t(counts[size_t(r)]), ncclFloat, ncclSum, r, nccl_,
-                            stream_));
+      MPLAN_NCCL(ncclReduce(send + off[size_t(r)], recv, size_t(counts[size_t(r)]), ncclFloat, ncclSum, r, nccl_, stream_));
   MPLAN_NCCL(ncclGroupEnd());
   finish();
 }
@@ -164,9 +160,7 @@ void NcclComm::broadcast(float* x, int64_t n, int root) {
 }
 
 void NcclComm::broadcast_bytes(std::string& bytes, int root) { mpi_->broadcast_bytes(bytes, root); }
-std::vector<std::string> NcclComm::gather_bytes(const std::string& mine, int root) {
-  return mpi_->gather_bytes(mine, root);
-}
+std::vector<std::string> NcclComm::gather_bytes(const std::string& mine, int root) { return mpi_->gather_bytes(mine, root); }
 
 // Pipeline messages are matched by (peer, tag) in any order, which NCCL's in-order p2p cannot do:
 // they go through MPI, staged in host memory.

@@ -11,8 +11,7 @@ ProcessGroups make_nccl_process_groups(MPI_Comm base, const ParallelConfig& p, c
   ProcessGroups g;
   MPI_Comm_rank(base, &g.rank);
   g.coord = RankGrid(p).coord(g.rank);
-  std::unique_ptr<Comm>* slot[] = {&g.world, &g.tp, &g.cp, &g.dp, &g.pp, &g.tp_cp, &g.dp_cp,
-                                   &g.ep, &g.etp, &g.edp, &g.embedding};
+  std::unique_ptr<Comm>* slot[] = {&g.world, &g.tp, &g.cp, &g.dp, &g.pp, &g.tp_cp, &g.dp_cp, &g.ep, &g.etp, &g.edp, &g.embedding};
   const std::vector<GroupSplit> plan = process_group_plan(p, g.rank);
   for (size_t i = 0; i < plan.size(); ++i) {
     std::unique_ptr<MpiComm> mpi = split_comm(base, plan[i].color, plan[i].key);
