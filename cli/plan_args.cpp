@@ -63,7 +63,9 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
   sub->add_option("--pp", l.pp, "pipeline-parallel size")->check(int_range(1, kMaxGpus));
   sub->add_option("--vpp", l.vpp, "virtual pipeline chunks per pipeline rank")->check(int_range(1, kMaxGpus));
   sub->add_option("--cp", l.cp, "context-parallel size")->check(int_range(1, kMaxGpus));
-  sub->add_option("--cp-comm", l.cp_comm, "context-parallel exchange p2p|a2a|allgather")
+  sub->add_option("--cp-comm", l.cp_comm,
+                  "context-parallel exchange p2p|a2a|allgather (default: the framework's, p2p for megatron, allgather for "
+                  "torchtitan and maxtext)")
       ->check(CLI::IsMember({"p2p", "a2a", "allgather"}));
   sub->add_option("--ep", l.ep, "expert-parallel size")->check(int_range(1, kMaxGpus));
   sub->add_option("--etp", l.etp, "expert tensor-parallel size")->check(int_range(1, kMaxGpus));
@@ -148,7 +150,7 @@ Plan plan_from_args(const JobArgs& a, const LayoutArgs& l) {
   q.pp = l.pp;
   q.vpp = l.vpp;
   q.cp = l.cp;
-  q.cp_comm_type = *parse_cp_comm_type(l.cp_comm);
+  q.cp_comm_type = l.cp_comm.empty() ? default_cp_comm(p.training.framework) : *parse_cp_comm_type(l.cp_comm);
   q.ep = l.ep;
   q.etp = l.etp;
   q.sp = l.sp.value_or(l.tp > 1);

@@ -30,7 +30,7 @@ struct LayoutArgs {
   std::optional<int> zero;  // default: the framework's (Megatron: 1, the distributed optimizer)
   std::optional<bool> sp;   // --sp / --no-sp; default on when tp > 1
   bool dist_opt = false;
-  std::string recompute = "none", schedule, cp_comm = "p2p", attention = "flash";
+  std::string recompute = "none", schedule, cp_comm, attention = "flash";
   bool tp_comm_overlap = false, no_overlap_grad_reduce = false, no_overlap_param_gather = false;
   std::string moe_dispatcher = "alltoall";
   bool moe_force_balance = false, moe_a2a_overlap = false;

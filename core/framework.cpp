@@ -157,6 +157,9 @@ bool runs_pipeline(Framework f, int pp, int vpp) {
 }
 
 bool runs_cp_comm(Framework f, CpCommType c) { return (framework_runs(f).cp_comm & bit(c)) != 0; }
+CpCommType default_cp_comm(Framework f) {
+  return f == Framework::torchtitan || f == Framework::maxtext ? CpCommType::allgather : CpCommType::p2p;
+}
 
 std::string schedule_names(Framework f) {
   std::string out;

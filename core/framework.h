@@ -87,6 +87,9 @@ bool runs_schedule(Framework f, Schedule s, int pp, int vpp);
 // Whether framework f has some schedule for pp stages of vpp chunks each.
 bool runs_pipeline(Framework f, int pp, int vpp);
 bool runs_cp_comm(Framework f, CpCommType c);
+// The context-parallel exchange a framework uses when none is asked for: Megatron's --cp-comm-type
+// default p2p; torchtitan and MaxText all-gather K/V (their defaults, framework.cpp).
+CpCommType default_cp_comm(Framework f);
 // What of layout p framework t.framework does not run ("" when it runs all of it): tp, pp, cp, the
 // schedule, the CP exchange, an uneven split, the micro-batch count, the ZeRO level. One message naming
 // the field and the framework's choices.

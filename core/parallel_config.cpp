@@ -417,18 +417,36 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
 std::vector<std::vector<int>> balanced_pipeline_layout(const ModelSpec& m, int pp, int vpp) {
   std::vector<std::vector<int>> out(pp, std::vector<int>(vpp, 0));
   const int chunks = pp * vpp;
+  if (chunks <= 0) return out;
   const int head_units = 1 + 2 * m.mtp_num_layers;
-  const double units = m.num_layers + 1 + head_units;
-  // model order is chunk-major: (chunk 0: stage 0..pp-1), (chunk 1: ...)
-  int placed = 0;
-  for (int k = 0; k < chunks; ++k) {
-    int end_units = int(std::lround(units * (k + 1) / chunks));
-    int end_layers = std::clamp(end_units - 1, 0, m.num_layers);  // the embedding occupies unit 0
-    if (k == chunks - 1) end_layers = m.num_layers;
-    int n = std::max(0, end_layers - placed);
-    out[k % pp][k / pp] = n;
-    placed += n;
+  const int units = m.num_layers + 1 + head_units;
+  // every chunk holds floor(units / chunks) units; the remainder goes to the outer chunks first (last,
+  // first, second-to-last, ...), as recipes give the first and last stages the uneven share
+  // (--decoder-first/last-pipeline-num-layers), so no middle stage is the odd one out
+  std::vector<int> u(chunks, units / chunks);
+  for (int i = 0, r = units % chunks; i < chunks && r > 0; ++i, --r) u[i % 2 == 0 ? chunks - 1 - i / 2 : i / 2] += 1;
+  // model order is chunk-major: (chunk 0: stage 0..pp-1), (chunk 1: ...); the embedding is a unit of
+  // chunk 0, the loss and MTP modules are units of the last chunk
+  std::vector<int> n(chunks);
+  for (int k = 0; k < chunks; ++k) n[k] = u[k] - (k == 0 ? 1 : 0) - (k == chunks - 1 ? head_units : 0);
+  // a chunk whose fixed units exceed its share holds no layer; the fullest chunks give up the layers
+  // it could not hold, one at a time
+  int excess = 0;
+  for (int& v : n) {
+    if (v < 0) {
+      excess -= v;
+      v = 0;
+    }
   }
+  int total = 0;
+  for (int v : n) total += v;
+  for (; excess > 0 && total > m.num_layers; --excess, --total) {  // sum(n) = layers + excess
+    int best = 0;
+    for (int k = 1; k < chunks; ++k)
+      if (n[k] > n[best]) best = k;
+    n[best] -= 1;
+  }
+  for (int k = 0; k < chunks; ++k) out[k % pp][k / pp] = n[k];
   return out;
 }
 

@@ -267,6 +267,7 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   const std::string& sp = r.get("sp");
   p.sp = sp == "on" || (sp.empty() && p.tp > 1);
   if (plan.model.moe && p.tp > 1) p.sp = true;
+  p.cp_comm_type = default_cp_comm(plan.training.framework);  // a recipe fact may name another
   int dp = p.tp * p.pp * p.cp > 0 ? p.world_size / (p.tp * p.pp * p.cp) : 0;
   if (auto mbs = r.num("mbs")) {
     p.micro_batch_size = int(*mbs);

@@ -2,6 +2,7 @@
 // fact; each group of facts is applied only if the layout stays valid (else it is noted as skipped).
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -216,6 +217,22 @@ void apply_pipeline(Applier& a) {
       a.attempt("pipeline layout " + f->value + " (recipe)", [&](Plan& p) {
         p.parallel.pipeline_layout = layout;
         p.parallel.num_layers_in_first_pipeline_stage = p.parallel.num_layers_in_last_pipeline_stage = 0;
+      });
+      return;
+    }
+  }
+  // Megatron's --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (NeMo's
+  // num_layers_in_first/last_pipeline_stage): the middle stages share the rest evenly
+  const RunFact* first = a.get("num_layers_in_first_pipeline_stage");
+  const RunFact* last = a.get("num_layers_in_last_pipeline_stage");
+  if ((first && !none_value(first->value)) || (last && !none_value(last->value))) {
+    auto count = [](const RunFact* f) { return f && !none_value(f->value) ? std::atoi(f->value.c_str()) : 0; };
+    const int nf = count(first), nl = count(last);
+    if (nf >= 0 && nl >= 0) {
+      a.attempt("first/last pipeline stage " + std::to_string(nf) + "/" + std::to_string(nl) + " layers (recipe)", [&](Plan& p) {
+        p.parallel.pipeline_layout.clear();
+        p.parallel.num_layers_in_first_pipeline_stage = nf;
+        p.parallel.num_layers_in_last_pipeline_stage = nl;
       });
       return;
     }

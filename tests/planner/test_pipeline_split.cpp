@@ -98,13 +98,42 @@ TEST(PipelineSplit, ExportWritesMegatronsAccountForFlags) {
     EXPECT_EQ(back->parallel.pipeline_layout, p.parallel.pipeline_layout) << "vpp " << vpp;
     EXPECT_EQ(back->parallel.vpp, vpp);
   }
-  // a balanced layout the flags cannot build keeps the explicit layout: 32 layers + 2 on pp3
-  Plan q = test::job(model_preset("llama3-8b").value(), test::cluster("dgx-h100"), 24, 48, 4096);
-  q.parallel.pp = 3;
-  q.parallel.pipeline_layout = balanced_pipeline_layout(q.model, 3, 1);
+  // a balanced layout the flags cannot build keeps the explicit layout: 32 layers + 2 on pp5
+  // (6, 7, 6, 7, 6: the two extra units on the outer stages' embedding and loss)
+  Plan q = test::job(model_preset("llama3-8b").value(), test::cluster("dgx-h100"), 40, 80, 4096);
+  q.parallel.pp = 5;
+  q.parallel.pipeline_layout = balanced_pipeline_layout(q.model, 5, 1);
+  EXPECT_EQ(q.parallel.pipeline_layout, (std::vector<std::vector<int>>{{6}, {7}, {6}, {7}, {6}}));
+  // 32 layers + 2 on pp3 is 10, 11, 11: what --account-for-embedding-in-pipeline-split builds
+  Plan e = test::job(model_preset("llama3-8b").value(), test::cluster("dgx-h100"), 24, 48, 4096);
+  e.parallel.pp = 3;
+  e.parallel.pipeline_layout = balanced_pipeline_layout(e.model, 3, 1);
+  EXPECT_EQ(e.parallel.pipeline_layout, (std::vector<std::vector<int>>{{10}, {11}, {11}}));
+  std::string eargs = export_megatron_args(e);
+  EXPECT_NE(eargs.find("--account-for-embedding-in-pipeline-split"), std::string::npos) << eargs;
+  EXPECT_EQ(eargs.find("--account-for-loss-in-pipeline-split"), std::string::npos) << eargs;
   std::string args = export_megatron_args(q);
   EXPECT_NE(args.find("--pipeline-model-parallel-layout"), std::string::npos) << args;
   EXPECT_EQ(args.find("--account-for"), std::string::npos) << args;
+}
+
+TEST(PipelineSplit, BalancedLayoutGivesTheOuterStagesTheUnevenShare) {
+  // DeepSeek-V3: 61 layers + embedding + loss + MTP (two units) = 65 units. NeMo's recipe sets the
+  // first and last stages to 64/pp - 1 and 64/pp - 2 layers (pretrain_deepseek_v3.py): 3, 4 x 14, 2
+  // on pp16 and 15, 16, 16, 14 on pp4; no middle stage holds an extra layer.
+  const ModelSpec m = model_preset("deepseek-v3").value();
+  std::vector<std::vector<int>> pp16(16, std::vector<int>{4});
+  pp16.front() = {3};
+  pp16.back() = {2};
+  EXPECT_EQ(balanced_pipeline_layout(m, 16, 1), pp16);
+  EXPECT_EQ(balanced_pipeline_layout(m, 4, 1), (std::vector<std::vector<int>>{{15}, {16}, {16}, {14}}));
+  // more chunks than units: the head's chunk holds no layer and the layers still add up
+  for (int pp : {8, 16, 32}) {
+    int total = 0;
+    for (const auto& st : balanced_pipeline_layout(m, pp, 4))
+      for (int v : st) total += v;
+    EXPECT_EQ(total, 61) << pp;
+  }
 }
 
 }  // namespace

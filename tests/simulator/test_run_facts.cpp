@@ -105,3 +105,29 @@ TEST(RunFacts, MegatronPipelineLayoutStrings) {
   EXPECT_TRUE(parse_megatron_pipeline_layout("Et|(tt", 1, 2).empty());             // unbalanced
   EXPECT_TRUE(parse_megatron_pipeline_layout("Ex|tL", 2, 1).empty());              // unknown symbol
 }
+
+TEST(RunFacts, FirstAndLastPipelineStageLayerCounts) {
+  CsvRow row;
+  Plan plan;
+  plan.model = *model_preset("llama3-8b");  // 32 layers
+  plan.cluster = *cluster_preset("dgx-h100");
+  plan.training = {64, 4096, Precision::bf16};
+  plan.parallel.world_size = 8;
+  plan.parallel.pp = 4;
+  std::string notes;
+  apply_run_facts(
+      {{"num_layers_in_first_pipeline_stage", "7", "", "x@1:y"}, {"num_layers_in_last_pipeline_stage", "9", "", "x@1:y"}}, row,
+      plan, notes);
+  EXPECT_EQ(plan.parallel.num_layers_in_first_pipeline_stage, 7);
+  EXPECT_EQ(plan.parallel.num_layers_in_last_pipeline_stage, 9);
+  EXPECT_NE(notes.find("first/last pipeline stage 7/9 layers (recipe)"), std::string::npos) << notes;
+  // 32 - 5 - 6 = 21 layers do not split over the 2 middle stages: the fact is skipped
+  Plan other = plan;
+  other.parallel.num_layers_in_first_pipeline_stage = other.parallel.num_layers_in_last_pipeline_stage = 0;
+  notes.clear();
+  apply_run_facts(
+      {{"num_layers_in_first_pipeline_stage", "5", "", "x@1:y"}, {"num_layers_in_last_pipeline_stage", "6", "", "x@1:y"}}, row,
+      other, notes);
+  EXPECT_EQ(other.parallel.num_layers_in_first_pipeline_stage, 0);
+  EXPECT_NE(notes.find("skipped"), std::string::npos) << notes;
+}
