@@ -63,6 +63,10 @@ Expected<Plan> plan_from_json(const json& j) {
       for (auto& e : r.error().problems) problems.push_back("plan." + e);
   }
   p.training.framework = *parse_framework(f.choice_or("framework", framework_choices(), "megatron"));
+  // a plan that names no context-parallel exchange gets its framework's (default_cp_comm)
+  if (const json* q = j.is_object() && j.contains("parallel") ? &j.at("parallel") : nullptr;
+      q && q->is_object() && !q->contains("cp_comm_type"))
+    p.parallel.cp_comm_type = default_cp_comm(p.training.framework);
   if (f.has("meta")) {
     if (const json* meta = f.object("meta")) p.meta = *meta;
   }

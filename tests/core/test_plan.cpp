@@ -49,6 +49,28 @@ TEST(Plan, InvalidLayoutIsRejectedWithRule) {
   EXPECT_NE(r.error().message().find("tp=3 does not divide num_attention_heads=32"), std::string::npos) << r.error().message();
 }
 
+TEST(Plan, UnnamedContextParallelExchangeIsTheFrameworks) {
+  Plan p = sample();
+  p.parallel.tp = 1;
+  p.parallel.sp = false;
+  p.parallel.cp = 2;
+  auto j = plan_to_json(p);
+  j["parallel"].erase("cp_comm_type");
+  j["parallel"].erase("dp");
+  for (auto [fw, want] :
+       {std::pair{"megatron", CpCommType::p2p}, {"torchtitan", CpCommType::allgather}, {"maxtext", CpCommType::allgather}}) {
+    j["framework"] = fw;
+    j["parallel"]["zero"] = std::string(fw) == "megatron" ? 1 : 3;  // torchtitan and MaxText shard fully
+    auto r = plan_from_json(j);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->parallel.cp_comm_type, want) << fw;
+  }
+  j["parallel"]["cp_comm_type"] = "a2a";  // a named one is kept
+  auto r = plan_from_json(j);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->parallel.cp_comm_type, CpCommType::a2a);
+}
+
 TEST(Plan, AtomicWriteLeavesNoTempFile) {
   std::string path = ::testing::TempDir() + "/atomic.json";
   ASSERT_EQ(write_text_file_atomic(path, "{}"), "");
