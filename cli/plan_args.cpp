@@ -32,6 +32,9 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"}));
   sub->add_option("--method", a.method, "pretrain|sft|lora (lora: frozen base weights)")
       ->check(CLI::IsMember({"pretrain", "sft", "lora"}));
+  sub->add_option("--packed-doc-tokens", a.packed_doc_tokens,
+                  "packed sequences: mean tokens per document (attention stays within each); 0 = unpacked")
+      ->check(int_range(0, kMaxSeq));
   sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
   sub->add_option("--framework", a.framework, "training framework megatron|torchtitan|llm-foundry|maxtext (default megatron)")
       ->check(CLI::IsMember(framework_choices()));
@@ -123,6 +126,10 @@ Plan job_skeleton(const JobArgs& a) {
   p.training.method = a.method == "lora"  ? TrainingMethod::lora
                       : a.method == "sft" ? TrainingMethod::sft
                                           : TrainingMethod::pretrain;
+  if (a.packed_doc_tokens > a.seq)
+    throw InputError{"--packed-doc-tokens: " + std::to_string(a.packed_doc_tokens) + " is longer than --seq " +
+                     std::to_string(a.seq) + "; give the mean document length, at most the sequence length (0 = unpacked)"};
+  p.training.packed_doc_tokens = a.packed_doc_tokens;
   auto fw = parse_framework(a.framework);
   if (!fw) throw InputError{"--framework: '" + a.framework + "' is not one of " + join_names(framework_choices(), "|")};
   p.training.framework = *fw;

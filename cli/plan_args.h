@@ -13,7 +13,7 @@ namespace mplan::cli {
 struct JobArgs {
   std::string model, cluster, precision = "bf16", method = "pretrain";
   int gpus = 0;
-  int64_t gbs = 0, seq = 0;
+  int64_t gbs = 0, seq = 0, packed_doc_tokens = 0;
   std::string calibration;  // --calibration FILE
   bool force = false;       // --force: apply a calibration fitted for another GPU architecture
   // the framework and the runtime options every layout of the job shares (search keeps them fixed)

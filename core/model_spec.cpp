@@ -39,6 +39,16 @@ bool ModelSpec::is_window_layer(int layer) const {
   return (layer + 1) % window_attn_skip_freq != 0;
 }
 
+double ModelSpec::attention_fraction(int64_t seq, int64_t doc, bool windowed) const {
+  const int64_t w = windowed && window_size > 0 ? window_size : seq;
+  if (doc <= 0 || doc >= seq) return windowed ? window_attention_fraction(seq) : 1.0;
+  // causal attention within documents of `doc` tokens (and within the window): score entries per
+  // document over the full causal matrix's
+  auto causal = [](double n, double win) { return n <= win ? n * (n + 1) / 2 : win * (win + 1) / 2 + (n - win) * win; };
+  const double s = double(seq), d = double(doc);
+  return (s / d) * causal(d, double(w)) / (s * (s + 1) / 2);
+}
+
 double ModelSpec::window_attention_fraction(int64_t seq) const {
   if (window_size <= 0 || seq <= window_size) return 1.0;
   const double s = double(seq), w = double(window_size);

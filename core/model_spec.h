@@ -109,6 +109,9 @@ struct ModelSpec {
   // Keys a query of a causal sequence of length `seq` attends to, summed over the sequence, as a
   // fraction of the causal s(s+1)/2 (1 = full causal attention); for a windowed layer.
   double window_attention_fraction(int64_t seq) const;
+  // The same fraction when the sequence packs documents of `doc` tokens (attention stays within each,
+  // THD format): about doc / seq; `windowed` also applies the sliding window. doc <= 0: one document.
+  double attention_fraction(int64_t seq, int64_t doc, bool windowed) const;
 };
 
 std::string to_string(Activation a);

@@ -460,7 +460,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, int layer, const OpContext& c) {
   Dims d = dims(c);
   std::vector<Op> ops;
   ops.reserve(24);
-  attention_block(ops, m, c, d, m.is_window_layer(layer) ? m.window_attention_fraction(c.seq) : 1.0);
+  attention_block(ops, m, c, d, m.attention_fraction(c.seq, c.packed_doc_tokens, m.is_window_layer(layer)));
   mlp_block(ops, m, c, d, m.is_moe_layer(layer));
   return ops;
 }

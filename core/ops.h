@@ -107,6 +107,8 @@ struct OpContext {
   bool triton_attention = false;  // flash attention by the 2022 Triton kernel (same memory, slower)
   int64_t micro_batch = 1;
   int64_t seq = 1;
+  // packed sequences: mean tokens per document, attention runs within each (0 = one document)
+  int64_t packed_doc_tokens = 0;
   Precision precision = Precision::bf16;
   // MoE: tokens the busiest expert-parallel rank receives over the mean (1 = perfectly balanced);
   // its expert GEMMs, activations and incoming all-to-all traffic scale by it.

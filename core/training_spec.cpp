@@ -24,7 +24,7 @@ Expected<TrainingSpec> training_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "training", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"global_batch_size", "seq_length", "precision", "method"});
+  f.reject_unknown({"global_batch_size", "seq_length", "precision", "method", "packed_doc_tokens"});
   TrainingSpec t;
   t.global_batch_size = f.integer("global_batch_size", 1, kMaxBatch);
   t.seq_length = f.integer("seq_length", 1, kMaxSeq);
@@ -32,15 +32,21 @@ Expected<TrainingSpec> training_from_json(const json& j) {
   t.precision = parse_precision(p).value_or(Precision::bf16);
   std::string m = f.choice_or("method", {"pretrain", "sft", "lora"}, "pretrain");
   t.method = m == "lora" ? TrainingMethod::lora : m == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
+  t.packed_doc_tokens = f.integer_or("packed_doc_tokens", 0, 0, kMaxSeq);
+  if (t.packed_doc_tokens > t.seq_length)
+    f.problem("packed_doc_tokens", "must be at most seq_length (" + std::to_string(t.seq_length) + "), got " +
+                                       std::to_string(t.packed_doc_tokens) + "; 0 = unpacked");
   if (!problems.empty()) return Error(problems);
   return t;
 }
 
 json training_to_json(const TrainingSpec& t) {
-  return {{"global_batch_size", t.global_batch_size},
-          {"seq_length", t.seq_length},
-          {"precision", std::string(to_string(t.precision))},
-          {"method", to_string(t.method)}};
+  json j = {{"global_batch_size", t.global_batch_size},
+            {"seq_length", t.seq_length},
+            {"precision", std::string(to_string(t.precision))},
+            {"method", to_string(t.method)}};
+  if (t.packed_doc_tokens > 0) j["packed_doc_tokens"] = t.packed_doc_tokens;
+  return j;
 }
 
 }  // namespace mplan

@@ -23,6 +23,10 @@ struct TrainingSpec {
   TrainingMethod method = TrainingMethod::pretrain;
   // The framework the job runs under (plan field "framework"; default megatron).
   Framework framework = Framework::megatron;
+  // Packed sequences (fine-tuning data packed into seq_length, Megatron's THD format with cu_seqlens):
+  // the mean tokens per packed document; attention runs within each document. 0 = one document per
+  // sequence (plan field training.packed_doc_tokens, --packed-doc-tokens).
+  int64_t packed_doc_tokens = 0;
   bool frozen_base() const { return method == TrainingMethod::lora; }
 };
 

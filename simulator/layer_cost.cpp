@@ -62,6 +62,7 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
   oc.sp = p.sp;
   oc.micro_batch = p.micro_batch_size;
   oc.seq = plan.training.seq_length;
+  oc.packed_doc_tokens = plan.training.packed_doc_tokens;
   oc.precision = plan.training.precision;
   oc.cp_comm = p.cp_comm_type == CpCommType::p2p   ? OpContext::CpComm::p2p
                : p.cp_comm_type == CpCommType::a2a ? OpContext::CpComm::a2a

@@ -201,6 +201,12 @@ void apply_runtime(Applier& a) {
     if (auto b = parse_attention_backend(lower(f->value)))
       a.attempt(f->value + " attention (recipe)", [&](Plan& p) { p.parallel.attention_backend = *b; });
   }
+  if (const RunFact* f = a.get("packed_doc_tokens"); f && !none_value(f->value)) {
+    const int64_t d = std::atoll(f->value.c_str());
+    if (d > 0 && d <= a.plan.training.seq_length)
+      a.attempt("packed sequences, " + f->value + "-token documents (recipe)",
+                [&](Plan& p) { p.training.packed_doc_tokens = d; });
+  }
   if (const RunFact* f = a.get("hidden_dropout"))
     a.attempt("dropout " + f->value + " (recipe)", [&](Plan& p) {
       p.model.hidden_dropout = std::atof(f->value.c_str());

@@ -139,3 +139,16 @@ TEST(ModelSpec, SlidingWindowPatternAndFraction) {
   EXPECT_DOUBLE_EQ(m.window_attention_fraction(1024), (128.0 * 129 / 2 + 896.0 * 128) / (1024.0 * 1025 / 2));
   EXPECT_DOUBLE_EQ(m.window_attention_fraction(64), 1.0);
 }
+
+TEST(ModelSpec, PackedDocumentsAttentionFraction) {
+  ModelSpec m = *model_preset("llama3-8b");
+  // 4096 tokens packing 16 documents of 256: 16 * 256*257/2 of the 4096*4097/2 causal entries
+  EXPECT_DOUBLE_EQ(m.attention_fraction(4096, 256, false), 16.0 * 256 * 257 / 2 / (4096.0 * 4097 / 2));
+  EXPECT_DOUBLE_EQ(m.attention_fraction(4096, 0, false), 1.0);     // unpacked
+  EXPECT_DOUBLE_EQ(m.attention_fraction(4096, 4096, false), 1.0);  // one document
+  // a sliding window longer than the documents changes nothing; a shorter one cuts inside each
+  ModelSpec g = *model_preset("gpt-oss-120b");  // window 128
+  EXPECT_DOUBLE_EQ(g.attention_fraction(4096, 0, true), g.window_attention_fraction(4096));
+  EXPECT_DOUBLE_EQ(g.attention_fraction(4096, 64, true), g.attention_fraction(4096, 64, false));
+  EXPECT_DOUBLE_EQ(g.attention_fraction(4096, 256, true), 16.0 * (128.0 * 129 / 2 + 128.0 * 128) / (4096.0 * 4097 / 2));
+}

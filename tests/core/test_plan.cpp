@@ -71,6 +71,22 @@ TEST(Plan, UnnamedContextParallelExchangeIsTheFrameworks) {
   EXPECT_EQ(r->parallel.cp_comm_type, CpCommType::a2a);
 }
 
+TEST(Plan, PackedDocumentLengthRoundTripsAndIsBounded) {
+  Plan p = sample();
+  p.training.packed_doc_tokens = 230;
+  auto j = plan_to_json(p);
+  EXPECT_EQ(j["training"]["packed_doc_tokens"], 230);
+  auto r = plan_from_json(j);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->training.packed_doc_tokens, 230);
+  EXPECT_FALSE(plan_to_json(sample())["training"].contains("packed_doc_tokens"));  // unpacked: not written
+  j["training"]["packed_doc_tokens"] = 9000;                                       // longer than seq_length 8192
+  r = plan_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("packed_doc_tokens"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("at most seq_length (8192)"), std::string::npos) << r.error().message();
+}
+
 TEST(Plan, AtomicWriteLeavesNoTempFile) {
   std::string path = ::testing::TempDir() + "/atomic.json";
   ASSERT_EQ(write_text_file_atomic(path, "{}"), "");

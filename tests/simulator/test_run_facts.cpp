@@ -1,6 +1,6 @@
 // Published-run facts (data/run_facts): the embedded files parse, every fact cites a pinned source,
 // rows pick up the facts of the runs they match, stated columns win, and facts that would break a
-// layout rule are skipped; Megatron's pipeline-layout strings parse.
+// layout rule are skipped; Megatron's pipeline-layout strings parse; packed sequences shrink attention.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +10,7 @@
 #include "core/presets.h"
 #include "simulator/published.h"
 #include "simulator/run_facts.h"
+#include "simulator/simulator.h"
 
 using namespace mplan;
 
@@ -130,4 +131,30 @@ TEST(RunFacts, FirstAndLastPipelineStageLayerCounts) {
       other, notes);
   EXPECT_EQ(other.parallel.num_layers_in_first_pipeline_stage, 0);
   EXPECT_NE(notes.find("skipped"), std::string::npos) << notes;
+}
+
+TEST(RunFacts, PackedSequencesShrinkAttentionOnly) {
+  // a fine-tuning job packing 230-token documents into 4096: attention runs within each document
+  Plan plan;
+  plan.model = *model_preset("llama3-8b");
+  plan.cluster = *cluster_preset("dgx-h100");
+  plan.training = {32, 4096, Precision::bf16};
+  plan.training.method = TrainingMethod::sft;
+  plan.parallel.world_size = 8;
+  auto time_of = [](const StepReport& r, const std::string& op) {
+    for (const auto& o : r.ops)
+      if (o.name == op) return o.time_s;
+    return 0.0;
+  };
+  auto plain = simulate(plan, CostParams{});
+  CsvRow row;
+  std::string notes;
+  apply_run_facts({{"packed_doc_tokens", "230", "", "x@1:y"}}, row, plan, notes);
+  EXPECT_EQ(plan.training.packed_doc_tokens, 230);
+  auto packed = simulate(plan, CostParams{});
+  ASSERT_TRUE(plain.ok() && packed.ok());
+  EXPECT_GT(packed->tokens_per_s_per_gpu, plain->tokens_per_s_per_gpu);
+  // attention's work falls to (230 + 1) / (4096 + 1) of the causal matrix; its fixed per-kernel costs stay
+  EXPECT_LT(time_of(*packed, "attn_core"), 0.2 * time_of(*plain, "attn_core"));
+  EXPECT_DOUBLE_EQ(time_of(*packed, "fc1_gemm"), time_of(*plain, "fc1_gemm"));
 }
