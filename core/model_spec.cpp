@@ -39,21 +39,23 @@ bool ModelSpec::is_window_layer(int layer) const {
   return (layer + 1) % window_attn_skip_freq != 0;
 }
 
+namespace {
+// Score entries of causal attention over `n` tokens when each query sees at most `win` keys.
+double causal_entries(double n, double win) { return n <= win ? n * (n + 1) / 2 : win * (win + 1) / 2 + (n - win) * win; }
+}  // namespace
+
 double ModelSpec::attention_fraction(int64_t seq, int64_t doc, bool windowed) const {
-  const int64_t w = windowed && window_size > 0 ? window_size : seq;
   if (doc <= 0 || doc >= seq) return windowed ? window_attention_fraction(seq) : 1.0;
-  // causal attention within documents of `doc` tokens (and within the window): score entries per
-  // document over the full causal matrix's
-  auto causal = [](double n, double win) { return n <= win ? n * (n + 1) / 2 : win * (win + 1) / 2 + (n - win) * win; };
+  // causal attention within documents of `doc` tokens (and within the window), over the full matrix's
   const double s = double(seq), d = double(doc);
-  return (s / d) * causal(d, double(w)) / (s * (s + 1) / 2);
+  const double w = windowed && window_size > 0 ? double(window_size) : s;
+  return (s / d) * causal_entries(d, w) / causal_entries(s, s);
 }
 
 double ModelSpec::window_attention_fraction(int64_t seq) const {
   if (window_size <= 0 || seq <= window_size) return 1.0;
-  const double s = double(seq), w = double(window_size);
-  double windowed = w * (w + 1) / 2 + (s - w) * w;  // query i attends to min(i, w) keys
-  return windowed / (s * (s + 1) / 2);
+  const double s = double(seq);
+  return causal_entries(s, double(window_size)) / causal_entries(s, s);  // query i attends to min(i, w) keys
 }
 
 std::string to_string(RopeScalingType t) {
