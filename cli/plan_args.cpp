@@ -38,6 +38,8 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
   sub->add_option("--framework", a.framework, "training framework megatron|torchtitan|llm-foundry|maxtext (default megatron)")
       ->check(CLI::IsMember(framework_choices()));
+  sub->add_flag("--torch-compile", a.torch_compile,
+                "torchtitan: the model is compiled (torch.compile fuses each block's pointwise ops); default eager");
   sub->add_flag("--fp8-param-gather", a.fp8_param_gather, "fp8 weights as the primary copy (Megatron --fp8-param-gather)");
   sub->add_flag("--grad-reduce-in-bf16", a.grad_reduce_in_bf16, "keep and reduce gradients in bf16 (default fp32 main grads)");
   sub->add_flag("--cross-entropy-fusion", a.cross_entropy_fusion,
@@ -133,6 +135,9 @@ Plan job_skeleton(const JobArgs& a) {
   auto fw = parse_framework(a.framework);
   if (!fw) throw InputError{"--framework: '" + a.framework + "' is not one of " + join_names(framework_choices(), "|")};
   p.training.framework = *fw;
+  if (a.torch_compile && *fw != Framework::torchtitan)
+    throw InputError{"--torch-compile: applies only to --framework torchtitan (got " + a.framework + ")"};
+  p.training.torch_compile = a.torch_compile;
   p.parallel.world_size = a.gpus;
   ParallelConfig& q = p.parallel;
   q.fp8_param_gather = a.fp8_param_gather;

@@ -18,6 +18,7 @@ struct JobArgs {
   bool force = false;       // --force: apply a calibration fitted for another GPU architecture
   // the framework and the runtime options every layout of the job shares (search keeps them fixed)
   std::string framework = "megatron";
+  bool torch_compile = false;  // torchtitan: torch.compile the model (--torch-compile)
   bool fp8_param_gather = false, grad_reduce_in_bf16 = false, cross_entropy_fusion = false, adam_states_bf16 = false;
   std::string main_params = "fp32";
   std::optional<double> moe_capacity_factor;  // not given: dropless

@@ -137,6 +137,7 @@ struct Dims {
   double a;    // bytes per activation element
   double g;    // bytes per element of a saved GEMM input (quantized in fp8 recipes)
   double b, sq, skv;
+  bool eager;  // OpContext::eager_pointwise
 };
 
 Dims dims(const OpContext& c) {
@@ -148,8 +149,23 @@ Dims dims(const OpContext& c) {
   d.Tsp = c.sp ? d.T / c.tp : d.T;
   d.a = activation_bytes(c.precision);
   d.g = saved_gemm_input_bytes(c.precision);
+  d.eager = c.eager_pointwise;
   return d;
 }
+
+// HBM bytes per element of the pointwise ops, forward, for activations of `a` bytes. Fused (one
+// kernel): read the input, write the output. Eager PyTorch runs torchtitan's Llama code
+// (torchtitan@9dec370 models/norms.py RMSNorm, models/llama/model.py apply_rotary_emb and
+// FeedForward) one kernel per op:
+//  - RMSNorm `(x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * weight`:
+//    x.float() a+4, pow 4+4, mean 4, the product 4+4, type_as 4+a, the weight product a+a = 28 + 4a;
+//  - RoPE `view_as_complex(x.float()) * freqs_cis`, view_as_real, type_as: a+4, 4+4, 4+a = 16 + 2a
+//    per element of q and k;
+//  - SwiGLU `silu(w1 x) * w3 x`: silu a+a, the product 2a+a = 5a per element of the hidden width
+//    (fused: 2a in, a out = 3a).
+double norm_bytes_per_elem(const Dims& d) { return d.eager ? 28 + 4 * d.a : 2 * d.a; }
+double rope_bytes_per_elem(const Dims& d) { return d.eager ? 16 + 2 * d.a : 2 * d.a; }
+double act_bytes_per_elem(const Dims& d, double gate) { return gate > 1 && d.eager ? 5 * d.a : (gate + 1) * d.a; }
 
 constexpr uint32_t bit(RecomputeModule m) { return uint32_t(m); }
 constexpr uint32_t bit(OffloadModule m) { return uint32_t(m); }
@@ -228,7 +244,7 @@ void tp_exit(std::vector<Op>& ops, const OpContext& c, const Dims& d, double wid
 // The input of a pre-norm block (residual stream) kept by its norm; the norm's output is kept by the
 // GEMM that consumes it (dropped by `layernorm` recompute, which re-runs the norm).
 Op norm_op(const std::string& name, const Dims& d, double h, uint32_t offload) {
-  Op o = mem_op(name, OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h);
+  Op o = mem_op(name, OpKind::norm, norm_bytes_per_elem(d) * d.Tsp * h, 5 * d.Tsp * h);
   o.rerun_by = bit(RecomputeModule::layernorm);
   keep(o, d.Tsp * h * d.a, 0, offload);
   return o;
@@ -283,10 +299,18 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     ops.push_back(qkv);
   }
   double qk_width = (heads + kv_heads) * dqk;
-  Op rope = mem_op("rope", OpKind::elementwise, 2 * d.T * qk_width * d.a, 3 * d.T * qk_width);
-  ops.push_back(rerun(sac(rope, 0, 1), m.mla ? up : 0));
   // K/V as attention sees them (torchtitan repeats them to every head)
   double kv_seen = c.kv_repeated ? heads : kv_heads;
+  double rope_bytes = rope_bytes_per_elem(d) * d.T * qk_width;
+  // torchtitan's layout copies around SDPA, compiled or not: repeat_kv() materialises K and V at every
+  // head (when there are fewer K/V heads), and the output's transpose(1, 2).contiguous() copies it
+  // back (models/llama/model.py)
+  if (c.kv_repeated) {
+    rope_bytes += d.a * d.T * 2 * heads * dv;
+    if (kv_heads < heads) rope_bytes += d.a * d.T * (kv_heads + heads) * (dqk + dv);
+  }
+  Op rope = mem_op("rope", OpKind::elementwise, rope_bytes, 3 * d.T * qk_width);
+  ops.push_back(rerun(sac(rope, 0, 1), m.mla ? up : 0));
   double kv_bytes = d.T * kv_heads * (dqk + dv) * d.a;
   if (c.cp > 1) {
     Op x;
@@ -360,7 +384,7 @@ void dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
   sac(fc1, d.T * f * d.a, gate > 1 ? 0.5 : 0);  // op SAC: w1 output saved (matmul 5), w3 re-runs (matmul 6)
   named(fc1, RematTensor::mlpwi, d.T * gate * f * d.a);
   ops.push_back(rerun(fc1, mlp));
-  Op act = mem_op("act", OpKind::elementwise, d.T * f * (gate + 1) * d.a, 4 * d.T * f);
+  Op act = mem_op("act", OpKind::elementwise, d.T * f * act_bytes_per_elem(d, gate), 4 * d.T * f);
   keep(act, d.T * gate * f * d.a, mlp);
   ops.push_back(rerun(sac(act, 0, 1), mlp));
   Op fc2 = gemm("fc2_gemm", d.T, h, f, d.a);
@@ -403,7 +427,7 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
   };
   Op fc1 = gemm("expert_fc1_gemm", per_expert, gate * fe, h, d.a, int64_t(local_experts));
   ops.push_back(rerun(busiest(keep(fc1, R * h * d.g, moe, bit(OffloadModule::expert_fc1))), moe));
-  Op act = mem_op("expert_act", OpKind::elementwise, R * fe * (gate + 1) * d.a, 4 * R * fe);
+  Op act = mem_op("expert_act", OpKind::elementwise, R * fe * act_bytes_per_elem(d, gate), 4 * R * fe);
   keep(act, R * 4, moe);  // fp32 permuted probabilities
   ops.push_back(rerun(busiest(keep(act, R * gate * fe * d.a, moe, bit(OffloadModule::moe_act))), moe | act_m));
   Op fc2 = gemm("expert_fc2_gemm", per_expert, h, fe, d.a, int64_t(local_experts));
@@ -421,7 +445,7 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
     tp_enter(ops, c, d, h, moe | shared);
     Op s1 = gemm("shared_fc1_gemm", d.T, gate * fs, h, d.a);
     ops.push_back(rerun(keep(s1, d.g != d.a ? d.Tsp * h * d.g : 0.0, ln | moe), moe | shared));
-    Op sa = mem_op("shared_act", OpKind::elementwise, d.T * fs * (gate + 1) * d.a, 4 * d.T * fs);
+    Op sa = mem_op("shared_act", OpKind::elementwise, d.T * fs * act_bytes_per_elem(d, gate), 4 * d.T * fs);
     ops.push_back(rerun(keep(sa, d.T * gate * fs * d.a, moe | shared), moe | shared));
     Op s2 = gemm("shared_fc2_gemm", d.T, h, fs, d.a);
     ops.push_back(rerun(keep(s2, d.T * fs * d.g, moe | shared), moe | shared));

@@ -116,6 +116,10 @@ struct OpContext {
   LossMemory loss_memory = LossMemory::megatron_fp32_softmax;
   // torchtitan's Llama repeats K/V to all heads before SDPA (repeat_kv), so attention saves them at n_heads
   bool kv_repeated = false;
+  // Eager PyTorch (torchtitan without torch.compile): every pointwise op of the block is its own
+  // kernel with its own pass over memory (RMSNorm in fp32 math, complex-number RoPE, silu and the gate
+  // product apart); see eager_* in ops.cpp. false: fused kernels (Transformer Engine, torch.compile, XLA).
+  bool eager_pointwise = false;
 };
 
 // Bytes per element of a GEMM input the op saves for its backward: the activation dtype, or the

@@ -67,6 +67,9 @@ Expected<Plan> plan_from_json(const json& j) {
   if (const json* q = j.is_object() && j.contains("parallel") ? &j.at("parallel") : nullptr;
       q && q->is_object() && !q->contains("cp_comm_type"))
     p.parallel.cp_comm_type = default_cp_comm(p.training.framework);
+  if (p.training.torch_compile && p.training.framework != Framework::torchtitan)
+    f.problem("training.torch_compile", "applies only to framework torchtitan (torch.compile of its model); framework " +
+                                            to_string(p.training.framework) + " takes false or no field");
   if (f.has("meta")) {
     if (const json* meta = f.object("meta")) p.meta = *meta;
   }

@@ -24,7 +24,7 @@ Expected<TrainingSpec> training_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "training", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"global_batch_size", "seq_length", "precision", "method", "packed_doc_tokens"});
+  f.reject_unknown({"global_batch_size", "seq_length", "precision", "method", "packed_doc_tokens", "torch_compile"});
   TrainingSpec t;
   t.global_batch_size = f.integer("global_batch_size", 1, kMaxBatch);
   t.seq_length = f.integer("seq_length", 1, kMaxSeq);
@@ -36,6 +36,7 @@ Expected<TrainingSpec> training_from_json(const json& j) {
   if (t.packed_doc_tokens > t.seq_length)
     f.problem("packed_doc_tokens", "must be at most seq_length (" + std::to_string(t.seq_length) + "), got " +
                                        std::to_string(t.packed_doc_tokens) + "; 0 = unpacked");
+  t.torch_compile = f.boolean_or("torch_compile", false);
   if (!problems.empty()) return Error(problems);
   return t;
 }
@@ -46,6 +47,7 @@ json training_to_json(const TrainingSpec& t) {
             {"precision", std::string(to_string(t.precision))},
             {"method", to_string(t.method)}};
   if (t.packed_doc_tokens > 0) j["packed_doc_tokens"] = t.packed_doc_tokens;
+  if (t.torch_compile) j["torch_compile"] = true;
   return j;
 }
 

@@ -27,6 +27,10 @@ struct TrainingSpec {
   // the mean tokens per packed document; attention runs within each document. 0 = one document per
   // sequence (plan field training.packed_doc_tokens, --packed-doc-tokens).
   int64_t packed_doc_tokens = 0;
+  // torchtitan compiles the model with torch.compile (plan field training.torch_compile,
+  // --torch-compile): the pointwise ops of each block fuse into a few kernels. false: eager PyTorch,
+  // one kernel per op (torchtitan's default, `compile = false`). Only framework torchtitan takes it.
+  bool torch_compile = false;
   bool frozen_base() const { return method == TrainingMethod::lora; }
 };
 

@@ -211,7 +211,10 @@ std::string toml(const Plan& plan, TorchtitanVersion v) {
   o << "seq_len = " << t.seq_length << "\n";
   o << "mixed_precision_param = \"" << (t.precision == Precision::fp32 || t.precision == Precision::tf32 ? "float32" : "bfloat16")
     << "\"\n";
-  if (p.tp_comm_overlap && v == TorchtitanVersion::v0_1) o << "compile = true  # async tensor parallelism needs torch.compile\n";
+  // torch.compile: asked for in the plan, or needed by async tensor parallelism
+  const char* why = p.tp_comm_overlap ? "  # async tensor parallelism needs torch.compile\n" : "\n";
+  const bool compiled = t.torch_compile || p.tp_comm_overlap;
+  if (compiled && v == TorchtitanVersion::v0_1) o << "compile = true" << why;
   o << "\n[parallelism]\n";
   o << "data_parallel_replicate_degree = " << torchtitan::replicate_degree(p) << "\n";
   o << "data_parallel_shard_degree = " << torchtitan::shard_degree(p) << "\n";
@@ -227,8 +230,7 @@ std::string toml(const Plan& plan, TorchtitanVersion v) {
   if (p.ep > 1 && v == TorchtitanVersion::v0_2) o << "expert_tensor_parallel_degree = " << p.etp << "\n";
   if (p.ep > 1 && v == TorchtitanVersion::v0_2 && p.moe_dispatcher == MoeDispatcher::deepep)
     o << "expert_parallel_comm_backend = \"deepep\"\n";
-  if (p.tp_comm_overlap && v == TorchtitanVersion::v0_2)
-    o << "\n[compile]\nenable = true  # async tensor parallelism needs torch.compile\n";
+  if (compiled && v == TorchtitanVersion::v0_2) o << "\n[compile]\nenable = true" << why;
   o << "\n[activation_checkpoint]\n";
   o << "mode = \""
     << (p.recompute == Recompute::none        ? "none"

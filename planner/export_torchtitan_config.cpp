@@ -87,7 +87,8 @@ void training(std::ostringstream& o, const Plan& plan) {
   if (p.tp_comm_overlap)  // CompileConfig checks that async TP compiles the model
     o << "    config.compile = CompileConfig(enable=True, enable_async_tensor_parallel=True)\n";
   else
-    o << "    config.compile.enable_async_tensor_parallel = False\n";
+    o << "    config.compile.enable = " << (t.torch_compile ? "True" : "False")
+      << "\n    config.compile.enable_async_tensor_parallel = False\n";
   const char* ac = p.recompute == Recompute::none        ? "None"
                    : p.recompute == Recompute::selective ? "SelectiveAC.Config()"
                                                          : "FullAC.Config()";

@@ -94,13 +94,22 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
     for (CpCommType cc : cps) {
       q.sp = sp != 0;
       q.cp_comm_type = cc;
-      OpContext oc = op_context(p, q, prm_);
-      std::vector<Op> dense_ops = layer_ops(dense_model, 0, oc), moe_ops, emb = embedding_ops(m, oc), head = head_ops(m, oc);
-      if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
-      auto dense_c = op_list_compute(dense_ops, v), moe_c = op_list_compute(moe_ops, v);
-      auto emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
+      std::vector<Op> dense_ops, moe_ops, emb, head;
+      std::vector<OpCost> dense_c, moe_c, emb_c, head_c;
+      int eager_built = -1;
       for (auto [tsp, ov] : tpv) {
         if (tsp != sp) continue;
+        // the op lists depend on the overlap only where it decides eager vs compiled pointwise ops
+        // (torchtitan's async TP compiles the model, op_context): rebuilt when that changes
+        q.tp_comm_overlap = ov != 0;
+        const OpContext oc = op_context(p, q, prm_);
+        if (int(oc.eager_pointwise) != eager_built) {
+          eager_built = int(oc.eager_pointwise);
+          dense_ops = layer_ops(dense_model, 0, oc), emb = embedding_ops(m, oc), head = head_ops(m, oc);
+          if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
+          dense_c = op_list_compute(dense_ops, v), moe_c = op_list_compute(moe_ops, v);
+          emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
+        }
         v.tp_comm_overlap = ov != 0;
         for (bool split : {false, true})
           for (bool a2a_ovl : a2a) {

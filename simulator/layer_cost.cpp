@@ -88,6 +88,9 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
                    : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
                                                                              : LossMemory::megatron_fp32_softmax;
   oc.kv_repeated = fw == Framework::torchtitan;  // torchtitan's Llama repeat_kv()s K/V before SDPA
+  // torchtitan runs eager unless compiled; its async TP needs torch.compile (parallelize_llama.py
+  // refuses async TP without it), so a plan with tp_comm_overlap is compiled
+  oc.eager_pointwise = fw == Framework::torchtitan && !plan.training.torch_compile && !p.tp_comm_overlap;
   return oc;
 }
 

@@ -207,6 +207,9 @@ void apply_runtime(Applier& a) {
       a.attempt("packed sequences, " + f->value + "-token documents (recipe)",
                 [&](Plan& p) { p.training.packed_doc_tokens = d; });
   }
+  if (const RunFact* f = a.get("torch_compile"); f && a.plan.training.framework == Framework::torchtitan)
+    a.attempt(std::string(truthy(f->value) ? "torch.compile" : "eager") + " (recipe)",
+              [&](Plan& p) { p.training.torch_compile = truthy(f->value); });
   if (const RunFact* f = a.get("hidden_dropout"))
     a.attempt("dropout " + f->value + " (recipe)", [&](Plan& p) {
       p.model.hidden_dropout = std::atof(f->value.c_str());

@@ -50,6 +50,9 @@ TEST(CliMemory, BadMemoryOptionsExitTwoNamingTheField) {
   auto fw = run_mplan(kJob + "--framework deepspeed");
   EXPECT_EQ(fw.code, 2);
   EXPECT_NE(fw.err.find("megatron"), std::string::npos) << fw.err;
+  auto compile = run_mplan(kJob + "--torch-compile");  // Megatron: Transformer Engine fuses, nothing to compile
+  EXPECT_EQ(compile.code, 2);
+  EXPECT_NE(compile.err.find("--torch-compile: applies only to --framework torchtitan"), std::string::npos) << compile.err;
   auto fp8 = run_mplan(kJob + "--fp8-param-gather");
   EXPECT_EQ(fp8.code, 2);
   EXPECT_NE(fp8.err.find("fp8_param_gather needs an fp8 precision"), std::string::npos) << fp8.err;

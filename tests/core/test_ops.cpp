@@ -109,3 +109,32 @@ TEST(Ops, BusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::all_gather, 8), 7.0 / 8);
   EXPECT_DOUBLE_EQ(collective_busbw_factor(Collective::send_recv, 2), 1.0);
 }
+
+TEST(Ops, EagerPointwiseOpsMoveTheBytesOfTorchtitansEagerKernels) {
+  // Llama 3 8B (h 4096, 32 q / 8 kv heads of 128, SwiGLU 14336), bf16, one 4096-token micro-batch
+  const ModelSpec m = *model_preset("llama3-8b");
+  OpContext fused;
+  fused.seq = 4096;
+  OpContext eager = fused;
+  eager.eager_pointwise = true;
+  auto bytes = [&](const OpContext& c, const std::string& name) {
+    for (const Op& o : layer_ops(m, 0, c))
+      if (o.name == name) return o.fwd_bytes;
+    return -1.0;
+  };
+  const double T = 4096, a = 2;
+  // RMSNorm: fused reads and writes bf16; eager x.float(), pow, mean, product, type_as, weight product
+  EXPECT_DOUBLE_EQ(bytes(fused, "attn_norm"), 2 * a * T * 4096);
+  EXPECT_DOUBLE_EQ(bytes(eager, "attn_norm"), (28 + 4 * a) * T * 4096);
+  // RoPE over q and k: 16 + 2a bytes per element eager (fp32 complex product), 2a fused
+  EXPECT_DOUBLE_EQ(bytes(eager, "rope") / bytes(fused, "rope"), (16 + 2 * a) / (2 * a));
+  // SwiGLU: silu and the gate product apart (5a) instead of one kernel (3a)
+  EXPECT_DOUBLE_EQ(bytes(eager, "act") / bytes(fused, "act"), 5.0 / 3.0);
+  // residual adds are one kernel either way; GEMMs do not change
+  EXPECT_DOUBLE_EQ(bytes(eager, "attn_residual"), bytes(fused, "attn_residual"));
+  EXPECT_DOUBLE_EQ(bytes(eager, "fc1_gemm"), bytes(fused, "fc1_gemm"));
+  // torchtitan's repeat_kv() and the output's .contiguous() copy come on top, compiled or not
+  OpContext titan = fused;
+  titan.kv_repeated = true;
+  EXPECT_DOUBLE_EQ(bytes(titan, "rope") - bytes(fused, "rope"), a * T * (2 * 32 * 128 + (8 + 32) * 256));
+}

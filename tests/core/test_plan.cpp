@@ -87,6 +87,27 @@ TEST(Plan, PackedDocumentLengthRoundTripsAndIsBounded) {
   EXPECT_NE(r.error().message().find("at most seq_length (8192)"), std::string::npos) << r.error().message();
 }
 
+TEST(Plan, TorchCompileIsATorchtitanFieldThatRoundTrips) {
+  Plan p = sample();
+  p.training.framework = Framework::torchtitan;
+  p.parallel.zero = 3;  // FSDP (torchtitan has zero 0 and 3)
+  p.training.torch_compile = true;
+  auto j = plan_to_json(p);
+  EXPECT_EQ(j["training"]["torch_compile"], true);
+  auto r = plan_from_json(j);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(r->training.torch_compile);
+  EXPECT_FALSE(plan_to_json(sample())["training"].contains("torch_compile"));  // eager: not written
+  j["framework"] = "megatron";  // Megatron fuses through Transformer Engine: the field does not apply
+  r = plan_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("training.torch_compile"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("only to framework torchtitan"), std::string::npos) << r.error().message();
+  j["framework"] = "torchtitan";
+  j["training"]["torch_compile"] = "yes";  // not a boolean
+  EXPECT_FALSE(plan_from_json(j).ok());
+}
+
 TEST(Plan, AtomicWriteLeavesNoTempFile) {
   std::string path = ::testing::TempDir() + "/atomic.json";
   ASSERT_EQ(write_text_file_atomic(path, "{}"), "");

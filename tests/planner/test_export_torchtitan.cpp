@@ -110,6 +110,10 @@ TEST(ExportTorchtitan, PythonConfigurationOfTheCurrentConfigSystem) {
     EXPECT_TRUE(has(*td, want)) << want << "\n" << *td;
   EXPECT_FALSE(has(*td, "num_pp_microbatches")) << *td;
   EXPECT_TRUE(has(*td, "config.compile.enable_async_tensor_parallel = False")) << *td;
+  EXPECT_TRUE(has(*td, "config.compile.enable = False")) << *td;  // eager, as the plan was predicted
+  d.training.framework = Framework::torchtitan, d.training.torch_compile = true;
+  EXPECT_TRUE(has(*export_torchtitan_config(d), "config.compile.enable = True"));
+  d.training.torch_compile = false;
   d.parallel.tp = 2, d.parallel.sp = true, d.parallel.tp_comm_overlap = true, d.parallel.zero = 3;
   auto ta = export_torchtitan_config(d);
   ASSERT_TRUE(ta.ok()) << ta.error().message();
@@ -152,6 +156,11 @@ TEST(ExportTorchtitan, V02TomlHasModulesPerPartAndQuantizeConverters) {
   auto tb = export_torchtitan_toml(b, TorchtitanVersion::v0_2);
   ASSERT_TRUE(tb.ok()) << tb.error().message();
   expect_every_layer_once(stage_layers(*tb, "module_fqns_per_model_part = ["), 32, 8);
+  // a compiled plan is exported compiled (the prediction assumed fused pointwise kernels)
+  EXPECT_FALSE(has(*tb, "[compile]")) << *tb;
+  b.training.torch_compile = true;
+  EXPECT_TRUE(has(*export_torchtitan_toml(b, TorchtitanVersion::v0_2), "[compile]\nenable = true\n"));
+  EXPECT_TRUE(has(*export_torchtitan_toml(b, TorchtitanVersion::v0_1), "compile = true\n"));
 }
 
 TEST(ExportTorchtitan, EachVersionRefusesWhatItCannotRun) {

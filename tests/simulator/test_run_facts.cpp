@@ -158,3 +158,32 @@ TEST(RunFacts, PackedSequencesShrinkAttentionOnly) {
   EXPECT_LT(time_of(*packed, "attn_core"), 0.2 * time_of(*plain, "attn_core"));
   EXPECT_DOUBLE_EQ(time_of(*packed, "fc1_gemm"), time_of(*plain, "fc1_gemm"));
 }
+
+TEST(RunFacts, TorchCompileAppliesToTorchtitanAndFusesItsPointwiseOps) {
+  // torchtitan's Llama 3 8B, FSDP over 8 GPUs: eager by default, compiled where the recipe says so
+  Plan plan;
+  plan.model = *model_preset("llama3-8b");
+  plan.cluster = *cluster_preset("dgx-h100");
+  plan.training = {16, 8192, Precision::bf16};
+  plan.training.framework = Framework::torchtitan;
+  plan.parallel.world_size = 8;
+  plan.parallel.zero = 3;
+  plan.parallel.micro_batch_size = 2;
+  auto eager = simulate(plan, CostParams{});
+  CsvRow row;
+  std::string notes;
+  apply_run_facts({{"torch_compile", "True", "", "x@1:y"}}, row, plan, notes);
+  EXPECT_TRUE(plan.training.torch_compile);
+  EXPECT_NE(notes.find("torch.compile (recipe)"), std::string::npos) << notes;
+  auto compiled = simulate(plan, CostParams{});
+  ASSERT_TRUE(eager.ok() && compiled.ok());
+  // only the memory-bound pointwise work changes: faster, by less than the pointwise share of the step
+  EXPECT_GT(compiled->tokens_per_s_per_gpu, 1.05 * eager->tokens_per_s_per_gpu);
+  EXPECT_LT(compiled->tokens_per_s_per_gpu, 1.5 * eager->tokens_per_s_per_gpu);
+  // a Megatron job keeps its fused kernels: the fact does not apply there
+  plan.training.framework = Framework::megatron;
+  plan.training.torch_compile = false;
+  notes.clear();
+  apply_run_facts({{"torch_compile", "True", "", "x@1:y"}}, row, plan, notes);
+  EXPECT_FALSE(plan.training.torch_compile);
+}
