@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -118,6 +119,13 @@ Status commit_checkpoint(const std::string& root, int step, const nlohmann::json
     if (dirs[i] != step_name(step)) fs::remove_all(fs::path(root) / dirs[i], ec);
   return {};
 }
+
+namespace {
+std::atomic<bool> g_writes_stopped{false};
+}  // namespace
+
+void stop_checkpoint_writes() { g_writes_stopped = true; }
+bool checkpoint_writes_stopped() { return g_writes_stopped; }
 
 int remove_partial_checkpoints(const std::string& root) {
   std::error_code ec;

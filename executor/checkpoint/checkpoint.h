@@ -33,6 +33,10 @@ Status commit_checkpoint(const std::string& root, int step, const nlohmann::json
 // Removes the "step_*.tmp" directories a killed run left under `root` (never a committed checkpoint);
 // returns how many. Rank 0 calls it when a run starts and when it is aborted.
 int remove_partial_checkpoints(const std::string& root);
+// Once a run is being aborted (its recorder runs on the watcher thread while the training thread may
+// still be mid-step), no new checkpoint directory is started: save_checkpoint refuses after this.
+void stop_checkpoint_writes();
+bool checkpoint_writes_stopped();
 // The directory "latest" points to, or an error saying there is none.
 Expected<std::string> latest_checkpoint(const std::string& root);
 

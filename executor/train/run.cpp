@@ -134,8 +134,11 @@ int train_job(const Plan& plan, const TrainOptions& opt, const RunOutput& out, M
       std::lock_guard<std::mutex> lock(journal);
       if (ended) return;  // the run ended (and was recorded) just before the signal
       copy = sum;
+      stop_checkpoint_writes();  // the training thread runs on until the process ends: no new save
       if (!opt.checkpoint_dir.empty() && lead) remove_partial_checkpoints(opt.checkpoint_dir);
       std::string err = finish(copy, "aborted", why);
+      // a save that had started before the stop may have created its directory since
+      if (!opt.checkpoint_dir.empty() && lead) remove_partial_checkpoints(opt.checkpoint_dir);
       if (lead) {
         *out.info << "mplan: training aborted (" << why << ") after " << copy.steps.size() << " step(s)"
                   << (out.sink ? err.empty() ? "; recorded with status 'aborted'" : "; recording failed: " + err : "")

@@ -220,7 +220,10 @@ Status Trainer::save_checkpoint() {
   const std::string tmp = checkpoint_step_dir(root, step_, true);
   int ok = 1;
   std::string err;
-  if (groups_.rank == 0) {
+  if (groups_.rank == 0 && checkpoint_writes_stopped()) {
+    ok = 0;
+    err = "checkpoint: the run is being aborted";
+  } else if (groups_.rank == 0) {
     std::error_code ec;
     fs::create_directories(root, ec);
     fs::remove_all(tmp, ec);
