@@ -133,14 +133,22 @@ TEST(RunFacts, FirstAndLastPipelineStageLayerCounts) {
   EXPECT_NE(notes.find("skipped"), std::string::npos) << notes;
 }
 
-TEST(RunFacts, PackedSequencesShrinkAttentionOnly) {
-  // a fine-tuning job packing 230-token documents into 4096: attention runs within each document
+namespace {
+// Llama 3 8B in bf16 on one 8-GPU DGX H100 node (the layout the tests below start from)
+Plan llama3_8b_on_8_h100(int64_t gbs, int64_t seq) {
   Plan plan;
   plan.model = *model_preset("llama3-8b");
   plan.cluster = *cluster_preset("dgx-h100");
-  plan.training = {32, 4096, Precision::bf16};
-  plan.training.method = TrainingMethod::sft;
+  plan.training = {gbs, seq, Precision::bf16};
   plan.parallel.world_size = 8;
+  return plan;
+}
+}  // namespace
+
+TEST(RunFacts, PackedSequencesShrinkAttentionOnly) {
+  // a fine-tuning job packing 230-token documents into 4096: attention runs within each document
+  Plan plan = llama3_8b_on_8_h100(32, 4096);
+  plan.training.method = TrainingMethod::sft;
   auto time_of = [](const StepReport& r, const std::string& op) {
     for (const auto& o : r.ops)
       if (o.name == op) return o.time_s;
@@ -161,12 +169,8 @@ TEST(RunFacts, PackedSequencesShrinkAttentionOnly) {
 
 TEST(RunFacts, TorchCompileAppliesToTorchtitanAndFusesItsPointwiseOps) {
   // torchtitan's Llama 3 8B, FSDP over 8 GPUs: eager by default, compiled where the recipe says so
-  Plan plan;
-  plan.model = *model_preset("llama3-8b");
-  plan.cluster = *cluster_preset("dgx-h100");
-  plan.training = {16, 8192, Precision::bf16};
+  Plan plan = llama3_8b_on_8_h100(16, 8192);
   plan.training.framework = Framework::torchtitan;
-  plan.parallel.world_size = 8;
   plan.parallel.zero = 3;
   plan.parallel.micro_batch_size = 2;
   auto eager = simulate(plan, CostParams{});
