@@ -128,6 +128,7 @@ FrameworkRuns framework_runs(Framework f) {
     case Framework::torchtitan:
       r.schedules = bit(Schedule::gpipe) | bit(Schedule::one_f_one_b) | bit(Schedule::interleaved);
       r.cp_comm = bit(CpCommType::allgather);
+      r.tp_overlap_share = 0.48;
       break;
     case Framework::llm_foundry:
       r.tensor_parallel = r.pipeline_parallel = r.context_parallel = false;

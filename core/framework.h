@@ -79,6 +79,11 @@ struct FrameworkRuns {
   bool uneven_pipeline = true;
   // A pipelined step needs a multiple of pp micro-batches (also with vpp = 1).
   bool microbatches_multiple_of_pp = false;
+  // Share of the TP collectives' overlappable time its TP-comm overlap hides, against mplan's full
+  // chunked overlap (Transformer Engine's userbuffers, 1). torchtitan's async TP (PyTorch's
+  // micro-pipelined symmetric-memory matmuls): the median of its published async-vs-vanilla A/B pairs
+  // (docs/cost_model.md, "TP-comm overlap by framework").
+  double tp_overlap_share = 1.0;
 };
 
 FrameworkRuns framework_runs(Framework f);

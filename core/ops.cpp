@@ -243,6 +243,22 @@ void tp_exit(std::vector<Op>& ops, const OpContext& c, const Dims& d, double wid
 
 // The input of a pre-norm block (residual stream) kept by its norm; the norm's output is kept by the
 // GEMM that consumes it (dropped by `layernorm` recompute, which re-runs the norm).
+// PyTorch's ring attention (torch/distributed/tensor/experimental/_attention.py, the one torchtitan's
+// CP runs; counted at pytorch@0123248): eager torch ops around each chunk's SDPA call, on the rank whose
+// every step after the first uses its full local query (the slowest; round-robin load balance).
+// E = output elements, kv = K + V elements as SDPA sees them, a = activation bytes, cp steps.
+// Forward: K/V .contiguous() and a torch.cat of them per exchange, each step's output upcast to fp32,
+// the merge out - sigmoid(lse_b - lse) * (out - block_out) (three fp32 passes, 32 B per element) for
+// every step after the first, the cast back. Backward: zeroed fp32 dQ/dK/dV, the K/V cat per exchange,
+// dK/dV accumulated in fp32 (later steps add into one half, then torch.cat the whole), dQ accumulated
+// every step, the fp32 dK/dV cat for the rotation every step, the casts back.
+void ring_merge_bytes(Op& at, int cp, double a, double E, double kv) {
+  const double c = cp;
+  at.side_fwd_bytes = 2 * a * kv * c + E * (c * (a + 4) + 32 * (c - 1) + 4 + a);
+  at.side_bwd_bytes = 4 * (E + kv) + (c - 1) * 2 * a * kv + (8 + a) * kv + (c - 1) * ((8 + a) / 2 + 8) * kv + c * (8 + a) * E +
+                      8 * c * kv + (4 + a) * (E + kv);
+}
+
 Op norm_op(const std::string& name, const Dims& d, double h, uint32_t offload) {
   Op o = mem_op(name, OpKind::norm, norm_bytes_per_elem(d) * d.Tsp * h, 5 * d.Tsp * h);
   o.rerun_by = bit(RecomputeModule::layernorm);
@@ -346,6 +362,7 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     sac(at, 4.0 * d.b * heads * d.sq, 0);  // op SAC keeps the attention output (on proj_gemm) and statistics
     named(at, RematTensor::qkv, d.a * d.T * (heads * dqk + kv_seen * (dqk + dv)));
     at.bwd_transient_bytes = d.a * d.T * (heads * dqk + kv_seen * (dqk + dv) + heads * dv);  // dq, dk, dv, dout
+    if (c.torch_ring_attention && c.cp > 1) ring_merge_bytes(at, c.cp, d.a, d.T * heads * dv, d.T * kv_seen * (dqk + dv));
     ops.push_back(at);
   } else {
     // Megatron-LM's unfused path: batched GEMMs over the full (masked, not skipped) score matrix, with

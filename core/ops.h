@@ -95,6 +95,9 @@ struct Op {
   // MoE expert ops on the busiest expert-parallel rank: the op is sized for the mean token count and
   // its time scales by this factor (OpContext::moe_load_factor); 1 elsewhere
   double load_scale = 1.0;
+  // attention: HBM bytes of the memory-bound work around the kernel (PyTorch ring attention's merges,
+  // copies and fp32 gradient accumulation), forward and backward, timed at the HBM rate
+  double side_fwd_bytes = 0, side_bwd_bytes = 0;
 };
 
 // The per-rank view of a micro-batch that op sizes depend on.
@@ -120,6 +123,10 @@ struct OpContext {
   // kernel with its own pass over memory (RMSNorm in fp32 math, complex-number RoPE, silu and the gate
   // product apart); see eager_* in ops.cpp. false: fused kernels (Transformer Engine, torch.compile, XLA).
   bool eager_pointwise = false;
+  // PyTorch's ring attention (torch.distributed.tensor.experimental context_parallel, torchtitan's CP):
+  // SDPA per K/V chunk with the partial outputs merged and the gradients accumulated in fp32 by eager
+  // torch ops around it (see ring_merge_bytes in ops.cpp). false: the exchange's kernels fuse that work.
+  bool torch_ring_attention = false;
 };
 
 // Bytes per element of a GEMM input the op saves for its backward: the activation dtype, or the

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/framework.h"
 #include "core/ops.h"
 #include "core/rank_grid.h"
 #include "planner/placement.h"
@@ -61,6 +62,7 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.cp = cp;
   v.prec = p.training.precision;
   v.frozen = p.training.frozen_base();
+  v.tp_overlap_share = framework_runs(p.training.framework).tp_overlap_share;
   v.tp_pl = pl(Dim::tp);
   v.cp_pl = pl(Dim::cp);
   v.ep_pl = pl(Dim::ep);

@@ -79,6 +79,9 @@ OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const C
         r.fwd_s = (r.fwd_s - overhead(p)) / p.triton_attn_eff + overhead(p);
         r.bwd_input_s = (r.bwd_input_s - overhead(p)) / p.triton_attn_eff + overhead(p);
       }
+      // memory-bound work around the kernel (PyTorch ring attention's merges and fp32 accumulation)
+      r.fwd_s += op.side_fwd_bytes / hbm(c, p);
+      r.bwd_input_s += op.side_bwd_bytes / hbm(c, p);
       break;
     }
     case OpKind::comm:

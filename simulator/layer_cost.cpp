@@ -87,7 +87,8 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
   oc.loss_memory = p.cross_entropy_fusion                                    ? LossMemory::fused_in_place
                    : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
                                                                              : LossMemory::megatron_fp32_softmax;
-  oc.kv_repeated = fw == Framework::torchtitan;  // torchtitan's Llama repeat_kv()s K/V before SDPA
+  oc.kv_repeated = fw == Framework::torchtitan;           // torchtitan's Llama repeat_kv()s K/V before SDPA
+  oc.torch_ring_attention = fw == Framework::torchtitan;  // its CP is PyTorch's ring attention
   // torchtitan runs eager unless compiled; its async TP needs torch.compile (parallelize_llama.py
   // refuses async TP without it), so a plan with tp_comm_overlap is compiled
   oc.eager_pointwise = fw == Framework::torchtitan && !plan.training.torch_compile && !p.tp_comm_overlap;
@@ -153,16 +154,20 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
     const OpCost* pv = prev_gemm(i);
     const bool ovl = x.tp_comm_overlap;
     const int tpn = x.tp;
+    // the framework's TP overlap hides this share of what the full chunked overlap hides beyond the
+    // `plain` cost the collective has without it
+    auto tp_ovl = [&](double plain, double c, double g) { return plain - x.tp_overlap_share * (plain - overlapped(c, g, tpn)); };
     if (op.name == "tp_allgather") {
       double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
-      lt.F.tp += ovl ? overlapped(t, g, tpn) : t;
-      lt.B.tp += overlapped(t, dg);                                                 // re-gather of the input for wgrad
-      lt.B.tp += ovl ? overlapped(t, wg, tpn) : overlapped(t, x.split_w ? 0 : wg);  // grad RS
+      const double grad_rs = overlapped(t, x.split_w ? 0 : wg);
+      lt.F.tp += ovl ? tp_ovl(t, t, g) : t;
+      lt.B.tp += overlapped(t, dg);                       // re-gather of the input for wgrad
+      lt.B.tp += ovl ? tp_ovl(grad_rs, t, wg) : grad_rs;  // grad RS
       block_start = i + 1;
     } else if (op.name == "tp_reduce_scatter") {
       double g = pv ? pv->fwd_s : 0, dg = pv ? pv->bwd_input_s : 0;
-      lt.F.tp += ovl ? overlapped(t, g, tpn) : t;
-      lt.B.tp += ovl ? overlapped(t, dg, tpn) : t;  // all-gather of the output gradient
+      lt.F.tp += ovl ? tp_ovl(t, t, g) : t;
+      lt.B.tp += ovl ? tp_ovl(t, t, dg) : t;  // all-gather of the output gradient
       block_start = i + 1;
     } else if (op.name == "tp_allreduce") {
       // forward all-reduce after the row-parallel GEMM; backward all-reduce of the input gradient of

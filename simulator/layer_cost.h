@@ -49,6 +49,7 @@ struct ListTimingContext {
   bool split_w = false;  // zero-bubble: weight gradients in their own W pass
   int tp = 1, cp = 1;
   bool tp_comm_overlap = false, moe_a2a_overlap = false;
+  double tp_overlap_share = 1.0;  // FrameworkRuns::tp_overlap_share of the plan's framework
   GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
   double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
 };

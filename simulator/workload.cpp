@@ -15,6 +15,7 @@
 #include <map>
 
 #include "core/counting.h"
+#include "core/framework.h"
 #include "core/ops.h"
 #include "core/schedule.h"
 #include "simulator/collectives.h"
@@ -175,6 +176,7 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.tp = p.tp;
   lt.cp = p.cp;
   lt.tp_comm_overlap = p.tp_comm_overlap;
+  lt.tp_overlap_share = framework_runs(plan.training.framework).tp_overlap_share;
   lt.moe_a2a_overlap = p.moe_a2a_overlap;
   lt.tp_pl = grid.placement(Dim::tp, dom);
   lt.cp_pl = grid.placement(Dim::cp, dom);

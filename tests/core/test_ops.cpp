@@ -138,3 +138,30 @@ TEST(Ops, EagerPointwiseOpsMoveTheBytesOfTorchtitansEagerKernels) {
   titan.kv_repeated = true;
   EXPECT_DOUBLE_EQ(bytes(titan, "rope") - bytes(fused, "rope"), a * T * (2 * 32 * 128 + (8 + 32) * 256));
 }
+
+TEST(Ops, PyTorchRingAttentionChargesItsMergesAndFp32Accumulation) {
+  // llama3-8b, 32k local tokens, cp 4, K/V repeated to all 32 heads (torchtitan): the counts of
+  // ring_merge_bytes reduce to 158 B forward and 256 B backward per output element (E = K = V elements)
+  ModelSpec m = *model_preset("llama3-8b");
+  OpContext c;
+  c.cp = 4;
+  c.seq = 4 * 32768;
+  c.cp_comm = OpContext::CpComm::allgather;
+  c.kv_repeated = true;
+  auto attn = [&](const OpContext& x) {
+    for (const Op& o : layer_ops(m, 0, x))
+      if (o.kind == OpKind::attention) return o;
+    return Op{};
+  };
+  EXPECT_EQ(attn(c).side_fwd_bytes, 0.0);  // Transformer Engine's fused corrections: not charged
+  c.torch_ring_attention = true;
+  const double E = 32768.0 * 32 * 128;
+  EXPECT_DOUBLE_EQ(attn(c).side_fwd_bytes, 158 * E);
+  EXPECT_DOUBLE_EQ(attn(c).side_bwd_bytes, 256 * E);
+  // without context parallelism there is no ring
+  OpContext one = c;
+  one.cp = 1;
+  one.seq = 32768;
+  EXPECT_EQ(attn(one).side_fwd_bytes, 0.0);
+  EXPECT_EQ(attn(one).side_bwd_bytes, 0.0);
+}

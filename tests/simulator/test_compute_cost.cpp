@@ -1,7 +1,10 @@
 // GEMM cost: tile and wave quantization make the time a non-decreasing step function of the shape.
 #include <gtest/gtest.h>
 
+#include "core/framework.h"
+#include "core/ops.h"
 #include "core/presets.h"
+#include "core/rank_grid.h"
 #include "simulator/compute_cost.h"
 #include "simulator/layer_cost.h"
 
@@ -73,6 +76,45 @@ TEST(AttentionKernel, FrameworkSelectsTheMeasuredFlashAttention2RateWhereOneExis
   }
   // the shipped calibration measures it on Hopper
   EXPECT_GT(default_cost_params(*cluster_preset("dgx-h100")).attn_fa2_fwd_eff, 0);
+}
+
+}  // namespace
+}  // namespace mplan
+
+namespace mplan {
+namespace {
+
+// A framework's TP-comm overlap hides its share of what the full chunked overlap hides: torchtitan's
+// async TP (FrameworkRuns::tp_overlap_share < 1) lands between no overlap and Megatron's userbuffers.
+TEST(TpOverlapShare, ScalesTheHiddenPartOfEachTpCollective) {
+  ClusterSpec c = *cluster_preset("dgx-h100");
+  CostParams p = default_cost_params(c);
+  ModelSpec m = *model_preset("llama3-70b");
+  OpContext oc;
+  oc.tp = 8;
+  oc.sp = true;
+  oc.seq = 8192;
+  const std::vector<Op> ops = layer_ops(m, 0, oc);
+  ListTimingContext x;
+  x.cl = &c;
+  x.prm = &p;
+  x.tp = 8;
+  x.tp_pl = GroupPlacement{8, 1, 8, true};
+  const std::vector<OpCost> cost = op_list_compute(ops, x);
+  auto tp_time = [&](bool ovl, double share) {
+    x.tp_comm_overlap = ovl;
+    x.tp_overlap_share = share;
+    ListTiming t = time_op_list(ops, cost, x);
+    return t.F.tp + t.B.tp;
+  };
+  const double off = tp_time(false, 1), full = tp_time(true, 1);
+  const double share = framework_runs(Framework::torchtitan).tp_overlap_share;
+  ASSERT_LT(full, off);
+  ASSERT_GT(share, 0.0);
+  ASSERT_LT(share, 1.0);
+  EXPECT_EQ(framework_runs(Framework::megatron).tp_overlap_share, 1.0);
+  EXPECT_NEAR(tp_time(true, share) - full, (1 - share) * (off - full), 1e-9 * off);
+  EXPECT_NEAR(tp_time(true, 0.0), off, 1e-12 * off);
 }
 
 }  // namespace
