@@ -241,8 +241,6 @@ void tp_exit(std::vector<Op>& ops, const OpContext& c, const Dims& d, double wid
     ops.push_back(rerun(comm("tp_allreduce", Collective::all_reduce, CommGroup::tp, d.T * width * d.a), modules));
 }
 
-// The input of a pre-norm block (residual stream) kept by its norm; the norm's output is kept by the
-// GEMM that consumes it (dropped by `layernorm` recompute, which re-runs the norm).
 // PyTorch's ring attention (torch/distributed/tensor/experimental/_attention.py, the one torchtitan's
 // CP runs; counted at pytorch@0123248): eager torch ops around each chunk's SDPA call, on the rank whose
 // every step after the first uses its full local query (the slowest; round-robin load balance).
@@ -259,6 +257,8 @@ void ring_merge_bytes(Op& at, int cp, double a, double E, double kv) {
                       8 * c * kv + (4 + a) * (E + kv);
 }
 
+// The input of a pre-norm block (residual stream) kept by its norm; the norm's output is kept by the
+// GEMM that consumes it (dropped by `layernorm` recompute, which re-runs the norm).
 Op norm_op(const std::string& name, const Dims& d, double h, uint32_t offload) {
   Op o = mem_op(name, OpKind::norm, norm_bytes_per_elem(d) * d.Tsp * h, 5 * d.Tsp * h);
   o.rerun_by = bit(RecomputeModule::layernorm);

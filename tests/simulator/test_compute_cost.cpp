@@ -78,12 +78,6 @@ TEST(AttentionKernel, FrameworkSelectsTheMeasuredFlashAttention2RateWhereOneExis
   EXPECT_GT(default_cost_params(*cluster_preset("dgx-h100")).attn_fa2_fwd_eff, 0);
 }
 
-}  // namespace
-}  // namespace mplan
-
-namespace mplan {
-namespace {
-
 // A framework's TP-comm overlap hides its share of what the full chunked overlap hides: torchtitan's
 // async TP (FrameworkRuns::tp_overlap_share < 1) lands between no overlap and Megatron's userbuffers.
 TEST(TpOverlapShare, ScalesTheHiddenPartOfEachTpCollective) {
