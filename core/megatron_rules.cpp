@@ -1,9 +1,14 @@
 // Megatron-LM's and Transformer Engine's assertions on a layout (see megatron_rules.h).
 #include "core/megatron_rules.h"
 
+#include <algorithm>
+
 namespace mplan {
 
 namespace {
+
+// Megatron-FSDP's sharding strategies, indexed by the ZeRO level each is.
+constexpr const char* kFsdpStrategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
 
 std::string s(int64_t v) { return std::to_string(v); }
 
@@ -76,6 +81,14 @@ bool megatron_fp8_tokens_ok(Precision prec, int64_t mbs, int64_t seq, int cp, in
 }
 
 bool megatron_moe_grouped_gemm(Precision prec) { return prec != Precision::fp32 && prec != Precision::tf32; }
+
+std::optional<int> megatron_fsdp_zero(const std::string& strategy) {
+  for (int z = 0; z < 4; ++z)
+    if (strategy == kFsdpStrategies[z]) return z;
+  return std::nullopt;
+}
+
+const char* megatron_fsdp_strategy(int zero) { return kFsdpStrategies[std::clamp(zero, 0, 3)]; }
 
 bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p) {
   const RecomputeModules r = p.effective_recompute_modules();

@@ -6,6 +6,7 @@
 // d98e8a6 and TransformerEngine d0067d0, August 2026).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ bool megatron_moe_grouped_gemm(Precision prec);
 // recipe: transformer_config.py __post_init__ rejects recomputing 'layernorm' or 'moe_act' under fp8
 // with delayed scaling ("Delayed scaling does not support moe_act and layernorm recompute for fp8").
 bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p);
+
+// Megatron-FSDP's --data-parallel-sharding-strategy as the ZeRO level it is (megatron/core/distributed/
+// fsdp: no_shard 0, optim 1 (optimizer states), optim_grads 2 (+ gradients), optim_grads_params 3
+// (+ parameters)); nullopt for any other text. Case-sensitive, as Megatron's argparse choices are.
+std::optional<int> megatron_fsdp_zero(const std::string& strategy);
+// The inverse: the strategy that shards what ZeRO level `zero` (0-3) shards.
+const char* megatron_fsdp_strategy(int zero);
 
 // Megatron-LM's and Transformer Engine's assertions above as messages naming the field, appended to e.
 void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e);

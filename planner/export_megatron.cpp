@@ -276,7 +276,7 @@ std::string export_megatron_args(const Plan& plan) {
   if (p.zero == 1) arg("--use-distributed-optimizer");
   if (p.zero >= 2) {
     arg("--use-megatron-fsdp");
-    arg("--data-parallel-sharding-strategy", p.zero == 3 ? "optim_grads_params" : "optim_grads");
+    arg("--data-parallel-sharding-strategy", megatron_fsdp_strategy(p.zero));
     arg("--use-distributed-optimizer");
     arg("--no-gradient-accumulation-fusion");
     arg("--ckpt-format", "fsdp_dtensor");
@@ -625,7 +625,10 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   }
   if (precision_aware) p.main_params = main_dtype == "fp16" ? MainParams::bf16 : MainParams::remainder;
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-  p.zero = fsdp ? (sharding == "optim_grads_params" ? 3 : sharding == "optim_grads" ? 2 : 0) : dist_opt ? 1 : 0;
+  if (fsdp && !sharding.empty() && !megatron_fsdp_zero(sharding))
+    return Error("--data-parallel-sharding-strategy: '" + sharding +
+                 "' is not one of no_shard, optim, optim_grads, optim_grads_params");
+  p.zero = fsdp ? megatron_fsdp_zero(sharding).value_or(0) : dist_opt ? 1 : 0;  // Megatron's default: no_shard
   if (!fp4.empty())
     r.precision = Precision::nvfp4;
   else if (fp8 == "mxfp8")

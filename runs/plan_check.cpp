@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/megatron_rules.h"
 #include "runs/log_text.h"
 
 namespace mplan::runs {
@@ -186,7 +187,11 @@ void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVo
   if (!r.raw("recompute_granularity") && ckpt)
     r.set("recompute", "checkpoint_activations", *ckpt, norm_bool(*ckpt) == "True" ? "full" : "none");
   auto fsdp = r.raw("use_torch_fsdp2"), mfsdp = r.raw("use_megatron_fsdp");
-  if ((fsdp && norm_bool(*fsdp) == "True") || (mfsdp && norm_bool(*mfsdp) == "True"))
+  auto strategy = r.raw("data_parallel_sharding_strategy");
+  auto mfsdp_zero = strategy ? megatron_fsdp_zero(*strategy) : std::nullopt;
+  if (mfsdp && norm_bool(*mfsdp) == "True" && mfsdp_zero)
+    r.set("zero", "data_parallel_sharding_strategy", *strategy, std::to_string(*mfsdp_zero));
+  else if ((fsdp && norm_bool(*fsdp) == "True") || (mfsdp && norm_bool(*mfsdp) == "True"))
     r.set("zero", "use_torch_fsdp2/use_megatron_fsdp", "True", "3");
   else if (auto d = r.raw("use_distributed_optimizer"))
     r.set("zero", "use_distributed_optimizer", *d, norm_bool(*d) == "True" ? "1,2" : "0");

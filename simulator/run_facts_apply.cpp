@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "core/megatron_rules.h"
 #include "simulator/run_facts.h"
 
 namespace mplan {
@@ -111,7 +112,7 @@ void apply_optimizer(Applier& a, const CsvRow& row) {
     if (const RunFact* f = a.get("use_megatron_fsdp"); f && truthy(f->value)) {
       const RunFact* st = a.get("data_parallel_sharding_strategy");
       std::string v = st ? lower(st->value) : "optim_grads_params";
-      int z = v == "optim_grads_params" ? 3 : v == "optim_grads" ? 2 : v == "optim" ? 1 : 0;
+      int z = megatron_fsdp_zero(v).value_or(0);
       a.attempt("Megatron-FSDP " + v + " (recipe)", [&](Plan& p) { p.parallel.zero = z; });
     } else if (const RunFact* d = a.get("use_distributed_optimizer")) {
       int z = truthy(d->value) ? 1 : 0;

@@ -8,6 +8,7 @@
 // matrix (every preset at a low precision or a long sequence) goes through it too.
 #include <gtest/gtest.h>
 
+#include "core/megatron_rules.h"
 #include "core/presets.h"
 #include "planner/planner.h"
 #include "planner_test_util.h"
@@ -295,6 +296,27 @@ TEST(MegatronRules, ModelArgumentsAreWritten) {
   for (const char* want : {"--rotary-base 500000", "--use-rope-scaling", "--rope-scaling-factor 8"})
     EXPECT_NE(lt.find(want), std::string::npos) << want << "\n" << lt;
   EXPECT_EQ(lt.find("CUDA_DEVICE_MAX_CONNECTIONS"), std::string::npos) << "tp = cp = 1 needs no setting";
+}
+
+// Megatron-FSDP's sharding strategy <-> ZeRO level, as Megatron-FSDP defines it (issue 30: the export,
+// the argument import, run facts and log checks had three different mappings; `optim` read as 0 / 1 / 3).
+TEST(MegatronRules, FsdpShardingStrategyRoundTripsWithZeroLevels) {
+  const char* want[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+  for (int z = 0; z < 4; ++z) {
+    EXPECT_STREQ(megatron_fsdp_strategy(z), want[z]);
+    EXPECT_EQ(megatron_fsdp_zero(want[z]), z);
+    EXPECT_EQ(megatron_fsdp_zero(megatron_fsdp_strategy(z)), z);
+  }
+  EXPECT_FALSE(megatron_fsdp_zero("OPTIM").has_value());
+  EXPECT_FALSE(megatron_fsdp_zero("full_shard").has_value());
+  for (const char* s : {"optim", "optim_grads", "optim_grads_params"}) {
+    auto l = parse_megatron_args(std::string("--use-megatron-fsdp --data-parallel-sharding-strategy ") + s);
+    ASSERT_TRUE(l) << l.error().message();
+    EXPECT_EQ(l->parallel.zero, megatron_fsdp_zero(s)) << s;
+  }
+  auto bad = parse_megatron_args("--use-megatron-fsdp --data-parallel-sharding-strategy zero3");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("--data-parallel-sharding-strategy"), std::string::npos) << bad.error().message();
 }
 
 }  // namespace
