@@ -206,6 +206,8 @@ TEST(VerifyCli, ComparesMeasuredAndPredictedPerOp) {
     }
   EXPECT_TRUE(j["error_pct"].contains("step_time"));
   EXPECT_TRUE(j["error_pct"].contains("peak_memory"));
+  for (const char* k : {"measured_only", "predicted_only", "off_by_more_than_25pct"})
+    EXPECT_TRUE(j["op_check"][k].is_array()) << k;
   bool qkv = false;
   for (const auto& op : j["ops"]) {
     if (op["name"] == "qkv_gemm") {
