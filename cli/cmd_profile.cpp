@@ -2,6 +2,7 @@
 // CUDA: CUPTI), or import a shipped GPU profile. `mplan calibrate`: fit the cost model to a profile
 // and write "mplan.calibration/1" (and, for a CPU profile, the local-cpu cluster).
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -19,6 +20,10 @@
 #include "profiles/launcher.h"
 #include "profiles/runs_fit.h"
 #include "profiles/shipped.h"
+#if defined(MPLAN_HAVE_BACKEND_OP_KERNELS)
+#include "executor/backend/backend_factory.h"
+#include "executor/backend/cuda/op_kernels.h"
+#endif
 
 namespace mplan::cli {
 
@@ -203,6 +208,14 @@ int run_profile(const ProfileOptions& o) {
     CudaProfileOptions c;
     c.db = o.db, c.quick = o.quick, c.collectives = !o.no_collectives, c.progress = !o.no_progress;
     c.cluster = o.cluster, c.command = command_line("profile --backend cuda");
+#if defined(MPLAN_HAVE_BACKEND_OP_KERNELS)
+    // the attention and memory-bound rows time the executor's own kernels (its CUDA backend ops)
+    std::unique_ptr<OpKernels> own;
+    if (exec::cuda_device_count() > 0 && !std::getenv("MPLAN_PROFILE_OWN_KERNELS")) {  // =1: the profiler's bf16 kernels
+      own = exec::make_backend_op_kernels(0);
+      c.ops = own.get();
+    }
+#endif
     auto r = run_cuda_profile(c);
     if (!r) throw InputError{r.error().message()};
     for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";

@@ -5,13 +5,11 @@
 #include <cublasLt.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
-#include <cupti.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "core/ops.h"
@@ -29,28 +27,6 @@ namespace mplan::profiles {
 bool cuda_backend_built() { return true; }
 
 namespace {
-
-// CUPTI hands completed buffers to a C callback on its own thread: the collector it fills is the
-// one piece of state the callbacks need (set for the duration of a profile run).
-std::mutex g_mu;
-ActivityCollector* g_collector = nullptr;
-constexpr size_t kBufferBytes = size_t(8) << 20;
-
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(ACTIVITY_RECORD_ALIGNMENT, kBufferBytes));
-  *size = *buffer ? kBufferBytes : 0;
-  *max_records = 0;
-}
-
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_collector) {
-    g_collector->add_buffer(buffer, valid);
-    size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) g_collector->add_dropped(dropped);
-  }
-  std::free(buffer);
-}
 
 #define MPLAN_CUDA(x)                                                                     \
   do {                                                                                    \
@@ -70,18 +46,15 @@ struct DevBuf {
   }
 };
 
-// External ids: one per timed repetition.
+// External ids: one per timed repetition (through the process's one CUPTI trace).
 struct Tracer {
   uint64_t next = 1;
   uint64_t push() {
     uint64_t id = next++;
-    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+    cupti::ActivityTrace::push(id);
     return id;
   }
-  void pop() {
-    uint64_t id = 0;
-    cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
-  }
+  void pop() { cupti::ActivityTrace::pop(); }
 };
 
 constexpr int kWarmup = 3;
@@ -179,12 +152,8 @@ class GpuRun {
 
   // Flushes CUPTI, turns the batch's repetitions into rows and commits them in one transaction.
   Status commit(Batch& b, CudaProfileResult& res) {
-    cuptiActivityFlushAll(1);
-    std::map<uint64_t, ExternalSpan> spans;
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      spans = collector.spans();
-    }
+    trace->flush();
+    std::map<uint64_t, ExternalSpan> spans = trace->spans();
     std::vector<std::string> missing;
     auto ks = kernel_rows_from(b.kernels, spans, missing);
     auto cs = collective_rows_from(b.collectives, spans, missing);
@@ -201,7 +170,7 @@ class GpuRun {
     return {};
   }
 
-  ActivityCollector collector;
+  std::unique_ptr<cupti::ActivityTrace> trace;
   Tracer tracer;
 
  private:
@@ -255,6 +224,23 @@ Status gemm_batches(GpuRun& s, cublasLtHandle_t lt, cudaStream_t st, bool fp8, c
   return {};
 }
 
+// The forward (and backward) row of one op: work from the op vocabulary, times from CUPTI.
+void backend_rows(Batch& b, const KernelRow& r, const Op& op, const std::function<void()>& fwd, const std::function<void()>& bwd,
+                  Tracer& tracer, int reps, const std::function<void()>& sync) {
+  KernelRow rf = r;
+  rf.pass = "fwd";
+  rf.flops = op.fwd_flops;
+  rf.bytes = op.fwd_bytes;
+  b.kernels.push_back({rf, traced(tracer, reps, fwd, sync)});
+  if (bwd) {
+    KernelRow rb = r;
+    rb.pass = "bwd";
+    rb.flops = 2 * op.fwd_flops;
+    rb.bytes = 2 * op.fwd_bytes;
+    b.kernels.push_back({rb, traced(tracer, reps, bwd, sync)});
+  }
+}
+
 Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfileOptions& o, CudaProfileResult& res) {
   std::vector<int64_t> seqs = o.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 2048, 4096};
   const int64_t h = 4096;
@@ -278,6 +264,17 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
       r.dtype = "bf16";
       r.impl = "mplan simple CUDA kernel";
       std::function<void()> fwd, bwd;
+      if (o.ops) {  // the executor's own kernels
+        if (!o.ops->prepare(op, m, T, &fwd, &bwd)) continue;
+        r.dtype = o.ops->dtype();
+        r.impl = o.ops->impl();
+        if (op.kind == OpKind::attention)
+          r.batch = 1, r.heads = H, r.q_len = T, r.kv_len = T, r.head_dim = D, r.causal = true;
+        else
+          r.m = T, r.n = h;
+        backend_rows(b, r, op, fwd, bwd, s.tracer, reps_for(o.quick), [&] { o.ops->sync(); });
+        continue;
+      }
       if (op.kind == OpKind::attention) {
         r.batch = 1, r.heads = H, r.q_len = T, r.kv_len = T, r.head_dim = D, r.causal = true;
         r.impl = "mplan simple CUDA attention (one thread per row, not flash-attention)";
@@ -311,18 +308,7 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
       } else {
         continue;
       }
-      KernelRow rf = r;
-      rf.pass = "fwd";
-      rf.flops = op.fwd_flops;
-      rf.bytes = op.fwd_bytes;
-      b.kernels.push_back({rf, traced(s.tracer, reps_for(o.quick), fwd, sync)});
-      if (bwd) {
-        KernelRow rb = r;
-        rb.pass = "bwd";
-        rb.flops = 2 * op.fwd_flops;
-        rb.bytes = 2 * op.fwd_bytes;
-        b.kernels.push_back({rb, traced(s.tracer, reps_for(o.quick), bwd, sync)});
-      }
+      backend_rows(b, r, op, fwd, bwd, s.tracer, reps_for(o.quick), sync);
     }
     if (auto r = s.commit(b, res); !r) return r;
   }
@@ -472,14 +458,12 @@ Expected<CudaProfileResult> run_cuda_profile(const CudaProfileOptions& o) {
   const int grid = o.quick ? 1 : 9, attn = o.quick ? 1 : 3;
   Progress bar("profile cuda", grid * (fp8 ? 2 : 1) + attn + (o.collectives ? groups * 5 : 0), o.progress);
   GpuRun s(db, *id, *sess, o, bar);
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_collector = &s.collector;
+  std::string why;
+  s.trace = cupti::ActivityTrace::start(&why);
+  if (!s.trace) {
+    (void)db.finish_session(*sess, "failed");
+    return Error("mplan profile --backend cuda: CUPTI activity tracing unavailable: " + why);
   }
-  cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
-    cuptiActivityEnable(k);
 
   cudaSetDevice(0);
   cudaStream_t st;
@@ -496,15 +480,9 @@ Expected<CudaProfileResult> run_cuda_profile(const CudaProfileOptions& o) {
   else if (ndev < 2)
     res.notes.push_back("one GPU: no NCCL collectives measured");
 
-  cuptiActivityFlushAll(1);
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
-    cuptiActivityDisable(k);
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (s.collector.dropped()) res.notes.push_back(std::to_string(s.collector.dropped()) + " CUPTI records dropped");
-    g_collector = nullptr;
-  }
+  s.trace->flush();
+  if (s.trace->dropped()) res.notes.push_back(std::to_string(s.trace->dropped()) + " CUPTI records dropped");
+  s.trace.reset();
   res.interrupted = stop_requested();
   (void)db.finish_session(*sess, !status ? "failed" : res.interrupted ? "interrupted" : "complete");
   bar.finish(std::to_string(res.kernel_rows) + " kernel rows, " + std::to_string(res.collective_rows) + " collective rows");

@@ -5,9 +5,11 @@
 // arrays on the CPU backend.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "executor/backend/kernel_math.h"
 #include "executor/tensor/tensor.h"
 
 namespace mplan::exec {
@@ -32,6 +34,42 @@ class Backend {
   MemoryTracker& memory() { return mem_; }
   // Zero-filled fp32 tensor in this backend's memory.
   virtual Tensor alloc(std::vector<int64_t> shape) { return Tensor::zeros(std::move(shape), &mem_); }
+
+  // ---- host <-> backend memory: the only way the host reads or writes a tensor's elements (the
+  // CUDA backend's memory is device memory). download waits for the backend's queued work. ----
+  virtual void upload(float* dst, const float* host, int64_t n) {
+    if (n > 0) std::memcpy(dst, host, size_t(n) * sizeof(float));
+  }
+  virtual void download(float* host, const float* src, int64_t n) {
+    if (n > 0) std::memcpy(host, src, size_t(n) * sizeof(float));
+  }
+  // Waits until every enqueued op has finished (before a step's time is read; no-op on the CPU).
+  virtual void synchronize() {}
+  // Peak bytes taken from the device for everything the backend allocated (tensors, scratch,
+  // workspaces, low-precision copies); -1 when the backend computes in host memory (the CPU
+  // backend: the process's peak RSS is its memory).
+  virtual int64_t peak_device_bytes() const { return -1; }
+
+  // ---- parameter initialisation: a (rows, cols) shard of a full (., full_cols) tensor; local row i
+  // is global row global_rows[i] (host array; < 0 = padding, set to 0); element (i, j) gets
+  // km::init_normal(seed, name_key, global_rows[i] * full_cols + col_begin + j, stddev), or
+  // `constant` when !normal ----
+  struct InitArgs {
+    int64_t rows = 0, cols = 1, full_cols = 1, col_begin = 0;
+    uint64_t seed = 0, name_key = 0;
+    bool normal = true;
+    float stddev = 0.02f, constant = 0.0f;
+  };
+  virtual void init_param(float* p, const int64_t* global_rows, const InitArgs& a) {
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const int64_t gr = global_rows[i];
+      float* row = p + i * a.cols;
+      for (int64_t j = 0; j < a.cols; ++j)
+        row[j] = gr < 0     ? 0.0f
+                 : a.normal ? km::init_normal(a.seed, a.name_key, gr * a.full_cols + a.col_begin + j, a.stddev)
+                            : a.constant;
+    }
+  }
 
   // ---- elementwise ----
   virtual void zero(float* x, int64_t n) = 0;

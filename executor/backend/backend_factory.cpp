@@ -38,7 +38,7 @@ int cuda_device_count() { return 0; }
 namespace {
 
 #if defined(MPLAN_HAVE_CUDA_BACKEND)
-Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base) {
+Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base, int64_t predicted_peak_bytes) {
   char host[256] = "this machine";
   gethostname(host, sizeof(host) - 1);
   MPI_Comm local;
@@ -59,6 +59,7 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base) {
                  " GPUs; the CUDA executor runs one rank per GPU");
   CudaBackendOptions o;
   o.device = local_rank;
+  o.predicted_peak_bytes = predicted_peak_bytes;
   o.gemm = plan.training.precision == Precision::fp32 || plan.training.precision == Precision::tf32 ? gpu::GemmPrecision::fp32
                                                                                                     : gpu::GemmPrecision::bf16;
   BackendSetup s;
@@ -73,8 +74,8 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base) {
 
 }  // namespace
 
-Expected<BackendSetup> make_backend(const std::string& name, const Plan& plan, MPI_Comm base) {
-  (void)plan, (void)base;
+Expected<BackendSetup> make_backend(const std::string& name, const Plan& plan, MPI_Comm base, int64_t predicted_peak_bytes) {
+  (void)plan, (void)base, (void)predicted_peak_bytes;
   if (name == "cpu") {
     BackendSetup s;
     s.backend = std::make_unique<CpuBackend>();
@@ -82,7 +83,7 @@ Expected<BackendSetup> make_backend(const std::string& name, const Plan& plan, M
   }
   if (name == "cuda") {
 #if defined(MPLAN_HAVE_CUDA_BACKEND)
-    return make_cuda(plan, base);
+    return make_cuda(plan, base, predicted_peak_bytes);
 #else
     return Error(
         "--backend cuda: this mplan was built without CUDA (configure where nvcc exists, "

@@ -26,7 +26,9 @@ bool cuda_backend_built();
 int cuda_device_count();
 
 // Collective over `base` (the cuda backend picks the device by node-local rank).
-Expected<BackendSetup> make_backend(const std::string& name, const Plan& plan, MPI_Comm base);
+// `predicted_peak_bytes` (the plan's predicted peak per GPU, 0 = unknown) goes into the CUDA
+// backend's out-of-memory message.
+Expected<BackendSetup> make_backend(const std::string& name, const Plan& plan, MPI_Comm base, int64_t predicted_peak_bytes = 0);
 // Collective over `base`.
 ProcessGroups make_backend_groups(Backend& be, MPI_Comm base, const ParallelConfig& p);
 // GEMM speed of this backend in GFLOP/s: single-core sgemm on the CPU, the device GEMM on CUDA.

@@ -234,4 +234,30 @@ MPLAN_HD void adamw_update(float* p, float g, float* m, float* v, const AdamWCon
   *p = *p * k.decay - k.step_size * mi / (lsqrt(vi) * k.inv_bc2_sqrt + k.eps);
 }
 
+// ---- parameter initialisation: counter-based normal values (CPU init and the GPU init kernel) ----
+MPLAN_HD uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+// Element gi of a normal(0, stddev) tensor whose name hashes to name_key (fnv1a of the logical
+// name, computed once per tensor): Box-Muller in double on a counter-based hash; elements 2i and
+// 2i+1 share one pair of uniforms. The host (glibc) and the device (CUDA libm, <= 2 ulp in double)
+// may differ in the last bit of the double; after rounding to float they agree except where the
+// double lies within a few ulp of a float rounding boundary.
+MPLAN_HD float init_normal(uint64_t seed, uint64_t name_key, int64_t gi, float stddev) {
+  const uint64_t h = splitmix64(seed ^ splitmix64(name_key ^ splitmix64(uint64_t(gi / 2))));
+  const double u1 = (double(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  const double u2 = double(splitmix64(h) >> 11) * (1.0 / 9007199254740992.0);
+  const double a = 6.283185307179586 * u2;
+#if defined(__CUDA_ARCH__)
+  const double r = sqrt(-2.0 * log(u1));
+  return float(double(stddev) * r * ((gi % 2) ? sin(a) : cos(a)));
+#else
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  return float(double(stddev) * r * ((gi % 2) ? std::sin(a) : std::cos(a)));
+#endif
+}
+
 }  // namespace mplan::exec::km

@@ -5,17 +5,13 @@
 #include <sstream>
 
 #include "core/bounded_input.h"
+#include "executor/backend/kernel_math.h"
 
 namespace mplan::exec {
 
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return km::splitmix64(x); }  // the one splitmix64 (parameter init uses it too)
 
 class SyntheticData final : public DataSource {
  public:

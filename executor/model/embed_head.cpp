@@ -81,8 +81,11 @@ double head_forward(Exec& ex, const HeadParams& p, const Micro& mb, const Tensor
     OpTimers::Scope t(ex.timers, "lm_head_gemm");
     ex.be.matmul_forward(a.xent.logits.data(), a.hf.data(), ex.ps.w(p.weight), nullptr, d.N, d.C, d.V_l);
   }
-  if (ex.capture_logits)
-    ex.capture_logits->insert(ex.capture_logits->end(), a.xent.logits.data(), a.xent.logits.data() + d.N * d.V_l);
+  if (ex.capture_logits) {
+    const size_t at = ex.capture_logits->size();
+    ex.capture_logits->resize(at + size_t(d.N * d.V_l));
+    ex.be.download(ex.capture_logits->data() + at, a.xent.logits.data(), d.N * d.V_l);
+  }
   return vocab_parallel_xent_forward(ex, mb, a.xent);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "executor/parallel/tp_regions.h"
 
@@ -51,7 +52,8 @@ void route(Exec& ex, const MoeParams& p, MoeActs& a) {
   // aux = coeff * E / (k * Ntot^2) * sum_e count_e * sum_t p_te   (Switch Transformer)
   std::vector<double> stat(size_t(2 * E + 1), 0.0);
   for (int64_t i = 0; i < Nsp * k; ++i) stat[size_t(a.idx[size_t(i)])] += 1;
-  const float* pr = a.probs.data();
+  std::vector<float> pr(size_t(Nsp * E));
+  ex.be.download(pr.data(), a.probs.data(), Nsp * E);
   for (int64_t n = 0; n < Nsp; ++n)
     for (int64_t e = 0; e < E; ++e) stat[size_t(E + e)] += pr[n * E + e];
   stat[size_t(2 * E)] = double(Nsp);
@@ -76,7 +78,8 @@ std::vector<int64_t> permute_plan(Exec& ex, MoeActs& a) {
   for (int64_t i = 0; i < Nsp * k; ++i) lists[size_t(a.idx[size_t(i)])].push_back(int32_t(i));
   if (d.moe_capacity_factor > 0) {
     const size_t cap = size_t(std::ceil(double(d.moe_capacity_factor) * double(Nsp * k) / double(E)));
-    const float* w = a.weights.data();
+    std::vector<float> w(size_t(Nsp * k));
+    ex.be.download(w.data(), a.weights.data(), Nsp * k);
     for (auto& l : lists) {
       if (l.size() <= cap) continue;
       std::stable_sort(l.begin(), l.end(), [&](int32_t x, int32_t y) { return w[x] > w[y]; });
@@ -95,7 +98,10 @@ std::vector<int64_t> permute_plan(Exec& ex, MoeActs& a) {
     }
   }
   a.row_w = ex.alloc({int64_t(a.assign.size())});
-  for (size_t r = 0; r < a.assign.size(); ++r) a.row_w.data()[r] = a.weights.data()[a.assign[r]];
+  std::vector<float> weights(size_t(Nsp * k)), row_w(a.assign.size());
+  ex.be.download(weights.data(), a.weights.data(), Nsp * k);
+  for (size_t r = 0; r < a.assign.size(); ++r) row_w[r] = weights[size_t(a.assign[r])];
+  ex.be.upload(a.row_w.data(), row_w.data(), int64_t(row_w.size()));
   return cnt;
 }
 
@@ -210,9 +216,13 @@ Tensor moe_backward(Exec& ex, const MoeParams& p, const Tensor& dy, MoeActs& a) 
   {
     OpTimers::Scope t(ex.timers, "router");
     Tensor dweights = ex.alloc({Nsp, k}), dprobs = ex.alloc({Nsp, E});
-    for (int64_t r = 0; r < R; ++r) dweights.data()[a.assign[size_t(r)]] = dw_rows.data()[r];
+    std::vector<float> dw(static_cast<size_t>(R)), dwk(static_cast<size_t>(Nsp * k), 0.0f), dp(static_cast<size_t>(Nsp * E));
+    ex.be.download(dw.data(), dw_rows.data(), R);
+    for (int64_t r = 0; r < R; ++r) dwk[size_t(a.assign[size_t(r)])] = dw[size_t(r)];
     for (int64_t n = 0; n < Nsp; ++n)
-      for (int64_t e = 0; e < E; ++e) dprobs.data()[n * E + e] = float(a.aux_grad[size_t(e)]);
+      for (int64_t e = 0; e < E; ++e) dp[size_t(n * E + e)] = float(a.aux_grad[size_t(e)]);
+    ex.be.upload(dweights.data(), dwk.data(), Nsp * k);
+    ex.be.upload(dprobs.data(), dp.data(), Nsp * E);
     ex.be.moe_route_backward(dlogits.data(), dweights.data(), dprobs.data(), a.probs.data(), a.idx.data(), a.weights.data(), Nsp,
                              E, k);
   }

@@ -11,13 +11,6 @@ namespace mplan::exec {
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 template <class T>
 void put(std::string& out, const T& v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof(T));
@@ -44,13 +37,7 @@ int64_t global_row(const ShardMap& m, int64_t i) {
 float ParamStore::init_value(uint64_t seed, const std::string& name, int64_t gi, InitKind k, float stddev) {
   if (k == InitKind::ones) return 1.0f;
   if (k == InitKind::zeros) return 0.0f;
-  // Box-Muller on a counter-based hash: elements 2i and 2i+1 share one pair of uniforms
-  uint64_t h = splitmix64(seed ^ splitmix64(fnv1a(name) ^ splitmix64(uint64_t(gi / 2))));
-  double u1 = (double(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-  double u2 = double(splitmix64(h) >> 11) * (1.0 / 9007199254740992.0);
-  double r = std::sqrt(-2.0 * std::log(u1));
-  double a = 6.283185307179586 * u2;
-  return float(stddev * r * ((gi % 2) ? std::sin(a) : std::cos(a)));
+  return km::init_normal(seed, fnv1a(name), gi, stddev);
 }
 
 int ParamStore::add(ParamSpec spec) {
@@ -78,20 +65,26 @@ void ParamStore::allocate(Backend& be, int64_t pad_dense, int64_t pad_expert, ui
     params_[c] = be.alloc({sizes_[c]});
     grads_[c] = be.alloc({sizes_[c]});
   }
+  be_ = &be;
+  // one backend op per tensor: the name is hashed once, the elements are initialised where the
+  // memory lives (a kernel on the GPU)
+  std::vector<int64_t> rows;
   for (size_t h = 0; h < entries_.size(); ++h) {
     const ParamEntry& e = entries_[h];
-    float* p = w(int(h));
-    for (int64_t i = 0; i < e.rows; ++i) {
-      int64_t gr = global_row(e.map, i);
-      for (int64_t j = 0; j < e.cols; ++j)
-        p[i * e.cols + j] =
-            gr < 0 ? 0.0f : init_value(seed, e.name, gr * e.map.full_cols + e.map.col_begin + j, e.init, e.stddev);
-    }
+    rows.resize(size_t(e.rows));
+    for (int64_t i = 0; i < e.rows; ++i) rows[size_t(i)] = global_row(e.map, i);
+    Backend::InitArgs a;
+    a.rows = e.rows, a.cols = e.cols, a.full_cols = e.map.full_cols, a.col_begin = e.map.col_begin;
+    a.seed = seed, a.name_key = fnv1a(e.name), a.stddev = e.stddev;
+    a.normal = e.init == InitKind::normal;
+    a.constant = e.init == InitKind::ones ? 1.0f : 0.0f;
+    be.init_param(w(int(h)), rows.data(), a);
   }
 }
 
 std::string ParamStore::serialize_shards(bool use_grads) const {
   std::string out;
+  std::vector<float> host;
   put<int64_t>(out, int64_t(entries_.size()));
   for (const ParamEntry& e : entries_) {
     put<int64_t>(out, int64_t(e.name.size()));
@@ -107,7 +100,11 @@ std::string ParamStore::serialize_shards(bool use_grads) const {
     put(out, e.rows);
     put(out, e.cols);
     const float* src = (use_grads ? grads_ : params_)[int(e.cls)].data() + e.offset;
-    out.append(reinterpret_cast<const char*>(src), size_t(e.numel()) * sizeof(float));
+    const size_t at = out.size();
+    out.resize(at + size_t(e.numel()) * sizeof(float));
+    host.resize(size_t(e.numel()));
+    be_->download(host.data(), src, e.numel());
+    std::memcpy(&out[at], host.data(), host.size() * sizeof(float));
   }
   return out;
 }
@@ -155,12 +152,13 @@ std::vector<std::string> ParamStore::load_full(const std::map<std::string, std::
       missing.push_back(e.name);
       continue;
     }
-    float* p = w(int(h));
+    std::vector<float> shard(size_t(e.numel()));
     for (int64_t i = 0; i < e.rows; ++i) {
       int64_t gr = global_row(e.map, i);
       for (int64_t j = 0; j < e.cols; ++j)
-        p[i * e.cols + j] = gr < 0 ? 0.0f : it->second[size_t(gr * e.map.full_cols + e.map.col_begin + j)];
+        shard[size_t(i * e.cols + j)] = gr < 0 ? 0.0f : it->second[size_t(gr * e.map.full_cols + e.map.col_begin + j)];
     }
+    be_->upload(w(int(h)), shard.data(), e.numel());
   }
   return missing;
 }

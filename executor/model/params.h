@@ -2,7 +2,8 @@
 // dp x cp group; expert: reduced over the expert-data-parallel group), each entry knowing which part
 // of its full logical tensor it holds. Initialisation is a pure function of (seed, logical name,
 // global element index), so every layout starts from the same full model; full tensors can be
-// gathered (checks, golden tests) and loaded by name.
+// gathered (checks, golden tests) and loaded by name; the host reads and writes them through the
+// backend (upload/download), never directly.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -81,6 +82,7 @@ class ParamStore {
   int64_t used_[2] = {0, 0};
   int64_t sizes_[2] = {0, 0};
   Tensor params_[2], grads_[2];
+  Backend* be_ = nullptr;  // where the buffers live (set by allocate)
 };
 
 // Global row of local row i (or -1 for padding).

@@ -2,6 +2,7 @@
 #include "executor/parallel/vocab_parallel.h"
 
 #include <cmath>
+#include <vector>
 
 #include "executor/parallel/tp_regions.h"
 
@@ -50,8 +51,11 @@ double vocab_parallel_xent_forward(Exec& ex, const Micro& mb, XentState& s) {
   }
   OpTimers::Scope t(ex.timers, "cross_entropy");
   ex.be.copy(s.gsumexp.data(), both.data(), N);
+  std::vector<float> h(size_t(3 * N));  // sumexp, target logit, max
+  ex.be.download(h.data(), both.data(), 2 * N);
+  ex.be.download(h.data() + 2 * N, s.gmax.data(), N);
   double sum = 0;
-  for (int64_t n = 0; n < N; ++n) sum += double(std::log(both.data()[n]) + s.gmax.data()[n] - both.data()[N + n]);
+  for (int64_t n = 0; n < N; ++n) sum += double(std::log(h[size_t(n)]) + h[size_t(2 * N + n)] - h[size_t(N + n)]);
   return sum;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,15 @@ bool poison_loss(int step) {
   const char* f = std::getenv("MPLAN_FAULT");
   int s = -1;
   return f && std::sscanf(f, "nan@%d", &s) == 1 && s == step;
+}
+
+// "mplan train: <phase>: X s (at Y s)" on stderr (rank 0): where the time before step 1 goes.
+// stderr keeps `--format json` stdout clean.
+void print_phase(bool lead, const char* what, double begin, double start) {
+  if (!lead) return;
+  const double t = now_s();
+  std::fprintf(stderr, "mplan train: %s: %.2f s (at %.2f s)\n", what, t - begin, t - start);
+  std::fflush(stderr);
 }
 
 }  // namespace
@@ -69,15 +79,18 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
   if (opt.steps < 1) problems.push_back("--steps must be >= 1");
   if (!problems.empty()) return Error(problems);
   std::unique_ptr<Trainer> t(new Trainer());
+  t->t_start_ = now_s();
   t->plan_ = plan;
   t->opt_ = opt;
   set_blas_single_thread();
-  auto setup = make_backend(opt.backend, plan, base);
+  auto setup = make_backend(opt.backend, plan, base, opt.predicted_peak_bytes);
   if (!setup) return setup.error();
   t->backend_ = std::move(setup.value().backend);
   t->tagger_ = std::move(setup.value().tagger);
   t->timers_.set_tagger(t->tagger_.get());
   t->groups_ = make_backend_groups(*t->backend_, base, plan.parallel);
+  const bool lead = t->groups_.rank == 0;
+  print_phase(lead, ("starting the " + t->backend_->name() + " backend and its communicators").c_str(), t->t_start_, t->t_start_);
   t->dims_ = make_layout_dims(plan, t->groups_.coord);
   t->dims_.moe_aux_coeff = opt.moe_aux_coeff;
   t->dims_.moe_capacity_factor = opt.moe_capacity_factor;
@@ -92,7 +105,10 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
     t->chunks_.emplace_back(*t->params_, t->dims_, plan.model, first_layer_of(plan.model, p, s, c), n, s == 0 && c == 0,
                             s == p.pp - 1 && c == p.vpp - 1, recompute);
   }
+  double t0 = now_s();
   t->params_->allocate(*t->backend_, t->groups_.dp_cp->size(), t->groups_.edp->size(), opt.seed);
+  t->backend_->synchronize();
+  print_phase(lead, "initialising weights", t0, t->t_start_);
   t->engine_ = std::make_unique<PipelineEngine>(p, s, int(t->dims_.microbatches));
   OptimConfig cfg;
   cfg.schedule.lr = opt.lr;
@@ -114,8 +130,10 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const Plan& plan, const Train
   t->cores_ = t->backend_->name() == "cpu" ? int(std::max(1u, std::thread::hardware_concurrency())) : size;
   double peak = opt.peak_gflops;
   if (peak <= 0) {
+    t0 = now_s();
     if (t->groups_.rank == 0) peak = backend_peak_gflops(*t->backend_);
     t->groups_.world->all_reduce_max(&peak, 1);
+    print_phase(lead, "measuring the GEMM peak (--peak-gflops skips it)", t0, t->t_start_);
   }
   t->peak_gflops_ = peak;
   if (opt.resume) {
@@ -168,10 +186,16 @@ StepMetrics Trainer::step() {
     m.lr = r.lr;
     m.finite = r.finite;
   }
+  backend_->synchronize();  // the GPU backend's ops are asynchronous
   double dt = now_s() - t0;
+  if (first_step_) {
+    first_step_ = false;
+    print_phase(groups_.rank == 0, "first step", t0, t_start_);
+  }
   if (tagger_) timers_.override_seconds(tagger_->take_step_seconds());
-  // peak memory: the process on the CPU; the device tensors on a GPU
-  const double peak_bytes = backend_->name() == "cpu" ? process_peak_rss_bytes() : double(backend_->memory().peak());
+  // peak memory: the process on the CPU; every device allocation on a GPU
+  const int64_t device_peak = backend_->peak_device_bytes();
+  const double peak_bytes = device_peak < 0 ? process_peak_rss_bytes() : double(device_peak);
   double mem[3] = {dt, peak_bytes, double(backend_->memory().peak())};
   groups_.world->all_reduce_max(mem, 3);
   m.step_time_s = mem[0];
@@ -246,12 +270,8 @@ Status Trainer::save_checkpoint() {
                       {"expert", params_->size(ParamClass::expert)},
                       {"lr_decay_steps", optim_->config().schedule.decay_steps},
                       {"warmup_steps", optim_->config().schedule.warmup_steps}};
-  std::vector<ArrayRef> arrays;
-  for (ParamClass c : {ParamClass::dense, ParamClass::expert}) {
-    arrays.push_back({params_->params(c).data(), params_->size(c)});
-    arrays.push_back({optim_->m(c).data(), optim_->m(c).numel()});
-    arrays.push_back({optim_->v(c).data(), optim_->v(c).numel()});
-  }
+  std::vector<std::vector<float>> host;
+  std::vector<ArrayRef> arrays = checkpoint_arrays(host, true);
   Status st = write_rank_file(checkpoint_rank_file(tmp, groups_.rank), h, arrays);
   double good = st.ok() ? 1 : 0;
   groups_.world->all_reduce_sum(&good, 1);
@@ -271,15 +291,25 @@ Status Trainer::save_checkpoint() {
   return {};
 }
 
+std::vector<ArrayRef> Trainer::checkpoint_arrays(std::vector<std::vector<float>>& host, bool download) {
+  // parameters and AdamW moments per class, staged in host memory (the backend's may be a GPU's)
+  std::vector<ArrayRef> arrays;
+  host.reserve(6);  // the ArrayRefs point into these vectors
+  for (ParamClass c : {ParamClass::dense, ParamClass::expert})
+    for (Tensor* t : {&params_->params(c), &optim_->m(c), &optim_->v(c)}) {
+      const int64_t n = t == &params_->params(c) ? params_->size(c) : t->numel();
+      host.emplace_back(size_t(n));
+      if (download) backend_->download(host.back().data(), t->data(), n);
+      arrays.push_back({host.back().data(), n});
+    }
+  return arrays;
+}
+
 Status Trainer::load_checkpoint() {
   auto dir = latest_checkpoint(opt_.checkpoint_dir);
   if (!dir) return dir.error();
-  std::vector<ArrayRef> arrays;
-  for (ParamClass c : {ParamClass::dense, ParamClass::expert}) {
-    arrays.push_back({params_->params(c).data(), params_->size(c)});
-    arrays.push_back({optim_->m(c).data(), optim_->m(c).numel()});
-    arrays.push_back({optim_->v(c).data(), optim_->v(c).numel()});
-  }
+  std::vector<std::vector<float>> host;
+  std::vector<ArrayRef> arrays = checkpoint_arrays(host, false);
   nlohmann::json h;
   auto check = [&](const nlohmann::json& hd) -> Status {
     if (hd.value("layout", "") != layout_key(plan_))
@@ -298,6 +328,12 @@ Status Trainer::load_checkpoint() {
   double good = st.ok() ? 1 : 0;
   groups_.world->all_reduce_sum(&good, 1);
   if (good < world_size()) return st.ok() ? Status(Error("--resume: another rank could not load its shard")) : st;
+  size_t k = 0;
+  for (ParamClass c : {ParamClass::dense, ParamClass::expert})
+    for (Tensor* t : {&params_->params(c), &optim_->m(c), &optim_->v(c)}) {
+      backend_->upload(t->data(), host[k].data(), arrays[k].n);
+      ++k;
+    }
   step_ = h.value("step", 0);
   OptimConfig cfg = optim_->config();
   if (opt_.lr_decay_steps == 0) cfg.schedule.decay_steps = h.value("lr_decay_steps", cfg.schedule.decay_steps);

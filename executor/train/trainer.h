@@ -11,6 +11,7 @@
 
 #include "core/plan.h"
 #include "executor/backend/backend.h"
+#include "executor/checkpoint/checkpoint.h"
 #include "executor/comm/groups.h"
 #include "executor/data/data_source.h"
 #include "executor/model/chunk.h"
@@ -35,7 +36,8 @@ struct TrainOptions {
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // 0: only at the end
   bool resume = false;
-  double peak_gflops = 0;  // per core; 0: measure
+  double peak_gflops = 0;            // per core; 0: measure
+  int64_t predicted_peak_bytes = 0;  // the plan's predicted peak per rank (out-of-memory message); 0: unknown
 };
 
 struct OpStat {
@@ -48,7 +50,7 @@ struct StepMetrics {
   int step = 0;  // 1-based
   double loss = 0, aux_loss = 0, grad_norm = 0, lr = 0;
   double step_time_s = 0, tokens_per_s = 0, tflops_per_rank = 0, mfu = 0;
-  double peak_memory_gib = 0;  // max over ranks of the process peak RSS
+  double peak_memory_gib = 0;  // max over ranks: the process peak RSS (CPU), every device allocation (GPU)
   double tensor_peak_gib = 0;  // max over ranks of live tensor bytes
   bool finite = true;          // false: non-finite loss or gradient; the update was skipped
   std::vector<OpStat> ops;     // filled on rank 0
@@ -87,6 +89,10 @@ class Trainer {
   std::string last_checkpoint() const { return last_checkpoint_; }
 
  private:
+  double t_start_ = 0;  // steady-clock seconds when create() began (phase lines)
+  bool first_step_ = true;
+  // host copies of the checkpointed arrays (filled from the backend when `download`)
+  std::vector<ArrayRef> checkpoint_arrays(std::vector<std::vector<float>>& host, bool download);
   Trainer() = default;
   Exec exec();
   double run_pipeline(double* aux, std::vector<float>* logits = nullptr);

@@ -16,6 +16,7 @@
 #include "executor/backend/cpu/cpu_backend.h"
 #include "executor/backend/cuda/cuda_backend.h"
 #include "executor/backend/kernel_math.h"
+#include "executor/model/params.h"
 
 using namespace mplan::exec;
 
@@ -43,33 +44,44 @@ std::vector<int32_t> randi(int64_t n, uint32_t seed, int32_t lo, int32_t hi) {
   return v;
 }
 
-// A device buffer with sentinel guards on both sides (managed memory: the host fills and reads it
-// after the backend's end-of-op synchronisation).
+// A device buffer with sentinel guards on both sides (device memory: filled and read through the
+// backend's upload/download).
 class Dev {
  public:
-  Dev(CudaBackend& be, const std::vector<float>& init) : n_(int64_t(init.size())) {
+  Dev(CudaBackend& be, const std::vector<float>& init) : be_(&be), n_(int64_t(init.size())) {
     t_ = be.alloc({n_ + 2 * kGuard});
-    float* d = t_.data();
+    std::vector<float> h(static_cast<size_t>(n_ + 2 * kGuard));
     for (int64_t i = 0; i < kGuard; ++i) {
-      std::memcpy(d + i, &kSentinel, 4);
-      std::memcpy(d + kGuard + n_ + i, &kSentinel, 4);
+      std::memcpy(&h[size_t(i)], &kSentinel, 4);
+      std::memcpy(&h[size_t(kGuard + n_ + i)], &kSentinel, 4);
     }
-    std::memcpy(d + kGuard, init.data(), init.size() * sizeof(float));
+    if (n_ > 0) std::memcpy(&h[size_t(kGuard)], init.data(), init.size() * sizeof(float));
+    be.upload(t_.data(), h.data(), int64_t(h.size()));
   }
   Dev(CudaBackend& be, int64_t n) : Dev(be, std::vector<float>(static_cast<size_t>(n), 0.0f)) {}
   float* p() { return t_.data() + kGuard; }
-  std::vector<float> vec() const { return std::vector<float>(t_.data() + kGuard, t_.data() + kGuard + n_); }
+  std::vector<float> all() const {
+    std::vector<float> h(static_cast<size_t>(n_ + 2 * kGuard));
+    be_->download(h.data(), t_.data(), int64_t(h.size()));
+    return h;
+  }
+  std::vector<float> vec() const {
+    std::vector<float> h = all();
+    return std::vector<float>(h.begin() + kGuard, h.begin() + kGuard + n_);
+  }
   bool guards_ok() const {
+    std::vector<float> h = all();
     for (int64_t i = 0; i < kGuard; ++i) {
       uint32_t a, b;
-      std::memcpy(&a, t_.data() + i, 4);
-      std::memcpy(&b, t_.data() + kGuard + n_ + i, 4);
+      std::memcpy(&a, &h[size_t(i)], 4);
+      std::memcpy(&b, &h[size_t(kGuard + n_ + i)], 4);
       if (a != kSentinel || b != kSentinel) return false;
     }
     return true;
   }
 
  private:
+  CudaBackend* be_;
   int64_t n_;
   Tensor t_;
 };
@@ -495,14 +507,14 @@ TEST(BackendOps, MoeRoutingAndRows) {
   g_gpu->scale_rows(g.p(), Wt.p(), R, C);
   g_cpu->scale_rows(rg.data(), w.data(), R, C);
   expect_close("scale_rows", g.vec(), rg, 0, 0);
-  // index arrays already in device-visible memory are used in place
-  int32_t* managed_rows = nullptr;
-  ASSERT_EQ(cudaMallocManaged(&managed_rows, sizeof(int32_t) * static_cast<size_t>(R)), cudaSuccess);
-  std::memcpy(managed_rows, rows.data(), sizeof(int32_t) * static_cast<size_t>(R));
-  g_gpu->gather_rows(g.p(), S.p(), managed_rows, R, C);
+  // index arrays already in device memory are used in place
+  int32_t* dev_rows = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev_rows, sizeof(int32_t) * static_cast<size_t>(R)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev_rows, rows.data(), sizeof(int32_t) * static_cast<size_t>(R), cudaMemcpyHostToDevice), cudaSuccess);
+  g_gpu->gather_rows(g.p(), S.p(), dev_rows, R, C);
   g_cpu->gather_rows(rg.data(), src.data(), rows.data(), R, C);
-  expect_close("gather_rows (managed index)", g.vec(), rg, 0, 0);
-  cudaFree(managed_rows);
+  expect_close("gather_rows (device index)", g.vec(), rg, 0, 0);
+  cudaFree(dev_rows);
   for (Dev* d : {&probs, &weights, &dl, &g, &dst, &dots}) EXPECT_GUARDS(*d);
 }
 
@@ -521,6 +533,49 @@ TEST(BackendOps, AdamW) {
   expect_close("adamw m", M.vec(), rm, 1e-6, 1e-8);
   expect_close("adamw v", V.vec(), rv, 1e-6, 1e-9);
   for (Dev* d : {&P, &M, &V}) EXPECT_GUARDS(*d);
+}
+
+// Issue 29: parameters are initialised by a kernel running the CPU's km::init_normal. The device's
+// libm may differ from glibc in the last bit of a double, so a rare float may differ by an ulp.
+TEST(BackendOps, ParamInitMatchesTheCpuInit) {
+  ParamSpec s;
+  s.name = "layers.3.mlp.fc1.weight";
+  s.rows = 301;  // one padding row past the shard
+  s.cols = 77;
+  s.map = ShardMap::rows(600, 77, 300, 600);
+  ParamSpec ones = s;
+  ones.name = "layers.3.mlp_norm.weight", ones.rows = 77, ones.cols = 1, ones.map = ShardMap::whole(77),
+  ones.init = InitKind::ones;
+  ParamStore on_gpu, on_cpu;
+  for (ParamStore* ps : {&on_gpu, &on_cpu}) {
+    ps->add(s);
+    ps->add(ones);
+  }
+  on_gpu.allocate(*g_gpu, 1, 1, 1234);
+  on_cpu.allocate(*g_cpu, 1, 1, 1234);
+  std::vector<float> got(static_cast<size_t>(on_gpu.size(ParamClass::dense)));
+  g_gpu->download(got.data(), on_gpu.params(ParamClass::dense).data(), int64_t(got.size()));
+  const float* want = on_cpu.params(ParamClass::dense).data();
+  int64_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    ++differ;
+    EXPECT_NEAR(got[i], want[i], 2e-7 * std::fabs(want[i]) + 1e-12) << "element " << i;
+  }
+  EXPECT_LE(differ, int64_t(got.size()) / 1000) << differ << " of " << got.size() << " differ";
+  EXPECT_EQ(got[size_t(300 * 77)], 0.0f);  // the padding row
+  EXPECT_EQ(got[size_t(on_gpu.entry(1).offset)], 1.0f);
+}
+
+// Every device allocation is counted: tensors, and the cuBLASLt workspace the backend holds.
+TEST(BackendOps, PeakDeviceBytesCountEveryAllocation) {
+  const int64_t mib = int64_t(1) << 20;
+  {
+    Tensor t = g_gpu->alloc({16 * mib});  // 64 MiB
+    EXPECT_GE(g_gpu->pool().allocated_bytes(), 64 * mib + 32 * mib);
+  }
+  EXPECT_GE(g_gpu->peak_device_bytes(), g_gpu->memory().peak() + 32 * mib);
+  EXPECT_GE(g_gpu->pool().reserved_bytes(), g_gpu->pool().allocated_bytes());
 }
 
 TEST(BackendOps, DescribesTheDevice) {

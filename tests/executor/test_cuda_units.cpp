@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -26,6 +28,9 @@
 #include "test_plans.h"
 #if defined(MPLAN_HAVE_CUPTI_OP_TIMER)
 #include "executor/backend/cuda/cupti_op_timer.h"
+#endif
+#if defined(MPLAN_HAVE_BACKEND_OP_KERNELS)
+#include "executor/backend/cuda/op_kernels.h"
 #endif
 
 using namespace mplan;
@@ -354,6 +359,143 @@ TEST(LaunchConfig, PointerAlignmentAndSizeClasses) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// DevicePool bookkeeping on host memory through an injected allocator
+
+namespace {
+// Host memory standing in for a device of `capacity` bytes; counts live raw allocations.
+class FakeDevice final : public gpu::DeviceAllocator {
+ public:
+  explicit FakeDevice(int64_t capacity, int64_t* live) : capacity_(capacity), live_(live) {}
+  void* allocate(int64_t bytes) override {
+    if (used_ + bytes > capacity_) return nullptr;
+    void* p = std::aligned_alloc(256, size_t(bytes));
+    sizes_[p] = bytes;
+    used_ += bytes;
+    ++*live_;
+    return p;
+  }
+  void free(void* p) override {
+    used_ -= sizes_.at(p);
+    sizes_.erase(p);
+    --*live_;
+    std::free(p);
+  }
+  std::pair<int64_t, int64_t> device_memory() override { return {capacity_ - used_, capacity_}; }
+
+ private:
+  int64_t capacity_, used_ = 0;
+  int64_t* live_;
+  std::map<void*, int64_t> sizes_;
+};
+struct OomSeen {};  // thrown by the test's handler (the backend's handler ends the job instead)
+}  // namespace
+
+TEST(DevicePool, CountsEveryBlockReusesFreedOnesAndReportsOutOfMemory) {
+  constexpr int64_t MiB = int64_t(1) << 20;
+  int64_t live = 0;
+  gpu::OutOfMemory seen;
+  {
+    gpu::DevicePool pool(std::make_unique<FakeDevice>(64 * MiB, &live), [&](const gpu::OutOfMemory& o) {
+      seen = o;
+      throw OomSeen{};
+    });
+    // small blocks share a 2 MiB slab; allocated counts the rounded block, reserved the slab
+    void* a = pool.allocate(1000);
+    void* b = pool.allocate(1000);
+    EXPECT_EQ(pool.allocated_bytes(), 2048);
+    EXPECT_EQ(pool.reserved_bytes(), 2 * MiB);
+    EXPECT_EQ(live, 1);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 256, 0u);
+    EXPECT_NE(a, b);
+    pool.release(a);
+    EXPECT_EQ(pool.allocated_bytes(), 1024);
+    EXPECT_EQ(pool.allocate(900), a);  // the freed block of the same bin comes back first
+    // large blocks: rounded to 2 MiB, cached on release, reused within 25 % of the size
+    void* big = pool.allocate(5 * MiB);
+    EXPECT_EQ(pool.allocated_bytes(), 2048 + 6 * MiB);
+    pool.release(big);
+    EXPECT_EQ(pool.allocated_bytes(), 2048);
+    EXPECT_EQ(pool.reserved_bytes(), 8 * MiB);  // cached, still held
+    EXPECT_EQ(pool.allocate(6 * MiB), big);
+    pool.release(big);
+    void* other = pool.allocate(2 * MiB);  // 6 MiB would waste > 25 %: a new block
+    EXPECT_NE(other, big);
+    EXPECT_EQ(pool.peak_allocated_bytes(), 2048 + 6 * MiB);
+    EXPECT_EQ(pool.peak_reserved_bytes(), 10 * MiB);
+    // out of memory: the cache is returned first, then the handler sees the numbers
+    EXPECT_THROW(pool.allocate(61 * MiB), OomSeen);
+    EXPECT_EQ(seen.request, 62 * MiB);  // rounded to 2 MiB
+    EXPECT_EQ(seen.allocated, 2048 + 2 * MiB);
+    EXPECT_EQ(seen.reserved, 4 * MiB);  // the slab and the live 2 MiB block; the cached 6 MiB went back
+    EXPECT_EQ(seen.device_free, 60 * MiB);
+    EXPECT_EQ(seen.device_total, 64 * MiB);
+    void* fits = pool.allocate(58 * MiB);  // after the cache went back, this fits
+    EXPECT_NE(fits, nullptr);
+    pool.release(fits);
+    pool.release(other);
+    pool.release(a);
+    pool.release(b);
+    EXPECT_EQ(pool.allocated_bytes(), 0);
+    pool.empty_cache();
+    EXPECT_EQ(pool.reserved_bytes(), 2 * MiB);  // slabs stay
+  }
+  EXPECT_EQ(live, 0);  // the pool's destructor returned everything
+  const std::string m = gpu::out_of_memory_message(seen, int64_t(3) << 30);
+  EXPECT_NE(m.find("allocating 0.06 GiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("0.06 GiB free of 0.06 GiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("the plan predicts 3.00 GiB per GPU"), std::string::npos) << m;
+  EXPECT_NE(gpu::out_of_memory_message(seen, 0).find("unknown peak"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the CUDA profile's rows over the backend's own ops: which layer op becomes which backend call
+
+#if defined(MPLAN_HAVE_BACKEND_OP_KERNELS)
+TEST(BackendOpKernels, LayerOpsMapToTheBackendCallsTheLayersMake) {
+  ModelSpec m;
+  m.num_layers = 1;
+  m.hidden_size = 4096;
+  m.ffn_hidden_size = 14336;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 8;
+  m.kv_channels = 128;
+  m.vocab_size = 32000;
+  m.norm = NormKind::rmsnorm;
+  m.activation = Activation::swiglu;
+  OpContext c;
+  c.seq = 2048;
+  c.precision = Precision::bf16;
+  std::map<std::string, OpKernelCall> calls;
+  for (const Op& op : layer_ops(m, 0, c)) calls[op.name] = op_kernel_call(op, m, 2048);
+  ASSERT_TRUE(calls.count("attn_core"));
+  const OpKernelCall& a = calls["attn_core"];
+  EXPECT_EQ(a.call, BackendCall::attention);
+  EXPECT_TRUE(a.has_backward);
+  EXPECT_EQ(a.N, 2048);
+  EXPECT_EQ(a.H, 32);
+  EXPECT_EQ(a.Hkv, 8);  // GQA as the layers run it
+  EXPECT_EQ(a.D, 128);
+  EXPECT_EQ(calls["attn_norm"].call, BackendCall::rmsnorm);
+  EXPECT_EQ(calls["mlp_norm"].call, BackendCall::rmsnorm);
+  EXPECT_EQ(calls["attn_norm"].C, 4096);
+  EXPECT_EQ(calls["act"].call, BackendCall::act);
+  EXPECT_EQ(calls["act"].F, 14336);
+  EXPECT_EQ(calls["attn_residual"].call, BackendCall::add);
+  EXPECT_FALSE(calls["attn_residual"].has_backward);
+  EXPECT_EQ(calls["rope"].call, BackendCall::rope);
+  EXPECT_EQ(calls["qkv_gemm"].call, BackendCall::none);  // GEMMs are the cuBLASLt grid's rows
+  m.norm = NormKind::layernorm;
+  m.position_embedding = PositionEmbedding::learned;
+  Op norm;
+  norm.name = "attn_norm";
+  EXPECT_EQ(op_kernel_call(norm, m, 16).call, BackendCall::layernorm);
+  Op rope;
+  rope.name = "rope";
+  EXPECT_EQ(op_kernel_call(rope, m, 16).call, BackendCall::none);  // no RoPE in a learned-position model
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
 // GEMM mapping: a naive column-major GEMM fed with the mapped operands must give the row-major result
 
 namespace {
@@ -596,7 +738,7 @@ TEST(OpTags, CuptiBufferToPerOpKernelTime) {
   b.add(kernel(103, 0, 1000000, "untagged"));
   b.add(ext(999, 104));
   b.add(kernel(104, 0, 5000, "foreign"));
-  profiles::ActivityCollector c;
+  cupti::ActivityCollector c;
   EXPECT_EQ(c.add_buffer(b.data(), b.size(), walker), 14u);
   const auto sec = gpu::op_seconds_from_spans(c.spans(), ids.names());
   ASSERT_EQ(sec.size(), 2u);

@@ -178,6 +178,19 @@ TEST(TrainCli, RefusesPlansThisMachineCannotRun) {
   EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
 }
 
+// Phases before the first step are reported on stderr (where the time to step 1 goes), stdout stays
+// the JSON lines.
+TEST(TrainCli, PrintsItsStartPhasesOnStderr) {
+  auto r = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 1}}) + " --steps 1 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* phase : {"initialising weights: ", "measuring the GEMM peak", "first step: "})
+    EXPECT_NE(r.err.find(std::string("mplan train: ") + phase), std::string::npos) << phase << "\n" << r.err;
+  EXPECT_EQ(r.out.find("mplan train:"), std::string::npos) << r.out;
+  for (const json& j : json_lines(r.out)) EXPECT_TRUE(j.is_object());
+  auto quick = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 1}}) + " --steps 1 --peak-gflops 10");
+  ASSERT_EQ(quick.code, 0) << quick.err;
+  EXPECT_EQ(quick.err.find("measuring the GEMM peak"), std::string::npos) << quick.err;
+}
 #if defined(MPLAN_TEST_HAS_VERIFY)
 TEST(VerifyCli, ComparesMeasuredAndPredictedPerOp) {
   std::string db = tmpdir() + "/profile.db";
@@ -193,6 +206,8 @@ TEST(VerifyCli, ComparesMeasuredAndPredictedPerOp) {
     }
   EXPECT_TRUE(j["error_pct"].contains("step_time"));
   EXPECT_TRUE(j["error_pct"].contains("peak_memory"));
+  for (const char* k : {"measured_only", "predicted_only", "off_by_more_than_25pct"})
+    EXPECT_TRUE(j["op_check"][k].is_array()) << k;
   bool qkv = false;
   for (const auto& op : j["ops"]) {
     if (op["name"] == "qkv_gemm") {
@@ -221,4 +236,17 @@ TEST(VerifyCli, WorksWithoutFlags) {
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_NE(second.err.find("this machine's CPU profile"), std::string::npos) << second.err;
 }
+// Issue 29: `mplan verify --backend cuda` trains on the GPU and predicts from a GPU profile; without a
+// GPU it says so before profiling anything, and a CPU profile is refused for it.
+TEST(VerifyCli, CudaBackendNeedsAGpuAndAGpuProfile) {
+  if (fs::exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has a GPU (the GPU bundle runs verify --backend cuda)";
+  std::string plan = write_plan("llama", {{"world_size", 1}});
+  auto r = run_mplan("verify --plan " + plan + " --backend cuda --format json", "XDG_CACHE_HOME=" + tmpdir());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no NVIDIA GPU"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");  // nothing half-written on stdout
+  auto bad = run_mplan("verify --plan " + plan + " --backend tpu");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+}
+
 #endif  // MPLAN_TEST_HAS_VERIFY

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/hash.h"
 #include "executor/backend/cpu/cpu_backend.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/data/data_source.h"
@@ -30,6 +31,41 @@ std::string tmp(const std::string& name) {
   return d;
 }
 }  // namespace
+
+// The initialisation before the shared km::init_normal (the name hashed per element), written out
+// here as the reference (its integer hash is the same splitmix64; the floating-point part is what
+// must not drift): the shared function (which the GPU init kernel also runs) must give these
+// values bit for bit, so golden states and equivalence tests keep their starting weights.
+namespace {
+float ref_init(uint64_t seed, const std::string& name, int64_t gi, float stddev) {
+  uint64_t h = km::splitmix64(seed ^ km::splitmix64(fnv1a(name) ^ km::splitmix64(uint64_t(gi / 2))));
+  double u1 = (double(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  double u2 = double(km::splitmix64(h) >> 11) * (1.0 / 9007199254740992.0);
+  double r = std::sqrt(-2.0 * std::log(u1));
+  double a = 6.283185307179586 * u2;
+  return float(stddev * r * ((gi % 2) ? std::sin(a) : std::cos(a)));
+}
+}  // namespace
+
+TEST(Params, SharedInitFunctionReproducesThePreviousValuesBitForBit) {
+  int64_t checked = 0;
+  for (const std::string name : {"wte", "layers.0.attn.wq", "layers.31.mlp.fc2.weight"})
+    for (uint64_t seed : {uint64_t(1234), uint64_t(7), uint64_t(0xdeadbeefcafeULL)})
+      for (float sd : {0.02f, 0.00353f}) {
+        const uint64_t key = fnv1a(name);
+        for (int64_t gi = 0; gi < 20000; gi += 1 + gi / 64) {
+          const uint32_t want = km::float_to_bits(ref_init(seed, name, gi, sd));
+          ASSERT_EQ(km::float_to_bits(km::init_normal(seed, key, gi, sd)), want) << name << " seed " << seed << " element " << gi;
+          // as compiled into the executor library (its own optimisation flags)
+          ASSERT_EQ(km::float_to_bits(ParamStore::init_value(seed, name, gi, InitKind::normal, sd)), want) << gi;
+          ++checked;
+        }
+        for (int64_t gi : {int64_t(1) << 31, (int64_t(1) << 33) + 1, int64_t(128256) * 4096 - 1})
+          ASSERT_EQ(km::float_to_bits(km::init_normal(seed, key, gi, sd)), km::float_to_bits(ref_init(seed, name, gi, sd)));
+      }
+  EXPECT_GT(checked, 5000);
+  EXPECT_EQ(ParamStore::init_value(5, "x", 3, InitKind::normal, 0.02f), ref_init(5, "x", 3, 0.02f));
+}
 
 TEST(Params, InitialisationDependsOnlyOnNameAndGlobalIndex) {
   CpuBackend be;

@@ -193,3 +193,18 @@ TEST(CuptiRecords, CuptisOwnWalkerReadsTheSameBuffer) {
   EXPECT_DOUBLE_EQ(spans[10].span_us(), 2.0);
   EXPECT_DOUBLE_EQ(spans[11].span_us(), 1.0);
 }
+
+// Issue 29: one CUPTI part per process. The executor's per-op timer and the profiler both trace
+// through mplan::cupti::ActivityTrace: a second trace while one is active is refused (with the reason), and
+// after the first ends the next one starts. Without a usable CUPTI (no driver) start() says why.
+TEST(ActivityTrace, OneTracePerProcessAtATime) {
+  std::string why;
+  auto first = mplan::cupti::ActivityTrace::start(&why);
+  if (!first) GTEST_SKIP() << "CUPTI tracing unavailable here: " << why;
+  std::string why2;
+  EXPECT_EQ(mplan::cupti::ActivityTrace::start(&why2), nullptr);
+  EXPECT_NE(why2.find("another CUPTI trace"), std::string::npos) << why2;
+  first.reset();
+  auto next = mplan::cupti::ActivityTrace::start(&why);
+  EXPECT_NE(next, nullptr) << why;
+}

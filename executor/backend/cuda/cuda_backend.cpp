@@ -30,17 +30,23 @@ CudaBackend::CudaBackend(const CudaBackendOptions& o) : opt_(o) {
   if (max_smem_ <= 0)
     fatal_error("attention_set_smem_limit", "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) failed", __FILE__,
                 __LINE__);
-  pool_ = std::make_shared<ManagedPool>(opt_.device);
-  lt_ = std::make_unique<LtGemm>();
+  const int64_t predicted = opt_.predicted_peak_bytes;
+  pool_ = std::make_shared<DevicePool>(make_cuda_device_allocator(opt_.device), [predicted](const OutOfMemory& o) {
+    out_of_memory_exit(out_of_memory_message(o, predicted));
+  });
+  lt_workspace_ = pool_->allocate(int64_t(kLtWorkspaceBytes));
+  lt_ = std::make_unique<LtGemm>(lt_workspace_, kLtWorkspaceBytes);
   MPLAN_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_result_), sizeof(double)));
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
-  for (auto& [p, w] : working_) cudaFree(w.copy);
-  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &stage_[0], &stage_[1], &stage_[2], &stage_[3]}) cudaFree(s->p);
+  for (auto& [p, w] : working_) pool_->release(w.copy);
+  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
+    pool_->release(s->p);
   cudaFreeHost(host_result_);
   lt_.reset();
+  pool_->release(lt_workspace_);
   cudaStreamDestroy(stream_);
 }
 
@@ -58,11 +64,10 @@ Tensor CudaBackend::alloc(std::vector<int64_t> shape) {
   for (int64_t d : shape) n *= d;
   const int64_t counted = n * int64_t(sizeof(float));
   float* p = static_cast<float*>(pool_->allocate(std::max<int64_t>(counted, 4)));
-  if (n > 0) MPLAN_CUDA_CHECK(cudaMemsetAsync(p, 0, size_t(counted), stream_));
-  MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host may write the new tensor at once
+  if (n > 0) MPLAN_CUDA_CHECK(cudaMemsetAsync(p, 0, size_t(counted), stream_));  // stream-ordered, no sync
   MemoryTracker* tracker = &mem_;
   tracker->add(counted);
-  std::shared_ptr<ManagedPool> pool = pool_;
+  std::shared_ptr<DevicePool> pool = pool_;
   return Tensor::adopt(std::shared_ptr<float>(p,
                                               [pool, tracker, counted](float* q) {
                                                 tracker->sub(counted);
@@ -73,17 +78,46 @@ Tensor CudaBackend::alloc(std::vector<int64_t> shape) {
 
 void CudaBackend::synchronize() { MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+int64_t CudaBackend::peak_device_bytes() const { return pool_->peak_allocated_bytes(); }
+
+void CudaBackend::upload(float* dst, const float* host, int64_t n) {
+  if (n <= 0) return;
+  // from pageable memory the runtime stages the source before returning: `host` may go at once
+  MPLAN_CUDA_CHECK(cudaMemcpyAsync(dst, host, size_t(n) * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  done();
+}
+
+void CudaBackend::download(float* host, const float* src, int64_t n) {
+  if (n <= 0) return;
+  MPLAN_CUDA_CHECK(cudaMemcpyAsync(host, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::init_param(float* p, const int64_t* global_rows, const InitArgs& a) {
+  if (a.rows <= 0 || a.cols <= 0) return;
+  void* d = scratch(stage_[0], size_t(a.rows) * sizeof(int64_t));
+  MPLAN_CUDA_CHECK(cudaMemcpyAsync(d, global_rows, size_t(a.rows) * sizeof(int64_t), cudaMemcpyHostToDevice, stream_));
+  gpu::init_param(p, static_cast<const int64_t*>(d), a.rows, a.cols, a.full_cols, a.col_begin, a.seed, a.name_key, a.normal,
+                  a.stddev, a.constant, stream_);
+  done();
+}
+
 void CudaBackend::done() {
   MPLAN_CUDA_CHECK(cudaPeekAtLastError());
   if (opt_.sync_each_op) MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+bool sync_each_op_from_env() {
+  const char* e = std::getenv("MPLAN_CUDA_SYNC");
+  return e && *e && std::strcmp(e, "0") != 0;
+}
+
 void* CudaBackend::scratch(Scratch& s, size_t bytes) {
   if (bytes <= s.bytes) return s.p;
-  MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  MPLAN_CUDA_CHECK(cudaFree(s.p));
+  // stream-ordered: the old block's queued users run before any later user of it
+  pool_->release(s.p);
   s.bytes = std::max(bytes, s.bytes * 3 / 2);
-  MPLAN_CUDA_CHECK(cudaMalloc(&s.p, s.bytes));
+  s.p = pool_->allocate(int64_t(s.bytes));
   return s.p;
 }
 
@@ -471,7 +505,7 @@ void CudaBackend::adamw(float* param, const float* grad, float* m, float* v, int
   if (opt_.gemm == GemmPrecision::bf16 && !working_.count(param)) {  // this range now has a bf16 working copy
     Working w;
     w.n = n;
-    MPLAN_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.copy), size_t(n) * sizeof(__nv_bfloat16)));
+    w.copy = static_cast<__nv_bfloat16*>(pool_->allocate(n * int64_t(sizeof(__nv_bfloat16))));
     mem_.add(n * int64_t(sizeof(__nv_bfloat16)));
     working_[param] = w;
   }

@@ -1,10 +1,11 @@
-// The CUDA backend: the Backend interface on one GPU. Tensors are fp32 in CUDA managed memory
-// (cuda_memory.h) so the executor's host-driven layers keep working unchanged; GEMMs run through
-// cuBLASLt (fp32, or bf16 operands with fp32 accumulation when the plan trains in bf16: the fp32
+// The CUDA backend: the Backend interface on one GPU. Tensors are fp32 in device memory from a
+// caching pool (cuda_memory.h); the host reads and writes them only through upload/download.
+// GEMMs run through cuBLASLt (fp32, or bf16 operands with fp32 accumulation when the plan trains in bf16: the fp32
 // parameter buffer is the master copy and AdamW-updated ranges get bf16 working copies, refreshed
 // once per update); every other op is a kernel of cuda_kernels.cu / cuda_attention.cu using the
-// per-element math of kernel_math.h. Ops run on one compute stream and end with a stream
-// synchronisation (the layers read results on the host right after an op); communication runs on
+// per-element math of kernel_math.h. Ops are enqueued on one compute stream without synchronising
+// (MPLAN_CUDA_SYNC=1 synchronises after each op, to localise an asynchronous fault); download,
+// the reductions that return a value and the step's end wait for the stream. Communication runs on
 // the NCCL communicator's own stream. Host index arrays (tokens, positions, routing) are staged.
 #pragma once
 #include <cuda_bf16.h>
@@ -22,10 +23,15 @@
 
 namespace mplan::exec {
 
+// MPLAN_CUDA_SYNC=1 (debugging): synchronise after every op, so an asynchronous fault is reported
+// by the op that caused it.
+bool sync_each_op_from_env();
+
 struct CudaBackendOptions {
   int device = 0;
   gpu::GemmPrecision gemm = gpu::GemmPrecision::fp32;
-  bool sync_each_op = true;  // false only for device-resident callers (benchmarks)
+  bool sync_each_op = sync_each_op_from_env();
+  int64_t predicted_peak_bytes = 0;  // the plan's predicted peak per GPU, for the out-of-memory message (0: unknown)
 };
 
 class CudaBackend final : public Backend {
@@ -42,7 +48,12 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_; }
   int device() const { return opt_.device; }
   gpu::GemmPrecision gemm_precision() const { return opt_.gemm; }
-  void synchronize();
+  void synchronize() override;
+  int64_t peak_device_bytes() const override;
+  const gpu::DevicePool& pool() const { return *pool_; }
+  void upload(float* dst, const float* host, int64_t n) override;
+  void download(float* host, const float* src, int64_t n) override;
+  void init_param(float* p, const int64_t* global_rows, const InitArgs& a) override;
   // Measured GEMM speed in GFLOP/s (n^3 products in this backend's GEMM precision, best of reps).
   double measure_gemm_gflops(int n = 4096, int reps = 5);
 
@@ -132,7 +143,9 @@ class CudaBackend final : public Backend {
 
   CudaBackendOptions opt_;
   cudaStream_t stream_ = nullptr;
-  std::shared_ptr<gpu::ManagedPool> pool_;
+  static constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
+  std::shared_ptr<gpu::DevicePool> pool_;
+  void* lt_workspace_ = nullptr;  // from the pool (counted)
   std::unique_ptr<gpu::LtGemm> lt_;
   Scratch reduce_, column_, bf16_[2], stage_[4];
   double* host_result_ = nullptr;  // pinned

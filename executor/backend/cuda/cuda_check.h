@@ -4,9 +4,14 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <string>
+
 namespace mplan::exec::gpu {
 
 [[noreturn]] void fatal_error(const char* call, const char* error, const char* file, int line);
+// A user-facing resource error (out of device memory): prints `message` with host and rank and ends
+// the whole job with exit code 2 (nothing is recorded: the run did not happen).
+[[noreturn]] void out_of_memory_exit(const std::string& message);
 
 }  // namespace mplan::exec::gpu
 

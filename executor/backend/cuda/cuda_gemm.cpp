@@ -41,6 +41,11 @@ LtGemm::LtGemm(size_t workspace_bytes) : workspace_bytes_(workspace_bytes) {
   MPLAN_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
 
+LtGemm::LtGemm(void* workspace, size_t workspace_bytes)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes), owns_workspace_(false) {
+  MPLAN_LT(cublasLtCreate(&handle_));
+}
+
 LtGemm::~LtGemm() {
   for (auto& [key, p] : plans_) {
     cublasLtMatrixLayoutDestroy(p.a);
@@ -48,7 +53,7 @@ LtGemm::~LtGemm() {
     cublasLtMatrixLayoutDestroy(p.c);
     cublasLtMatmulDescDestroy(p.desc);
   }
-  cudaFree(workspace_);
+  if (owns_workspace_) cudaFree(workspace_);
   cublasLtDestroy(handle_);
 }
 

@@ -32,7 +32,8 @@ ColMajorGemm gemm_mapping(RowMajorGemm kind, int64_t M, int64_t K, int64_t N);
 
 class LtGemm {
  public:
-  explicit LtGemm(size_t workspace_bytes = size_t(32) << 20);
+  explicit LtGemm(size_t workspace_bytes = size_t(32) << 20);  // owns a cudaMalloc'd workspace
+  LtGemm(void* workspace, size_t workspace_bytes);             // uses the caller's (e.g. a pool's)
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
@@ -52,6 +53,7 @@ class LtGemm {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  bool owns_workspace_ = true;
   std::map<Key, Plan> plans_;
 };
 

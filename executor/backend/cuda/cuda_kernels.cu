@@ -89,6 +89,15 @@ __global__ void accumulate_kernel(float* dst, const float* src, int64_t n) {
 __global__ void scale_kernel(float* x, float v, int64_t n) {
   for (int64_t i = gtid(); i < n; i += gstride()) x[i] *= v;
 }
+// parameter initialisation: the counter-based values of km::init_normal (the CPU init's function)
+__global__ void init_param_kernel(float* p, const int64_t* grow, int64_t rows, int64_t cols, int64_t full_cols, int64_t col_begin,
+                                  uint64_t seed, uint64_t name_key, bool normal, float stddev, float constant) {
+  const int64_t n = rows * cols;
+  for (int64_t e = gtid(); e < n; e += gstride()) {
+    const int64_t i = e / cols, j = e - i * cols, gr = grow[i];
+    p[e] = gr < 0 ? 0.0f : normal ? km::init_normal(seed, name_key, gr * full_cols + col_begin + j, stddev) : constant;
+  }
+}
 __global__ void to_bf16_kernel(__nv_bfloat16* dst, const float* src, int64_t n) {
   for (int64_t i = gtid(); i < n; i += gstride()) dst[i] = __float2bfloat16_rn(src[i]);
 }
@@ -483,6 +492,11 @@ void accumulate(float* dst, const float* src, int64_t n, cudaStream_t s) {
   launch_1d("accumulate", n, s, accumulate_kernel, dst, src, n);
 }
 void scale(float* x, float v, int64_t n, cudaStream_t s) { launch_1d("scale", n, s, scale_kernel, x, v, n); }
+void init_param(float* p, const int64_t* global_rows, int64_t rows, int64_t cols, int64_t full_cols, int64_t col_begin,
+                uint64_t seed, uint64_t name_key, bool normal, float stddev, float constant, cudaStream_t s) {
+  launch_1d("init_param", rows * cols, s, init_param_kernel, p, global_rows, rows, cols, full_cols, col_begin, seed, name_key,
+            normal, stddev, constant);
+}
 void to_bf16(__nv_bfloat16* dst, const float* src, int64_t n, cudaStream_t s) {
   launch_1d("to_bf16", n, s, to_bf16_kernel, dst, src, n);
 }

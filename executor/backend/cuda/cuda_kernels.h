@@ -21,6 +21,10 @@ void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t s);
 void accumulate(float* dst, const float* src, int64_t n, cudaStream_t s);
 void scale(float* x, float v, int64_t n, cudaStream_t s);
 void to_bf16(__nv_bfloat16* dst, const float* src, int64_t n, cudaStream_t s);
+// p (rows, cols) = km::init_normal(seed, name_key, global_rows[i] * full_cols + col_begin + j, stddev)
+// (or `constant` when !normal); rows whose global row is < 0 (padding) are 0
+void init_param(float* p, const int64_t* global_rows, int64_t rows, int64_t cols, int64_t full_cols, int64_t col_begin,
+                uint64_t seed, uint64_t name_key, bool normal, float stddev, float constant, cudaStream_t s);
 
 // ---- reductions: result[0] (device double) = sum of squares / count of non-finite values;
 // partials holds reduce_launch(n).grid doubles ----

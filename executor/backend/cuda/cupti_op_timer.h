@@ -1,9 +1,10 @@
 // Per-op GPU times from CUPTI: every OpTimers scope pushes the CUPTI external correlation id of its
 // op name (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, one id per name), CUPTI reports which kernels
-// the CUDA calls inside launched, and profiles/cupti_records.h's ActivityCollector (the parser the
-// GPU profiler uses) joins them. Once per step the kernel busy time of each op is handed to the
-// trainer, so the per-op table of `mplan train`/`mplan verify` holds device time on a GPU.
-// `op_seconds_from_spans` is the pure join (unit-tested with synthetic CUPTI buffers).
+// the CUDA calls inside launched, and the process's one CUPTI part (profiles/cupti_activity.h,
+// library mplan_cupti, which the GPU profiler uses too) joins them. Once per step the kernel busy
+// time of each op is handed to the trainer, so the per-op table of `mplan train`/`mplan verify`
+// holds device time on a GPU. `op_seconds_from_spans` is the pure join (unit-tested with synthetic
+// CUPTI buffers).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -12,12 +13,12 @@
 #include <vector>
 
 #include "executor/train/op_tagger.h"
-#include "profiles/cupti_records.h"
+#include "profiles/cupti_activity.h"
 
 namespace mplan::exec::gpu {
 
 // Op names by external id (id i names names[i - 1]); kernel busy seconds per op name.
-std::map<std::string, double> op_seconds_from_spans(const std::map<uint64_t, profiles::ExternalSpan>& spans,
+std::map<std::string, double> op_seconds_from_spans(const std::map<uint64_t, cupti::ExternalSpan>& spans,
                                                     const std::vector<std::string>& names);
 
 // External ids for op names: 1, 2, ... in first-use order.
@@ -33,7 +34,7 @@ class OpIds {
 
 class CuptiOpTagger final : public OpTagger {
  public:
-  // Enables CUPTI activity tracing for this process (one tagger at a time).
+  // Starts the process's CUPTI activity trace (inactive, with wall times, when another trace runs).
   CuptiOpTagger();
   ~CuptiOpTagger() override;
   CuptiOpTagger(const CuptiOpTagger&) = delete;
@@ -46,7 +47,7 @@ class CuptiOpTagger final : public OpTagger {
 
  private:
   OpIds ids_;
-  std::unique_ptr<profiles::ActivityCollector> collector_;
+  std::unique_ptr<cupti::ActivityTrace> trace_;
   bool active_ = false;
 };
 
