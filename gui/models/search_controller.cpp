@@ -30,9 +30,9 @@ bool SearchController::start(const Plan& job, const Calibration& cal, SearchOpti
   return launch(job, cal, std::move(opt), {});
 }
 
-bool SearchController::startSweep(const Plan& job, std::vector<int> gpus, const Calibration& cal, SearchOptions opt) {
+bool SearchController::startSweep(const Plan& job, const std::vector<int>& gpus, const Calibration& cal, SearchOptions opt) {
   if (gpus.empty()) return false;
-  return launch(job, cal, std::move(opt), std::move(gpus));
+  return launch(job, cal, std::move(opt), gpus);
 }
 
 namespace {
@@ -75,7 +75,7 @@ void runSearches(const SearchFunction& fn, const Plan& job, const Calibration& c
 
 }  // namespace
 
-bool SearchController::launch(const Plan& job, const Calibration& cal, SearchOptions opt, std::vector<int> sweep) {
+bool SearchController::launch(const Plan& job, const Calibration& cal, SearchOptions opt, const std::vector<int>& sweep) {
   if (running_) return false;
   running_ = true;
   cancel_ = false;

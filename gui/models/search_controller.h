@@ -38,7 +38,7 @@ class SearchController : public QObject {
   bool start(const Plan& job, const Calibration& cal, SearchOptions opt);
   // The same search for every GPU count of `gpus` (job.parallel.world_size replaced), one after the other,
   // progress over the whole sweep; cancelling keeps the counts done. False when running or `gpus` is empty.
-  bool startSweep(const Plan& job, std::vector<int> gpus, const Calibration& cal, SearchOptions opt);
+  bool startSweep(const Plan& job, const std::vector<int>& gpus, const Calibration& cal, SearchOptions opt);
   void cancel();
   bool isRunning() const { return running_; }
   bool cancelRequested() const { return cancel_.load(); }
@@ -54,7 +54,7 @@ class SearchController : public QObject {
 
  private:
   void onFinished();
-  bool launch(const Plan& job, const Calibration& cal, SearchOptions opt, std::vector<int> sweep);
+  bool launch(const Plan& job, const Calibration& cal, SearchOptions opt, const std::vector<int>& sweep);
 
   SearchFunction search_;
   std::atomic<bool> cancel_{false};

@@ -67,9 +67,9 @@ void ScalingChart::rebuild() {
     hi = std::max(hi, g);
   }
   connect(points_, &QScatterSeries::clicked, this, [this](const QPointF& p) {
-    for (size_t i = 0; i < rows_.size(); ++i)
-      if (model_ && std::abs(model_->index(rows_[i], ScalingModel::Gpus).data(ScalingModel::ValueRole).toDouble() - p.x()) < 0.5)
-        emit pointClicked(rows_[i]);
+    for (int row : rows_)
+      if (model_ && std::abs(model_->index(row, ScalingModel::Gpus).data(ScalingModel::ValueRole).toDouble() - p.x()) < 0.5)
+        emit pointClicked(row);
   });
   c->addSeries(line_);
   c->addSeries(points_);
