@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "core/strict_json.h"
 #include "planner/constraints.h"
 #include "planner/planner.h"
+#include "planner/scaling.h"
 
 namespace mplan::cli {
 
@@ -33,11 +35,16 @@ namespace {
 
 struct SearchCliOptions {
   JobArgs job;
+  std::string gpus;  // one count, a list or a range of powers of two (planner/scaling.h parse_gpu_counts)
+  std::string train_tokens;
+  double gpu_hour_price = 0;
+  ReliabilityParams reliability;
+  std::vector<std::string> ttt_flags;  // --gpu-hour-price, --failure-rate ... as given (they need --train-tokens)
   int top = 10, threads = 0;
   std::string objective = "throughput", fix, max, format = "table", out, attention = "flash";
   std::string moe_dispatcher = "alltoall";
   bool moe_force_balance = false;
-  bool stats = false, explain = false, allow_tp_nvlink = false, no_prune = false;
+  bool stats = false, explain = false, allow_tp_nvlink = false, no_prune = false, expand = false;
 };
 
 // "tp=8,pp=4,recompute=full" -> key/value map; numbers or the names of choice keys.
@@ -86,6 +93,7 @@ double exposed_comm(const StepReport& r) {
 
 std::vector<std::string> result_header() {
   return {"rank",
+          "folded",
           "tp",
           "sp",
           "pp",
@@ -107,13 +115,15 @@ std::vector<std::string> result_header() {
           "exposed comm %"};
 }
 
-std::vector<std::string> result_row(size_t rank, const Candidate& c) {
+// `rank` is the group's ("3") or a member's ("3.2"); `folded` how many members the group's best stands for.
+std::vector<std::string> result_row(const std::string& rank, const std::string& folded, const Candidate& c) {
   const ParallelConfig& p = c.plan.parallel;
   const StepReport& r = c.report;
   std::string vpp = std::to_string(p.vpp) + (p.pipeline_layout.empty() ? "" : "*");
   std::string cp = std::to_string(p.cp) + (p.cp > 1 ? " " + to_string(p.cp_comm_type) : "");
   std::string sp = p.sp ? (p.tp_comm_overlap ? "on+ov" : "on") : "off";
-  return {std::to_string(rank),
+  return {rank,
+          folded,
           std::to_string(p.tp),
           sp,
           std::to_string(p.pp) + (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage
@@ -138,6 +148,20 @@ std::vector<std::string> result_row(size_t rank, const Candidate& c) {
           fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 0),
           fmt(100 * r.bubble_fraction, 1),
           fmt(r.step_time_s > 0 ? 100 * exposed_comm(r) / r.step_time_s : 0, 1)};
+}
+
+// The rows of the table and the CSV: each group's best with the number of layouts folded into it, and with
+// --expand the members below it.
+std::vector<std::vector<std::string>> result_rows(const SearchResult& r, bool expand) {
+  std::vector<std::vector<std::string>> rows;
+  for (size_t g = 0; g < r.top.size(); ++g) {
+    const size_t n = g < r.folded.size() ? r.folded[g].size() : 0;
+    rows.push_back(result_row(std::to_string(g + 1), n ? "+" + std::to_string(n) : "", r.top[g]));
+    if (!expand) continue;
+    for (size_t m = 0; m < n; ++m)
+      rows.push_back(result_row(std::to_string(g + 1) + "." + std::to_string(m + 2), "", r.folded[g][m]));
+  }
+  return rows;
 }
 
 std::string csv_cell(const std::string& s) {
@@ -183,14 +207,7 @@ struct Progress {
   }
 };
 
-int run_search(const SearchCliOptions& o) {
-  Plan job = job_skeleton(o.job);
-  job.parallel.attention_backend = *parse_attention_backend(o.attention);
-  job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
-  job.parallel.moe_force_balance = o.moe_force_balance;
-  Calibration cal = load_calibration(o.job.calibration);
-  if (!o.job.calibration.empty())
-    if (auto w = check_calibration(cal, job.cluster.gpu, o.job.force); !w.empty()) std::cerr << w << "\n";
+SearchOptions search_options(const SearchCliOptions& o) {
   SearchOptions so;
   so.top_k = o.top;
   so.threads = o.threads;
@@ -199,79 +216,107 @@ int run_search(const SearchCliOptions& o) {
   so.max = parse_kv(o.max, "--max", false);
   so.allow_tp_across_nvlink = o.allow_tp_nvlink;
   so.exhaustive = o.no_prune;
-  auto progress = std::make_shared<Progress>();
-  so.progress = [progress](double f) { (*progress)(f); };
-  auto res = search(job, cal, so);
-  progress->done();
-  if (!res) {
-    std::string msg = "search:";
-    for (const auto& p : res.error().problems) msg += "\n  - " + p;
-    throw InputError{msg};
+  return so;
+}
+
+// Writes the best of each group as DIR/plan-01.json ... (mplan.plan/1 with the prediction in meta).
+void write_plans(const std::string& dir, const SearchResult& r, const std::string& objective) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError{"--out " + dir + ": " + ec.message()};
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    Plan p = r.top[i].plan;
+    p.meta = {{"written_by", "mplan search"},
+              {"rank", i + 1},
+              {"objective", objective},
+              {"predicted",
+               {{"step_time_s", r.top[i].report.step_time_s},
+                {"tokens_per_s_per_gpu", r.top[i].report.tokens_per_s_per_gpu},
+                {"mfu", r.top[i].report.mfu},
+                {"peak_memory_gib", r.top[i].report.peak_memory_gib}}}};
+    char name[32];
+    std::snprintf(name, sizeof name, "plan-%02zu.json", i + 1);
+    auto st = write_plan_file((std::filesystem::path(dir) / name).string(), p);
+    if (!st.ok()) throw InputError{"--out: " + st.error().message()};
   }
-  const SearchResult& r = *res;
-  if (!o.out.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out, ec);
-    if (ec) throw InputError{"--out " + o.out + ": " + ec.message()};
-    for (size_t i = 0; i < r.top.size(); ++i) {
-      Plan p = r.top[i].plan;
-      p.meta = {{"written_by", "mplan search"},
-                {"rank", i + 1},
-                {"objective", o.objective},
-                {"predicted",
-                 {{"step_time_s", r.top[i].report.step_time_s},
-                  {"tokens_per_s_per_gpu", r.top[i].report.tokens_per_s_per_gpu},
-                  {"mfu", r.top[i].report.mfu},
-                  {"peak_memory_gib", r.top[i].report.peak_memory_gib}}}};
-      char name[32];
-      std::snprintf(name, sizeof name, "plan-%02zu.json", i + 1);
-      auto st = write_plan_file((std::filesystem::path(o.out) / name).string(), p);
-      if (!st.ok()) throw InputError{"--out: " + st.error().message()};
-    }
-  }
-  if (o.format == "json") {
-    nlohmann::json arr = nlohmann::json::array();
-    for (size_t i = 0; i < r.top.size(); ++i) {
-      nlohmann::json j = report_to_json(r.top[i].report);
+}
+
+// every row with its group: rank = the group's rank, group_member 1 = its best, 2... = the folded members
+nlohmann::json results_json(const SearchResult& r) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const std::vector<Candidate> none;
+    const std::vector<Candidate>& members = i < r.folded.size() ? r.folded[i] : none;
+    for (size_t m = 0; m <= members.size(); ++m) {
+      const Candidate& c = m == 0 ? r.top[i] : members[m - 1];
+      nlohmann::json j = report_to_json(c.report);
       j["rank"] = i + 1;
-      j["layout"] = parallel_to_json(r.top[i].plan.parallel);
-      j["tied_with_best"] = r.top[i].tied_with_best;
-      if (r.top[i].tied_with_best) j["separate_by"] = r.top[i].separate_by;
+      j["group_member"] = m + 1;
+      j["group_size"] = members.size() + 1;
+      j["layout"] = parallel_to_json(c.plan.parallel);
+      j["tied_with_best"] = c.tied_with_best;
+      if (c.tied_with_best) j["separate_by"] = c.separate_by;
       arr.push_back(std::move(j));
     }
-    std::cout << dump_json(arr, 2) << "\n";
-    if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
-    return kExitOk;
   }
-  if (o.format == "csv") {
-    auto h = result_header();
-    for (size_t i = 0; i < h.size(); ++i) std::cout << (i ? "," : "") << csv_cell(h[i]);
+  return arr;
+}
+
+void print_csv(const SearchResult& r, bool expand) {
+  auto h = result_header();
+  for (size_t i = 0; i < h.size(); ++i) std::cout << (i ? "," : "") << csv_cell(h[i]);
+  std::cout << "\n";
+  for (const auto& row : result_rows(r, expand)) {
+    for (size_t i = 0; i < row.size(); ++i) std::cout << (i ? "," : "") << csv_cell(row[i]);
     std::cout << "\n";
-    for (size_t k = 0; k < r.top.size(); ++k) {
-      auto row = result_row(k + 1, r.top[k]);
-      for (size_t i = 0; i < row.size(); ++i) std::cout << (i ? "," : "") << csv_cell(row[i]);
-      std::cout << "\n";
-    }
-    if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
-    return kExitOk;
   }
-  const Plan& any = job;
-  std::cout << any.model.name << " on " << any.parallel.world_size << " x " << any.cluster.gpu.name << " (" << any.cluster.name
-            << "), global batch " << any.training.global_batch_size << " x seq " << any.training.seq_length << ", "
-            << to_string(any.training.precision) << "; best " << o.top << " by " << o.objective << "\n\n";
+}
+
+void print_table(const SearchCliOptions& o, const Plan& job, const SearchResult& r) {
+  std::cout << job.model.name << " on " << job.parallel.world_size << " x " << job.cluster.gpu.name << " (" << job.cluster.name
+            << "), global batch " << job.training.global_batch_size << " x seq " << job.training.seq_length << ", "
+            << to_string(job.training.precision) << "; best " << o.top << " by " << o.objective << "\n\n";
   TextTable t(result_header());
-  for (size_t k = 0; k < r.top.size(); ++k) t.add_row(result_row(k + 1, r.top[k]));
+  for (auto& row : result_rows(r, o.expand)) t.add_row(std::move(row));
   std::cout << t.render();
   if (!r.top.empty())
     std::cout << "(vpp* = balanced pipeline layout counting the embedding and the loss as layers; pp (F/L) = F layers on the "
                  "first stage, L on the last, the rest even; ep N+ov = EP all-to-alls overlapped with another micro-batch's "
-                 "compute (moe_a2a_overlap); tied = its 80% interval overlaps the winner's)\n";
+                 "compute (moe_a2a_overlap); tied = its 80% interval overlaps the winner's; folded +N = N more layouts that "
+                 "differ only in vpp, the pipeline split or the overlap flags and whose 80% interval overlaps this one's: "
+                 "--expand lists them)\n";
   for (size_t k = 1; k < r.top.size(); ++k)
     if (r.top[k].tied_with_best) std::cout << "  #" << k + 1 << " vs #1: " << r.top[k].separate_by << "\n";
   if (r.top.empty()) {
     std::cout << "\nno layout fits; the most frequent reasons layouts were rejected:\n";
     for (const auto& s : r.top_rejection_reasons) std::cout << "  - " << s << "\n";
   }
+}
+
+[[noreturn]] void throw_search_error(const Error& e) {
+  std::string msg = "search:";
+  for (const auto& p : e.problems) msg += "\n  - " + p;
+  throw InputError{msg};
+}
+
+int run_search_one(const SearchCliOptions& o, const Plan& job, const Calibration& cal) {
+  SearchOptions so = search_options(o);
+  auto progress = std::make_shared<Progress>();
+  so.progress = [progress](double f) { (*progress)(f); };
+  auto res = search(job, cal, so);
+  progress->done();
+  if (!res) throw_search_error(res.error());
+  const SearchResult& r = *res;
+  if (!o.out.empty()) write_plans(o.out, r, o.objective);
+  if (o.format == "json" || o.format == "csv") {
+    if (o.format == "json")
+      std::cout << dump_json(results_json(r), 2) << "\n";
+    else
+      print_csv(r, o.expand);
+    if (o.stats) print_stats(std::cerr, r.stats, o.no_prune);
+    return kExitOk;
+  }
+  print_table(o, job, r);
   if (o.stats) {
     std::cout << "\n";
     print_stats(std::cout, r.stats, o.no_prune);
@@ -283,6 +328,215 @@ int run_search(const SearchCliOptions& o) {
   }
   if (!o.out.empty()) std::cout << "\nwrote " << r.top.size() << " plan files to " << o.out << "\n";
   return kExitOk;
+}
+
+// --- scaling: several GPU counts, time to train -----------------------------------------------------
+
+// "tp8 sp pp16 vpp8 dp128 zero1 mbs1" (cp, ep, etp, recompute and the schedule when they are not the default)
+std::string layout_text(const ParallelConfig& p) {
+  std::string s = "tp" + std::to_string(p.tp) + (p.sp ? " sp" : "") + " pp" + std::to_string(p.pp);
+  if (p.vpp > 1) s += " vpp" + std::to_string(p.vpp);
+  if (p.cp > 1) s += " cp" + std::to_string(p.cp);
+  if (p.ep > 1) s += " ep" + std::to_string(p.ep);
+  if (p.etp > 1) s += " etp" + std::to_string(p.etp);
+  s += " dp" + std::to_string(p.dp()) + " zero" + std::to_string(p.zero) + " mbs" + std::to_string(p.micro_batch_size);
+  if (p.recompute != Recompute::none) s += " " + recompute_name(p);
+  if (p.schedule == Schedule::zero_bubble) s += " zb";
+  return s;
+}
+
+std::string duration_text(double s) {
+  if (s < 120) return fmt(s, 0) + " s";
+  if (s < 7200) return fmt(s / 60, 0) + " min";
+  return fmt(s / 3600, 1) + " h";
+}
+
+struct ScaleRow {
+  int gpus = 0;
+  const Candidate* best = nullptr;  // null: nothing fits
+  double tokens_per_s = 0, efficiency = 0;
+  std::optional<TimeToTrain> ttt;
+};
+
+std::vector<ScaleRow> scale_rows(const SearchCliOptions& o, const Plan& job, const std::vector<ScalePoint>& pts, double tokens) {
+  std::vector<ScaleRow> rows;
+  double base = 0;  // tokens/s/GPU of the smallest count that fits
+  for (const ScalePoint& pt : pts) {
+    ScaleRow row;
+    row.gpus = pt.gpus;
+    if (!pt.result.top.empty()) {
+      row.best = &pt.result.top.front();
+      const StepReport& r = row.best->report;
+      row.tokens_per_s = r.tokens_per_s_per_gpu * pt.gpus;
+      if (base == 0) base = r.tokens_per_s_per_gpu;
+      row.efficiency = base > 0 ? r.tokens_per_s_per_gpu / base : 0;
+      if (tokens > 0) {
+        Plan p = job;
+        p.parallel = row.best->plan.parallel;
+        row.ttt = time_to_train(p, r, tokens, o.reliability, o.gpu_hour_price);
+      }
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void print_scaling(const SearchCliOptions& o, const std::vector<ScaleRow>& rows, double tokens) {
+  std::vector<std::string> h = {"GPUs", "best layout", "step time s", "tokens/s", "tokens/s/GPU", "MFU", "scaling eff."};
+  if (tokens > 0) {
+    for (const char* c : {"ideal days", "expected days", "goodput", "checkpoint GiB", "checkpoint every", "GPU-hours"})
+      h.emplace_back(c);
+    if (o.gpu_hour_price > 0) h.emplace_back("cost");
+  }
+  TextTable t(h);
+  for (const ScaleRow& row : rows) {
+    if (!row.best) {
+      std::vector<std::string> cells(h.size(), "-");
+      cells[0] = std::to_string(row.gpus);
+      cells[1] = "no layout fits";
+      t.add_row(cells);
+      continue;
+    }
+    const StepReport& r = row.best->report;
+    std::vector<std::string> cells = {std::to_string(row.gpus),    layout_text(row.best->plan.parallel), fmt(r.step_time_s, 3),
+                                      fmt_count(row.tokens_per_s), fmt(r.tokens_per_s_per_gpu, 0),       fmt_pct(r.mfu),
+                                      fmt_pct(row.efficiency, 0)};
+    if (row.ttt) {
+      const TimeToTrain& x = *row.ttt;
+      cells.push_back(fmt(x.ideal_s / 86400, 1));
+      cells.push_back(fmt(x.expected_s / 86400, 1));
+      cells.push_back(fmt_pct(x.goodput));
+      cells.push_back(fmt(x.checkpoint_bytes / (1024.0 * 1024 * 1024), 0));
+      cells.push_back(x.interval_steps > 0 ? duration_text(x.interval_s) + " (" + std::to_string(x.interval_steps) + " steps)"
+                                           : "-");
+      cells.push_back(fmt_count(x.gpu_hours));
+      if (o.gpu_hour_price > 0) cells.push_back(fmt_count(x.cost));
+    }
+    t.add_row(cells);
+  }
+  std::cout << "scaling: the best layout of each GPU count";
+  if (tokens > 0) std::cout << ", " << fmt_count(tokens) << " tokens";
+  std::cout << "\n" << t.render();
+  if (tokens > 0) {
+    const ReliabilityParams& rel = o.reliability;
+    std::cout << "(expected days: Daly's model with " << fmt(rel.failures_per_gpu_day * 1e4, 2)
+              << " interruptions per 10,000 GPU-days (--failure-rate), " << fmt(rel.restart_s, 0)
+              << " s per restart (--restart-s), checkpoints of the plan's weights and optimizer states written at "
+              << fmt(rel.ckpt_write_gbps, 0)
+              << " GB/s (--ckpt-write-gbps) every Young/Daly interval; goodput = ideal / expected; GPU-hours and cost over "
+                 "the expected days)\n";
+  }
+}
+
+nlohmann::json scaling_json(const std::vector<ScaleRow>& rows) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const ScaleRow& row : rows) {
+    nlohmann::json j = {{"gpus", row.gpus}, {"fits", row.best != nullptr}};
+    if (row.best) {
+      const StepReport& r = row.best->report;
+      j["layout"] = parallel_to_json(row.best->plan.parallel);
+      j["step_time_s"] = r.step_time_s;
+      j["tokens_per_s"] = row.tokens_per_s;
+      j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+      j["mfu"] = r.mfu;
+      j["scaling_efficiency"] = row.efficiency;
+    }
+    if (row.ttt) {
+      const TimeToTrain& x = *row.ttt;
+      j["time_to_train"] = {{"steps", x.steps},
+                            {"ideal_days", x.ideal_s / 86400},
+                            {"expected_days", x.expected_s / 86400},
+                            {"goodput", x.goodput},
+                            {"checkpoint_bytes", x.checkpoint_bytes},
+                            {"checkpoint_write_s", x.checkpoint_write_s},
+                            {"mtbf_s", x.mtbf_s},
+                            {"checkpoint_interval_s", x.interval_s},
+                            {"checkpoint_interval_steps", x.interval_steps},
+                            {"gpu_hours", x.gpu_hours},
+                            {"cost", x.cost}};
+    }
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+int run_search_sweep(const SearchCliOptions& o, const Plan& job, const Calibration& cal, const std::vector<int>& counts,
+                     double tokens) {
+  SearchOptions so = search_options(o);
+  auto progress = std::make_shared<Progress>();
+  so.progress = [progress](double f) { (*progress)(f); };
+  auto pts = search_scaling(job, counts, cal, so);
+  progress->done();
+  if (!pts) throw_search_error(pts.error());
+  if (!o.out.empty())
+    for (const ScalePoint& pt : *pts)
+      write_plans((std::filesystem::path(o.out) / ("gpus-" + std::to_string(pt.gpus))).string(), pt.result, o.objective);
+  const std::vector<ScaleRow> rows = scale_rows(o, job, *pts, tokens);
+  if (o.format == "json") {
+    nlohmann::json searches = nlohmann::json::array();
+    for (const ScalePoint& pt : *pts) searches.push_back({{"gpus", pt.gpus}, {"results", results_json(pt.result)}});
+    std::cout << dump_json(nlohmann::json{{"scaling", scaling_json(rows)}, {"searches", searches}}, 2) << "\n";
+    return kExitOk;
+  }
+  if (o.format == "csv") {  // the curve
+    std::cout << "gpus,step_time_s,tokens_per_s,mfu,ideal_days,expected_days,goodput,checkpoint_interval_s,gpu_hours,cost\n";
+    for (const ScaleRow& r : rows) {
+      std::cout << r.gpus;
+      if (r.best) {
+        std::cout << "," << r.best->report.step_time_s << "," << r.tokens_per_s << "," << r.best->report.mfu;
+        if (r.ttt)
+          std::cout << "," << r.ttt->ideal_s / 86400 << "," << r.ttt->expected_s / 86400 << "," << r.ttt->goodput << ","
+                    << r.ttt->interval_s << "," << r.ttt->gpu_hours << "," << r.ttt->cost;
+        else
+          std::cout << ",,,,,,";
+      } else {
+        std::cout << ",,,,,,,,,";
+      }
+      std::cout << "\n";
+    }
+    return kExitOk;
+  }
+  for (const ScalePoint& pt : *pts) {
+    Plan j = job;
+    j.parallel.world_size = pt.gpus;
+    print_table(o, j, pt.result);
+    if (o.stats) {
+      std::cout << "\n";
+      print_stats(std::cout, pt.result.stats, o.no_prune);
+    }
+    std::cout << "\n";
+  }
+  print_scaling(o, rows, tokens);
+  if (!o.out.empty()) std::cout << "\nwrote the plan files of each GPU count to " << o.out << "/gpus-N/\n";
+  return kExitOk;
+}
+
+int run_search(const SearchCliOptions& o) {
+  JobArgs ja = o.job;
+  ja.gpus = 1;  // the counts of --gpus are read below, against the cluster
+  Plan job = job_skeleton(ja);
+  job.parallel.attention_backend = *parse_attention_backend(o.attention);
+  job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
+  job.parallel.moe_force_balance = o.moe_force_balance;
+  auto counts = parse_gpu_counts(o.gpus, "--gpus", std::min(job.cluster.max_gpus(), int(kMaxGpus)));
+  if (!counts) throw InputError{counts.error().message()};
+  double tokens = 0;
+  if (!o.train_tokens.empty()) {
+    auto t = parse_token_count(o.train_tokens, "--train-tokens");
+    if (!t) throw InputError{t.error().message()};
+    tokens = *t;
+  }
+  if (tokens == 0 && !o.ttt_flags.empty())
+    throw InputError{o.ttt_flags.front() + " applies to the time to train: give --train-tokens N (e.g. 15T) too"};
+  if (o.expand && (o.format == "json")) throw InputError{"--expand applies to --format table|csv (json lists every layout)"};
+  Calibration cal = load_calibration(o.job.calibration);
+  if (!o.job.calibration.empty())
+    if (auto w = check_calibration(cal, job.cluster.gpu, o.job.force); !w.empty()) std::cerr << w << "\n";
+  if (counts->size() == 1 && tokens == 0) {
+    job.parallel.world_size = counts->front();
+    return run_search_one(o, job, cal);
+  }
+  return run_search_sweep(o, job, cal, *counts, tokens);
 }
 
 // --- explain / export ---------------------------------------------------------------------------
@@ -381,7 +635,29 @@ void add_search_commands(CLI::App& app, Runner& run) {
     auto o = std::make_shared<SearchCliOptions>();
     auto* sub = app.add_subcommand("search", "Search every layout of a job and rank those that fit");
     add_job_options(sub, o->job, true);
-    sub->add_option("--top", o->top, "how many layouts to keep (default 10)")->check(int_range(1, 100000));
+    // search alone takes several GPU counts: --gpus is replaced by its text form
+    sub->remove_option(sub->get_option("--gpus"));
+    sub->add_option("--gpus", o->gpus,
+                    "GPU count, a list 256,512,1024 or a range of powers of two 256..4096 (ranks each and prints the "
+                    "scaling curve)")
+        ->required();
+    sub->add_option("--train-tokens", o->train_tokens,
+                    "token budget of the whole run, e.g. 15T or 300B: days to train (ideal and with interruptions and "
+                    "checkpoints) and GPU-hours per GPU count");
+    sub->add_option("--gpu-hour-price", o->gpu_hour_price, "price of one GPU-hour (with --train-tokens: the cost)")
+        ->check(real_range(0, 1e6, true));
+    sub->add_option("--failure-rate", o->reliability.failures_per_gpu_day,
+                    "unexpected interruptions per GPU per day (default 4.74e-4: Llama 3, 419 in 54 days on 16,384 H100)")
+        ->check(real_range(0, 1));
+    sub->add_option("--restart-s", o->reliability.restart_s,
+                    "seconds from an interruption to training again (default 600: the setup budget of NVIDIA's "
+                    "fault-tolerance launcher)")
+        ->check(real_range(0, 1e6));
+    sub->add_option("--ckpt-write-gbps", o->reliability.ckpt_write_gbps,
+                    "aggregate checkpoint write bandwidth, GB/s (default 2000: Llama 3's Tectonic storage, 2 TB/s)")
+        ->check(real_range(0, 1e6, true));
+    sub->add_option("--top", o->top, "how many distinct layouts to keep (default 10; refinements of one are folded into it)")
+        ->check(int_range(1, 100000));
     sub->add_option("--objective", o->objective, "throughput|memory-headroom")
         ->check(CLI::IsMember({"throughput", "memory-headroom"}));
     sub->add_option("--fix", o->fix,
@@ -394,6 +670,9 @@ void add_search_commands(CLI::App& app, Runner& run) {
     sub->add_option("--format", o->format, "table|json|csv")->check(format_choice({"table", "json", "csv"}));
     sub->add_option("--out", o->out, "write the top layouts as mplan.plan/1 files into this directory");
     sub->add_flag("--explain", o->explain, "explain why the winner won");
+    sub->add_flag("--expand", o->expand,
+                  "also list the layouts folded into each result (same structure, differing only in vpp, the pipeline "
+                  "split or the overlap flags, 80% interval overlapping)");
     sub->add_option("--attention", o->attention, "flash|unfused|triton attention kernels of the training code")
         ->check(CLI::IsMember({"flash", "unfused", "triton"}));
     sub->add_option("--moe-dispatcher", o->moe_dispatcher, "MoE token dispatcher alltoall|deepep|hybridep")
@@ -402,7 +681,11 @@ void add_search_commands(CLI::App& app, Runner& run) {
                   "forced MoE load balancing (benchmarks); default: learned routing");
     sub->add_flag("--allow-tp-across-nvlink", o->allow_tp_nvlink, "also try tensor-parallel groups spanning NVLink domains");
     sub->add_flag("--no-prune", o->no_prune, "simulate every valid layout (slow; checks the pruning bounds)");
-    sub->callback([&run, o] { run = [o] { return run_search(*o); }; });
+    sub->callback([&run, o, sub] {
+      for (const char* f : {"--gpu-hour-price", "--failure-rate", "--restart-s", "--ckpt-write-gbps"})
+        if (sub->count(f) > 0) o->ttt_flags.emplace_back(f);
+      run = [o] { return run_search(*o); };
+    });
   }
   {
     auto o = std::make_shared<ExplainCliOptions>();

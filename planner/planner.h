@@ -41,6 +41,11 @@ struct SearchOptions {
   // Tests and audits: no pruning at all — every valid candidate is simulated, and every bound is
   // checked against the simulation (SearchStats::bound_violations counts bounds that were not sound).
   bool exhaustive = false;
+  // Distinct answers: layouts that differ only in refinements (vpp, the pipeline split, the TP-comm and
+  // MoE all-to-all overlap flags) and whose 80 % step-time interval overlaps the best of them form one
+  // group; top_k counts groups (SearchResult::top holds each group's best, SearchResult::folded the
+  // rest). false: every layout is its own group. The memory-headroom objective never folds.
+  bool distinct = true;
 };
 
 struct SearchStats {
@@ -65,8 +70,22 @@ struct Candidate {
   std::string separate_by;  // the measurement that would separate it from the winner
 };
 
+// Candidates grouped for distinct answers (group_ranked).
+struct GroupedResult {
+  std::vector<Candidate> best;                 // each group's best, best first
+  std::vector<std::vector<Candidate>> folded;  // folded[g]: the other members of group g, best first
+};
+
+// Groups `ranked` (best first, by the search's order): a candidate joins the group of the last earlier
+// best with the same structure (every field but vpp with its interleaved schedule, the pipeline split and
+// the overlap flags) when its 80 % step-time interval overlaps that best's (each member is compared with
+// the best, no chaining); otherwise it leads a new group. Keeps the first `k` groups. With `distinct`
+// false every candidate is a group of its own.
+GroupedResult group_ranked(std::vector<Candidate> ranked, size_t k, bool distinct);
+
 struct SearchResult {
-  std::vector<Candidate> top;  // best first, deterministic order
+  std::vector<Candidate> top;  // best first, deterministic order: the best of each group (SearchOptions::distinct)
+  std::vector<std::vector<Candidate>> folded;  // folded[g]: the other members of top[g]'s group, best first
   SearchStats stats;
   bool cancelled = false;
   // When nothing fits: the most frequent reasons layouts were rejected ("does not fit: ..." included).

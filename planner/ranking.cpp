@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <iterator>
+#include <map>
 
 #include "planner/layout.h"
 
@@ -14,14 +17,6 @@ bool ranks_before(Objective obj, const Candidate& a, const Candidate& b) {
     return a.report.peak_memory_gib < b.report.peak_memory_gib;
   if (a.report.step_time_s != b.report.step_time_s) return a.report.step_time_s < b.report.step_time_s;
   return from_parallel(a.plan.parallel) < from_parallel(b.plan.parallel);
-}
-
-void TopK::offer(Candidate c) {
-  if (items_.size() >= k_ && !ranks_before(obj_, c, items_.back())) return;
-  auto pos = std::upper_bound(items_.begin(), items_.end(), c,
-                              [&](const Candidate& x, const Candidate& y) { return ranks_before(obj_, x, y); });
-  items_.insert(pos, std::move(c));
-  if (items_.size() > k_) items_.pop_back();
 }
 
 std::string separating_measurement(const StepReport& a, const StepReport& b) {
@@ -77,10 +72,156 @@ void mark_ties(std::vector<Candidate>& ranked) {
   }
 }
 
-double TopK::threshold() const {
-  if (items_.size() < k_) return std::numeric_limits<double>::infinity();
-  const StepReport& r = items_.back().report;
-  return obj_ == Objective::memory_headroom ? r.peak_memory_gib : r.step_time_s;
+Layout group_key(const Layout& l) {
+  Layout k = l;
+  k.vpp = 1;
+  if (k.schedule == Schedule::interleaved) k.schedule = Schedule::one_f_one_b;
+  k.pipe = PipeLayout::even;
+  k.first_layers = k.last_layers = 0;
+  k.overlap = 0;
+  k.a2a = 0;
+  return k;
+}
+
+bool interval_overlaps(const StepReport& best, const StepReport& member) {
+  return best.step_time_s_interval.second > 0 && member.step_time_s_interval.second > 0 &&
+         member.step_time_s_interval.first <= best.step_time_s_interval.second;
+}
+
+namespace {
+
+// The group of the i-th candidate (best first; report(i) its report, key(i) its structure's id, ids dense
+// from 0 to `keys`), numbered in order of the bests; is_best marks the bests.
+template <class Report, class Key>
+std::vector<size_t> assign_groups(size_t n, size_t keys, Report report, Key key, bool distinct, std::vector<char>& is_best) {
+  std::vector<size_t> group(n);
+  is_best.assign(n, 0);
+  std::vector<size_t> last_best(keys, SIZE_MAX);  // structure -> index of the last group best with it
+  size_t groups = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (distinct) {
+      size_t& lb = last_best[key(i)];
+      if (lb != SIZE_MAX && interval_overlaps(report(lb), report(i))) {
+        group[i] = group[lb];
+        continue;
+      }
+      lb = i;
+    }
+    is_best[i] = 1;
+    group[i] = groups++;
+  }
+  return group;
+}
+
+double objective_key(Objective obj, const Candidate& c) {
+  return obj == Objective::memory_headroom ? c.report.peak_memory_gib : c.report.step_time_s;
+}
+
+// step time / lower end of the interval: how far above a best's step time its interval reaches, per side
+double interval_ratio(const StepReport& r) {
+  return r.step_time_s_interval.first > 0 ? r.step_time_s_interval.second / r.step_time_s_interval.first : 1.0;
+}
+
+}  // namespace
+
+int GroupedTop::key_id(const Layout& l) {
+  auto [it, inserted] = key_ids_.emplace(group_key(l), int(key_layouts_.size()));
+  if (inserted) key_layouts_.push_back(it->first);
+  return it->second;
+}
+
+void GroupedTop::offer(Candidate c) {
+  if (!distinct_ && items_.size() >= k_ && !ranks_before(obj_, c, *items_.back().c)) return;  // not in the top K
+  if (distinct_ && c.report.step_time_s > keep_limit_) return;  // can neither lead nor join a top group
+  const int key = key_id(from_parallel(c.plan.parallel));
+  pending_.push_back({std::make_unique<Candidate>(std::move(c)), key});
+}
+
+std::vector<size_t> GroupedTop::groups(std::vector<char>& is_best) const {
+  return assign_groups(
+      items_.size(), key_layouts_.size(), [&](size_t i) -> const StepReport& { return items_[i].c->report; },
+      [&](size_t i) { return size_t(items_[i].key); }, distinct_, is_best);
+}
+
+void GroupedTop::settle() {
+  if (pending_.empty()) return;
+  auto before = [&](const Item& a, const Item& b) { return ranks_before(obj_, *a.c, *b.c); };
+  std::sort(pending_.begin(), pending_.end(), before);
+  std::vector<Item> merged;
+  merged.reserve(items_.size() + pending_.size());
+  std::merge(std::make_move_iterator(items_.begin()), std::make_move_iterator(items_.end()),
+             std::make_move_iterator(pending_.begin()), std::make_move_iterator(pending_.end()), std::back_inserter(merged),
+             before);
+  items_ = std::move(merged);
+  pending_.clear();
+  std::vector<char> is_best;
+  std::vector<size_t> group = groups(is_best);
+  size_t kth = items_.size();
+  for (size_t i = 0; i < items_.size() && kth == items_.size(); ++i)
+    if (is_best[i] && group[i] + 1 == k_) kth = i;
+  if (kth == items_.size()) return;
+  threshold_ = objective_key(obj_, *items_[kth].c);
+  if (!distinct_) {  // the top K and nothing else
+    items_.erase(items_.begin() + std::ptrdiff_t(kth + 1), items_.end());
+    return;
+  }
+  // Whatever is slower than the K-th best by more than the interval allows can never join a top group
+  // (the K-th best only falls); drop it.
+  double ratio = 1;
+  for (const Item& it : items_) ratio = std::max(ratio, interval_ratio(it.c->report));
+  keep_limit_ = threshold_ * ratio * (1 + 1e-12);
+  size_t keep = items_.size();
+  while (keep > kth + 1 && items_[keep - 1].c->report.step_time_s > keep_limit_) --keep;
+  items_.erase(items_.begin() + std::ptrdiff_t(keep), items_.end());
+}
+
+std::vector<std::pair<Layout, double>> GroupedTop::member_limits() {
+  settle();
+  std::vector<std::pair<Layout, double>> out;
+  if (!distinct_) return out;
+  std::vector<char> is_best;
+  std::vector<size_t> group = groups(is_best);
+  for (size_t i = 0; i < items_.size(); ++i)
+    if (is_best[i] && group[i] < k_)
+      out.emplace_back(key_layouts_[size_t(items_[i].key)],
+                       items_[i].c->report.step_time_s * interval_ratio(items_[i].c->report));
+  return out;
+}
+
+GroupedResult GroupedTop::take() {
+  settle();
+  std::vector<Candidate> ranked;
+  ranked.reserve(items_.size());
+  for (Item& it : items_) ranked.push_back(std::move(*it.c));
+  items_.clear();
+  return group_ranked(std::move(ranked), k_, distinct_);
 }
 
 }  // namespace mplan::planner
+
+namespace mplan {
+
+GroupedResult group_ranked(std::vector<Candidate> ranked, size_t k, bool distinct) {
+  std::map<planner::Layout, size_t> ids;
+  std::vector<size_t> keys;
+  keys.reserve(ranked.size());
+  for (const Candidate& c : ranked)
+    keys.push_back(ids.emplace(planner::group_key(planner::from_parallel(c.plan.parallel)), ids.size()).first->second);
+  std::vector<char> is_best;
+  std::vector<size_t> group = planner::assign_groups(
+      ranked.size(), ids.size(), [&](size_t i) -> const StepReport& { return ranked[i].report; },
+      [&](size_t i) { return keys[i]; }, distinct, is_best);
+  GroupedResult out;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (group[i] >= k) continue;
+    if (is_best[i]) {
+      out.best.push_back(std::move(ranked[i]));
+      out.folded.emplace_back();
+    } else {
+      out.folded[group[i]].push_back(std::move(ranked[i]));
+    }
+  }
+  return out;
+}
+
+}  // namespace mplan

@@ -93,7 +93,7 @@ class Searcher {
         frames_b_(J_, prm_, bounds_),
         floors_(J_, prm_),
         costs_(job_, prm_),
-        top_(opt.objective, std::max(1, opt.top_k)) {
+        top_(opt.objective, std::max(1, opt.top_k), opt.distinct) {
     threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     mem_obj_ = opt.objective == Objective::memory_headroom;
     cap_ = job.cluster.gpu.memory_gib;
@@ -114,6 +114,9 @@ class Searcher {
   double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms) const;
   Evaluated evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const;
   void flush();
+  // After the top K groups are known: simulate the candidates that may still fold into one of them
+  // (same structure, bound within the group's member limit); everything else is pruned.
+  void complete_groups();
   std::vector<std::string> reasons() const;
   void note_closest(double gib, const Layout& l) {
     if (gib > cap_ && gib < closest_gib_) {
@@ -132,7 +135,7 @@ class Searcher {
   FrameBuilder frames_b_;
   FloorCache floors_;
   mutable LayerCostCache costs_;
-  TopK top_;
+  GroupedTop top_;
   int threads_ = 1;
   bool mem_obj_ = false;
   double cap_ = 0;
@@ -433,6 +436,7 @@ void Searcher::flush() {
     ++st_.fits;
     top_.offer(std::move(ev.cand));
   }
+  top_.settle();
   batch_.clear();
 }
 
@@ -475,6 +479,7 @@ SearchResult Searcher::run() {
       report(search_progress(popped_structs));
     }
   }
+  if (!res.cancelled && !opt_.exhaustive) complete_groups();
   // whatever is left was pruned by its bound
   while (have_next()) {
     Item it = pop();
@@ -487,13 +492,54 @@ SearchResult Searcher::run() {
   }
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes();
-  res.top = top_.take();
+  GroupedResult g = top_.take();
+  res.top = std::move(g.best);
+  res.folded = std::move(g.folded);
   mark_ties(res.top);
   res.top_rejection_reasons = reasons();
   st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.stats = st_;
   if (!res.cancelled) report(1.0);
   return res;
+}
+
+void Searcher::complete_groups() {
+  const std::vector<std::pair<Layout, double>> limits = top_.member_limits();
+  double most = 0;
+  for (const auto& [key, lim] : limits) most = std::max(most, lim * (1 + kSlack));
+  // the structure's sizes (what a structure fixes besides vpp and the split) match a group's
+  auto structure_matches = [&](const Layout& b) {
+    for (const auto& [k, lim] : limits)
+      if (k.tp == b.tp && k.pp == b.pp && k.cp == b.cp && k.dp == b.dp && k.ep == b.ep && k.etp == b.etp && k.mbs == b.mbs)
+        return true;
+    return false;
+  };
+  auto node_limit = [&](const Layout& l) {
+    Layout k = group_key(l);
+    double lim = -kInf;
+    for (const auto& [gk, gl] : limits)
+      if (gk == k) lim = std::max(lim, gl * (1 + kSlack));
+    return lim;
+  };
+  while (have_next() && peek().bound <= most && !cancelled()) {
+    Item it = pop();
+    if (!it.is_node) {
+      const StructInfo& si = structs_[size_t(it.index)];
+      if (structure_matches(space_.structures[size_t(it.index)].base))
+        expand({it.index});
+      else
+        st_.pruned_by_bound += si.variants * si.zeros_fit;
+      continue;
+    }
+    const Node& n = nodes_[size_t(it.index)];
+    if (n.bound > node_limit(n.l)) {
+      ++st_.pruned_by_bound;
+      continue;
+    }
+    batch_.push_back(it.index);
+    if (batch_.size() >= kBatch) flush();
+  }
+  flush();
 }
 
 std::vector<std::string> Searcher::reasons() const {

@@ -3,6 +3,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QElapsedTimer>
 #include <QEventLoop>
@@ -98,6 +99,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(ship
   tabs_->addTab(buildBreakdownTab(), "Breakdown");
   tabs_->addTab(buildMemoryTab(), "Memory");
   tabs_->addTab(runs_, "Runs");
+  tabs_->addTab(buildScalingTab(), "Scaling");
 
   auto* right = new QWidget;
   auto* rv = new QVBoxLayout(right);
@@ -203,8 +205,8 @@ void MainWindow::buildMenus() {
   view->addAction("Zoom &out (timeline)", QKeySequence::ZoomOut, timeline_, &TimelineView::zoomOut);
   view->addAction("Show the &whole step (timeline)", QKeySequence("Ctrl+0"), timeline_, &TimelineView::showAll);
   view->addSeparator();
-  const char* names[] = {"&Results", "&Timeline", "&Breakdown", "&Memory", "R&uns"};
-  for (int i = 0; i < 5; ++i)
+  const char* names[] = {"&Results", "&Timeline", "&Breakdown", "&Memory", "R&uns", "&Scaling"};
+  for (int i = 0; i < 6; ++i)
     view->addAction(names[i], QKeySequence(QString("Ctrl+%1").arg(i + 1)), this, [this, i] { showTab(Tab(i)); });
 }
 
@@ -227,9 +229,20 @@ QWidget* MainWindow::buildResultsTab() {
   details_ = new QTextBrowser;
   details_->setOpenExternalLinks(false);
   details_->setPlaceholderText("Run a search, then select a plan: its summary and the planner's explanation appear here.");
+  expand_ = new QCheckBox("Show folded layouts");
+  expand_->setToolTip(
+      "Each result stands for the layouts that differ from it only in vpp, the pipeline split or the overlap flags and "
+      "whose 80% interval overlaps its own (column Folded); show them below it");
+  connect(expand_, &QCheckBox::toggled, this, [this] {
+    if (!shown_result_) return;
+    const SearchResult r = *shown_result_;
+    showResult(r);
+    selectBestShown();
+  });
   auto* filterRow = new QHBoxLayout;
   filterRow->addWidget(filter_, 1);
   filterRow->addWidget(filter_info_);
+  filterRow->addWidget(expand_);
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(table_);
   split->addWidget(details_);
@@ -313,9 +326,8 @@ void MainWindow::showBanner(const QString& text, bool error) {
   banner_->setVisible(!text.isEmpty());
 }
 
-bool MainWindow::startSearch() {
-  if (controller_->isRunning()) return false;
-  JobInputs in = inputs_->inputs();
+std::optional<std::pair<Plan, SearchOptions>> MainWindow::searchJob(JobInputs& in) {
+  in = inputs_->inputs();
   auto job = buildJob(in);
   auto fix = parseConstraints(in.fix, "Fix");
   auto max = parseConstraints(in.max, "Max");
@@ -325,7 +337,7 @@ bool MainWindow::startSearch() {
       for (const auto& p : e->problems) problems << QString::fromStdString(p);
   if (!problems.isEmpty()) {
     showBanner("Cannot search:\n• " + problems.join("\n• "));
-    return false;
+    return std::nullopt;
   }
   SearchOptions opt;
   opt.top_k = in.top_k;
@@ -333,12 +345,20 @@ bool MainWindow::startSearch() {
   opt.fix = fix.value();
   opt.max = max.value();
   opt.allow_tp_across_nvlink = in.allow_tp_across_nvlink;
+  return std::make_pair(job.value(), opt);
+}
+
+bool MainWindow::startSearch() {
+  if (controller_->isRunning()) return false;
+  JobInputs in;
+  auto job = searchJob(in);
+  if (!job) return false;
   showBanner({});
   pending_inputs_ = in;
   inputs_->setRunning(true);
-  inputs_->setStatusText(QString("Searching %1 …").arg(jobLabel(job.value())));
+  inputs_->setStatusText(QString("Searching %1 …").arg(jobLabel(job->first)));
   statusBar()->showMessage("Searching…");
-  bool started = controller_->start(job.value(), calibration_, opt);
+  bool started = controller_->start(job->first, calibration_, job->second);
   updateActions();
   return started;
 }
@@ -346,6 +366,7 @@ bool MainWindow::startSearch() {
 void MainWindow::onSearchFinished(const SearchOutcome& o) {
   inputs_->setRunning(false);
   updateActions();
+  if (o.is_sweep) return onSweepFinished(o);
   const bool keep = results_->rowCount() > 0;  // results of an earlier search on screen
   if (!o.ok) {
     inputs_->setFinished("failed", false);
@@ -393,13 +414,23 @@ void MainWindow::onSearchFinished(const SearchOutcome& o) {
     return;
   }
   showBanner(o.result.cancelled ? "Search cancelled: showing the best layouts found so far." : QString(), false);
-  showCandidates(o.result.top);
+  showResult(o.result);
   selectBestShown();
+}
+
+void MainWindow::showResult(const SearchResult& result) {
+  shown_result_ = result;
+  clearPlanViews();
+  results_->setResult(result, expand_->isChecked());
+  table_->resizeColumnsToContents();
+  updateFilterInfo();
+  updateActions();
 }
 
 void MainWindow::showCandidates(std::vector<Candidate> candidates) {
   // a new result set: nothing of the previous one may stay in a view, whatever gets selected next
   clearPlanViews();
+  shown_result_.reset();
   results_->setCandidates(std::move(candidates));
   table_->resizeColumnsToContents();
   updateFilterInfo();
@@ -478,8 +509,8 @@ void MainWindow::onSelectionChanged() {
   std::vector<TimeBreakdownModel::Entry> entries;
   entries.reserve(rows.size());
   for (int r : rows)
-    entries.push_back(
-        {QString("#%1 %2").arg(r + 1).arg(layoutLabel(results_->candidate(r).plan.parallel)), results_->candidate(r).report});
+    entries.push_back({QString("#%1 %2").arg(results_->rankLabel(r)).arg(layoutLabel(results_->candidate(r).plan.parallel)),
+                       results_->candidate(r).report});
   breakdown_->setPlans(std::move(entries));
   const Candidate& first = results_->candidate(rows.front());
   bool same = current_ && plan_to_json(current_->plan) == plan_to_json(first.plan);
@@ -493,7 +524,9 @@ void MainWindow::onSelectionChanged() {
 }
 
 void MainWindow::showPlan(const Candidate& c, int rank) {
-  QString label = QString("#%1 %2").arg(rank).arg(layoutLabel(c.plan.parallel));
+  // rank = the row + 1: its label ("3", or "3.2" for a folded layout)
+  const QString rank_text = rank >= 1 && rank <= results_->rowCount() ? results_->rankLabel(rank - 1) : QString::number(rank);
+  QString label = QString("#%1 %2").arg(rank_text).arg(layoutLabel(c.plan.parallel));
   QString key = QString::fromStdString(plan_to_json(c.plan).dump());
   if (key != shown_plan_key_ && key != pending_plan_key_) {
     // the timeline needs a simulation with the trace: off the UI thread

@@ -1,5 +1,6 @@
 // The main window of mplan-gui: inputs on the left; tabs Results (sortable, filterable table, details),
-// Timeline, Breakdown (selected plans side by side), Memory and Runs; a message banner for problems;
+// Timeline, Breakdown (selected plans side by side), Memory, Runs and Scaling (main_window_scaling.cpp:
+// the best layout per GPU count and the time to train); a message banner for problems;
 // File/Edit/View menus with the exports (plan file, Megatron-LM arguments, Chrome trace).
 // Methods without dialogs (openPlanFile, savePlanTo ...) serve the menus, the tests and --screenshot.
 #pragma once
@@ -10,11 +11,13 @@
 #include "gui/models/breakdown_models.h"
 #include "gui/models/job_inputs.h"
 #include "gui/models/results_model.h"
+#include "gui/models/scaling_model.h"
 #include "gui/models/search_controller.h"
 #include "gui/models/timeline_data.h"
 
 class QLabel;
 class QLineEdit;
+class QCheckBox;
 class QTabWidget;
 class QTableView;
 class QTextBrowser;
@@ -26,11 +29,12 @@ class TimelineView;
 class BreakdownChart;
 class MemoryChart;
 class RunsPanel;
+class ScalingChart;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum Tab { ResultsTab, TimelineTab, BreakdownTab, MemoryTab, RunsTab };
+  enum Tab { ResultsTab, TimelineTab, BreakdownTab, MemoryTab, RunsTab, ScalingTab };
   static constexpr int kMaxCompared = 8;
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -49,6 +53,10 @@ class MainWindow : public QMainWindow {
   MemoryModel* memoryModel() const { return memory_; }
   RunsPanel* runsPanel() const { return runs_; }
   QTabWidget* tabs() const { return tabs_; }
+  ScalingModel* scalingModel() const { return scaling_; }
+  ScalingChart* scalingChart() const { return scaling_chart_; }
+  QLineEdit* sweepGpusEdit() const { return sweep_gpus_; }
+  QLineEdit* sweepTokensEdit() const { return sweep_tokens_; }
   QString bannerText() const;
   bool bannerIsError() const { return banner_error_; }
   // True when the inputs differ from those of the results shown (the results are out of date).
@@ -63,6 +71,11 @@ class MainWindow : public QMainWindow {
   void showTab(Tab t);
   // Starts a search with the panel's inputs; false (and a banner) when the inputs are bad.
   bool startSearch();
+  // Searches the panel's job for every GPU count of the Scaling tab (256..4096 or 256,512,1024) and plots
+  // the curve; false (and a banner) when the inputs or the counts are bad.
+  bool startSweep();
+  // Shows row `row` of the sweep (one GPU count) in the results table and selects its best layout.
+  bool showSweepRow(int row);
   // Selects result rows by rank (0 = best) in the table; the first is the current plan.
   void selectRanks(const std::vector<int>& ranks);
   // Selects the best result the filter shows; with none shown, the plan views stay empty and the
@@ -91,8 +104,14 @@ class MainWindow : public QMainWindow {
   QWidget* buildTimelineTab();
   QWidget* buildBreakdownTab();
   QWidget* buildMemoryTab();
+  QWidget* buildScalingTab();
+  void onSweepFinished(const mplan::gui::SearchOutcome& outcome);
+  // The panel's job and search options; a banner and nullopt when the inputs are bad.
+  std::optional<std::pair<Plan, SearchOptions>> searchJob(JobInputs& in);
   void showBanner(const QString& text, bool error = true);
   void showCandidates(std::vector<Candidate> candidates);
+  // The groups of a search result (the best of each, and with "Show folded layouts" their members).
+  void showResult(const SearchResult& result);
   void clearPlanViews();
   void updateOutOfDate();
   void showPlan(const Candidate& c, int rank);
@@ -113,6 +132,8 @@ class MainWindow : public QMainWindow {
   JobInputs pending_inputs_;           // the inputs of the running search
   QString shown_status_;               // the search statistics of the results shown
   QLineEdit* filter_;
+  QCheckBox* expand_;                         // Show folded layouts
+  std::optional<SearchResult> shown_result_;  // the search result on screen (for expand)
   QTableView* table_;
   QTextBrowser* details_;
   QTabWidget* tabs_;
@@ -120,6 +141,10 @@ class MainWindow : public QMainWindow {
   BreakdownChart* breakdown_chart_;
   MemoryChart* memory_chart_;
   RunsPanel* runs_;
+  ScalingModel* scaling_ = nullptr;
+  ScalingChart* scaling_chart_ = nullptr;
+  QLineEdit *sweep_gpus_ = nullptr, *sweep_tokens_ = nullptr;
+  QLabel* sweep_info_ = nullptr;
   QAction *save_plan_, *export_trace_, *copy_megatron_, *search_action_, *cancel_action_;
   Calibration calibration_;
   std::optional<Candidate> current_;

@@ -39,6 +39,9 @@ const ColumnInfo kColumns[ResultsModel::ColumnCount] = {
     {"Memory", "memory", "Peak memory of the worst rank / GPU capacity (filter in GiB)"},
     {"Bubble", "bubble", "Pipeline bubble share of the step (filter in percent)"},
     {"Exp. comm", "comm", "Communication not hidden behind compute, share of the step (filter in percent)"},
+    {"Folded", "folded",
+     "Layouts folded into this one: the same structure, differing only in vpp, the pipeline split or the overlap flags, "
+     "with an 80% interval overlapping this one's (Show folded layouts lists them)"},
 };
 
 double exposedComm(const TimeBreakdown& t) {
@@ -52,6 +55,29 @@ ResultsModel::ResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
 void ResultsModel::setCandidates(std::vector<Candidate> candidates) {
   beginResetModel();
   rows_ = std::move(candidates);
+  labels_.clear();
+  folded_.assign(rows_.size(), 0);
+  for (size_t i = 0; i < rows_.size(); ++i) labels_.push_back(QString::number(i + 1));
+  endResetModel();
+}
+
+void ResultsModel::setResult(const SearchResult& result, bool expand) {
+  beginResetModel();
+  rows_.clear();
+  labels_.clear();
+  folded_.clear();
+  for (size_t g = 0; g < result.top.size(); ++g) {
+    const size_t n = g < result.folded.size() ? result.folded[g].size() : 0;
+    rows_.push_back(result.top[g]);
+    labels_.push_back(QString::number(g + 1));
+    folded_.push_back(int(n));
+    if (!expand) continue;
+    for (size_t m = 0; m < n; ++m) {
+      rows_.push_back(result.folded[g][m]);
+      labels_.push_back(QString("%1.%2").arg(g + 1).arg(m + 2));
+      folded_.push_back(0);
+    }
+  }
   endResetModel();
 }
 
@@ -68,7 +94,9 @@ QVariant ResultsModel::display(const Candidate& c, int row, int column) const {
   const StepReport& r = c.report;
   switch (column) {
     case Rank:
-      return row + 1;
+      return labels_[size_t(row)];
+    case Folded:
+      return folded_[size_t(row)] > 0 ? QString("+%1").arg(folded_[size_t(row)]) : QString();
     case Tp:
       return p.tp;
     case Sp:
@@ -119,6 +147,8 @@ QVariant ResultsModel::sortValue(const Candidate& c, int row, int column) const 
   switch (column) {
     case Rank:
       return row + 1;
+    case Folded:
+      return folded_[size_t(row)];
     case Sp:
       return c.plan.parallel.sp ? 1 : 0;
     case RecomputeCol:

@@ -1,5 +1,6 @@
 // The search results table (the columns of `mplan search`) and its sort/filter proxy.
-//   ResultsModel        one row per candidate, best first; DisplayRole text, SortRole numbers
+//   ResultsModel        one row per candidate, best first (each group's best with the number of layouts
+//                       folded into it; with expand, the members below it); DisplayRole text, SortRole numbers
 //   ResultsFilterModel  sorts by the numbers; filters by free text and KEY OP VALUE terms
 #pragma once
 #include <QAbstractTableModel>
@@ -35,6 +36,7 @@ class ResultsModel : public QAbstractTableModel {
     Memory,
     Bubble,
     ExposedComm,
+    Folded,
     ColumnCount
   };
   // Numbers in the units of the filter: seconds, tokens/s, percent, GiB.
@@ -44,9 +46,13 @@ class ResultsModel : public QAbstractTableModel {
 
   explicit ResultsModel(QObject* parent = nullptr);
   void setCandidates(std::vector<Candidate> candidates);
+  // The groups of a search: each best ("3", with "+N" folded) and, with `expand`, its members ("3.2" ...).
+  void setResult(const SearchResult& result, bool expand);
   void clear() { setCandidates({}); }
   const Candidate& candidate(int row) const { return rows_[size_t(row)]; }
   const std::vector<Candidate>& candidates() const { return rows_; }
+  // "3" for a group's best, "3.2" for its second member (the Rank column's text)
+  QString rankLabel(int row) const { return labels_[size_t(row)]; }
   // Short names used in filter terms: "tp", "mfu", "step" ...
   static QString filterKey(int column);
 
@@ -59,6 +65,8 @@ class ResultsModel : public QAbstractTableModel {
   QVariant display(const Candidate& c, int row, int column) const;
   QVariant sortValue(const Candidate& c, int row, int column) const;
   std::vector<Candidate> rows_;
+  std::vector<QString> labels_;  // rank text per row
+  std::vector<int> folded_;      // layouts folded into the row (group bests only)
 };
 
 class ResultsFilterModel : public QSortFilterProxyModel {

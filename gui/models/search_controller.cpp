@@ -27,6 +27,55 @@ SearchController::~SearchController() {
 }
 
 bool SearchController::start(const Plan& job, const Calibration& cal, SearchOptions opt) {
+  return launch(job, cal, std::move(opt), {});
+}
+
+bool SearchController::startSweep(const Plan& job, const std::vector<int>& gpus, const Calibration& cal, SearchOptions opt) {
+  if (gpus.empty()) return false;
+  return launch(job, cal, std::move(opt), gpus);
+}
+
+namespace {
+
+// One search, or one per GPU count of `sweep`, into `out` (errors as text, exceptions caught).
+void runSearches(const SearchFunction& fn, const Plan& job, const Calibration& cal, const SearchOptions& opt,
+                 const std::vector<int>& sweep, SearchOutcome& out) {
+  if (sweep.empty()) {
+    auto r = fn(job, cal, opt);
+    if (r) {
+      out.ok = true;
+      out.result = std::move(r).value();
+    } else {
+      out.error = QString::fromStdString(r.error().message());
+    }
+    return;
+  }
+  out.is_sweep = true;
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    if (opt.cancel && opt.cancel->load()) {
+      out.result.cancelled = true;
+      break;
+    }
+    Plan j = job;
+    j.parallel.world_size = sweep[i];
+    SearchOptions o = opt;
+    const double n = double(sweep.size());
+    o.progress = [&opt, i, n](double f) {
+      if (opt.progress) opt.progress((double(i) + f) / n);
+    };
+    auto r = fn(j, cal, o);
+    if (!r) {
+      out.error = QString("%1 GPUs: %2").arg(sweep[i]).arg(QString::fromStdString(r.error().message()));
+      return;
+    }
+    out.sweep.push_back({sweep[i], std::move(r).value()});
+  }
+  out.ok = true;
+}
+
+}  // namespace
+
+bool SearchController::launch(const Plan& job, const Calibration& cal, SearchOptions opt, const std::vector<int>& sweep) {
   if (running_) return false;
   running_ = true;
   cancel_ = false;
@@ -40,18 +89,12 @@ bool SearchController::start(const Plan& job, const Calibration& cal, SearchOpti
     }
   };
   SearchFunction fn = search_;
-  watcher_.setFuture(QtConcurrent::run([fn, job, cal, opt]() {
+  watcher_.setFuture(QtConcurrent::run([fn, job, cal, opt, sweep]() {
     SearchOutcome out;
     out.job = job;
     out.calibration = cal;
     try {
-      auto r = fn(job, cal, opt);
-      if (r) {
-        out.ok = true;
-        out.result = std::move(r).value();
-      } else {
-        out.error = QString::fromStdString(r.error().message());
-      }
+      runSearches(fn, job, cal, opt, sweep, out);
     } catch (const std::exception& e) {
       out.error = QString("The search failed: ") + e.what();
     } catch (...) {

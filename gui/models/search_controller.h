@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "gui/models/search_backend.h"
+#include "planner/scaling.h"
 
 namespace mplan::gui {
 
@@ -18,6 +19,10 @@ struct SearchOutcome {
   SearchResult result;  // when ok (may be empty: then result.top_rejection_reasons says why)
   Plan job;
   Calibration calibration;
+  // A sweep (startSweep): one search per GPU count, in order; `result` is then empty. On an error the
+  // counts searched so far stay here.
+  bool is_sweep = false;
+  std::vector<ScalePoint> sweep;
 };
 
 class SearchController : public QObject {
@@ -31,6 +36,9 @@ class SearchController : public QObject {
   // Starts a search; false when one is already running. `opt.progress` and `opt.cancel` are set
   // by the controller.
   bool start(const Plan& job, const Calibration& cal, SearchOptions opt);
+  // The same search for every GPU count of `gpus` (job.parallel.world_size replaced), one after the other,
+  // progress over the whole sweep; cancelling keeps the counts done. False when running or `gpus` is empty.
+  bool startSweep(const Plan& job, const std::vector<int>& gpus, const Calibration& cal, SearchOptions opt);
   void cancel();
   bool isRunning() const { return running_; }
   bool cancelRequested() const { return cancel_.load(); }
@@ -46,6 +54,7 @@ class SearchController : public QObject {
 
  private:
   void onFinished();
+  bool launch(const Plan& job, const Calibration& cal, SearchOptions opt, const std::vector<int>& sweep);
 
   SearchFunction search_;
   std::atomic<bool> cancel_{false};

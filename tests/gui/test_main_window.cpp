@@ -15,6 +15,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QThread>
+#include <QtCharts/QScatterSeries>
 #include <QtTest/QtTest>
 #include <atomic>
 
@@ -25,6 +26,7 @@
 #include "gui/widgets/breakdown_chart.h"
 #include "gui/widgets/memory_chart.h"
 #include "gui/widgets/runs_charts.h"
+#include "gui/widgets/scaling_chart.h"
 #include "gui/widgets/timeline_view.h"
 #include "gui_test_util.h"
 
@@ -197,7 +199,8 @@ class TestMainWindow : public QObject {
                                {MainWindow::MemoryTab, w.memoryChart()},
                                {MainWindow::RunsTab, w.runsPanel()->historyChart()},
                                {MainWindow::RunsTab, w.runsPanel()->scatterChart()},
-                               {MainWindow::RunsTab, w.runsPanel()->opsChart()}};
+                               {MainWindow::RunsTab, w.runsPanel()->opsChart()},
+                               {MainWindow::ScalingTab, w.scalingChart()}};
     for (const View& v : views) {
       w.showTab(v.tab);
       QTest::qWait(20);
@@ -238,6 +241,38 @@ class TestMainWindow : public QObject {
     QVERIFY(w.searchController()->waitForFinished(120000));
     QCOMPARE(calls.load(), 2);
     QVERIFY(w.cancelAction());
+  }
+
+  // The Scaling tab: a sweep over GPU counts plots each count's best; one click on a row shows that
+  // count's results (and sets the GPUs field); bad counts are refused in the banner.
+  void sweepShowsEachCountOneClickAway() {
+    MainWindow w;
+    w.searchController()->setSearchFunction(threeLayouts());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.sweepGpusEdit()->setText("4096..256");
+    QVERIFY(!w.startSweep());
+    QVERIFY2(w.bannerText().contains("inverted"), qPrintable(w.bannerText()));
+    w.sweepGpusEdit()->setText("32..128");
+    w.sweepTokensEdit()->setText("1T");
+    QVERIFY(w.startSweep());
+    QVERIFY(w.searchController()->waitForFinished(120000));
+    QCOMPARE(w.scalingModel()->rowCount(), 3);
+    QCOMPARE(w.scalingModel()->index(2, ScalingModel::Gpus).data().toInt(), 128);
+    QVERIFY(w.scalingModel()->index(2, ScalingModel::ExpectedDays).data(ScalingModel::ValueRole).isValid());
+    QVERIFY(w.scalingChart()->throughputPoints() != nullptr);
+    QCOMPARE(w.scalingChart()->throughputPoints()->count(), 3);
+    QVERIFY(w.showSweepRow(1));
+    QVERIFY(w.waitForBackgroundWork(120000));
+    QCOMPARE(w.tabs()->currentIndex(), int(MainWindow::ResultsTab));
+    QCOMPARE(w.resultsModel()->rowCount(), 3);
+    QVERIFY(w.currentPlan());
+    QCOMPARE(w.currentPlan()->plan.parallel.world_size, 64);
+    QCOMPARE(w.inputsPanel()->inputs().gpus, 64);
+    QVERIFY(!w.resultsOutOfDate());
+    w.sweepTokensEdit()->setText("lots");
+    QVERIFY(!w.startSweep());
+    QVERIFY2(w.bannerText().contains("Tokens"), qPrintable(w.bannerText()));
   }
 
   void zeroGpusIsReportedNotReverted() {

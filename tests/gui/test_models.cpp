@@ -9,6 +9,7 @@
 #include "gui/models/job_inputs.h"
 #include "gui/models/results_model.h"
 #include "gui/models/runs_models.h"
+#include "gui/models/scaling_model.h"
 #include "gui_test_util.h"
 
 using namespace mplan;
@@ -44,6 +45,60 @@ class TestModels : public QObject {
     QVERIFY(m.index(0, ResultsModel::Memory).data(Qt::ToolTipRole).toString().contains("activations"));
     QCOMPARE(m.headerData(ResultsModel::StepTime, Qt::Horizontal).toString(), QString("Step time"));
     QCOMPARE(m.index(3, 0).data(ResultsModel::CandidateRole).toInt(), 3);
+    m.clear();
+    QCOMPARE(m.rowCount(), 0);
+  }
+
+  // A search result's groups: each best with the number folded into it, and with expand its members.
+  void resultsModelGroups() {
+    ResultsModel m;
+    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    SearchResult r;
+    r.top = {cands_[0], cands_[1]};
+    r.folded = {{cands_[2], cands_[3]}, {}};
+    m.setResult(r, false);
+    QCOMPARE(m.rowCount(), 2);
+    QCOMPARE(m.index(0, ResultsModel::Folded).data().toString(), QString("+2"));
+    QCOMPARE(m.index(1, ResultsModel::Folded).data().toString(), QString());
+    QCOMPARE(m.index(1, ResultsModel::Rank).data().toString(), QString("2"));
+    m.setResult(r, true);
+    QCOMPARE(m.rowCount(), 4);
+    QCOMPARE(m.rankLabel(1), QString("1.2"));
+    QCOMPARE(m.rankLabel(2), QString("1.3"));
+    QCOMPARE(m.rankLabel(3), QString("2"));
+    QCOMPARE(m.index(2, ResultsModel::Tp).data().toInt(), cands_[3].plan.parallel.tp);
+    QCOMPARE(m.index(0, ResultsModel::Folded).data(ResultsModel::SortRole).toInt(), 2);
+  }
+
+  // A sweep's rows: the best of each count, throughput over all GPUs, efficiency and the time to train.
+  void scalingModel() {
+    ScalingModel m;
+    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(m.rowCount(), 0);
+    Plan job = gui_test::llamaJob();
+    std::vector<ScalePoint> pts(3);
+    pts[0].gpus = 32;
+    pts[1].gpus = 64;
+    pts[2].gpus = 128;  // nothing fits
+    Plan j32 = job;
+    j32.parallel.world_size = 32;
+    pts[0].result.top = {gui_test::candidateOf(j32, 2, 1)};
+    pts[1].result.top = {gui_test::candidateOf(job, 2, 1)};
+    m.setSweep(pts, job, 15e12);
+    QCOMPARE(m.rowCount(), 3);
+    QCOMPARE(m.index(1, ScalingModel::Gpus).data().toInt(), 64);
+    const double t64 = pts[1].result.top[0].report.tokens_per_s_per_gpu;
+    QCOMPARE(m.index(1, ScalingModel::TokensPerS).data(ScalingModel::ValueRole).toDouble(), t64 * 64);
+    QCOMPARE(m.index(0, ScalingModel::Efficiency).data(ScalingModel::ValueRole).toDouble(), 1.0);
+    QVERIFY(m.index(1, ScalingModel::ExpectedDays).data(ScalingModel::ValueRole).toDouble() >
+            m.index(1, ScalingModel::IdealDays).data(ScalingModel::ValueRole).toDouble());
+    QVERIFY(m.index(1, ScalingModel::Goodput).data(ScalingModel::ValueRole).toDouble() < 1.0);
+    QCOMPARE(m.index(2, ScalingModel::Layout).data().toString(), QString("no layout fits"));
+    QVERIFY(!m.index(2, ScalingModel::StepTime).data(ScalingModel::ValueRole).isValid());
+    QVERIFY(m.best(2) == nullptr);
+    QCOMPARE(m.jobAt(2).parallel.world_size, 128);
+    m.setSweep(pts, job, 0);  // no token budget: no days
+    QVERIFY(!m.index(0, ScalingModel::IdealDays).data(ScalingModel::ValueRole).isValid());
     m.clear();
     QCOMPARE(m.rowCount(), 0);
   }

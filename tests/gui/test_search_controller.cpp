@@ -117,6 +117,36 @@ class TestSearch : public QObject {
     QVERIFY(sawCancel.load());
   }
 
+  // A sweep: one search per GPU count with that count as the world size, progress over the whole sweep,
+  // an error naming the count.
+  void sweepSearchesEachCount() {
+    SearchController c;
+    std::vector<int> seen;
+    c.setSearchFunction([&](const Plan& job, const Calibration&, const SearchOptions& opt) -> Expected<SearchResult> {
+      seen.push_back(job.parallel.world_size);
+      opt.progress(1.0);
+      if (job.parallel.world_size == 512) return Error("too many");
+      SearchResult r;
+      r.top.push_back({job, StepReport{}});
+      return r;
+    });
+    Outcomes done(c);
+    QVERIFY(!c.startSweep(gui_test::llamaJob(), {}, shipped_calibration(), {}));
+    QVERIFY(c.startSweep(gui_test::llamaJob(), {64, 128, 256}, shipped_calibration(), {}));
+    QVERIFY(done.wait(10000));
+    const SearchOutcome& out = done.got.front();
+    QVERIFY(out.ok);
+    QVERIFY(out.is_sweep);
+    QCOMPARE(int(out.sweep.size()), 3);
+    QCOMPARE(out.sweep[1].gpus, 128);
+    QCOMPARE(out.sweep[1].result.top.front().plan.parallel.world_size, 128);
+    QCOMPARE(seen, std::vector<int>({64, 128, 256}));
+    QVERIFY(c.startSweep(gui_test::llamaJob(), {256, 512}, shipped_calibration(), {}));
+    QVERIFY(done.wait(10000, 2));
+    QVERIFY(!done.got[1].ok);
+    QVERIFY2(done.got[1].error.contains("512 GPUs: too many"), qPrintable(done.got[1].error));
+  }
+
   void realSearchOnASmallJob() {
     SearchController c;
     Outcomes done(c);

@@ -33,6 +33,14 @@ void expect_same_top(const SearchResult& a, const SearchResult& b, const std::st
         << short_name(from_parallel(b.top[i].plan.parallel));
     EXPECT_EQ(a.top[i].report.step_time_s, b.top[i].report.step_time_s) << what << " rank " << i + 1;
   }
+  // the layouts folded into each group, too
+  ASSERT_EQ(a.folded.size(), b.folded.size()) << what;
+  for (size_t g = 0; g < a.folded.size(); ++g) {
+    ASSERT_EQ(a.folded[g].size(), b.folded[g].size()) << what << " group " << g + 1;
+    for (size_t m = 0; m < a.folded[g].size(); ++m)
+      EXPECT_TRUE(from_parallel(a.folded[g][m].plan.parallel) == from_parallel(b.folded[g][m].plan.parallel))
+          << what << " group " << g + 1 << " member " << m + 2;
+  }
 }
 
 // Pruned search == exhaustive simulation, and no bound was ever above the simulated value.
@@ -225,6 +233,7 @@ void check_brute_force(const Plan& jb, const std::string& what) {
   SearchOptions o;
   o.top_k = 10;
   o.max = {{"vpp", 2}};
+  o.distinct = false;  // the brute force ranks every layout on its own
   SearchResult r = run(jb, o);
   ASSERT_EQ(r.top.size(), 10u) << what;
   for (size_t i = 0; i < 10; ++i) {
@@ -234,6 +243,14 @@ void check_brute_force(const Plan& jb, const std::string& what) {
     EXPECT_EQ(r.top[i].report.step_time_s, all[i].report.step_time_s) << what;
   }
   EXPECT_EQ(r.stats.fits, r.stats.simulated) << what;  // the memory bounds kept every non-fitting layout out
+  // distinct answers: the pruned search's groups are those of the brute-force ranking, members included
+  o.distinct = true;
+  SearchResult g = run(jb, o);
+  GroupedResult want = group_ranked(all, 10, true);
+  SearchResult w;
+  w.top = want.best;
+  w.folded = want.folded;
+  expect_same_top(w, g, what + " (distinct)");
 }
 
 TEST(Search, MatchesBruteForce) {
