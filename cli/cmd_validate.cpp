@@ -192,8 +192,10 @@ int run_cross_validation(const ValidateOptions& o) {
   auto rows = read_csv_file(o.runs);
   if (!rows) throw InputError{"--runs: " + rows.error().message()};
   require_columns(*rows, "--runs", o.runs, false);
+  if (o.cv == "model")
+    if (std::string why = model_cv_problem(*rows); !why.empty()) throw InputError{"--cv model: " + why};
   CvOptions co;
-  co.mode = o.cv == "group" ? CvMode::group : CvMode::source;
+  co.mode = o.cv == "group" ? CvMode::group : o.cv == "model" ? CvMode::model : CvMode::source;
   co.folds = o.cv_folds;
   co.rounds = o.fit_passes;
   co.max_evals = o.cv_evals;
@@ -217,11 +219,13 @@ int run_cross_validation(const ValidateOptions& o) {
   }
   if (o.format == "json") {
     nlohmann::json rows_j = nlohmann::json::array(), fam = nlohmann::json::object(), src = nlohmann::json::object(),
-                   fw = nlohmann::json::object();
+                   fw = nlohmann::json::object(), mf = nlohmann::json::object();
     for (const auto& r : rep.rows)
       rows_j.push_back({{"row_id", r.row_id},
                         {"source", r.source},
                         {"framework", r.framework},
+                        {"model", r.model},
+                        {"model_family", r.model_family},
                         {"families", r.families},
                         {"fold", r.fold},
                         {"measured", r.measured},
@@ -230,6 +234,7 @@ int run_cross_validation(const ValidateOptions& o) {
     for (const auto& [k, s] : rep.by_family) fam[k] = cv_stats_json(s);
     for (const auto& [k, s] : rep.by_source) src[k] = cv_stats_json(s);
     for (const auto& [k, s] : rep.by_framework) fw[k] = cv_stats_json(s);
+    for (const auto& [k, s] : rep.by_model_family) mf[k] = cv_stats_json(s);
     nlohmann::json out = {{"cross_validation",
                            {{"mode", o.cv},
                             {"folds", rep.folds},
@@ -237,6 +242,7 @@ int run_cross_validation(const ValidateOptions& o) {
                             {"by_family", fam},
                             {"by_source", src},
                             {"by_framework", fw},
+                            {"by_model_family", mf},
                             {"rows", rows_j},
                             {"failures", rep.failures},
                             {"intervals", rep.intervals},
@@ -248,12 +254,16 @@ int run_cross_validation(const ValidateOptions& o) {
     std::cout << dump_json(out, 2) << "\n";
     return kExitOk;
   }
-  std::cout << "== cross-validation (" << (o.cv == "group" ? "k-fold over run groups" : "leave one source out") << "), " << o.runs
-            << "\n";
+  std::cout << "== cross-validation ("
+            << (o.cv == "group"   ? "k-fold over run groups"
+                : o.cv == "model" ? "leave one model family out"
+                                  : "leave one source out")
+            << "), " << o.runs << "\n";
   print_cv_table("set", {{"all", rep.overall}});
   print_cv_table("family", rep.by_family);
   print_cv_table("framework", rep.by_framework);
   print_cv_table("source", rep.by_source);
+  print_cv_table("model family", rep.by_model_family);
   std::cout << "80% prediction intervals (ln measured/predicted, residual quantiles " << fmt(rep.interval_level, 3) << "/"
             << fmt(1 - rep.interval_level, 3) << "): ";
   for (auto it = rep.intervals.begin(); it != rep.intervals.end(); ++it)
@@ -356,8 +366,10 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
   sub->add_option("--export-plans", o->export_dir, "write each scored throughput row's plan to DIR/ROW.json");
   sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(int_range(1, 1000));
-  sub->add_option("--cv", o->cv, "cross-validate: source (leave one source out) or group (k-fold over run groups)")
-      ->check(CLI::IsMember({"source", "group"}));
+  sub->add_option("--cv", o->cv,
+                  "cross-validate: source (leave one source out), group (k-fold over run groups) or model (leave one model "
+                  "family out, data/model_families.csv)")
+      ->check(CLI::IsMember({"source", "group", "model"}));
   sub->add_option("--cv-folds", o->cv_folds, "folds of --cv group (default 5)")->check(CLI::Range(2, 50));
   sub->add_option("--cv-evals", o->cv_evals, "simulations of all rows per fit round (default 60 per parameter)")
       ->check(int_range(0, 100000000));

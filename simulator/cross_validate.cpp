@@ -7,6 +7,7 @@
 
 #include "core/hash.h"
 #include "core/stats.h"
+#include "simulator/model_families.h"
 #include "simulator/simulator.h"
 
 namespace mplan {
@@ -44,6 +45,7 @@ Prepared prepare(const std::vector<CsvRow>& csv) {
     row.framework = to_string(m.plan.training.framework);
     row.group = run_group_key(r);
     row.model = r.get("model");
+    row.model_family = model_family(row.model).value_or("");
     row.gpu = r.get("gpu_type");
     if (run) row.families = run->families;
     row.interval_family = m.plan.model.moe ? "moe" : "dense";
@@ -107,16 +109,45 @@ void add_stats(CvStats& s, const std::vector<const CvRow*>& rows) {
 // Folds: each a set of row indices held out, with a description.
 std::vector<std::pair<std::string, std::vector<size_t>>> make_folds(const std::vector<CvRow>& rows, const CvOptions& opt) {
   std::map<std::string, std::vector<size_t>> by;
+  std::map<std::string, int> family_rows;
+  for (const CvRow& r : rows) ++family_rows[r.model_family];
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::string key = opt.mode == CvMode::source
-                          ? rows[i].source
-                          : "fold " + std::to_string(fnv1a(rows[i].group) % uint64_t(std::max(2, opt.folds)) + 1);
+    std::string key;
+    if (opt.mode == CvMode::source)
+      key = rows[i].source;
+    else if (opt.mode == CvMode::model)
+      key = family_fold(rows[i].model_family, family_rows[rows[i].model_family]);
+    else
+      key = "fold " + std::to_string(fnv1a(rows[i].group) % uint64_t(std::max(2, opt.folds)) + 1);
     by[key].push_back(i);
   }
   return {by.begin(), by.end()};
 }
 
 }  // namespace
+
+std::string model_cv_problem(const std::vector<CsvRow>& csv) {
+  std::set<std::string> missing, families;
+  std::map<std::string, std::string> model_of;
+  for (const CsvRow& r : csv) model_of[r.get("row_id")] = r.get("model");
+  for (const MeasuredRun& m : measured_runs_from_rows(csv)) {
+    const std::string& name = model_of[m.id];
+    if (auto f = model_family(name))
+      families.insert(*f);
+    else
+      missing.insert(name);
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& n : missing) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+    return "model(s) " + names + " are not in the model-family table (data/model_families.csv): add each as " +
+           "`model,family,note` and rebuild, or use --cv source|group";
+  }
+  if (families.size() < 2)
+    return "leaving one model family out needs rows of at least two model families; the clean rows are all of " +
+           (families.empty() ? std::string("no family") : "family \"" + *families.begin() + "\"") + ": use --cv source|group";
+  return "";
+}
 
 CvReport cross_validate(const std::vector<CsvRow>& csv, const Calibration& start, const std::vector<FitParamSpec>& which,
                         const CvOptions& opt, const std::function<void(const std::string&)>& progress) {
@@ -196,17 +227,19 @@ CvReport cross_validate(const std::vector<CsvRow>& csv, const Calibration& start
   // statistics
   rep.rows = p.rows;
   std::vector<const CvRow*> everyone;
-  std::map<std::string, std::vector<const CvRow*>> fam, src, fw;
+  std::map<std::string, std::vector<const CvRow*>> fam, src, fw, mf;
   for (const CvRow& r : rep.rows) {
     everyone.push_back(&r);
     for (const auto& f : r.families) fam[f].push_back(&r);
     src[r.source].push_back(&r);
     fw[r.framework].push_back(&r);
+    if (!r.model_family.empty()) mf[r.model_family].push_back(&r);
   }
   add_stats(rep.overall, everyone);
   for (auto& [k, v] : fam) add_stats(rep.by_family[k], v);
   for (auto& [k, v] : src) add_stats(rep.by_source[k], v);
   for (auto& [k, v] : fw) add_stats(rep.by_framework[k], v);
+  for (auto& [k, v] : mf) add_stats(rep.by_model_family[k], v);
   std::sort(rep.failures.begin(), rep.failures.end());
   rep.failures.erase(std::unique(rep.failures.begin(), rep.failures.end()), rep.failures.end());
   return rep;

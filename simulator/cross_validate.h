@@ -1,7 +1,8 @@
 // Cross-validation of the cost model against published runs: leave one source out (every row of a
-// document held out together) or k-fold over run groups (same model, GPU, GPU count, tp, pp, cp, ep,
-// precision). Each fold refits the global parameters on the other rows (fit_runs.h) and predicts the
-// held-out ones; the held-out errors are reported per family, source and framework next to the
+// document held out together), k-fold over run groups (same model, GPU, GPU count, tp, pp, cp, ep,
+// precision), or leave one model family out (every row of a family, every source; families from
+// data/model_families.csv, those with < 5 rows held out together). Each fold refits the global parameters on the other rows
+// (fit_runs.h) and predicts the held-out ones; the held-out errors are reported per family, source and framework next to the
 // in-sample ones, and their residuals give the prediction intervals (per family quantiles of
 // ln(measured / predicted)), whose coverage is itself measured out of fold.
 #pragma once
@@ -16,7 +17,7 @@
 
 namespace mplan {
 
-enum class CvMode { source, group };
+enum class CvMode { source, group, model };
 
 struct CvOptions {
   CvMode mode = CvMode::source;
@@ -28,6 +29,7 @@ struct CvOptions {
 
 struct CvRow {
   std::string row_id, source, framework, group, model, gpu;
+  std::string model_family;  // data/model_families.csv ("" when the table does not list the model)
   std::vector<std::string> families;
   std::string interval_family;                       // "dense" or "moe"
   double measured = 0, in_sample = 0, held_out = 0;  // tokens/s per GPU; 0 = failed to simulate
@@ -41,7 +43,7 @@ struct CvStats {
 struct CvReport {
   std::vector<CvRow> rows;
   CvStats overall;
-  std::map<std::string, CvStats> by_family, by_source, by_framework;
+  std::map<std::string, CvStats> by_family, by_source, by_framework, by_model_family;
   std::vector<std::string> folds;     // what each fold held out
   std::vector<std::string> failures;  // rows that did not simulate in some fit
   nlohmann::json intervals;           // per interval family: lo, hi, level, target, n (all held-out residuals)
@@ -57,6 +59,10 @@ struct CvReport {
 // starts from; `which` the fitted parameters.
 CvReport cross_validate(const std::vector<CsvRow>& rows, const Calibration& start, const std::vector<FitParamSpec>& which,
                         const CvOptions& opt, const std::function<void(const std::string&)>& progress = {});
+
+// Why `rows` cannot be cross-validated by model family ("" when they can): the published model names
+// the family table does not list (each named), or fewer than two families among the clean rows.
+std::string model_cv_problem(const std::vector<CsvRow>& rows);
 
 // Target coverage of the shipped prediction intervals.
 inline constexpr double kIntervalTarget = 0.80;
