@@ -129,7 +129,7 @@ ParamRange cost_param_range(const std::string& name) {
   // efficiencies are fractions of a peak: (0, 1]; the rest are physical quantities with generous caps
   static const std::map<std::string, ParamRange> ranges = {{"gemm_half_flops", {0, 1e15, false}},
                                                            {"kernel_overhead_us", {0, 1e6, false}},
-                                                           {"moe_load_cv", {0, 100, false}},
+                                                           {"moe_expert_cv", {0, 100, false}},
                                                            {"overlap_slowdown", {0, 1, false}},
                                                            {"comm_overlap", {0, 1, false}},
                                                            {"optimizer_overhead_s", {0, 1e4, false}},

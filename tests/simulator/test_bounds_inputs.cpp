@@ -35,6 +35,19 @@ TEST(BoundedCostParams, EfficiencyAboveOneIsRefusedWithItsField) {
   EXPECT_NE(e.find("calibration.by_arch.hopper.gemm_eff_max: must be"), std::string::npos) << e;
 }
 
+TEST(BoundedCostParams, ExpertCvIsBoundedAsACoefficientOfVariation) {
+  // The range table keyed an old name (moe_load_cv), so the expert-load CV got the efficiencies'
+  // (0, 1] bounds: a measured CV above 1 was refused and 0 (perfect balance) too (issue 30).
+  ParamRange r = cost_param_range("moe_expert_cv");
+  EXPECT_FALSE(r.lo_open);
+  EXPECT_GT(r.hi, 1.0);
+  nlohmann::json j = calibration_to_json(shipped_calibration());
+  j["params"]["moe_expert_cv"] = 1.5;
+  auto ok = calibration_from_json(j, CostParams{});
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_DOUBLE_EQ(ok->params.moe_expert_cv, 1.5);
+}
+
 TEST(BoundedCostParams, ArchitectureMismatchIsDetected) {
   Calibration a100;
   a100.gpu = "A100-SXM4-80GB";  // a file written before "arch": inferred from the preset GPU it names
