@@ -45,7 +45,7 @@ std::vector<Flag> help_flags(const std::string& help) {
     std::istringstream words(line);
     std::string name, type;
     words >> name >> type;
-    if (name.rfind("-", 0) != 0) continue;
+    if (name.rfind('-', 0) != 0) continue;
     if (auto comma = name.rfind(",--"); comma != std::string::npos && name.rfind("-h,", 0) != 0) name = name.substr(0, comma);
     if (name == "-h,--help" || name == "--help") continue;
     if (name.rfind("--", 0) != 0) continue;
