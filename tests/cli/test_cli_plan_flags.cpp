@@ -4,6 +4,7 @@
 // --framework and --db ...), or it is refused with exit 2 naming it; never silently ignored.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -117,6 +118,7 @@ TEST(CliPlanFlags, EveryFlagBesidePlanIsRefusedOrTheRunsOwn) {
       ++refused;
     }
   }
+  std::cout << "[ walked   ] " << walked << " subcommands read --plan; " << refused << " flags refused beside it\n";
   EXPECT_GE(walked, 6);    // simulate, explain, export, train, verify, runs import
   EXPECT_GE(refused, 40);  // simulate's job and layout flags, train's --moe-capacity-factor
 }
