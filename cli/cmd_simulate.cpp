@@ -57,7 +57,12 @@ void add_simulate_commands(CLI::App& app, Runner& run) {
   sub->add_option("--plan", o->plan_file, "mplan.plan/1 file instead of the job and layout flags");
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--trace", o->trace_file, "write a Chrome-trace JSON timeline (Perfetto)");
-  sub->callback([&run, o] { run = [o] { return run_simulate(*o); }; });
+  sub->callback([&run, o, sub] {
+    run = [o, sub] {
+      refuse_flags_beside_plan(*sub, {"--calibration", "--force", "--format", "--trace"});
+      return run_simulate(*o);
+    };
+  });
   add_validate_command(app, run);
   add_bench_command(app, run);
 }

@@ -50,6 +50,7 @@ struct TrainCliOptions {
   std::string summary_out;  // internal: rank 0 writes the run summary JSON here (mplan verify)
   int max_ranks_per_core = 8;
   exec::TrainOptions t;
+  bool capacity_given = false;  // --moe-capacity-factor was given (it may only restate the plan's)
 };
 
 // This process's own command line (to re-run it under mpirun or with a BLAS environment).
@@ -138,9 +139,26 @@ void require_db_path(const std::string& path) {
   if (std::string e = check_output_path(path); !e.empty()) throw InputError{"--runs-db " + e};
 }
 
-int run_train(const TrainCliOptions& o) {
+// The plan fixes the MoE capacity factor (parallel.moe_capacity_factor, 0 = dropless): the run trains
+// with it, and a --moe-capacity-factor that differs from it is refused rather than silently applied.
+float plan_capacity_factor(const Plan& plan, const TrainCliOptions& o) {
+  const double f = plan.parallel.moe_capacity_factor;
+  if (o.capacity_given && std::abs(o.t.moe_capacity_factor - f) > 1e-6 * std::max(1.0, f)) {
+    std::ostringstream given, planned;
+    given << o.t.moe_capacity_factor;
+    planned << f;
+    throw InputError{"--moe-capacity-factor " + given.str() + ": given beside --plan " + o.plan +
+                     ", whose moe_capacity_factor is " + planned.str() +
+                     " (0 = dropless); to train with another factor, set moe_capacity_factor in the plan file's "
+                     "\"parallel\" object instead"};
+  }
+  return float(f);
+}
+
+int run_train(TrainCliOptions o) {  // a copy: the plan settles its MoE capacity factor
   check_backend(o.backend);
   Plan plan = require_plan(o.plan);
+  o.t.moe_capacity_factor = plan_capacity_factor(plan, o);
   if (!exec::launched_under_mpi()) require_db_path(o.runs_db);
   const bool in_job = exec::launched_under_mpi();
   if (!in_job) {
@@ -469,14 +487,18 @@ void add_train_commands(CLI::App& app, Runner& run) {
   sub->add_option("--clip-grad", o->t.clip_grad, "gradient-norm clipping (default 1.0, 0 = off)")->check(real_range(0, 1e6));
   sub->add_option("--moe-aux-loss-coeff", o->t.moe_aux_coeff, "MoE load-balancing loss weight (default 1e-2)")
       ->check(real_range(0, 100));
-  sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor, "expert capacity factor (default 0 = dropless)")
-      ->check(real_range(0, 1000));
+  auto* cap = sub->add_option("--moe-capacity-factor", o->t.moe_capacity_factor,
+                              "expert capacity factor: only the plan's (parallel.moe_capacity_factor, 0 = dropless)")
+                  ->check(real_range(0, 1000));
   sub->add_option("--peak-gflops", o->t.peak_gflops, "GEMM peak per core for MFU (default: measured at start)")
       ->check(real_range(0, kMaxPeakTflops * 1e3));
   sub->add_option("--max-ranks-per-core", o->max_ranks_per_core, "refuse plans needing more ranks per core (default 8)")
       ->check(int_range(1, 1024));
   sub->add_option("--summary-out", o->summary_out, "internal: write the run summary JSON here")->group("");
-  sub->callback([&run, o] { run = [o] { return run_train(*o); }; });
+  sub->callback([&run, o, cap] {
+    o->capacity_given = cap->count() > 0;
+    run = [o] { return run_train(*o); };
+  });
   add_verify_command(app, run);
 }
 

@@ -4,6 +4,10 @@ find_package(CLI11 REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED)  # header-only Boost.Graph
+# Eigen's Levenberg-Marquardt for the calibration fit (header-only; libeigen3-dev)
+find_package(Eigen3 3.3 CONFIG REQUIRED)
+# Howard Hinnant's date/tz over the system tzdata (libhowardhinnant-date-dev: libdate-tz, USE_OS_TZDB)
+find_package(date CONFIG REQUIRED)
 
 # NLopt (C++ API) for the joint fit of the cost model's parameters
 find_path(MPLAN_NLOPT_INCLUDE nlopt.hpp)

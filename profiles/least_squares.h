@@ -1,5 +1,5 @@
-// Small dense nonlinear least squares (Levenberg-Marquardt, numeric Jacobian) for the calibration
-// fit: a handful of parameters, up to a few thousand residuals.
+// Small dense nonlinear least squares (Levenberg-Marquardt, numeric Jacobian: Eigen's MINPACK port)
+// for the calibration fit: a handful of parameters, up to a few thousand residuals.
 #pragma once
 #include <functional>
 #include <vector>
@@ -15,6 +15,8 @@ struct LsqResult {
   int iterations = 0;
 };
 
+// Minimises from x0 with at most max_iter * (parameters + 1) evaluations of f besides the Jacobian's;
+// the result is never worse than x0.
 LsqResult levenberg_marquardt(const ResidualFn& f, std::vector<double> x0, int max_iter = 300);
 
 // LM from every start in `starts`; the lowest cost wins.

@@ -98,12 +98,26 @@ Status read_rank_file(const std::string& path, nlohmann::json* header, const std
   return {};
 }
 
+namespace {
+// Removes a committed checkpoint without ever leaving it half deleted under its committed name (a kill
+// during remove_all did: scripts/stress): renamed to "<dir>.old.tmp" first, which
+// remove_partial_checkpoints clears at the next start if the removal is cut short.
+void discard_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  const std::string doomed = dir + ".old.tmp";
+  fs::remove_all(doomed, ec);
+  fs::rename(dir, doomed, ec);
+  if (!ec) fs::remove_all(doomed, ec);  // a failed rename keeps the (complete) checkpoint
+}
+}  // namespace
+
 Status commit_checkpoint(const std::string& root, int step, const nlohmann::json& meta, int keep) {
   std::error_code ec;
   const std::string tmp = checkpoint_step_dir(root, step, true), fin = checkpoint_step_dir(root, step, false);
   std::string err = write_text_file_atomic((fs::path(tmp) / "meta.json").string(), meta.dump(2) + "\n");
   if (!err.empty()) return Error("checkpoint: " + err);
-  fs::remove_all(fin, ec);
+  discard_checkpoint(fin);
   fs::rename(tmp, fin, ec);
   if (ec) return Error("checkpoint: cannot rename " + tmp + " to " + fin + ": " + ec.message());
   err = write_text_file_atomic((fs::path(root) / "latest").string(), step_name(step) + "\n");
@@ -116,7 +130,7 @@ Status commit_checkpoint(const std::string& root, int step, const nlohmann::json
   }
   std::sort(dirs.begin(), dirs.end());
   for (size_t i = 0; i + size_t(keep) < dirs.size(); ++i)
-    if (dirs[i] != step_name(step)) fs::remove_all(fs::path(root) / dirs[i], ec);
+    if (dirs[i] != step_name(step)) discard_checkpoint((fs::path(root) / dirs[i]).string());
   return {};
 }
 

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
+#include <cctype>
 
+#include "core/process.h"
 #include "executor/backend/blas_config.h"
 #if MPLAN_HAVE_RUNS_DB
 #include "runs/runs_db.h"
@@ -21,26 +21,15 @@ std::string host_name() {
   return h;
 }
 
-namespace {
-std::string run_cmd(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 256> buf;
-  while (fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-}  // namespace
-
 std::string git_commit() {
 #ifdef MPLAN_SOURCE_DIR_FOR_GIT
-  std::string dir = MPLAN_SOURCE_DIR_FOR_GIT;
-  std::string sha = run_cmd("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
-  if (sha.size() < 7) return "unknown";
-  std::string dirty = run_cmd("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null | head -1");
-  return dirty.empty() ? sha : sha + "-dirty";
+  const std::string dir = MPLAN_SOURCE_DIR_FOR_GIT;
+  auto sha = process_output({"git", "-C", dir, "rev-parse", "HEAD"});
+  if (!sha) return "unknown";
+  while (!sha->empty() && std::isspace(static_cast<unsigned char>(sha->back()))) sha->pop_back();
+  if (sha->size() < 7) return "unknown";
+  auto changes = process_output({"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"});
+  return changes && !changes->empty() ? *sha + "-dirty" : *sha;
 #else
   return "unknown";
 #endif

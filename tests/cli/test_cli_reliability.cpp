@@ -198,3 +198,24 @@ TEST(CliReliability, RunsDbThatIsNotAFileIsRefusedBeforeTraining) {
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   }
 }
+
+// The run's provenance comes from git through core/process (no shell): the commit of the source tree
+// this binary was built from, "-dirty" when tracked files changed, "unknown" outside a git checkout.
+TEST(CliReliability, TrainStoresTheCommitOfItsSource) {
+  const std::string src = MPLAN_SOURCE_DIR;
+  auto head = run_shell("git -C '" + src + "' rev-parse HEAD");
+  const std::string db = tmp("provenance.db");
+  auto r = run_mplan("train --plan " + src + "/data/plans/tiny.json --steps 1 --peak-gflops 50 --runs-db " + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto list = run_mplan("runs list --db " + db + " --format json");
+  ASSERT_EQ(list.code, 0) << list.err;
+  auto j = nlohmann::json::parse(list.out);
+  const nlohmann::json& run = j.is_array() ? j.at(0) : j.at("runs").at(0);
+  const std::string commit = run.at("git_commit").get<std::string>();
+  if (head.code != 0) {
+    EXPECT_EQ(commit, "unknown");
+  } else {
+    EXPECT_EQ(commit.substr(0, 40), head.out.substr(0, 40));
+    EXPECT_TRUE(commit.size() == 40 || commit == head.out.substr(0, 40) + "-dirty") << commit;
+  }
+}

@@ -1,6 +1,8 @@
 // The one process launcher (core/process.h): exit codes, signals, a program that does not exist,
-// captured standard error.
+// captured standard error and output.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "core/process.h"
 
@@ -29,4 +31,26 @@ TEST(Process, CapturesStandardErrorOnly) {
   o.on_stderr = [&](std::string_view s) { err += s; };
   EXPECT_EQ(run_process({"sh", "-c", "echo to-err >&2; exit 5"}, o), 5);
   EXPECT_EQ(err, "to-err\n");
+}
+
+TEST(Process, CapturesBothStreamsWithoutDeadlock) {
+  std::string out, err;
+  ProcessOptions o;
+  o.on_stdout = [&](std::string_view s) { out += s; };
+  o.on_stderr = [&](std::string_view s) { err += s; };
+  // more than a pipe buffer (64 KiB) on each stream, interleaved: reading one pipe at a time would block
+  EXPECT_EQ(run_process({"sh", "-c",
+                         "i=0; while [ $i -lt 3000 ]; do echo out-line-$i-..........................; "
+                         "echo err-line-$i-.......................... >&2; i=$((i+1)); done; exit 4"},
+                        o),
+            4);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3000);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 3000);
+  EXPECT_EQ(out.find("err-line"), std::string::npos);
+}
+
+TEST(Process, OutputOfASuccessfulCommandOnly) {
+  EXPECT_EQ(process_output({"sh", "-c", "echo hello; echo noise >&2"}).value_or("?"), "hello\n");
+  EXPECT_FALSE(process_output({"sh", "-c", "echo partial; exit 1"}));
+  EXPECT_FALSE(process_output({"/nonexistent/mplan-no-such-program"}));
 }

@@ -17,6 +17,7 @@
 #include "profiles/profile_db.h"
 #include "simulator/cost_params.h"
 #include "tests/cli/run_cli.h"
+#include "tests/shared_data.h"
 
 using namespace mplan;
 using namespace mplan::profiles;
@@ -179,9 +180,8 @@ TEST(CliProfile, InterruptKeepsCompletedBatches) {
 }
 
 TEST(CliProfile, RunsFitImprovesThroughputErrorOfItsGpu) {
-  // ../shared/calibration is on every development machine and CI runner (see ../shared/README.md)
-  std::string csv = std::string(MPLAN_SOURCE_DIR) + "/../shared/calibration/published_runs_dev.csv";
-  ASSERT_EQ(::access(csv.c_str(), R_OK), 0) << csv << " is missing";
+  const std::string csv = shared_data::path("calibration/published_runs_dev.csv");
+  ASSERT_EQ(shared_data::missing("calibration/published_runs_dev.csv"), "");
   std::string out = temp_path("h100-runs.json");
   auto r = run_mplan("calibrate --shipped dgx-h100 --runs " + csv + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;

@@ -51,7 +51,8 @@ TEST(BoundedCostParams, ExpertCvIsBoundedAsACoefficientOfVariation) {
 TEST(BoundedCostParams, ArchitectureMismatchIsDetected) {
   Calibration a100;
   a100.gpu = "A100-SXM4-80GB";  // a file written before "arch": inferred from the preset GPU it names
-  const GpuSpec& h100 = cluster_preset("dgx-h100")->gpu;
+  // a copy: cluster_preset returns a temporary
+  const GpuSpec h100 = cluster_preset("dgx-h100")->gpu;
   EXPECT_EQ(calibration_arch(a100), "ampere");
   std::string why = calibration_mismatch(a100, h100);
   EXPECT_NE(why.find("fitted for ampere"), std::string::npos) << why;
