@@ -122,6 +122,14 @@ TEST(CudaCudnnAttention, GraphsAreWellFormedAndShapeConsistent) {
       expect_consistent_shapes(g);
       EXPECT_EQ(count_ops(g, "row_ge_col"), 1);  // the causal mask, once per graph
       EXPECT_EQ(count_ops(g, "select_causal"), 1);
+      for (const sdpa::OpDesc& o : g.ops) {  // index math in int32, the comparison in boolean
+        if (o.pw == sdpa::Pw::gen_index) {
+          EXPECT_EQ(tensor(g, o.out).dtype, sdpa::DType::i32) << o.name;
+        }
+        if (o.pw == sdpa::Pw::cmp_ge) {
+          EXPECT_EQ(o.compute, sdpa::DType::boolean) << o.name;
+        }
+      }
     }
   }
 }

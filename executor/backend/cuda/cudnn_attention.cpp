@@ -42,35 +42,19 @@ struct Desc {
   }
 };
 
+// indexed by sdpa::DType (bf16, f32, i32, boolean)
 cudnnDataType_t data_type(sdpa::DType t) {
-  return t == sdpa::DType::bf16 ? CUDNN_DATA_BFLOAT16 : t == sdpa::DType::boolean ? CUDNN_DATA_BOOLEAN : CUDNN_DATA_FLOAT;
+  static constexpr cudnnDataType_t kTypes[] = {CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_DATA_INT32, CUDNN_DATA_BOOLEAN};
+  return kTypes[int(t)];
 }
 
+// indexed by sdpa::Pw (none, mul, sub, add, div, exp, log, gen_index, cmp_ge, binary_select, identity)
 cudnnPointwiseMode_t pointwise_mode(sdpa::Pw m) {
-  switch (m) {
-    case sdpa::Pw::mul:
-      return CUDNN_POINTWISE_MUL;
-    case sdpa::Pw::sub:
-      return CUDNN_POINTWISE_SUB;
-    case sdpa::Pw::add:
-      return CUDNN_POINTWISE_ADD;
-    case sdpa::Pw::div:
-      return CUDNN_POINTWISE_DIV;
-    case sdpa::Pw::exp:
-      return CUDNN_POINTWISE_EXP;
-    case sdpa::Pw::log:
-      return CUDNN_POINTWISE_LOG;
-    case sdpa::Pw::gen_index:
-      return CUDNN_POINTWISE_GEN_INDEX;
-    case sdpa::Pw::cmp_ge:
-      return CUDNN_POINTWISE_CMP_GE;
-    case sdpa::Pw::binary_select:
-      return CUDNN_POINTWISE_BINARY_SELECT;
-    case sdpa::Pw::identity:
-    case sdpa::Pw::none:
-      break;
-  }
-  return CUDNN_POINTWISE_IDENTITY;
+  static constexpr cudnnPointwiseMode_t kModes[] = {
+      CUDNN_POINTWISE_IDENTITY, CUDNN_POINTWISE_MUL,           CUDNN_POINTWISE_SUB,     CUDNN_POINTWISE_ADD,
+      CUDNN_POINTWISE_DIV,      CUDNN_POINTWISE_EXP,           CUDNN_POINTWISE_LOG,     CUDNN_POINTWISE_GEN_INDEX,
+      CUDNN_POINTWISE_CMP_GE,   CUDNN_POINTWISE_BINARY_SELECT, CUDNN_POINTWISE_IDENTITY};
+  return kModes[int(m)];
 }
 
 // Builds one graph's descriptors; every call names the op and the shape when it fails.
@@ -156,7 +140,8 @@ class Materializer {
     cudnnBackendDescriptor_t pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     const cudnnPointwiseMode_t mode = pointwise_mode(o.pw);
     set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+    const cudnnDataType_t prec = data_type(o.compute);
+    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
     if (o.pw == sdpa::Pw::gen_index) set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &o.axis);
     finalize(pw);
     cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
@@ -278,6 +263,7 @@ CudnnAttention::Plan& CudnnAttention::plan(bool backward, const sdpa::Shape& s) 
   m.finalize(heur);
   constexpr int kMaxConfigs = 16;
   std::vector<cudnnBackendDescriptor_t> configs;
+  configs.reserve(kMaxConfigs);
   for (int i = 0; i < kMaxConfigs; ++i) configs.push_back(m.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
   int64_t n = 0;
   MPLAN_CUDNN(op, s,

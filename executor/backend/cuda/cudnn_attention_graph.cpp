@@ -70,12 +70,13 @@ class Builder {
     g.tensors.push_back({next_++, std::move(name), dims, strides, t, true, false});
     return next_ - 1;
   }
-  int64_t op(OpKind k, Pw pw, Red red, std::vector<int64_t> in, int64_t out, std::string name, int64_t axis = -1) {
-    g.ops.push_back({k, pw, red, axis, std::move(in), out, std::move(name)});
+  int64_t op(OpKind k, Pw pw, Red red, std::vector<int64_t> in, int64_t out, std::string name, int64_t axis = -1,
+             DType compute = DType::f32) {
+    g.ops.push_back({k, pw, red, axis, compute, std::move(in), out, std::move(name)});
     return out;
   }
-  int64_t pw(Pw m, std::vector<int64_t> in, int64_t out, std::string name, int64_t axis = -1) {
-    return op(OpKind::pointwise, m, Red::none, std::move(in), out, std::move(name), axis);
+  int64_t pw(Pw m, std::vector<int64_t> in, int64_t out, std::string name, int64_t axis = -1, DType compute = DType::f32) {
+    return op(OpKind::pointwise, m, Red::none, std::move(in), out, std::move(name), axis, compute);
   }
   int64_t matmul(int64_t a, int64_t b, int64_t c, std::string name) {
     return op(OpKind::matmul, Pw::none, Red::none, {a, b}, c, std::move(name));
@@ -106,9 +107,11 @@ int64_t masked_scores(Builder& b, const Shape& s, int64_t q, int64_t kt) {
   const Dims sd = score_dims(s), ss = score_strides(s);
   const int64_t raw = b.matmul(q, kt, b.virt("s", sd, ss), "matmul_q_kt");
   const int64_t scaled = b.pw(Pw::mul, {raw, uid::Scale}, b.virt("s_scaled", sd, ss), "mul_scale");
-  const int64_t row = b.pw(Pw::gen_index, {scaled}, b.virt("row_index", sd, ss), "gen_row_index", 2);
-  const int64_t col = b.pw(Pw::gen_index, {scaled}, b.virt("col_index", sd, ss), "gen_col_index", 3);
-  const int64_t keep = b.pw(Pw::cmp_ge, {row, col}, b.virt("causal_keep", sd, ss, DType::boolean), "row_ge_col");
+  // indices in int32, the comparison in boolean (as cudnn-frontend's causal mask)
+  const int64_t row = b.pw(Pw::gen_index, {scaled}, b.virt("row_index", sd, ss, DType::i32), "gen_row_index", 2, DType::i32);
+  const int64_t col = b.pw(Pw::gen_index, {scaled}, b.virt("col_index", sd, ss, DType::i32), "gen_col_index", 3, DType::i32);
+  const int64_t keep =
+      b.pw(Pw::cmp_ge, {row, col}, b.virt("causal_keep", sd, ss, DType::boolean), "row_ge_col", -1, DType::boolean);
   return b.pw(Pw::binary_select, {scaled, uid::NegInf, keep}, b.virt("s_masked", sd, ss), "select_causal");
 }
 
@@ -132,7 +135,7 @@ Graph forward_graph(const Shape& s) {
   const int64_t sum = b.reduce(Red::add, ex, b.virt("row_sum", rd, rs), "reduce_sum");
   const int64_t lg = b.pw(Pw::log, {sum}, b.virt("log_sum", rd, rs), "log");
   b.pw(Pw::add, {mx, lg}, stats, "add_stats");
-  const int64_t p = b.pw(Pw::div, {ex, sum}, b.virt("p", sd, ss, DType::bf16), "div_softmax");
+  const int64_t p = b.pw(Pw::div, {ex, sum}, b.virt("p", sd, ss), "div_softmax");
   b.matmul(p, v, o, "matmul_p_v");
   return b.g;
 }

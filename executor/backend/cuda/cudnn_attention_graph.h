@@ -24,8 +24,9 @@ constexpr int64_t kMinCudnnVersion = 90000;
 // run attention of shape `s` with a causal mask; otherwise what is supported.
 std::string support_error(const Shape& s, int64_t version, int sm);
 
-enum class DType { bf16, f32, boolean };
+enum class DType { bf16, f32, i32, boolean };
 enum class OpKind { matmul, pointwise, reduction, reshape };
+// (the order of DType and Pw is that of cudnn_attention.cpp's tables)
 enum class Pw { none, mul, sub, add, div, exp, log, gen_index, cmp_ge, binary_select, identity };
 enum class Red { none, max, add };
 
@@ -44,7 +45,8 @@ struct OpDesc {
   OpKind kind = OpKind::pointwise;
   Pw pw = Pw::none;
   Red red = Red::none;
-  int64_t axis = -1;  // gen_index only
+  int64_t axis = -1;           // gen_index only
+  DType compute = DType::f32;  // pointwise math precision (int32 for indices, boolean for comparisons)
   std::vector<int64_t> in;
   int64_t out = 0;
   std::string name;
