@@ -58,6 +58,20 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base, int64_t predic
     return Error("--backend cuda: " + std::to_string(local_size) + " ranks share a node with " + std::to_string(devices) +
                  " GPUs; the CUDA executor runs one rank per GPU");
   CudaBackendOptions o;
+  std::string attn_error;
+  if (!gpu::cudnn_attention_from_env(&o.cudnn_attention, &attn_error)) return Error(attn_error);
+  if (o.cudnn_attention) {  // refuse before training what the cuDNN graphs cannot run
+    cudaDeviceProp prop{};
+    const bool have_prop = cudaGetDeviceProperties(&prop, local_rank) == cudaSuccess;
+    gpu::sdpa::Shape shape;
+    shape.B = shape.Tq = shape.Tk = 1;
+    shape.Hq = plan.model.num_attention_heads;
+    shape.Hkv = plan.model.num_query_groups > 0 ? plan.model.num_query_groups : plan.model.num_attention_heads;
+    shape.D = shape.Dv = plan.model.head_dim();
+    const std::string e =
+        gpu::sdpa::support_error(shape, gpu::cudnn_runtime_version(), have_prop ? prop.major * 10 + prop.minor : 0);
+    if (!e.empty()) return Error("MPLAN_ATTENTION=cudnn: " + e + "; unset MPLAN_ATTENTION for the fp32 attention kernels");
+  }
   o.device = local_rank;
   o.predicted_peak_bytes = predicted_peak_bytes;
   o.gemm = plan.training.precision == Precision::fp32 || plan.training.precision == Precision::tf32 ? gpu::GemmPrecision::fp32

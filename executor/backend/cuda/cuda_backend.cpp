@@ -37,10 +37,12 @@ CudaBackend::CudaBackend(const CudaBackendOptions& o) : opt_(o) {
   lt_workspace_ = pool_->allocate(int64_t(kLtWorkspaceBytes));
   lt_ = std::make_unique<LtGemm>(lt_workspace_, kLtWorkspaceBytes);
   MPLAN_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_result_), sizeof(double)));
+  if (opt_.cudnn_attention) cudnn_ = std::make_unique<CudnnAttention>(stream_, sm_major_ * 10 + sm_minor_, pool_);
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  cudnn_.reset();
   for (auto& [p, w] : working_) pool_->release(w.copy);
   for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
     pool_->release(s->p);
@@ -358,7 +360,22 @@ gpu::AttnLaunch CudaBackend::attn_launch(int kind, const AttnShape& s) const {
 
 namespace {
 AttnDims dims_of(const Backend::AttnShape& s) { return {s.B, s.Tq, s.Tk, s.Hq, s.Hkv, s.D, s.Dv, s.scale}; }
+sdpa::Shape sdpa_of(const Backend::AttnShape& s) { return {s.B, s.Tq, s.Tk, s.Hq, s.Hkv, s.D, s.Dv, s.scale}; }
 }  // namespace
+
+bool CudaBackend::use_cudnn(const int32_t* qpos, const int32_t* kpos, const AttnShape& s, bool merge) const {
+  if (!cudnn_ || merge || s.Tq != s.Tk) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, qpos) != cudaSuccess || a.type == cudaMemoryTypeDevice ||
+      cudaPointerGetAttributes(&a, kpos) != cudaSuccess || a.type == cudaMemoryTypeDevice) {
+    cudaGetLastError();  // positions on the device: not inspected here, the fp32 kernels serve the call
+    return false;
+  }
+  for (int64_t i = 0; i < s.Tq; ++i)
+    if (qpos[i] != kpos[i] || qpos[i] != qpos[0] + i) return false;
+  cudnn_->require_supported(sdpa_of(s));
+  return true;
+}
 
 void CudaBackend::attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, const int32_t* qpos,
                                     const int32_t* kpos, const AttnShape& s, bool merge) {
@@ -373,12 +390,18 @@ void CudaBackend::attention_forward(float* out, float* lse, const float* q, cons
     done();
     return;
   }
+  if (use_cudnn(qpos, kpos, s, merge)) {
+    cudnn_->forward(out, lse, q, k, v, sdpa_of(s));
+    done();
+    return;
+  }
   gpu::attention_forward(out, lse, q, k, v, dev_ints(qpos, s.Tq, 0), dev_ints(kpos, s.Tk, 1), dims_of(s), merge,
                          attn_launch(0, s), stream_);
   done();
 }
 
 void CudaBackend::attention_backward_prepare(float* delta, const float* dout, const float* out, const AttnShape& s) {
+  prepared_dout_ = dout, prepared_out_ = out;
   gpu::attention_prepare(delta, dout, out, dims_of(s), stream_);
   done();
 }
@@ -387,6 +410,11 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
                                      const float* q, const float* k, const float* v, const int32_t* qpos, const int32_t* kpos,
                                      const AttnShape& s) {
   if (s.B == 0 || s.Tq == 0 || s.Tk == 0) return;
+  if (dout == prepared_dout_ && use_cudnn(qpos, kpos, s, false)) {
+    cudnn_->backward(dq, dk, dv, dout, prepared_out_, lse, q, k, v, sdpa_of(s));
+    done();
+    return;
+  }
   gpu::attention_backward(dq, dk, dv, dout, lse, delta, q, k, v, dev_ints(qpos, s.Tq, 0), dev_ints(kpos, s.Tk, 1), dims_of(s),
                           attn_launch(1, s), attn_launch(2, s), stream_);
   done();

@@ -19,6 +19,7 @@
 #include "executor/backend/backend.h"
 #include "executor/backend/cuda/cuda_gemm.h"
 #include "executor/backend/cuda/cuda_memory.h"
+#include "executor/backend/cuda/cudnn_attention.h"
 #include "executor/backend/cuda/launch_config.h"
 
 namespace mplan::exec {
@@ -32,6 +33,7 @@ struct CudaBackendOptions {
   gpu::GemmPrecision gemm = gpu::GemmPrecision::fp32;
   bool sync_each_op = sync_each_op_from_env();
   int64_t predicted_peak_bytes = 0;  // the plan's predicted peak per GPU, for the out-of-memory message (0: unknown)
+  bool cudnn_attention = false;      // MPLAN_ATTENTION=cudnn: whole-sequence causal attention through cuDNN (bf16)
 };
 
 class CudaBackend final : public Backend {
@@ -139,6 +141,9 @@ class CudaBackend final : public Backend {
   const void* gemm_operand(const float* x, int64_t n, bool weight, int slot);
   void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K, int64_t N);
   gpu::AttnLaunch attn_launch(int kind, const AttnShape& s) const;
+  // the cuDNN path serves this call: whole causal sequences (qpos == kpos == consecutive positions,
+  // host arrays), no merge; context-parallel blocks keep the fp32 kernels
+  bool use_cudnn(const int32_t* qpos, const int32_t* kpos, const AttnShape& s, bool merge) const;
   void done();  // end of an op: synchronise (sync_each_op) and surface asynchronous errors
 
   CudaBackendOptions opt_;
@@ -160,7 +165,11 @@ class CudaBackend final : public Backend {
     uint64_t version = 0;
   };
   std::map<const float*, Working> working_;
-  uint64_t param_version_ = 1;  // bumped by every AdamW update
+  uint64_t param_version_ = 1;                  // bumped by every AdamW update
+  std::unique_ptr<gpu::CudnnAttention> cudnn_;  // MPLAN_ATTENTION=cudnn only
+  // attention_backward_prepare's (dout, out): cuDNN's backward needs the forward output
+  const float* prepared_dout_ = nullptr;
+  const float* prepared_out_ = nullptr;
 };
 
 }  // namespace mplan::exec
