@@ -151,7 +151,8 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   // timeline: the communication inside each action, and the sends waiting for their consumer's start
   std::optional<CommEvents> comm;
   if (trace) comm.emplace(w, p);
-  std::vector<long> f_send(size_t(pp) * vpp * m, -1), b_send(size_t(pp) * vpp * m, -1);
+  std::vector<long> f_send, b_send;  // trace only
+  if (trace) f_send.assign(size_t(pp) * vpp * m, -1), b_send.assign(size_t(pp) * vpp * m, -1);
   auto slot = [&](int st, int c, int mb) { return (size_t(st) * vpp + c) * m + mb; };
   // dependency DAG: the event of each action and transfer, the last one per stage and link
   std::vector<int> f_node, b_node, f_arr_node, b_arr_node, last_node(pp, -1), link_f_node(pp, -1), link_b_node(pp, -1);
