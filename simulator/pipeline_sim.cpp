@@ -151,7 +151,8 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   // timeline: the communication inside each action, and the sends waiting for their consumer's start
   std::optional<CommEvents> comm;
   if (trace) comm.emplace(w, p);
-  std::vector<long> f_send(size_t(pp) * vpp * m, -1), b_send(size_t(pp) * vpp * m, -1);
+  std::vector<long> f_send, b_send;  // trace only
+  if (trace) f_send.assign(size_t(pp) * vpp * m, -1), b_send.assign(size_t(pp) * vpp * m, -1);
   auto slot = [&](int st, int c, int mb) { return (size_t(st) * vpp + c) * m + mb; };
   // dependency DAG: the event of each action and transfer, the last one per stage and link
   std::vector<int> f_node, b_node, f_arr_node, b_arr_node, last_node(pp, -1), link_f_node(pp, -1), link_b_node(pp, -1);
@@ -164,14 +165,42 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
     return record_event(graph, trace, kind, st, mb, c, start, dur, trace_first);
   };
 
+  // Which stage runs next. Every value a stage computes depends only on its own list order and on
+  // its producers' values, so any order that respects the dependencies gives the same numbers; the
+  // (time, sequence) queue is kept where the order is visible (trace, memory trace, DAG node ids),
+  // and otherwise a plain worklist of stages that may have become ready (no heap, no times).
+  const bool ordered = trace || mem || graph;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q;
+  std::vector<int> ready_stages;
+  std::vector<char> queued(size_t(pp), 1);
+  ready_stages.reserve(size_t(pp));
   long seq = 0;
-  for (int s = 0; s < pp; ++s) q.push({0.0, seq++, s});
+  for (int s = pp - 1; s >= 0; --s) ready_stages.push_back(s);
+  if (ordered)
+    for (int s = 0; s < pp; ++s) q.push({0.0, seq++, s});
+  auto wake = [&](double t, int st) {
+    if (ordered) {
+      q.push({t, seq++, st});
+    } else if (!queued[size_t(st)]) {
+      queued[size_t(st)] = 1;
+      ready_stages.push_back(st);
+    }
+  };
+  auto next_stage = [&](int& st) {
+    if (ordered) {
+      if (q.empty()) return false;
+      st = q.top().stage;
+      q.pop();
+      return true;
+    }
+    if (ready_stages.empty()) return false;
+    st = ready_stages.back();
+    ready_stages.pop_back();
+    queued[size_t(st)] = 0;
+    return true;
+  };
 
-  while (!q.empty()) {
-    Event e = q.top();
-    q.pop();
-    int s = e.stage;
+  for (int s = 0; next_stage(s);) {
     while (pos[s] < lists[s].size()) {
       const Action& a = lists[s][pos[s]];
       const ChunkCost& ch = w.stages[s].chunks[a.chunk];
@@ -284,7 +313,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
             trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
             trace->back().peer_stage = ns;
           }
-          q.push({arr, seq++, ns});
+          wake(arr, ns);
         }
       } else if (a.phase == Phase::B) {
         b_end.at(s, a.chunk, a.microbatch) = end;
@@ -305,9 +334,9 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
             trace->push_back({s, "p2p", "send " + label(a), depart, w.p2p_s, 'C', a.microbatch, a.chunk});
             trace->back().peer_stage = ns;
           }
-          q.push({arr, seq++, ns});
+          wake(arr, ns);
         }
-        if (w.split_w) q.push({end, seq++, s});
+        if (w.split_w) wake(end, s);
       }
       ++pos[s];
     }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "core/counting.h"
 #include "core/rank_grid.h"
@@ -149,25 +148,30 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   r.fits = r.peak_memory_gib <= r.capacity_gib;
   split_bubbles(w, pr, r);
 
-  // per-op times on the critical stage's rank, per step
-  std::map<std::string, OpTime> ops;
+  // per-op times on the critical stage's rank, per step (a dozen names: a flat list, one per name;
+  // the sort below orders by (time, name), so the order they are found in does not matter)
+  std::vector<OpTime>& ops = r.ops;
+  auto op_named = [&ops](const std::string& n) -> OpTime& {
+    auto it = std::find_if(ops.begin(), ops.end(), [&n](const OpTime& o) { return o.name == n; });
+    if (it != ops.end()) return *it;
+    ops.push_back({n, 0, 0});
+    return ops.back();
+  };
   const StageWork& st = w.stages[pr.critical_stage];
   for (const auto& ch : st.chunks)
     for (const auto& o : ch.ops) {
-      OpTime& x = ops[o.name];
-      x.name = o.name;
+      OpTime& x = op_named(o.name);
       x.time_s += o.time_s * w.microbatches;
       x.calls += int64_t(o.calls) * w.microbatches;
     }
   auto add = [&](const std::string& n, double tsec, int64_t calls) {
     if (tsec <= 0) return;
-    ops[n] = {n, tsec, calls};
+    op_named(n) = {n, tsec, calls};
   };
   add(p.zero == 0 ? "dp_allreduce" : "dp_reduce_scatter", st.dp_grad_s, st.dp_buckets);
   add("dp_allgather", st.dp_param_gather_s, st.dp_buckets);
   add("adamw", st.optimizer_s, 1);
   if (p.pp > 1) add("pp_send_recv", w.p2p_s * 2 * w.microbatches * p.vpp, 2 * int64_t(w.microbatches) * p.vpp);
-  for (auto& [n, o] : ops) r.ops.push_back(o);
   std::sort(r.ops.begin(), r.ops.end(),
             [](const OpTime& a, const OpTime& b) { return a.time_s != b.time_s ? a.time_s > b.time_s : a.name < b.name; });
   r.warnings = w.warnings;
