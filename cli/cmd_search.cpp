@@ -568,7 +568,7 @@ int run_export(const ExportCliOptions& o) {
   std::string text;
   // an exporter writes its own framework's configuration: a plan costed for another framework is refused
   const Framework fw = plan.training.framework;
-  if ((o.format == "megatron" && fw != Framework::megatron) || (o.format == "torchtitan" && fw != Framework::torchtitan))
+  if ((o.format == "megatron" || o.format == "torchtitan") && to_string(fw) != o.format)
     throw InputError{"--format " + o.format + ": the plan is for framework '" + to_string(fw) + "' (plan.framework); " +
                      o.format +
                      " arguments would run a layout costed for another framework. Export with --format plan, "

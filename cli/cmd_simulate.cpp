@@ -1,7 +1,9 @@
-// `mplan simulate`: predict one plan (flags or --plan FILE) — table or JSON, optional Chrome trace.
+// `mplan simulate`: predict one plan (flags or --plan FILE) — table or JSON, optional Chrome trace; a
+// layout that does not fit names the memory option that makes it fit (fits_with).
 // `mplan validate` and `mplan bench` are registered from cmd_validate.cpp / cmd_bench.cpp.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/plan_args.h"
@@ -29,16 +31,20 @@ int run_simulate(const SimulateOptions& o) {
   so.critical_path = true;
   auto r = simulate(plan, params, so);
   if (!r) throw InputError{r.error().message()};
+  // a layout that does not fit: the memory option that makes it fit at the least predicted step time
+  std::optional<FitsWith> fits;
+  if (!r->fits) fits = fits_with(plan, params);
   if (so.trace) {
     std::string err = write_text_file_atomic(o.trace_file, dump_json(trace_to_json(*r, plan)) + "\n");
     if (!err.empty()) throw InputError{"--trace: " + err};
   }
   if (o.format == "json") {
     nlohmann::json j = report_to_json(*r);
+    if (!r->fits) j["fits_with"] = fits_with_json(fits);
     j["plan"] = plan_to_json(plan);
     std::cout << dump_json(j, 2) << "\n";
   } else {
-    std::cout << render_report_table(plan, *r);
+    std::cout << render_report_table(plan, *r, &fits);
     if (so.trace) std::cout << "\ntrace written to " << o.trace_file << " (open in https://ui.perfetto.dev)\n";
   }
   return kExitOk;

@@ -28,6 +28,7 @@ struct ValidateOptions {
   std::string fit_params;  // comma-separated subset of default_fit_params()
   bool show_skipped = true;
   bool force = false;
+  bool as_stated = false;  // rows without their recipe facts (data/run_facts): as a user states the run
 };
 
 nlohmann::json stats_json(const ErrorStats& s) {
@@ -284,8 +285,12 @@ int run_cross_validation(const ValidateOptions& o) {
   return kExitOk;
 }
 
+RowSettings settings_of(const ValidateOptions& o) { return o.as_stated ? RowSettings::as_stated : RowSettings::with_run_facts; }
+
 int run_validate(const ValidateOptions& o) {
   if (o.runs.empty() && o.memory.empty()) throw InputError{"give --runs FILE.csv and/or --memory FILE.csv"};
+  if (!o.cv.empty() && o.as_stated)
+    throw InputError{"--as-stated scores rows without their recipe facts; --cv fits with them: give one of the two"};
   if (!o.cv.empty()) return run_cross_validation(o);
   auto warned = std::make_shared<std::set<std::string>>();  // one --force warning per GPU architecture
   ParamsFor params = [&o, warned](const Plan& p) {
@@ -329,7 +334,7 @@ int run_validate(const ValidateOptions& o) {
     auto rows = read_csv_file(o.runs);
     if (!rows) throw InputError{"--runs: " + rows.error().message()};
     require_columns(*rows, "--runs", o.runs, false);
-    ValidationReport rep = validate_throughput(*rows, params);
+    ValidationReport rep = validate_throughput(*rows, params, settings_of(o));
     require_scored(rep, "--runs", o.runs);
     if (!o.export_dir.empty()) export_plans(rep, o.export_dir);
     if (o.format == "json")
@@ -341,7 +346,7 @@ int run_validate(const ValidateOptions& o) {
     auto rows = read_csv_file(o.memory);
     if (!rows) throw InputError{"--memory: " + rows.error().message()};
     require_columns(*rows, "--memory", o.memory, true);
-    ValidationReport rep = validate_memory(*rows, params);
+    ValidationReport rep = validate_memory(*rows, params, settings_of(o));
     require_scored(rep, "--memory", o.memory);
     if (o.format == "json")
       out["memory"] = report_json(rep);
@@ -364,6 +369,9 @@ void add_validate_command(CLI::App& app, Runner& run) {
   sub->add_option("--format", o->format, "table|json")->check(format_choice({"table", "json"}));
   sub->add_option("--fit", o->fit_out, "first fit the global cost parameters to --runs and write the calibration here");
   sub->add_option("--fit-params", o->fit_params, "comma-separated parameters to fit (default: all of the global set)");
+  sub->add_flag("--as-stated", o->as_stated,
+                "score each row as it states the run: its columns and its framework release's documented defaults, "
+                "without the recipe facts of data/run_facts");
   sub->add_option("--export-plans", o->export_dir, "write each scored throughput row's plan to DIR/ROW.json");
   sub->add_option("--fit-passes", o->fit_passes, "passes of the cyclic parameter search")->check(int_range(1, 1000));
   sub->add_option("--cv", o->cv,

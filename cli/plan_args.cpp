@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/resolve.h"
 #include "core/bounded_input.h"
+#include "core/framework_profile.h"
 
 namespace mplan::cli {
 
@@ -135,8 +136,9 @@ Plan job_skeleton(const JobArgs& a) {
   auto fw = parse_framework(a.framework);
   if (!fw) throw InputError{"--framework: '" + a.framework + "' is not one of " + join_names(framework_choices(), "|")};
   p.training.framework = *fw;
-  if (a.torch_compile && *fw != Framework::torchtitan)
-    throw InputError{"--torch-compile: applies only to --framework torchtitan (got " + a.framework + ")"};
+  if (a.torch_compile && !framework_profile(*fw).supports_torch_compile)
+    throw InputError{"--torch-compile: applies only to --framework " +
+                     frameworks_with(&FrameworkProfile::supports_torch_compile) + " (got " + a.framework + ")"};
   p.training.torch_compile = a.torch_compile;
   p.parallel.world_size = a.gpus;
   ParallelConfig& q = p.parallel;

@@ -24,7 +24,12 @@ std::string layout_summary(const ParallelConfig& p) {
   return s.str();
 }
 
-std::string render_report_table(const Plan& plan, const StepReport& r) {
+nlohmann::json fits_with_json(const std::optional<FitsWith>& f) {
+  if (!f) return nullptr;
+  return {{"option", f->option}, {"step_time_s", f->step_time_s}, {"peak_memory_gib", f->peak_memory_gib}};
+}
+
+std::string render_report_table(const Plan& plan, const StepReport& r, const std::optional<FitsWith>* fits_with) {
   std::ostringstream out;
   const auto& t = plan.training;
   out << plan.model.name << " on " << plan.parallel.world_size << " x " << plan.cluster.gpu.name << " (" << plan.cluster.name
@@ -45,6 +50,10 @@ std::string render_report_table(const Plan& plan, const StepReport& r) {
   s.add_row({"MFU", fmt_pct(r.mfu) + " (full-attention FLOPs: " + fmt_pct(r.mfu_full_attention) + ")"});
   s.add_row({"peak memory",
              fmt(r.peak_memory_gib, 1) + " / " + fmt(r.capacity_gib, 1) + " GiB" + (r.fits ? " (fits)" : " (DOES NOT FIT)")});
+  if (!r.fits && fits_with)
+    s.add_row({"fits with", *fits_with ? (*fits_with)->option + ": step " + fmt((*fits_with)->step_time_s, 3) + " s, peak " +
+                                             fmt((*fits_with)->peak_memory_gib, 1) + " GiB"
+                                       : "no memory option of this framework makes the layout fit (change the layout)"});
   std::string bubble = fmt_pct(r.bubble_fraction);
   if (r.bottleneck_stage >= 0 && r.step_time_s > 0)
     bubble += " (fill/drain " + fmt_pct(r.bubble_fill_drain_s / r.step_time_s) + ", stage imbalance " +

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <tuple>
 
+#include "core/framework_profile.h"
 #include "core/json_fields.h"
 #include "core/limits.h"
 #include "core/megatron_rules.h"
@@ -389,7 +390,7 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
     e.push_back("fp8_param_gather needs an fp8 precision (fp8, mxfp8, nvfp4), got " + std::string(to_string(t.precision)));
   if (p.fp8_param_gather && p.zero < 1)
     e.push_back("fp8_param_gather needs the distributed optimizer or FSDP (zero >= 1), as Megatron requires");
-  if (p.fp8_param_gather && t.framework != Framework::megatron)
+  if (p.fp8_param_gather && !framework_profile(t.framework).supports_fp8_param_gather)
     e.push_back("fp8_param_gather is Megatron's --fp8-param-gather; framework " + fwn + " has no such option");
   if (p.cross_entropy_fusion && !fw.supports_cross_entropy_fusion)
     e.push_back("cross_entropy_fusion: framework " + fwn + " has no fused cross-entropy; set it false");
@@ -399,7 +400,7 @@ void memory_option_rules(const ModelSpec& m, const TrainingSpec& t, const Parall
   if (p.moe_pad_to_capacity && p.moe_capacity_factor <= 0) e.push_back("moe_pad_to_capacity needs moe_capacity_factor > 0");
   if (p.dp_replicate < 1 || (p.dp() > 0 && p.dp() % p.dp_replicate != 0))
     e.push_back("dp_replicate=" + s(p.dp_replicate) + " must divide dp=" + s(p.dp()));
-  if (p.remat_policy != RematPolicy::none && t.framework != Framework::maxtext)
+  if (p.remat_policy != RematPolicy::none && framework_profile(t.framework).remat_style != RematStyle::jax_policy)
     e.push_back("remat_policy is a MaxText/JAX remat policy; framework " + fwn +
                 " has none (use recompute and recompute_modules)");
   if (p.remat_policy != RematPolicy::none && p.recompute != Recompute::selective)
@@ -615,7 +616,7 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
                   " layers of the smallest pipeline chunk");
   }
   memory_option_rules(m, t, p, e);
-  if (t.framework == Framework::megatron) megatron_layout_rules(m, t, p, e);
+  if (framework_profile(t.framework).megatron_core_rules) megatron_layout_rules(m, t, p, e);
   if (!c.gpu.peak(t.precision))
     e.push_back("precision " + std::string(to_string(t.precision)) + " is not supported by " + c.gpu.name +
                 " (cluster.gpu.peak_tflops has no entry for it)");

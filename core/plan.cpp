@@ -1,6 +1,7 @@
 // Plan file reading, writing and validation.
 #include "core/plan.h"
 
+#include "core/framework_profile.h"
 #include "core/json_fields.h"
 #include "core/strict_json.h"
 
@@ -67,9 +68,10 @@ Expected<Plan> plan_from_json(const json& j) {
   if (const json* q = j.is_object() && j.contains("parallel") ? &j.at("parallel") : nullptr;
       q && q->is_object() && !q->contains("cp_comm_type"))
     p.parallel.cp_comm_type = default_cp_comm(p.training.framework);
-  if (p.training.torch_compile && p.training.framework != Framework::torchtitan)
-    f.problem("training.torch_compile", "applies only to framework torchtitan (torch.compile of its model); framework " +
-                                            to_string(p.training.framework) + " takes false or no field");
+  if (p.training.torch_compile && !framework_profile(p.training.framework).supports_torch_compile)
+    f.problem("training.torch_compile",
+              "applies only to framework " + frameworks_with(&FrameworkProfile::supports_torch_compile) +
+                  " (torch.compile of its model); framework " + to_string(p.training.framework) + " takes false or no field");
   if (f.has("meta")) {
     if (const json* meta = f.object("meta")) p.meta = *meta;
   }

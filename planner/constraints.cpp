@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/framework_profile.h"
 #include "core/megatron_rules.h"
 
 namespace mplan::planner {
@@ -146,7 +147,7 @@ Job::Job(const Plan& p) : plan(&p), world(p.parallel.world_size) {
 
 std::optional<const char*> megatron_rule(const Job& job, const Layout& l) {
   const Plan& pl = *job.plan;
-  if (pl.training.framework != Framework::megatron) return std::nullopt;
+  if (!framework_profile(pl.training.framework).megatron_core_rules) return std::nullopt;
   const Precision prec = pl.training.precision;
   if (!megatron_fp8_tp_problem(pl.model, prec, l.tp).empty() || !megatron_fp8_etp_problem(pl.model, prec, l.etp).empty() ||
       !megatron_fp8_tokens_ok(prec, l.mbs, job.seq(), l.cp, l.tp, l.sp && l.tp > 1))

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/framework_profile.h"
 #include "core/megatron_rules.h"
 
 namespace mplan::planner {
@@ -78,8 +79,8 @@ std::vector<uint32_t> recompute_module_sets(const Job& job) {
   using R = RecomputeModule;
   std::vector<uint32_t> out = {0};  // Megatron's default: core_attn
   // 'moe_act' needs Megatron's grouped GEMM (core/megatron_rules.h)
-  const bool moe_act =
-      job.plan->training.framework != Framework::megatron || megatron_moe_grouped_gemm(job.plan->training.precision);
+  const bool moe_act = !framework_profile(job.plan->training.framework).megatron_core_rules ||
+                       megatron_moe_grouped_gemm(job.plan->training.precision);
   if (!m.moe) {
     out.push_back(set({R::core_attn, R::layernorm}));
     out.push_back(set({R::core_attn, R::layernorm, R::mlp}));
@@ -112,7 +113,7 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   // what the job's framework runs (core/framework.h) and, for Megatron, Transformer Engine's own rules
   const Framework fw = job.plan->training.framework;
   const FrameworkRuns runs = framework_runs(fw);
-  const bool megatron = fw == Framework::megatron;
+  const bool megatron = framework_profile(fw).megatron_core_rules;
   const Precision prec = job.plan->training.precision;
   std::map<PipeKey, int> pipe_ids;
   Layout l;
@@ -307,7 +308,7 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   }
   // only the CP exchanges and schedules the job's framework runs (core/framework.h)
   const Framework fw = job.plan->training.framework;
-  const bool megatron = fw == Framework::megatron;
+  const bool megatron = framework_profile(fw).megatron_core_rules;
   std::vector<CpCommType> cps = {CpCommType::p2p};
   if (l.cp > 1) {
     cps.clear();

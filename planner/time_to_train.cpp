@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/counting.h"
+#include "core/framework_profile.h"
 #include "simulator/memory_states.h"
 
 namespace mplan {
@@ -28,8 +29,8 @@ double checkpoint_bytes(const Plan& plan) {
   fill_stage_params(st, q.model, p, sp[0], 0, q.model.num_layers);
   ModelStateBytes b = model_state_bytes(q, st);
   double weights = b.weights;
-  // Transformer Engine's quantized weight cache is rebuilt from the weights, never saved
-  if (q.training.framework == Framework::megatron && !p.fp8_param_gather)
+  // Transformer Engine's quantized weight cache (in these model states) is rebuilt from the weights, never saved
+  if (framework_profile(q.training.framework).model_states == ModelStateLayout::mixed_precision_master && !p.fp8_param_gather)
     weights -= std::max(0.0, st.dense_params + st.expert_params - st.unquantized_params) *
                fp8_weight_copy_bytes(q.training.precision, q.cluster.gpu.arch);
   return std::max(0.0, weights) + b.optimizer;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/framework_profile.h"
 #include "simulator/collectives.h"
 #include "simulator/moe_load.h"
 
@@ -82,16 +83,16 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
     oc.moe_load_factor = p.moe_pad_to_capacity ? cf : std::min(oc.moe_load_factor, cf);
   }
   // how the loss keeps the logits: a fused cross-entropy, torch's eager fp32 path (torchtitan,
-  // MaxText's unfused loss), or Megatron's vocab-parallel fp32 softmax
-  const Framework fw = plan.training.framework;
-  oc.loss_memory = p.cross_entropy_fusion                                    ? LossMemory::fused_in_place
-                   : fw == Framework::torchtitan || fw == Framework::maxtext ? LossMemory::torch_eager_fp32
-                                                                             : LossMemory::megatron_fp32_softmax;
-  oc.kv_repeated = fw == Framework::torchtitan;           // torchtitan's Llama repeat_kv()s K/V before SDPA
-  oc.torch_ring_attention = fw == Framework::torchtitan;  // its CP is PyTorch's ring attention
+  // MaxText's unfused loss), or Megatron's vocab-parallel fp32 softmax (core/framework_profile.h)
+  const FrameworkProfile& fw = framework_profile(plan.training.framework);
+  oc.loss_memory = p.cross_entropy_fusion                             ? LossMemory::fused_in_place
+                   : fw.unfused_loss == UnfusedLoss::torch_eager_fp32 ? LossMemory::torch_eager_fp32
+                                                                      : LossMemory::megatron_fp32_softmax;
+  oc.kv_repeated = fw.kv_repeated;                    // torchtitan's Llama repeat_kv()s K/V before SDPA
+  oc.torch_ring_attention = fw.ring_attention_eager;  // its CP is PyTorch's ring attention
   // torchtitan runs eager unless compiled; its async TP needs torch.compile (parallelize_llama.py
   // refuses async TP without it), so a plan with tp_comm_overlap is compiled
-  oc.eager_pointwise = fw == Framework::torchtitan && !plan.training.torch_compile && !p.tp_comm_overlap;
+  oc.eager_pointwise = fw.eager_by_default && !plan.training.torch_compile && !p.tp_comm_overlap;
   return oc;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/framework_profile.h"
+
 namespace mplan {
 
 double fp8_weight_copy_bytes(Precision p, const std::string& arch) {
@@ -102,7 +104,7 @@ ModelStateBytes megatron(const Ctx& x) {
 // parameters themselves; bf16 copies exist only while gathered.
 ModelStateBytes sharded_fp32(const Ctx& x) {
   const ParallelConfig& p = x.plan.parallel;
-  const Framework fw = x.plan.training.framework;
+  const FrameworkProfile& fw = framework_profile(x.plan.training.framework);
   ModelStateBytes b;
   double gathered = x.fp32 ? 4.0 : 2.0;
   b.weights = x.over(4.0, p.zero >= 3);
@@ -111,7 +113,7 @@ ModelStateBytes sharded_fp32(const Ctx& x) {
     b.optimizer = x.over(8.0, p.zero >= 1);
   }
   if (p.zero >= 3) {
-    if (fw == Framework::torchtitan && p.pp > 1) {
+    if (fw.fsdp_pp_keeps_stage_gathered && p.pp > 1) {
       // reshard_after_forward=False under PP: the stage stays gathered; gradient sync is deferred to the
       // last micro-batch, so fp32 unsharded gradients accumulate (FSDPParam unsharded_accumulated_grad)
       b.weights += x.params() * gathered;
@@ -122,7 +124,7 @@ ModelStateBytes sharded_fp32(const Ctx& x) {
       b.weights += 2 * x.st.layer_params * gathered;
       if (!x.frozen) b.gradients += x.st.layer_params * (gathered + 4.0);
       // torchtitan's root module (embeddings, final norm, output) is not resharded after forward
-      if (fw == Framework::torchtitan) b.weights += x.st.unquantized_params * gathered;
+      if (fw.fsdp_root_unsharded) b.weights += x.st.unquantized_params * gathered;
     }
   } else if (p.zero == 2) {
     b.weights += x.params() * gathered;  // SHARD_GRAD_OP keeps every unit gathered from forward to backward
@@ -139,7 +141,7 @@ ModelStateBytes model_state_bytes(const Plan& plan, const StageWork& st) {
         expert_shard_group(plan),
         plan.training.precision == Precision::fp32,
         plan.training.frozen_base()};
-  if (plan.training.framework == Framework::megatron) return megatron(x);
+  if (framework_profile(plan.training.framework).model_states == ModelStateLayout::mixed_precision_master) return megatron(x);
   return sharded_fp32(x);
 }
 

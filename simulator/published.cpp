@@ -22,6 +22,7 @@
 #include "core/bounded_input.h"
 #include "core/counting.h"
 #include "core/csv.h"
+#include "core/framework_profile.h"
 #include "core/presets.h"
 #include "simulator/run_facts.h"
 
@@ -208,11 +209,78 @@ std::optional<std::string> doubtful_flag(const CsvRow& r) {
   return std::nullopt;
 }
 
-Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
+namespace {
+constexpr const char* kModelColumns[] = {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"};
+
+// The recipe facts a row's plan takes: all of them, or as stated only those that say which run it is
+// (the model's dimensions, the framework).
+std::vector<RunFact> facts_for(const CsvRow& row, RowSettings settings) {
+  std::vector<RunFact> facts = run_facts_for(row);
+  if (settings == RowSettings::as_stated)
+    std::erase_if(facts, [](const RunFact& f) {
+      return f.fact != "framework" &&
+             std::none_of(std::begin(kModelColumns), std::end(kModelColumns), [&](const char* c) { return f.fact == c; });
+    });
+  return facts;
+}
+
+// recompute the row leaves blank: its framework release's documented default
+void default_recompute(const FrameworkProfile& fwp, Plan& plan, std::string& notes) {
+  ParallelConfig& p = plan.parallel;
+  switch (fwp.default_recompute) {
+    case DefaultRecompute::none:
+      return;
+    case DefaultRecompute::full:
+      p.recompute = Recompute::full;
+      break;
+    case DefaultRecompute::selective:
+      p.recompute = Recompute::selective;
+      break;
+    case DefaultRecompute::selective_layer:
+      if (fwp.layer_checkpoint_every <= 0) return;
+      p.recompute = Recompute::full;
+      p.recompute_num_layers = std::max(1, plan.model.num_layers / (fwp.layer_checkpoint_every * p.pp * p.vpp));
+      break;
+  }
+  notes +=
+      "recompute not stated: " + to_string(plan.training.framework) + "'s default " + to_string(fwp.default_recompute) + "; ";
+}
+// settings the row's release line applies to every run (core/framework_profile.h ReleaseDefaults); one
+// that would break a layout rule is left out
+void release_defaults_for(const ReleaseDefaults& d, Plan& plan, std::string& notes) {
+  ParallelConfig& p = plan.parallel;
+  const bool low_precision = plan.training.precision != Precision::fp32;
+  auto attempt = [&](const std::string& what, auto&& set) {
+    ParallelConfig before = p;
+    set(p);
+    if (!validate_layout(plan.model, plan.cluster, plan.training, p).empty())
+      p = before;
+    else
+      notes += what + " (release default); ";
+  };
+  if (d.grad_reduce_in_bf16 && low_precision && !p.grad_reduce_in_bf16)
+    attempt(*d.grad_reduce_in_bf16 ? "bf16 gradients" : "fp32 gradients",
+            [&](ParallelConfig& q) { q.grad_reduce_in_bf16 = *d.grad_reduce_in_bf16; });
+  if (d.fp8_param_gather && *d.fp8_param_gather && is_fp8_family(plan.training.precision) && p.zero >= 1)
+    attempt("fp8 parameters", [](ParallelConfig& q) { q.fp8_param_gather = true; });
+  if (d.attention_backend)
+    attempt(to_string(*d.attention_backend) + " attention",
+            [&](ParallelConfig& q) { q.attention_backend = *d.attention_backend; });
+  if (d.dropout && *d.dropout > 0) {
+    plan.model.hidden_dropout = plan.model.attention_dropout = *d.dropout;
+    notes += "dropout " + std::to_string(*d.dropout).substr(0, 4) + " (release default); ";
+  }
+  if (d.main_params && low_precision)
+    attempt("master weights " + to_string(*d.main_params), [&](ParallelConfig& q) { q.main_params = *d.main_params; });
+}
+}  // namespace
+
+Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings settings) {
   // model dimensions the table left out but its recipe states (data/run_facts) fill the blank columns
   CsvRow r = row;
-  for (const RunFact& f : run_facts_for(row))
-    for (const char* col : {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"})
+  const std::vector<RunFact> facts = facts_for(row, settings);
+  for (const RunFact& f : facts)
+    for (const char* col : kModelColumns)
       if (f.fact == col && r.get(col).empty()) r.f[col] = f.value;
   PublishedRun run;
   run.row_id = r.get("row_id");
@@ -248,7 +316,6 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   plan.training = {int64_t(*gbs), int64_t(*seq), *prec};
   const std::string& wl = r.get("workload");
   plan.training.method = wl == "lora" ? TrainingMethod::lora : wl == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
-  const std::vector<RunFact> facts = run_facts_for(r);
   std::string fw_text = r.get("framework");
   for (const RunFact& f : facts)
     if (f.fact == "framework" && fw_text.empty()) fw_text = f.value;
@@ -256,6 +323,7 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
     plan.training.framework = *fw;
   else
     run.notes += "framework '" + fw_text + "' unknown, megatron assumed; ";
+  const FrameworkProfile& fwp = framework_profile(plan.training.framework);
   ParallelConfig& p = plan.parallel;
   p.world_size = int(*gpus);
   p.tp = int_or(r, "tp", 1);
@@ -274,32 +342,33 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
   } else if (auto ga = r.num("grad_accum"); ga && dp > 0) {
     p.micro_batch_size = std::max(1, int(*gbs / (*ga * dp)));
     run.notes += "mbs from gbs/(dp*grad_accum); ";
-  } else if (plan.training.framework == Framework::torchtitan && p.pp > 1 && dp > 0) {
-    // torchtitan splits the local batch into pp micro-batches by default (pipelining_utils.py
-    // n_microbatches = pipeline_parallel_degree, 2024)
-    p.micro_batch_size = std::max(1, int(*gbs / (double(dp) * p.pp)));
-    run.notes += "mbs from torchtitan's default of pp micro-batches; ";
+  } else if (const int per_stage = fwp.default_microbatches_per_stage; per_stage > 0 && p.pp > 1 && dp > 0) {
+    // the framework's default micro-batch count (torchtitan: pp, pipelining_utils.py 2024)
+    p.micro_batch_size = std::max(1, int(*gbs / (double(dp) * p.pp * per_stage)));
+    run.notes += "mbs from " + to_string(plan.training.framework) + "'s default of pp micro-batches; ";
   } else {
     p.micro_batch_size = 1;
     run.notes += "mbs 1 assumed; ";
   }
-  if (plan.training.framework == Framework::torchtitan && p.pp > 1 && r.get("vp").empty() &&
-      has(lower(r.get("notes")), "interleaved 1f1b")) {
-    // torchtitan's multi-stage schedules default to 2 stages per rank (pipelining_utils.py, 2024)
-    p.vpp = 2;
-    run.notes += "vpp 2 (torchtitan's default stages per rank for Interleaved1F1B); ";
+  if (fwp.default_interleaved_chunks > 1 && p.pp > 1 && r.get("vp").empty() && has(lower(r.get("notes")), "interleaved 1f1b")) {
+    // the framework's default stages per rank of its interleaved schedule (torchtitan: 2)
+    p.vpp = fwp.default_interleaved_chunks;
+    run.notes += "vpp " + std::to_string(p.vpp) + " (" + to_string(plan.training.framework) +
+                 "'s default stages per rank for Interleaved1F1B); ";
   }
   std::string rc = lower(r.get("recompute"));
   p.recompute = rc.rfind("full", 0) == 0        ? Recompute::full
                 : rc.rfind("selective", 0) == 0 ? Recompute::selective
                                                 : Recompute::none;
-  if (p.recompute == Recompute::selective && plan.training.framework == Framework::torchtitan && has(rc, "(layer")) {
-    // torchtitan's layer-level selective checkpointing: every second block fully checkpointed
-    // (selective_ac_option = 2, config_manager.py)
+  if (const int every = fwp.layer_checkpoint_every; p.recompute == Recompute::selective && every > 0 && has(rc, "(layer")) {
+    // layer-level selective checkpointing: every n-th block fully checkpointed (torchtitan:
+    // selective_ac_option = 2, config_manager.py)
     p.recompute = Recompute::full;
-    p.recompute_num_layers = std::max(1, plan.model.num_layers / (2 * p.pp * p.vpp));
-    run.notes += "torchtitan layer-level checkpointing: every second block recomputed; ";
+    p.recompute_num_layers = std::max(1, plan.model.num_layers / (every * p.pp * p.vpp));
+    run.notes += to_string(plan.training.framework) + " layer-level checkpointing: every " +
+                 (every == 2 ? std::string("second") : std::to_string(every) + "th") + " block recomputed; ";
   }
+  if (rc.empty()) default_recompute(fwp, plan, run.notes);
   std::string dopt = lower(r.get("dist_optimizer"));
   double fsdp = r.num("fsdp").value_or(0);
   if (dopt.find("full_shard") != std::string::npos)
@@ -362,7 +431,10 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row) {
     errs = validate_layout(plan.model, plan.cluster, plan.training, p);
     if (!errs.empty()) return Error(errs);
   }
+  // what the row's release applies to every run it does not say otherwise for (data/frameworks), then
   // what the recipe behind the row set and the table did not print (data/run_facts)
+  if (const ReleaseDefaults* d = release_defaults(plan.training.framework, fw_text + " " + r.get("framework_version")))
+    release_defaults_for(*d, plan, run.notes);
   apply_run_facts(facts, r, plan, run.notes);
   run.families.push_back(plan.model.moe ? "moe" : "dense");
   if (p.cp > 1) run.families.push_back("cp");

@@ -29,8 +29,14 @@ struct PublishedRun {
   std::string notes;                  // assumptions made while mapping the row
 };
 
+// What a row's plan takes beyond its own columns and its framework release's documented defaults
+// (core/framework_profile.h): the recipe facts behind the row (data/run_facts, the default), or nothing
+// more — the run as stated, as a user would give it to `mplan simulate` (`mplan validate --as-stated`;
+// the model's dimensions and the framework a recipe names are still read, they say which run it is).
+enum class RowSettings { with_run_facts, as_stated };
+
 // The row as a plan, or the reason it cannot be expressed (returned as Error).
-Expected<PublishedRun> published_run_from_row(const CsvRow& r);
+Expected<PublishedRun> published_run_from_row(const CsvRow& r, RowSettings settings = RowSettings::with_run_facts);
 
 // Measured tokens/s per GPU of a throughput row, from tokens/s, step time or TFLOP/s with the source's
 // FLOP convention (see the calibration README); `how` says which.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "core/framework_profile.h"
 #include "core/megatron_rules.h"
 #include "simulator/run_facts.h"
 
@@ -100,8 +101,8 @@ void apply_recompute(Applier& a, const CsvRow& row) {
 }
 
 void apply_optimizer(Applier& a, const CsvRow& row) {
-  const bool megatron = a.plan.training.framework == Framework::megatron;
-  if (const RunFact* rp = a.get("remat_policy"); rp && a.plan.training.framework == Framework::maxtext) {
+  const FrameworkProfile& fw = framework_profile(a.plan.training.framework);
+  if (const RunFact* rp = a.get("remat_policy"); rp && fw.remat_style == RematStyle::jax_policy) {
     if (auto pol = parse_remat_policy(lower(rp->value)))
       a.attempt("remat policy " + rp->value + " (recipe)", [&](Plan& p) {
         p.parallel.recompute = *pol == RematPolicy::full ? Recompute::full : Recompute::selective;
@@ -120,7 +121,8 @@ void apply_optimizer(Applier& a, const CsvRow& row) {
                 [&](Plan& p) { p.parallel.zero = z; });
     }
   }
-  if (!megatron) return;
+  // gradient dtype, fp8 primary weights and master-weight storage are options of Megatron's model states
+  if (fw.model_states != ModelStateLayout::mixed_precision_master) return;
   const RunFact* g = a.get("grad_reduce_in_fp32");
   const RunFact* gd = a.get("grad_reduce_dtype");
   bool bf16 = (g && lower(g->value) == "false") || (gd && lower(gd->value) == "bf16");
@@ -208,7 +210,7 @@ void apply_runtime(Applier& a) {
       a.attempt("packed sequences, " + f->value + "-token documents (recipe)",
                 [&](Plan& p) { p.training.packed_doc_tokens = d; });
   }
-  if (const RunFact* f = a.get("torch_compile"); f && a.plan.training.framework == Framework::torchtitan)
+  if (const RunFact* f = a.get("torch_compile"); f && framework_profile(a.plan.training.framework).supports_torch_compile)
     a.attempt(std::string(truthy(f->value) ? "torch.compile" : "eager") + " (recipe)",
               [&](Plan& p) { p.training.torch_compile = truthy(f->value); });
   if (const RunFact* f = a.get("hidden_dropout"))

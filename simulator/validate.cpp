@@ -93,7 +93,7 @@ ValidationRow start_row(const CsvRow& c, const std::string& id_key) {
 
 }  // namespace
 
-ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const ParamsFor& params) {
+ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const ParamsFor& params, RowSettings settings) {
   ValidationReport rep;
   for (const auto& c : rows) {
     ValidationRow row = start_row(c, "row_id");
@@ -103,7 +103,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
       rep.rows.push_back(row);
       continue;
     }
-    auto run = published_run_from_row(c);
+    auto run = published_run_from_row(c, settings);
     if (!run) {
       row.skipped = true;
       row.reason = run.error().problems.front();
@@ -155,7 +155,7 @@ std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows
   return out;
 }
 
-ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFor& params) {
+ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFor& params, RowSettings settings) {
   ValidationReport rep;
   for (const auto& c : rows) {
     ValidationRow row = start_row(c, "mem_row_id");
@@ -174,7 +174,7 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
     }
     CsvRow cr = c;
     cr.f["row_id"] = row.row_id;
-    auto run = published_run_from_row(cr);
+    auto run = published_run_from_row(cr, settings);
     if (!run) {
       row.skipped = true;
       row.reason = run.error().problems.front();

@@ -15,7 +15,7 @@
 #include <map>
 
 #include "core/counting.h"
-#include "core/framework.h"
+#include "core/framework_profile.h"
 #include "core/ops.h"
 #include "core/schedule.h"
 #include "simulator/collectives.h"
@@ -110,11 +110,12 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
   bool first_input = true;
   // MaxText/Paxml: a JAX remat policy saves named tensors of the layer and recomputes the rest
   const bool annotated = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.remat_tensor != 0; });
-  const bool jax_remat = annotated && x.p.recompute == Recompute::selective && x.plan.training.framework == Framework::maxtext;
+  const RematStyle remat = framework_profile(x.plan.training.framework).remat_style;
+  const bool jax_remat = annotated && x.p.recompute == Recompute::selective && remat == RematStyle::jax_policy;
   const uint32_t jax_saved = remat_saved_tensors(x.p.remat_policy == RematPolicy::none ? RematPolicy::minimal : x.p.remat_policy);
   const uint32_t rm = x.p.effective_recompute_modules().bits, offload = x.p.offload_modules.bits;
   // torchtitan's "selective" is PyTorch's op-level selective checkpointing, not Megatron's modules
-  const bool op_sac = x.p.recompute == Recompute::selective && x.plan.training.framework == Framework::torchtitan;
+  const bool op_sac = x.p.recompute == Recompute::selective && remat == RematStyle::op_sac;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     account_saved(lc, op, rm, offload, op_sac);

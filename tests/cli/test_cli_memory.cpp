@@ -79,3 +79,26 @@ TEST(CliMemory, PlanFileMemoryFieldsAreChecked) {
   EXPECT_NE(fw.err.find("plan.framework: 'jax' is not one of megatron|torchtitan|llm-foundry|maxtext"), std::string::npos)
       << fw.err;
 }
+
+TEST(CliMemory, ALayoutThatDoesNotFitNamesTheOptionThatMakesItFit) {
+  // Llama-3-70B, tp 4 pp 4, 8k tokens, nothing recomputed: does not fit in 80 GB
+  const std::string job = "simulate --model llama3-70b --cluster dgx-h100 --gpus 32 --gbs 64 --seq 8192 --tp 4 --pp 4 ";
+  auto r = run_mplan(job + "--format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["fits"].get<bool>());
+  ASSERT_TRUE(j.contains("fits_with"));
+  const auto& f = j["fits_with"];
+  ASSERT_TRUE(f.is_object()) << f.dump();
+  EXPECT_FALSE(f["option"].get<std::string>().empty());
+  EXPECT_GT(f["step_time_s"].get<double>(), 0);
+  EXPECT_LE(f["peak_memory_gib"].get<double>(), j["capacity_gib"].get<double>());
+  auto t = run_mplan(job);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("fits with"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find(f["option"].get<std::string>()), std::string::npos) << t.out;
+  // a layout that fits has no fits_with
+  auto ok = run_mplan(job + "--recompute full --format json");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_FALSE(nlohmann::json::parse(ok.out).contains("fits_with"));
+}
