@@ -11,6 +11,20 @@ option(MPLAN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitize
 option(MPLAN_WERROR "Treat warnings as errors" OFF)
 option(MPLAN_FUZZ "Build the libFuzzer targets (clang; scripts/fuzz sets the sanitizer flags)" OFF)
 
+# The parts that options switch off, in dependency order (profiles, executor, runs, gui): called from
+# the top-level CMakeLists.txt for the libraries and from tests/ for their suites.
+macro(mplan_add_optional_parts)
+  foreach(part profiles executor runs)
+    string(TOUPPER ${part} PART)
+    if(MPLAN_BUILD_${PART})
+      add_subdirectory(${part})
+    endif()
+  endforeach()
+  if(MPLAN_BUILD_GUI)
+    add_subdirectory(gui)
+  endif()
+endmacro()
+
 add_library(mplan_warnings INTERFACE)
 target_compile_options(mplan_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>

@@ -4,6 +4,8 @@
 // keeping Q, K, V and the softmax statistics instead of the s x s scores.
 #include "core/ops.h"
 
+#include <iterator>
+
 namespace mplan {
 
 std::string to_string(OpKind k) {
@@ -80,52 +82,84 @@ std::string to_string(CommGroup g) {
   return "?";
 }
 
+namespace {
+
+constexpr uint8_t kNoRole = 0;
+// The one table of the vocabulary: id, name, kind, roles (in id order; checked below).
+constexpr OpInfo kOps[] = {
+    {OpId::embedding, "embedding", OpKind::embedding, kNoRole},
+    {OpId::attn_norm, "attn_norm", OpKind::norm, kNoRole},
+    {OpId::qkv_gemm, "qkv_gemm", OpKind::gemm, kNoRole},
+    {OpId::q_down_gemm, "q_down_gemm", OpKind::gemm, kNoRole},
+    {OpId::q_up_gemm, "q_up_gemm", OpKind::gemm, kNoRole},
+    {OpId::kv_down_gemm, "kv_down_gemm", OpKind::gemm, kNoRole},
+    {OpId::kv_up_gemm, "kv_up_gemm", OpKind::gemm, kNoRole},
+    {OpId::rope, "rope", OpKind::elementwise, kNoRole},
+    {OpId::attn_core, "attn_core", OpKind::attention, kNoRole},
+    {OpId::proj_gemm, "proj_gemm", OpKind::gemm, kNoRole},
+    {OpId::attn_residual, "attn_residual", OpKind::elementwise, kNoRole},
+    {OpId::mlp_norm, "mlp_norm", OpKind::norm, kNoRole},
+    {OpId::fc1_gemm, "fc1_gemm", OpKind::gemm, kNoRole},
+    {OpId::act, "act", OpKind::elementwise, kNoRole},
+    {OpId::fc2_gemm, "fc2_gemm", OpKind::gemm, kNoRole},
+    {OpId::mlp_residual, "mlp_residual", OpKind::elementwise, kNoRole},
+    {OpId::router, "router", OpKind::gemm, kBf16UnderFp8},
+    {OpId::permute, "permute", OpKind::elementwise, kNoRole},
+    {OpId::expert_fc1_gemm, "expert_fc1_gemm", OpKind::gemm, kGroupedGemm},
+    {OpId::expert_act, "expert_act", OpKind::elementwise, kNoRole},
+    {OpId::expert_fc2_gemm, "expert_fc2_gemm", OpKind::gemm, kGroupedGemm},
+    {OpId::unpermute, "unpermute", OpKind::elementwise, kNoRole},
+    {OpId::shared_fc1_gemm, "shared_fc1_gemm", OpKind::gemm, kNoRole},
+    {OpId::shared_act, "shared_act", OpKind::elementwise, kNoRole},
+    {OpId::shared_fc2_gemm, "shared_fc2_gemm", OpKind::gemm, kNoRole},
+    {OpId::final_norm, "final_norm", OpKind::norm, kNoRole},
+    {OpId::lm_head_gemm, "lm_head_gemm", OpKind::gemm, kBf16UnderFp8},
+    {OpId::cross_entropy, "cross_entropy", OpKind::loss, kNoRole},
+    {OpId::tp_allgather, "tp_allgather", OpKind::comm, kTpCollective},
+    {OpId::tp_reduce_scatter, "tp_reduce_scatter", OpKind::comm, kTpCollective},
+    {OpId::tp_allreduce, "tp_allreduce", OpKind::comm, kTpCollective},
+    {OpId::cp_kv_exchange, "cp_kv_exchange", OpKind::comm, kNoRole},
+    {OpId::cp_a2a, "cp_a2a", OpKind::comm, kNoRole},
+    {OpId::dispatch_a2a, "dispatch_a2a", OpKind::comm, kMoeTokenAllToAll},
+    {OpId::combine_a2a, "combine_a2a", OpKind::comm, kMoeTokenAllToAll},
+    {OpId::attn_qk_gemm, "attn_qk_gemm", OpKind::gemm, kNoRole},
+    {OpId::attn_softmax, "attn_softmax", OpKind::elementwise, kNoRole},
+    {OpId::attn_pv_gemm, "attn_pv_gemm", OpKind::gemm, kNoRole},
+    {OpId::etp_allgather, "etp_allgather", OpKind::comm, kNoRole},
+    {OpId::etp_reduce_scatter, "etp_reduce_scatter", OpKind::comm, kNoRole},
+    {OpId::pp_send_recv, "pp_send_recv", OpKind::comm, kNoRole},
+    {OpId::dp_reduce_scatter, "dp_reduce_scatter", OpKind::comm, kNoRole},
+    {OpId::dp_allreduce, "dp_allreduce", OpKind::comm, kNoRole},
+    {OpId::dp_allgather, "dp_allgather", OpKind::comm, kNoRole},
+    {OpId::adamw, "adamw", OpKind::optimizer, kNoRole},
+};
+static_assert(std::size(kOps) == kOpCount, "one kOps entry per OpId");
+constexpr bool in_id_order() {
+  for (size_t i = 0; i < std::size(kOps); ++i)
+    if (size_t(kOps[i].id) != i) return false;
+  return true;
+}
+static_assert(in_id_order(), "kOps lists the ids in enum order");
+constexpr OpInfo kOther = {OpId::count, "", OpKind::elementwise, kNoRole};
+
+}  // namespace
+
+const OpInfo& op_info(OpId id) { return size_t(id) < kOpCount ? kOps[size_t(id)] : kOther; }
+
+std::string_view op_name(OpId id) { return op_info(id).name; }
+
+std::optional<OpId> op_id(std::string_view name) {
+  for (const OpInfo& o : kOps)
+    if (o.name == name) return o.id;
+  return std::nullopt;
+}
+
 const std::vector<std::string>& op_vocabulary() {
-  static const std::vector<std::string> v = {"embedding",
-                                             "attn_norm",
-                                             "qkv_gemm",
-                                             "q_down_gemm",
-                                             "q_up_gemm",
-                                             "kv_down_gemm",
-                                             "kv_up_gemm",
-                                             "rope",
-                                             "attn_core",
-                                             "proj_gemm",
-                                             "attn_residual",
-                                             "mlp_norm",
-                                             "fc1_gemm",
-                                             "act",
-                                             "fc2_gemm",
-                                             "mlp_residual",
-                                             "router",
-                                             "permute",
-                                             "expert_fc1_gemm",
-                                             "expert_act",
-                                             "expert_fc2_gemm",
-                                             "unpermute",
-                                             "shared_fc1_gemm",
-                                             "shared_act",
-                                             "shared_fc2_gemm",
-                                             "final_norm",
-                                             "lm_head_gemm",
-                                             "cross_entropy",
-                                             "tp_allgather",
-                                             "tp_reduce_scatter",
-                                             "tp_allreduce",
-                                             "cp_kv_exchange",
-                                             "cp_a2a",
-                                             "dispatch_a2a",
-                                             "combine_a2a",
-                                             "attn_qk_gemm",
-                                             "attn_softmax",
-                                             "attn_pv_gemm",
-                                             "etp_allgather",
-                                             "etp_reduce_scatter",
-                                             "pp_send_recv",
-                                             "dp_reduce_scatter",
-                                             "dp_allreduce",
-                                             "dp_allgather",
-                                             "adamw"};
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> names;
+    for (const OpInfo& o : kOps) names.emplace_back(o.name);
+    return names;
+  }();
   return v;
 }
 
@@ -178,10 +212,17 @@ Op& keep(Op& o, double bytes, uint32_t dropped_by = 0, uint32_t offloaded_by = 0
   return o;
 }
 
-Op gemm(const std::string& name, double m, double n, double k, double a, int64_t groups = 1) {
+// An op of the vocabulary: its id, name and kind from the table.
+Op vocabulary_op(OpId id) {
   Op o;
-  o.name = name;
-  o.kind = OpKind::gemm;
+  o.id = id;
+  o.name = std::string(op_name(id));
+  o.kind = op_info(id).kind;
+  return o;
+}
+
+Op gemm(OpId id, double m, double n, double k, double a, int64_t groups = 1) {
+  Op o = vocabulary_op(id);
   o.gemm = {int64_t(m), int64_t(n), int64_t(k), groups};
   o.fwd_flops = 2.0 * m * n * k * double(groups);
   o.fwd_bytes = a * double(groups) * (m * k + k * n + m * n);
@@ -190,19 +231,15 @@ Op gemm(const std::string& name, double m, double n, double k, double a, int64_t
   return o;
 }
 
-Op mem_op(const std::string& name, OpKind kind, double bytes, double flops) {
-  Op o;
-  o.name = name;
-  o.kind = kind;
+Op mem_op(OpId id, double bytes, double flops) {
+  Op o = vocabulary_op(id);
   o.fwd_bytes = bytes;
   o.fwd_flops = flops;
   return o;
 }
 
-Op comm(const std::string& name, Collective coll, CommGroup g, double bytes) {
-  Op o;
-  o.name = name;
-  o.kind = OpKind::comm;
+Op comm(OpId id, Collective coll, CommGroup g, double bytes) {
+  Op o = vocabulary_op(id);
   o.collective = coll;
   o.group = g;
   o.comm_bytes = bytes;
@@ -231,14 +268,14 @@ Op rerun(Op o, uint32_t modules) {
 // TP entry/exit collectives around a column->row parallel pair (re-run with `modules`).
 void tp_enter(std::vector<Op>& ops, const OpContext& c, const Dims& d, double width, uint32_t modules = 0) {
   if (c.tp > 1 && c.sp)
-    ops.push_back(rerun(comm("tp_allgather", Collective::all_gather, CommGroup::tp, d.T * width * d.a), modules));
+    ops.push_back(rerun(comm(OpId::tp_allgather, Collective::all_gather, CommGroup::tp, d.T * width * d.a), modules));
 }
 void tp_exit(std::vector<Op>& ops, const OpContext& c, const Dims& d, double width, uint32_t modules = 0) {
   if (c.tp <= 1) return;
   if (c.sp)
-    ops.push_back(rerun(comm("tp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, d.T * width * d.a), modules));
+    ops.push_back(rerun(comm(OpId::tp_reduce_scatter, Collective::reduce_scatter, CommGroup::tp, d.T * width * d.a), modules));
   else
-    ops.push_back(rerun(comm("tp_allreduce", Collective::all_reduce, CommGroup::tp, d.T * width * d.a), modules));
+    ops.push_back(rerun(comm(OpId::tp_allreduce, Collective::all_reduce, CommGroup::tp, d.T * width * d.a), modules));
 }
 
 // PyTorch's ring attention (torch/distributed/tensor/experimental/_attention.py, the one torchtitan's
@@ -259,8 +296,8 @@ void ring_merge_bytes(Op& at, int cp, double a, double E, double kv) {
 
 // The input of a pre-norm block (residual stream) kept by its norm; the norm's output is kept by the
 // GEMM that consumes it (dropped by `layernorm` recompute, which re-runs the norm).
-Op norm_op(const std::string& name, const Dims& d, double h, uint32_t offload) {
-  Op o = mem_op(name, OpKind::norm, norm_bytes_per_elem(d) * d.Tsp * h, 5 * d.Tsp * h);
+Op norm_op(OpId id, const Dims& d, double h, uint32_t offload) {
+  Op o = mem_op(id, norm_bytes_per_elem(d) * d.Tsp * h, 5 * d.Tsp * h);
   o.rerun_by = bit(RecomputeModule::layernorm);
   keep(o, d.Tsp * h * d.a, 0, offload);
   return o;
@@ -275,18 +312,18 @@ void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   // down projections run on the sequence-parallel shard with replicated weights; both read the norm
   // output (one bf16 tensor, or one quantized copy per GEMM in fp8)
   if (a.q_lora_rank > 0) {
-    Op q = gemm("q_down_gemm", d.Tsp, a.q_lora_rank, h, d.a);
+    Op q = gemm(OpId::q_down_gemm, d.Tsp, a.q_lora_rank, h, d.a);
     ops.push_back(keep(q, d.Tsp * h * d.g, ln, qkv_off));
   }
-  Op kv = gemm("kv_down_gemm", d.Tsp, a.kv_lora_rank + a.qk_rope_head_dim, h, d.a);
+  Op kv = gemm(OpId::kv_down_gemm, d.Tsp, a.kv_lora_rank + a.qk_rope_head_dim, h, d.a);
   bool shares = a.q_lora_rank > 0 && d.g == d.a;
   ops.push_back(keep(kv, shares ? 0.0 : d.Tsp * h * d.g, ln, qkv_off));
   double latent = (a.q_lora_rank > 0 ? a.q_lora_rank : 0) + a.kv_lora_rank + a.qk_rope_head_dim;
   tp_enter(ops, c, d, latent);
-  Op q_up =
-      a.q_lora_rank > 0 ? gemm("q_up_gemm", d.T, heads * dqk, a.q_lora_rank, d.a) : gemm("q_up_gemm", d.T, heads * dqk, h, d.a);
+  Op q_up = a.q_lora_rank > 0 ? gemm(OpId::q_up_gemm, d.T, heads * dqk, a.q_lora_rank, d.a)
+                              : gemm(OpId::q_up_gemm, d.T, heads * dqk, h, d.a);
   ops.push_back(rerun(keep(q_up, d.T * (a.q_lora_rank > 0 ? a.q_lora_rank : h) * d.g), up));
-  Op kv_up = gemm("kv_up_gemm", d.T, heads * (a.qk_head_dim + dv), a.kv_lora_rank, d.a);
+  Op kv_up = gemm(OpId::kv_up_gemm, d.T, heads * (a.qk_head_dim + dv), a.kv_lora_rank, d.a);
   ops.push_back(rerun(keep(kv_up, d.T * a.kv_lora_rank * d.g), up));
 }
 
@@ -294,7 +331,7 @@ void mla_projections(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
 void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, double window) {
   const double h = double(m.hidden_size), tp = c.tp;
   const uint32_t core = bit(RecomputeModule::core_attn), up = bit(RecomputeModule::mla_up_proj);
-  Op an = norm_op("attn_norm", d, h, bit(OffloadModule::attn_norm));
+  Op an = norm_op(OpId::attn_norm, d, h, bit(OffloadModule::attn_norm));
   named(an, RematTensor::layer_input, an.saved_bytes);
   ops.push_back(sac(an, an.saved_bytes, 1));  // the block input stays; the norm re-runs
   double heads = double(m.num_attention_heads) / tp;
@@ -308,7 +345,7 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     dqk = dv = m.kv_channels;
     kv_heads = double(m.num_query_groups) / tp;
     tp_enter(ops, c, d, h);
-    Op qkv = gemm("qkv_gemm", d.T, (heads + 2 * kv_heads) * dqk, h, d.a);
+    Op qkv = gemm(OpId::qkv_gemm, d.T, (heads + 2 * kv_heads) * dqk, h, d.a);
     keep(qkv, d.Tsp * h * d.g, bit(RecomputeModule::layernorm), bit(OffloadModule::qkv_linear));
     // op SAC: wq and wv outputs saved (matmuls 1 and 3), wk recomputed (matmul 2)
     sac(qkv, d.T * (heads + kv_heads) * dqk * d.a, kv_heads / (heads + 2 * kv_heads));
@@ -325,7 +362,7 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     rope_bytes += d.a * d.T * 2 * heads * dv;
     if (kv_heads < heads) rope_bytes += d.a * d.T * (kv_heads + heads) * (dqk + dv);
   }
-  Op rope = mem_op("rope", OpKind::elementwise, rope_bytes, 3 * d.T * qk_width);
+  Op rope = mem_op(OpId::rope, rope_bytes, 3 * d.T * qk_width);
   ops.push_back(rerun(sac(rope, 0, 1), m.mla ? up : 0));
   double kv_bytes = d.T * kv_heads * (dqk + dv) * d.a;
   if (c.cp > 1) {
@@ -333,14 +370,14 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     if (c.cp_comm == OpContext::CpComm::p2p) {
       // ring: every rank passes its K/V chunk cp-1 times (overlapped with the attention blocks); TE keeps
       // the cp receive buffers alive until the forward returns
-      x = comm("cp_kv_exchange", Collective::send_recv, CommGroup::cp, kv_bytes * (c.cp - 1));
+      x = comm(OpId::cp_kv_exchange, Collective::send_recv, CommGroup::cp, kv_bytes * (c.cp - 1));
       x.fwd_transient_bytes = kv_bytes * c.cp;
     } else if (c.cp_comm == OpContext::CpComm::allgather) {
-      x = comm("cp_kv_exchange", Collective::all_gather, CommGroup::cp, kv_bytes * c.cp);
+      x = comm(OpId::cp_kv_exchange, Collective::all_gather, CommGroup::cp, kv_bytes * c.cp);
       x.fwd_transient_bytes = d.T * kv_seen * (dqk + dv) * d.a * c.cp;  // the gathered full-length K/V
     } else {
       // Ulysses: scatter heads / gather sequence for q, k, v (the output goes back after attention)
-      x = comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * (heads * dqk) * d.a + kv_bytes);
+      x = comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * (heads * dqk) * d.a + kv_bytes);
     }
     ops.push_back(rerun(x, core));
   }
@@ -348,9 +385,7 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   // recipes add the projection's quantized copy.
   double out = d.T * heads * dv;
   if (c.flash_attention) {
-    Op at;
-    at.name = "attn_core";
-    at.kind = OpKind::attention;
+    Op at = vocabulary_op(OpId::attn_core);
     at.rerun_by = core;
     at.attn = {int64_t(d.b), int64_t(heads), int64_t(d.sq), int64_t(d.skv), int64_t(dqk), int64_t(dv), true, c.triton_attention};
     // per rank with load-balanced causal chunks: half of the q x kv score matrix; a sliding window
@@ -369,17 +404,17 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     // or without a sliding window
     double scores = d.b * heads * d.sq * d.skv;
     double drop = m.attention_dropout > 0 ? 1 : 0;
-    Op qk = gemm("attn_qk_gemm", d.sq, d.skv, dqk, d.a, int64_t(d.b * heads));
+    Op qk = gemm(OpId::attn_qk_gemm, d.sq, d.skv, dqk, d.a, int64_t(d.b * heads));
     ops.push_back(rerun(keep(qk, d.a * d.T * (heads + kv_heads) * dqk, m.mla ? up : 0, bit(OffloadModule::core_attn)), core));
     // scale + mask + softmax (+ dropout): the probabilities (and mask, dropout output) are saved
-    Op sm = mem_op("attn_softmax", OpKind::elementwise, scores * (2 * d.a + drop * (d.a + 1)), 5 * scores);
+    Op sm = mem_op(OpId::attn_softmax, scores * (2 * d.a + drop * (d.a + 1)), 5 * scores);
     ops.push_back(rerun(keep(sm, scores * (d.a + drop * (1 + d.a)), core, bit(OffloadModule::core_attn)), core));
-    Op pv = gemm("attn_pv_gemm", d.sq, dv, d.skv, d.a, int64_t(d.b * heads));
+    Op pv = gemm(OpId::attn_pv_gemm, d.sq, dv, d.skv, d.a, int64_t(d.b * heads));
     ops.push_back(rerun(keep(pv, d.a * d.T * kv_heads * dv, m.mla ? up : 0, bit(OffloadModule::core_attn)), core));
   }
   if (c.cp > 1 && c.cp_comm == OpContext::CpComm::a2a)
-    ops.push_back(comm("cp_a2a", Collective::all_to_all, CommGroup::cp, d.T * heads * dv * d.a));
-  Op proj = gemm("proj_gemm", d.T, h, heads * dv, d.a);
+    ops.push_back(comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * heads * dv * d.a));
+  Op proj = gemm(OpId::proj_gemm, d.T, h, heads * dv, d.a);
   keep(proj, out * d.a, 0, bit(OffloadModule::attn_proj));
   sac(proj, out * d.a, 1);  // the attention output stays; wo (matmul 4) re-runs
   named(proj, RematTensor::out_proj, d.T * h * d.a);
@@ -387,7 +422,7 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   ops.push_back(proj);
   tp_exit(ops, c, d, h);
   // bias-dropout-add: the dropout mask (1 byte per element) is saved
-  Op res = mem_op("attn_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h);
+  Op res = mem_op(OpId::attn_residual, 3 * d.Tsp * h * d.a, d.Tsp * h);
   ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
 
@@ -396,15 +431,15 @@ void dense_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
   const uint32_t mlp = bit(RecomputeModule::mlp);
   double f = double(m.ffn_hidden_size) / c.tp;
   tp_enter(ops, c, d, h, mlp);
-  Op fc1 = gemm("fc1_gemm", d.T, gate * f, h, d.a);
+  Op fc1 = gemm(OpId::fc1_gemm, d.T, gate * f, h, d.a);
   keep(fc1, d.Tsp * h * d.g, bit(RecomputeModule::layernorm));
   sac(fc1, d.T * f * d.a, gate > 1 ? 0.5 : 0);  // op SAC: w1 output saved (matmul 5), w3 re-runs (matmul 6)
   named(fc1, RematTensor::mlpwi, d.T * gate * f * d.a);
   ops.push_back(rerun(fc1, mlp));
-  Op act = mem_op("act", OpKind::elementwise, d.T * f * act_bytes_per_elem(d, gate), 4 * d.T * f);
+  Op act = mem_op(OpId::act, d.T * f * act_bytes_per_elem(d, gate), 4 * d.T * f);
   keep(act, d.T * gate * f * d.a, mlp);
   ops.push_back(rerun(sac(act, 0, 1), mlp));
-  Op fc2 = gemm("fc2_gemm", d.T, h, f, d.a);
+  Op fc2 = gemm(OpId::fc2_gemm, d.T, h, f, d.a);
   keep(fc2, d.T * f * d.g, mlp);
   named(fc2, RematTensor::mlpwo, d.T * h * d.a);
   ops.push_back(rerun(sac(fc2, d.T * h * d.a, 0), mlp));  // op SAC: the w2 output (matmul 7) is saved
@@ -424,15 +459,15 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
   double arriving = routed * f;        // ... arriving at the busiest rank
   double R = routed * c.etp;           // after the expert-TP all-gather (mean; the busiest x f)
   double fe = double(e.moe_ffn_hidden_size) / c.etp;
-  Op r = gemm("router", Tl, e.num_experts, h, d.a);
+  Op r = gemm(OpId::router, Tl, e.num_experts, h, d.a);
   keep(r, Tl * h * d.a, ln);             // the norm output (the MoE layer's input)
   keep(r, Tl * e.num_experts * 4, moe);  // fp32 routing probabilities
   ops.push_back(rerun(r, moe));
-  Op perm = mem_op("permute", OpKind::elementwise, 2 * routed * h * d.a, 0);
+  Op perm = mem_op(OpId::permute, 2 * routed * h * d.a, 0);
   perm.fwd_transient_bytes = routed * h * d.a;  // the permuted copy handed to the dispatcher
   ops.push_back(rerun(perm, moe));
-  if (c.ep > 1) ops.push_back(rerun(comm("dispatch_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
-  if (c.etp > 1) ops.push_back(rerun(comm("etp_allgather", Collective::all_gather, CommGroup::etp, f * R * h * d.a), moe));
+  if (c.ep > 1) ops.push_back(rerun(comm(OpId::dispatch_a2a, Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
+  if (c.etp > 1) ops.push_back(rerun(comm(OpId::etp_allgather, Collective::all_gather, CommGroup::etp, f * R * h * d.a), moe));
   double per_expert = R / local_experts;
   // sized for the mean load; the busiest rank takes f times as long and keeps f times the activations
   auto busiest = [f](Op o) {
@@ -442,29 +477,29 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
     o.bwd_transient_bytes *= f;
     return o;
   };
-  Op fc1 = gemm("expert_fc1_gemm", per_expert, gate * fe, h, d.a, int64_t(local_experts));
+  Op fc1 = gemm(OpId::expert_fc1_gemm, per_expert, gate * fe, h, d.a, int64_t(local_experts));
   ops.push_back(rerun(busiest(keep(fc1, R * h * d.g, moe, bit(OffloadModule::expert_fc1))), moe));
-  Op act = mem_op("expert_act", OpKind::elementwise, R * fe * act_bytes_per_elem(d, gate), 4 * R * fe);
+  Op act = mem_op(OpId::expert_act, R * fe * act_bytes_per_elem(d, gate), 4 * R * fe);
   keep(act, R * 4, moe);  // fp32 permuted probabilities
   ops.push_back(rerun(busiest(keep(act, R * gate * fe * d.a, moe, bit(OffloadModule::moe_act))), moe | act_m));
-  Op fc2 = gemm("expert_fc2_gemm", per_expert, h, fe, d.a, int64_t(local_experts));
+  Op fc2 = gemm(OpId::expert_fc2_gemm, per_expert, h, fe, d.a, int64_t(local_experts));
   ops.push_back(rerun(busiest(keep(fc2, R * fe * d.g, moe | act_m)), moe));
   if (c.etp > 1)
-    ops.push_back(rerun(comm("etp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a), moe));
-  if (c.ep > 1) ops.push_back(rerun(comm("combine_a2a", Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
+    ops.push_back(rerun(comm(OpId::etp_reduce_scatter, Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a), moe));
+  if (c.ep > 1) ops.push_back(rerun(comm(OpId::combine_a2a, Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
   // Megatron applies the routing probabilities inside the expert activation ("memory efficient token
   // permutation", megatron/core/transformer/moe/README.md): the activation keeps the fp32 permuted
   // probabilities and the unpermutation keeps only indices
-  Op unperm = mem_op("unpermute", OpKind::elementwise, 2 * routed * h * d.a, routed * h);
+  Op unperm = mem_op(OpId::unpermute, 2 * routed * h * d.a, routed * h);
   ops.push_back(rerun(unperm, moe));
   if (e.shared_expert_ffn_hidden_size > 0) {
     double fs = double(e.shared_expert_ffn_hidden_size) / tp;
     tp_enter(ops, c, d, h, moe | shared);
-    Op s1 = gemm("shared_fc1_gemm", d.T, gate * fs, h, d.a);
+    Op s1 = gemm(OpId::shared_fc1_gemm, d.T, gate * fs, h, d.a);
     ops.push_back(rerun(keep(s1, d.g != d.a ? d.Tsp * h * d.g : 0.0, ln | moe), moe | shared));
-    Op sa = mem_op("shared_act", OpKind::elementwise, d.T * fs * act_bytes_per_elem(d, gate), 4 * d.T * fs);
+    Op sa = mem_op(OpId::shared_act, d.T * fs * act_bytes_per_elem(d, gate), 4 * d.T * fs);
     ops.push_back(rerun(keep(sa, d.T * gate * fs * d.a, moe | shared), moe | shared));
-    Op s2 = gemm("shared_fc2_gemm", d.T, h, fs, d.a);
+    Op s2 = gemm(OpId::shared_fc2_gemm, d.T, h, fs, d.a);
     ops.push_back(rerun(keep(s2, d.T * fs * d.g, moe | shared), moe | shared));
     tp_exit(ops, c, d, h, moe | shared);
   }
@@ -472,13 +507,13 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
 
 void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d, bool moe) {
   const double h = double(m.hidden_size);
-  Op mn = norm_op("mlp_norm", d, h, bit(OffloadModule::mlp_norm));
+  Op mn = norm_op(OpId::mlp_norm, d, h, bit(OffloadModule::mlp_norm));
   ops.push_back(moe ? mn : sac(mn, 0, 1));  // op SAC re-runs the residual add and the norm
   if (moe)
     moe_mlp(ops, m, c, d);
   else
     dense_mlp(ops, m, c, d);
-  Op res = mem_op("mlp_residual", OpKind::elementwise, 3 * d.Tsp * h * d.a, d.Tsp * h);
+  Op res = mem_op(OpId::mlp_residual, 3 * d.Tsp * h * d.a, d.Tsp * h);
   ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
 
@@ -511,7 +546,7 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const OpContext& c) {
   const double h = double(m.hidden_size);
   std::vector<Op> ops;
   // vocabulary-parallel lookup of all T tokens on every TP rank, then a reduction over TP
-  ops.push_back(mem_op("embedding", OpKind::embedding, d.T * h * d.a * 2, 0));
+  ops.push_back(mem_op(OpId::embedding, d.T * h * d.a * 2, 0));
   tp_exit(ops, c, d, h);
   return ops;
 }
@@ -520,15 +555,15 @@ std::vector<Op> head_ops(const ModelSpec& m, const OpContext& c) {
   Dims d = dims(c);
   const double h = double(m.hidden_size), V = double(m.vocab_size) / c.tp;
   std::vector<Op> ops;
-  Op fn = mem_op("final_norm", OpKind::norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h);
+  Op fn = mem_op(OpId::final_norm, 2 * d.Tsp * h * d.a, 5 * d.Tsp * h);
   ops.push_back(keep(fn, d.Tsp * h * d.a));
   tp_enter(ops, c, d, h);
-  Op head = gemm("lm_head_gemm", d.T, V, h, d.a);  // the output layer runs in bf16 in fp8 recipes
+  Op head = gemm(OpId::lm_head_gemm, d.T, V, h, d.a);  // the output layer runs in bf16 in fp8 recipes
   ops.push_back(keep(head, d.Tsp * h * d.a));
   // Softmax cross-entropy over the vocabulary shard. Per logit element: bf16 logits (2 B) from the
   // head; what the loss keeps for its backward, and its working memory, by implementation.
   double L = d.T * V;
-  Op ce = mem_op("cross_entropy", OpKind::loss, L * (d.a + 4), 4 * L);
+  Op ce = mem_op(OpId::cross_entropy, L * (d.a + 4), 4 * L);
   switch (c.loss_memory) {
     case LossMemory::megatron_fp32_softmax:
       keep(ce, 4 * L);                 // exp_logits in fp32 (logits.float(), softmax in place)
@@ -545,7 +580,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const OpContext& c) {
       break;
   }
   ops.push_back(ce);
-  if (c.tp > 1) ops.push_back(comm("tp_allreduce", Collective::all_reduce, CommGroup::tp, d.T * 4 * 3));
+  if (c.tp > 1) ops.push_back(comm(OpId::tp_allreduce, Collective::all_reduce, CommGroup::tp, d.T * 4 * 3));
   return ops;
 }
 

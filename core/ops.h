@@ -1,9 +1,13 @@
 // The shared op vocabulary: a transformer layer (and the embedding/head/loss/optimizer around it) as
-// a list of named ops with per-rank FLOPs, bytes and shapes. The simulator costs these ops, the
-// executor tags its timings with the same names, and the profiler stores measurements under them.
+// a list of ops with per-rank FLOPs, bytes and shapes. Each op has a typed identity (OpId: one enum,
+// one name table, a count check, role traits, as ggml names its ops); the cost code, the comm events
+// and the profiler switch on ids, while the names stay for output, the executor's timing tags and
+// profile rows.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/activation_options.h"
@@ -23,6 +27,80 @@ enum class OpKind {
   optimizer,    // AdamW update
 };
 std::string to_string(OpKind k);
+
+// Every op of the vocabulary, in the order of op_vocabulary() (the order of a layer where it has one).
+// `count` is the number of ids, and the id of an Op not built from the vocabulary (a profile row's
+// plain "gemm" benchmark).
+enum class OpId : uint8_t {
+  embedding,
+  attn_norm,
+  qkv_gemm,
+  q_down_gemm,
+  q_up_gemm,
+  kv_down_gemm,
+  kv_up_gemm,
+  rope,
+  attn_core,
+  proj_gemm,
+  attn_residual,
+  mlp_norm,
+  fc1_gemm,
+  act,
+  fc2_gemm,
+  mlp_residual,
+  router,
+  permute,
+  expert_fc1_gemm,
+  expert_act,
+  expert_fc2_gemm,
+  unpermute,
+  shared_fc1_gemm,
+  shared_act,
+  shared_fc2_gemm,
+  final_norm,
+  lm_head_gemm,
+  cross_entropy,
+  tp_allgather,
+  tp_reduce_scatter,
+  tp_allreduce,
+  cp_kv_exchange,
+  cp_a2a,
+  dispatch_a2a,
+  combine_a2a,
+  attn_qk_gemm,
+  attn_softmax,
+  attn_pv_gemm,
+  etp_allgather,
+  etp_reduce_scatter,
+  pp_send_recv,
+  dp_reduce_scatter,
+  dp_allreduce,
+  dp_allgather,
+  adamw,
+  count
+};
+inline constexpr size_t kOpCount = size_t(OpId::count);
+
+// Roles an op plays in the cost rules (bits of OpInfo::roles).
+enum OpRole : uint8_t {
+  kTpCollective = 1,      // a tensor-parallel region's all-gather / reduce-scatter / all-reduce
+  kMoeTokenAllToAll = 2,  // the MoE token dispatch or combine (costed by the dispatcher model)
+  kBf16UnderFp8 = 4,      // runs in bf16 in fp8 recipes (the output layer, the router)
+  kGroupedGemm = 8,       // the grouped GEMM of the local experts (CostParams::grouped_gemm_eff)
+};
+
+struct OpInfo {
+  OpId id;
+  std::string_view name;
+  OpKind kind;
+  uint8_t roles;
+};
+// The entry of an id (count: a name-less "other" entry of kind elementwise and no roles).
+const OpInfo& op_info(OpId id);
+std::string_view op_name(OpId id);
+// The id of a vocabulary name; nullopt for any other name.
+std::optional<OpId> op_id(std::string_view name);
+inline bool op_has_role(OpId id, OpRole r) { return (op_info(id).roles & r) != 0; }
 
 // Collectives, with nccl-tests' bus-bandwidth factors (see collective_busbw_factor).
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
@@ -61,7 +139,8 @@ struct SavedTensor {
 enum class LossMemory { megatron_fp32_softmax, fused_in_place, torch_eager_fp32 };
 
 struct Op {
-  std::string name;  // vocabulary name, e.g. "qkv_gemm"
+  OpId id = OpId::count;  // what the cost rules switch on
+  std::string name;       // its vocabulary name, e.g. "qkv_gemm" (output, timing tags, profile rows)
   OpKind kind = OpKind::elementwise;
   // Forward work per rank per micro-batch. Backward work is derived by the cost model:
   // gemm: dgrad = wgrad = fwd_flops; attention: bwd = 2 x fwd FLOPs (the flash recompute of the
@@ -141,9 +220,9 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const OpContext& c);
 std::vector<Op> head_ops(const ModelSpec& m, const OpContext& c);
 
 // The MoE token dispatch or combine all-to-all (costed by the dispatcher model, not as a plain a2a).
-inline bool is_moe_token_all_to_all(const Op& o) { return o.name == "dispatch_a2a" || o.name == "combine_a2a"; }
+inline bool is_moe_token_all_to_all(const Op& o) { return op_has_role(o.id, kMoeTokenAllToAll); }
 
-// Op names of the vocabulary (for validation of profile rows and per-op tables).
+// Op names of the vocabulary in id order (for validation of profile rows and per-op tables).
 const std::vector<std::string>& op_vocabulary();
 
 }  // namespace mplan

@@ -11,7 +11,7 @@
 //    1F1B bubble. Each hop of the chain adds one point-to-point transfer, and each stage ends with
 //    what cannot overlap its last backward: the last gradient bucket of chunk 0 (ready only when that
 //    backward ends), the optimizer step and the parameter all-gather beyond the first forwards'
-//    window (dp_tail.h). Everything else (waiting for transfers, other buckets) counts as zero.
+//    window (frame.h, stage_tails). Everything else (waiting for transfers, other buckets) counts as zero.
 //  - Memory: weights, gradients and optimizer states per ZeRO level (simulator/memory.cpp's
 //    stage_memory) with the activation peak from walking the schedule's action list exactly as the
 //    event simulation accounts it (the peak depends on the order of actions, not their timing).
@@ -87,7 +87,7 @@ class Bounds {
   // Chunk totals of `l` (its recompute, schedule and shape) on `ps`.
   void chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const;
   // Lower bound of the simulated step time, seconds. `tail[s]`: time stage s needs after its last
-  // backward (dp_tail.h; empty = none); `p2p_s`: one pipeline transfer.
+  // backward (frame.h, stage_tails; empty = none); `p2p_s`: one pipeline transfer.
   double step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, const std::vector<double>& tail,
                       double p2p_s) const;
   // Peak activation bytes per stage, exactly as the event simulation accounts them.

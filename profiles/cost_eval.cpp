@@ -9,6 +9,8 @@
 namespace mplan::profiles {
 
 OpKind op_kind_of(const std::string& op) {
+  if (auto id = op_id(op)) return op_info(*id).kind;  // a vocabulary op: its kind from the one table
+  // any other name by its suffix
   auto ends_with = [&](const char* suf) {
     std::string s(suf);
     return op.size() >= s.size() && op.compare(op.size() - s.size(), s.size(), s) == 0;
@@ -40,6 +42,7 @@ double predict_kernel_s(const KernelRow& r, const ClusterSpec& c, const CostPara
   // forward flops (attention) or bytes (memory-bound ops), so the forward op is rebuilt from them.
   const bool fwd = r.pass == "fwd";
   Op op;
+  op.id = op_id(r.op).value_or(OpId::count);
   op.name = r.op;
   op.kind = kind;
   op.fwd_flops = fwd ? r.flops : r.flops / 2.0;

@@ -17,6 +17,7 @@
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_kernels.h"
 #include "profiles/host_info.h"
+#include "profiles/profile_grid.h"
 
 namespace mplan::profiles {
 
@@ -37,22 +38,6 @@ std::shared_ptr<std::vector<int>> tokens(int64_t n, int64_t vocab) {
   auto t = std::make_shared<std::vector<int>>(size_t(n));
   for (int64_t i = 0; i < n; ++i) (*t)[size_t(i)] = int((i * 7919) % vocab);
   return t;
-}
-
-// A small GPT-like model whose layer at (b, s) gives the shapes and FLOPs/bytes of the rows.
-ModelSpec grid_model(int64_t h, int64_t vocab) {
-  ModelSpec m;
-  m.name = "profile-grid-h" + std::to_string(h);
-  m.num_layers = 1;
-  m.hidden_size = h;
-  m.ffn_hidden_size = 4 * h;
-  m.num_attention_heads = int(h / 64);
-  m.num_query_groups = m.num_attention_heads;
-  m.kv_channels = 64;
-  m.vocab_size = vocab;
-  m.activation = Activation::gelu;
-  m.norm = NormKind::layernorm;
-  return m;
 }
 
 struct Grid {
@@ -77,9 +62,9 @@ std::vector<Op> ops_at(const ModelSpec& m, int64_t b, int64_t s) {
   return ops;
 }
 
-const Op* find_op(const std::vector<Op>& ops, const std::string& name) {
+const Op* find_op(const std::vector<Op>& ops, OpId id) {
   for (const auto& o : ops)
-    if (o.name == name) return &o;
+    if (o.id == id) return &o;
   return nullptr;
 }
 
@@ -164,7 +149,7 @@ std::vector<KernelCase> attention_cases(const Op& op) {
 std::vector<KernelCase> memory_cases(const std::vector<Op>& ops, const ModelSpec& m, int64_t b, int64_t s) {
   const int64_t T = b * s, h = m.hidden_size, f = m.ffn_hidden_size, V = m.vocab_size, H = m.num_attention_heads;
   std::vector<KernelCase> cs;
-  if (const Op* op = find_op(ops, "attn_norm")) {
+  if (const Op* op = find_op(ops, OpId::attn_norm)) {
     auto x = buffer(T * h, 1), y = buffer(T * h, 2), w = buffer(h, 3), bi = buffer(h, 4), mean = buffer(T, 5),
          rstd = buffer(T, 6), dx = buffer(T * h, 7), dw = buffer(h, 8), db = buffer(h, 9);
     cpu::layernorm_forward(y->data(), mean->data(), rstd->data(), x->data(), w->data(), bi->data(), T, h);
@@ -177,16 +162,16 @@ std::vector<KernelCase> memory_cases(const std::vector<Op>& ops, const ModelSpec
                                             rstd->data(), T, h);
                   }});
   }
-  if (const Op* op = find_op(ops, "rope")) {
+  if (const Op* op = find_op(ops, OpId::rope)) {
     auto qk = buffer(2 * T * h, 1);
     cs.push_back({mem_row(*op, "fwd", T, 2 * h), [=] { cpu::rope_forward(qk->data(), 2 * T, H, 64); }});
     cs.push_back({mem_row(*op, "bwd", T, 2 * h), [=] { cpu::rope_backward(qk->data(), 2 * T, H, 64); }});
   }
-  if (const Op* op = find_op(ops, "attn_residual")) {
+  if (const Op* op = find_op(ops, OpId::attn_residual)) {
     auto a = buffer(T * h, 1), c = buffer(T * h, 2), o = buffer(T * h, 3);
     cs.push_back({mem_row(*op, "fwd", T, h), [=] { cpu::residual_forward(o->data(), a->data(), c->data(), T * h); }});
   }
-  if (const Op* op = find_op(ops, "act")) {
+  if (const Op* op = find_op(ops, OpId::act)) {
     auto x = buffer(T * f, 1), y = buffer(T * f, 2), dx = buffer(T * f, 3);
     cs.push_back({mem_row(*op, "fwd", T, f), [=] { cpu::gelu_forward(y->data(), x->data(), T * f); }});
     cs.push_back({mem_row(*op, "bwd", T, f), [=] {
@@ -194,13 +179,13 @@ std::vector<KernelCase> memory_cases(const std::vector<Op>& ops, const ModelSpec
                     cpu::gelu_backward(dx->data(), x->data(), y->data(), T * f);
                   }});
   }
-  if (const Op* op = find_op(ops, "embedding")) {
+  if (const Op* op = find_op(ops, OpId::embedding)) {
     auto wte = buffer(V * h, 1), out = buffer(T * h, 2), dwte = buffer(V * h, 3);
     auto tok = tokens(T, V);
     cs.push_back({mem_row(*op, "fwd", T, h), [=] { cpu::embedding_forward(out->data(), tok->data(), wte->data(), T, h); }});
     cs.push_back({mem_row(*op, "bwd", T, h), [=] { cpu::embedding_backward(dwte->data(), tok->data(), out->data(), T, h); }});
   }
-  if (const Op* op = find_op(ops, "cross_entropy")) {
+  if (const Op* op = find_op(ops, OpId::cross_entropy)) {
     auto logits = buffer(T * V, 1), losses = buffer(T, 2);
     auto tgt = tokens(T, V);
     cs.push_back(
@@ -232,13 +217,13 @@ std::vector<KernelBatch> cpu_kernel_plan(bool quick) {
   Grid g = grid(quick);
   std::vector<KernelBatch> plan;
   for (int64_t h : g.hidden) {
-    ModelSpec m = grid_model(h, g.vocab);
+    ModelSpec m = grid_model("profile-grid-h" + std::to_string(h), h, 64, g.vocab);
     for (auto [b, s] : g.bs) {
       std::vector<Op> ops = ops_at(m, b, s);
       std::string at = " h=" + std::to_string(h) + " b=" + std::to_string(b) + " s=" + std::to_string(s);
       for (const auto& op : ops)
         if (op.kind == OpKind::gemm) plan.push_back({op.name + at, 3, [op] { return gemm_cases(op); }});
-      if (const Op* a = find_op(ops, "attn_core"))
+      if (const Op* a = find_op(ops, OpId::attn_core))
         plan.push_back({"attn_core" + at, 2, [op = *a] { return attention_cases(op); }});
       plan.push_back({"memory-bound ops" + at, 11, [ops, m, b = b, s = s] { return memory_cases(ops, m, b, s); }});
     }

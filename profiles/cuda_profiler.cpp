@@ -20,6 +20,7 @@
 #include "profiles/cupti_records.h"
 #include "profiles/host_info.h"
 #include "profiles/profile_db.h"
+#include "profiles/profile_grid.h"
 #include "profiles/progress.h"
 
 namespace mplan::profiles {
@@ -126,18 +127,7 @@ class LtGemm {
   std::unique_ptr<DevBuf> a_, b_, c_;
 };
 
-ModelSpec grid_model(int64_t h) {
-  ModelSpec m;
-  m.name = "gpu-profile-grid";
-  m.num_layers = 1;
-  m.hidden_size = h;
-  m.ffn_hidden_size = 4 * h;
-  m.num_attention_heads = int(h / 128);
-  m.num_query_groups = m.num_attention_heads;
-  m.kv_channels = 128;
-  m.vocab_size = 32768;
-  return m;
-}
+ModelSpec gpu_grid_model(int64_t h) { return grid_model("gpu-profile-grid", h, 128, 32768); }
 
 struct Batch {
   std::string name;
@@ -206,7 +196,7 @@ Status gemm_batches(GpuRun& s, cublasLtHandle_t lt, cudaStream_t st, bool fp8, c
       Batch b;
       b.name = std::string(fp8 ? "fp8" : "bf16") + " GEMMs h=" + std::to_string(h) + " T=" + std::to_string(T);
       std::vector<std::unique_ptr<LtGemm>> keep;
-      for (const Op& op : layer_ops(grid_model(h), 0, c)) {
+      for (const Op& op : layer_ops(gpu_grid_model(h), 0, c)) {
         if (op.kind != OpKind::gemm) continue;
         const int64_t m = op.gemm.m, n = op.gemm.n, k = op.gemm.k;
         for (auto [pass, M, N, K] : {std::tuple{"fwd", m, n, k}, std::tuple{"dgrad", m, k, n}, std::tuple{"wgrad", k, n, m}}) {
@@ -244,7 +234,7 @@ void backend_rows(Batch& b, const KernelRow& r, const Op& op, const std::functio
 Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfileOptions& o, CudaProfileResult& res) {
   std::vector<int64_t> seqs = o.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 2048, 4096};
   const int64_t h = 4096;
-  ModelSpec m = grid_model(h);
+  ModelSpec m = gpu_grid_model(h);
   for (int64_t T : seqs) {
     if (stop_requested()) return {};
     OpContext c;
@@ -287,7 +277,7 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
                                    dout.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(),
                                    out.as<__nv_bfloat16>(), lse.as<float>(), rd.as<float>(), 1, H, int(T), D, st);
         };
-      } else if (op.name == "attn_norm") {
+      } else if (op.id == OpId::attn_norm) {
         r.m = T, r.n = h;
         fwd = [&] {
           cuda::layernorm_forward(out.as<__nv_bfloat16>(), lse.as<float>(), rd.as<float>(), q.as<__nv_bfloat16>(), dk.as<float>(),
@@ -297,12 +287,12 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
           cuda::layernorm_backward(dq.as<__nv_bfloat16>(), dout.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), dk.as<float>(),
                                    lse.as<float>(), rd.as<float>(), int(T), int(h), st);
         };
-      } else if (op.name == "act") {
+      } else if (op.id == OpId::act) {
         int64_t e = std::min<int64_t>(T * m.ffn_hidden_size, n);  // buffers hold n elements
         r.m = T, r.n = e / T;
         fwd = [&, e] { cuda::gelu_forward(out.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), e, st); };
         bwd = [&, e] { cuda::gelu_backward(dq.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), dout.as<__nv_bfloat16>(), e, st); };
-      } else if (op.name == "attn_residual") {
+      } else if (op.id == OpId::attn_residual) {
         r.m = T, r.n = h;
         fwd = [&] { cuda::residual_forward(out.as<__nv_bfloat16>(), q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), T * h, st); };
       } else {
@@ -379,13 +369,7 @@ Status nccl_batches(GpuRun& s, int ndev, const CudaProfileOptions& o, CudaProfil
           }
           ncclGroupEnd();
         };
-        CollectiveRow r;
-        r.op = to_string(c);
-        r.group_size = g;
-        r.members_per_node = g;
-        r.domains = 1;
-        r.bytes = bytes;
-        r.dtype = "fp32";
+        CollectiveRow r = one_domain_collective(c, g, bytes);
         r.transport = "nvlink";
         r.impl = impl;
         b.collectives.push_back({r, traced(s.tracer, reps_for(o.quick), launch, sync)});

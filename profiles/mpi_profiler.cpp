@@ -15,6 +15,7 @@
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_profiler.h"
 #include "profiles/host_info.h"
+#include "profiles/profile_grid.h"
 
 namespace mplan::profiles {
 
@@ -100,13 +101,7 @@ CollectiveRow measure(Collective c, int64_t bytes, MPI_Comm comm, int g, int ran
     samples.push_back(max_over(comm, (MPI_Wtime() - s) / iters));
   }
   stats::Summary st = stats::summarize(samples);
-  CollectiveRow row;
-  row.op = to_string(c);
-  row.group_size = g;
-  row.members_per_node = g;
-  row.domains = 1;
-  row.bytes = bytes;
-  row.dtype = "fp32";
+  CollectiveRow row = one_domain_collective(c, g, bytes);
   row.reps = reps;
   row.median_us = st.median * 1e6, row.p10_us = st.p10 * 1e6, row.p90_us = st.p90 * 1e6;
   row.algbw_gbps = double(bytes) / st.median / 1e9;

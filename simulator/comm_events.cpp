@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/ops.h"
+
 namespace mplan {
 
 namespace {
@@ -12,21 +14,21 @@ namespace {
 // in the backward (tp_allgather: the backward re-gathers the input and reduce-scatters the gradient;
 // the CP ring sends twice the bytes backwards).
 struct CommOp {
-  const char* op;
+  OpId op;
   const char* stream;
   const char* what;
   double fwd, bwd;
 };
 const CommOp kOps[] = {
-    {"tp_allgather", "tp", "all-gather", 0.5, 1.0},
-    {"tp_reduce_scatter", "tp", "reduce-scatter", 0.5, 0.5},
-    {"tp_allreduce", "tp", "all-reduce", 0.5, 0.5},
-    {"cp_kv_exchange", "cp", "K/V exchange", 0.5, 1.0},
-    {"cp_a2a", "cp", "all-to-all", 0.5, 0.5},
-    {"dispatch_a2a", "ep", "dispatch", 0.5, 0.5},
-    {"combine_a2a", "ep", "combine", 0.5, 0.5},
-    {"etp_allgather", "ep", "ETP all-gather", 0.5, 0.5},
-    {"etp_reduce_scatter", "ep", "ETP reduce-scatter", 0.5, 0.5},
+    {OpId::tp_allgather, "tp", "all-gather", 0.5, 1.0},
+    {OpId::tp_reduce_scatter, "tp", "reduce-scatter", 0.5, 0.5},
+    {OpId::tp_allreduce, "tp", "all-reduce", 0.5, 0.5},
+    {OpId::cp_kv_exchange, "cp", "K/V exchange", 0.5, 1.0},
+    {OpId::cp_a2a, "cp", "all-to-all", 0.5, 0.5},
+    {OpId::dispatch_a2a, "ep", "dispatch", 0.5, 0.5},
+    {OpId::combine_a2a, "ep", "combine", 0.5, 0.5},
+    {OpId::etp_allgather, "ep", "ETP all-gather", 0.5, 0.5},
+    {OpId::etp_reduce_scatter, "ep", "ETP reduce-scatter", 0.5, 0.5},
 };
 const char* kStreams[] = {"tp", "cp", "ep", "dp"};
 const char* kPrefix[] = {"TP ", "CP ", "EP ", "ZeRO-3 "};
@@ -48,10 +50,10 @@ CommEvents::CommEvents(const Workload& w, const ParallelConfig& p) {
       std::vector<std::string> whats[4];
       for (const CommOp& o : kOps) {  // in the vocabulary's order: names read "dispatch + combine"
         for (const OpTally& t : ch.ops) {
-          if (t.name != o.op) continue;
+          if (t.name != op_name(o.op)) continue;  // the tally is kept by name
           int k = int(std::find(std::begin(kStreams), std::end(kStreams), std::string(o.stream)) - std::begin(kStreams));
           // the all-gather variant of the CP exchange gathers once per pass, the ring twice the bytes back
-          double bwd = t.name == "cp_kv_exchange" && p.cp_comm_type != CpCommType::p2p ? 0.5 : o.bwd;
+          double bwd = o.op == OpId::cp_kv_exchange && p.cp_comm_type != CpCommType::p2p ? 0.5 : o.bwd;
           total[0][k] += t.time_s * o.fwd;
           total[1][k] += t.time_s * (bwd + redo * o.fwd);
           if (std::find(whats[k].begin(), whats[k].end(), o.what) == whats[k].end()) whats[k].push_back(o.what);

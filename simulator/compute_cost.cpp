@@ -58,7 +58,7 @@ OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const C
       const GemmShape& s = op.gemm;
       // MoE experts run as grouped GEMMs, less efficient than one dense GEMM of the same work
       CostParams pg = p;
-      if (op.name.rfind("expert_", 0) == 0) pg.gemm_eff_max *= p.grouped_gemm_eff;
+      if (op_has_role(op.id, kGroupedGemm)) pg.gemm_eff_max *= p.grouped_gemm_eff;
       r.fwd_s = gemm_time_s(s, gp, c, pg);
       r.bwd_input_s = gemm_time_s({s.m, s.k, s.n, s.groups}, gp, c, pg);
       r.bwd_weight_s = gemm_time_s({s.k, s.n, s.m, s.groups}, gp, c, pg);

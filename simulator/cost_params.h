@@ -19,10 +19,10 @@ constexpr const char* kCalibrationSchema = "mplan.calibration/1";
 
 struct CostParams {
   // --- compute ---
-  // GEMM time = flops / (peak(precision) * eff) with
-  //   eff = gemm_eff_max * precision_eff[p] * wave_eff(m, n, sm_count) * W / (W + gemm_half_flops)
-  // where W = 2mnk of one GEMM and wave_eff is the fraction of the last wave of
-  // gemm_tile_m x gemm_tile_n output tiles that is busy.
+  // GEMM time = W / (peak(p) * eff), eff = gemm_eff_max * precision_eff[p] * W / (padded + gemm_half_flops
+  // * peak(p) / peak(bf16)): W = 2mnk; padded = W in whole output tiles on every SM of every wave (tile
+  // and wave quantization; the least wasteful of gemm_tile_m x gemm_tile_n, transposed and halved;
+  // padded = W on a CPU). See gemm_efficiency in compute_cost.cpp.
   double gemm_eff_max = 0.80;
   double gemm_half_flops = 2.0e9;
   int gemm_tile_m = 128;

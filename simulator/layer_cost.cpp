@@ -100,7 +100,7 @@ std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTiming
   std::vector<OpCost> oc(ops.size());
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind != OpKind::comm) {
-      bool bf16 = is_fp8_family(x.prec) && (ops[i].name == "lm_head_gemm" || ops[i].name == "router");
+      bool bf16 = is_fp8_family(x.prec) && op_has_role(ops[i].id, kBf16UnderFp8);
       oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : x.prec, *x.cl, *x.prm);
       if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
     }
@@ -136,7 +136,7 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
   bool after_dispatch = false;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (op.name == "dispatch_a2a") after_dispatch = true;
+    if (op.id == OpId::dispatch_a2a) after_dispatch = true;
     if (op.kind != OpKind::comm) {
       const OpCost& c = oc[i];
       lt.F.compute += c.fwd_s;
@@ -149,8 +149,8 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
     }
     double t = op_comm_time_s(op, x);
     if (per_op) lt.comm_s[i] = t;
-    if (op.name == "dispatch_a2a") dispatch_t = t;
-    if (op.name == "combine_a2a") combine_t = t;
+    if (op.id == OpId::dispatch_a2a) dispatch_t = t;
+    if (op.id == OpId::combine_a2a) combine_t = t;
     const OpCost* nx = next_gemm(i);
     const OpCost* pv = prev_gemm(i);
     const bool ovl = x.tp_comm_overlap;
@@ -158,19 +158,19 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
     // the framework's TP overlap hides this share of what the full chunked overlap hides beyond the
     // `plain` cost the collective has without it
     auto tp_ovl = [&](double plain, double c, double g) { return plain - x.tp_overlap_share * (plain - overlapped(c, g, tpn)); };
-    if (op.name == "tp_allgather") {
+    if (op.id == OpId::tp_allgather) {
       double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
       const double grad_rs = overlapped(t, x.split_w ? 0 : wg);
       lt.F.tp += ovl ? tp_ovl(t, t, g) : t;
       lt.B.tp += overlapped(t, dg);                       // re-gather of the input for wgrad
       lt.B.tp += ovl ? tp_ovl(grad_rs, t, wg) : grad_rs;  // grad RS
       block_start = i + 1;
-    } else if (op.name == "tp_reduce_scatter") {
+    } else if (op.id == OpId::tp_reduce_scatter) {
       double g = pv ? pv->fwd_s : 0, dg = pv ? pv->bwd_input_s : 0;
       lt.F.tp += ovl ? tp_ovl(t, t, g) : t;
       lt.B.tp += ovl ? tp_ovl(t, t, dg) : t;  // all-gather of the output gradient
       block_start = i + 1;
-    } else if (op.name == "tp_allreduce") {
+    } else if (op.id == OpId::tp_allreduce) {
       // forward all-reduce after the row-parallel GEMM; backward all-reduce of the input gradient of
       // the block's column-parallel GEMM, overlapped with its weight gradient
       double wg = 0;
@@ -182,7 +182,7 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
       lt.F.tp += t;
       lt.B.tp += x.split_w ? t : overlapped(t, wg);
       block_start = i + 1;
-    } else if (op.name == "cp_kv_exchange" && op.collective == Collective::send_recv) {
+    } else if (op.id == OpId::cp_kv_exchange && op.collective == Collective::send_recv) {
       int steps = x.cp - 1;
       double per = collective_time_s(Collective::send_recv, op.comm_bytes / steps, x.cp_pl, *x.cl, prm);
       double af = 0, ab = 0;

@@ -5,7 +5,10 @@
 // (runs.csv: which rows a run matches; facts.csv: fact, value, citation; sources.csv: the pinned
 // repositories), embedded in the binary, so no C++ names a source or a row.
 #pragma once
+#include <array>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/plan.h"
@@ -23,8 +26,17 @@ struct RunFact {
 std::vector<RunFact> run_facts_for(const CsvRow& row);
 
 // Applies the facts the row's own columns leave open (a stated column wins over a recipe fact) to the
-// plan, and appends what it set to `notes`. Facts that would break a layout rule are skipped.
-void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes);
+// plan, and appends what it set to `notes`. Facts that would break a layout rule are skipped. `read`,
+// when given, collects the fact names the plan's settings made it look up.
+void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes,
+                     std::set<std::string>* read = nullptr);
+
+// The fact names published_run_from_row reads itself (published.cpp), not apply_run_facts: model
+// dimensions that fill the row's blank columns, the framework, the FLOP convention of a TFLOP/s column.
+// Every other fact name in facts.csv is applied by apply_run_facts or declared in
+// data/run_facts/not_modelled.csv (test_run_facts checks both).
+inline constexpr std::array<std::string_view, 9> kPublishedRowFacts = {
+    "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len", "framework", "tflops_flop_convention"};
 
 // Parses Megatron's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL": E embedding, t layer,
 // m MTP, L loss, | stage boundary, x*N repeat) into layers per [stage][chunk]; empty when it does not

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "core/framework_profile.h"
 #include "core/megatron_rules.h"
@@ -47,7 +48,9 @@ struct Applier {
   Plan& plan;
   std::string& notes;
   std::map<std::string, const RunFact*> last;
+  std::set<std::string>* read;  // the fact names asked for, when the caller wants them
   const RunFact* get(const char* name) const {
+    if (read) read->insert(name);
     auto it = last.find(name);
     return it == last.end() ? nullptr : it->second;
   }
@@ -260,8 +263,9 @@ void apply_pipeline(Applier& a) {
 
 }  // namespace
 
-void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes) {
-  Applier a{plan, notes, {}};
+void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes,
+                     std::set<std::string>* read) {
+  Applier a{plan, notes, {}, read};
   for (const RunFact& f : facts) a.last[f.fact] = &f;
   apply_recompute(a, row);
   apply_optimizer(a, row);

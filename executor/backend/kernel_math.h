@@ -1,8 +1,8 @@
 // Per-element and per-row math shared by the CPU backend (cpu/*.cpp) and the CUDA kernels
 // (cuda/*.cu): one definition of every formula (activations and their derivatives, norm
 // application and gradients, RoPE rotation, AdamW update, cross-entropy gradient, online-softmax
-// merge, router order, bf16 rounding), compiled as plain inline functions by the host compiler and
-// as __host__ __device__ functions by nvcc. The CPU tests therefore run the exact arithmetic the
+// merge, router order and backward, bf16 rounding), compiled as plain inline functions by the host
+// compiler and as __host__ __device__ functions by nvcc. The CPU tests therefore run the exact arithmetic the
 // GPU kernels run; only reductions (their order) and exp/log/sin/cos library calls may differ.
 // Everything here is branch-free or nearly so, so the CPU loops that call it still vectorise.
 #pragma once
@@ -210,6 +210,29 @@ MPLAN_HD float xent_grad(float e, float inv_sumexp, float dloss) { return e * in
 MPLAN_HD float softmax_backward(float p, float dp, float dot) { return p * (dp - dot); }
 // top-k order of the router: larger logit first, ties to the lower expert index
 MPLAN_HD bool topk_before(float la, int32_t a, float lb, int32_t b) { return la > lb || (la == lb && a < b); }
+
+// Router backward of token n: dlogits (N, E) from the gradient of its k top-k weights (a softmax over
+// the chosen logits, idx their experts; dweights null when no weight had a gradient) and of its full
+// probabilities (N, E; dprobs null when no auxiliary loss used them).
+MPLAN_HD void moe_route_backward_row(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
+                                     const int32_t* idx, const float* weights, int64_t n, int64_t E, int64_t k) {
+  float* dl = dlogits + n * E;
+  for (int64_t e = 0; e < E; ++e) dl[e] = 0;
+  if (dweights) {
+    const float* w = weights + n * k;
+    const float* dw = dweights + n * k;
+    float s = 0;
+    for (int64_t j = 0; j < k; ++j) s += w[j] * dw[j];
+    for (int64_t j = 0; j < k; ++j) dl[idx[n * k + j]] += softmax_backward(w[j], dw[j], s);
+  }
+  if (dprobs) {
+    const float* p = probs + n * E;
+    const float* dp = dprobs + n * E;
+    float s = 0;
+    for (int64_t e = 0; e < E; ++e) s += p[e] * dp[e];
+    for (int64_t e = 0; e < E; ++e) dl[e] += softmax_backward(p[e], dp[e], s);
+  }
+}
 
 // ---- AdamW (torch.optim.AdamW: decoupled weight decay, bias-corrected moments) ----
 struct AdamWConsts {

@@ -1,5 +1,5 @@
-// Comm: the communicator interface of one process group (Megatron names: tp_group, dp_group ...),
-// passed explicitly to every layer that communicates. MPI implements it now; NCCL (issue 7) later.
+// Comm: the communicator interface of one process group (Megatron names: tp_group, dp_group ...), passed
+// explicitly to every layer that communicates; MPI (mpi_comm.*) everywhere, NCCL (nccl/) where a GPU exists.
 // All buffers are backend memory; sums are in fp32 except the double overloads used for norms/losses.
 #pragma once
 #include <cstdint>

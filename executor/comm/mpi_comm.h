@@ -20,26 +20,8 @@ class MpiComm final : public Comm {
   const std::vector<int>& members() const override { return members_; }
   MPI_Comm handle() const { return comm_; }
 
-  void all_reduce_sum(float* x, int64_t n) override;
-  void all_reduce_sum(double* x, int64_t n) override;
-  void all_reduce_max(float* x, int64_t n) override;
-  void all_reduce_max(double* x, int64_t n) override;
-  void all_gather(const float* send, float* recv, int64_t n_each) override;
-  void reduce_scatter_sum(const float* send, float* recv, int64_t n_each) override;
-  void all_to_all_v(const float* send, const std::vector<int64_t>& send_counts, float* recv,
-                    const std::vector<int64_t>& recv_counts) override;
-  void all_to_all_counts(const std::vector<int64_t>& send, std::vector<int64_t>& recv) override;
-  std::vector<int64_t> all_gather_counts(const std::vector<int64_t>& mine) override;
-  void all_gather_v(const float* send, float* recv, const std::vector<int64_t>& counts) override;
-  void reduce_scatter_v(const float* send, float* recv, const std::vector<int64_t>& counts) override;
-  void broadcast(float* x, int64_t n, int root) override;
-  void broadcast_bytes(std::string& bytes, int root) override;
-  std::vector<std::string> gather_bytes(const std::string& mine, int root) override;
-  void isend(const float* buf, int64_t n, int peer, int tag) override;
-  void recv(float* buf, int64_t n, int peer, int tag) override;
-  void wait_sends() override;
-  void sendrecv(const float* send, int64_t ns, int dst, float* recv, int64_t nr, int src, int tag) override;
-  void barrier() override;
+  // Comm's calls (all_reduce_sum ... barrier), declared once for every communicator
+#include "executor/comm/comm_calls.inc"
 
  private:
   MPI_Comm comm_;

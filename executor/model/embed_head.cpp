@@ -20,14 +20,7 @@ EmbeddingParams register_embedding(ParamStore& ps, const LayoutDims& d) {
   EmbeddingParams p;
   p.word = register_word_embedding(ps, d, false);
   if (d.learned_pos) {
-    ParamSpec s;
-    s.name = "embedding.position";
-    s.rows = d.max_pos;
-    s.cols = d.C;
-    s.map = ShardMap::whole(d.max_pos, d.C);
-    s.tp_duplicate = d.tp > 1;
-    s.reduce_tp = d.tp > 1 && d.sp;
-    p.position = ps.add(s);
+    p.position = ps.add(tp_replicated(d, "embedding.position", d.max_pos, d.C, d.sp));
   }
   return p;
 }

@@ -13,13 +13,7 @@ namespace mplan::exec {
 void register_moe(ParamStore& ps, const LayoutDims& d, int layer, MoeParams& p) {
   const std::string pre = "layers." + std::to_string(layer) + ".";
   p.norm = register_norm(ps, d, pre + "mlp_norm", d.C, d.sp);
-  ParamSpec r;
-  r.name = pre + "router.weight";
-  r.rows = d.E;
-  r.cols = d.C;
-  r.map = ShardMap::whole(d.E, d.C);
-  r.tp_duplicate = d.tp > 1;
-  r.reduce_tp = d.tp > 1 && d.sp;
+  ParamSpec r = tp_replicated(d, pre + "router.weight", d.E, d.C, d.sp);
   p.router = ps.add(r);
   if (d.bias) {
     r.name = pre + "router.bias";
@@ -105,6 +99,26 @@ std::vector<int64_t> permute_plan(Exec& ex, MoeActs& a) {
   return cnt;
 }
 
+// Runs each local expert i on its rows of `in` (Rg, C), gathered under the timer `gather_op`, with
+// run(i, rows (M, C), M) and adds what it returns into the same rows of `out` under `scatter_op`.
+template <class Run>
+void for_each_expert(Exec& ex, const MoeActs& a, size_t experts, const Tensor& in, Tensor& out, const char* gather_op,
+                     const char* scatter_op, Run run) {
+  const int64_t C = ex.d.C;
+  for (size_t i = 0; i < experts; ++i) {
+    const std::vector<int32_t>& rows = a.route.expert_rows[i];
+    const int64_t M = int64_t(rows.size());
+    Tensor xe = ex.alloc({M, C});
+    {
+      OpTimers::Scope t(ex.timers, gather_op);
+      ex.be.gather_rows(xe.data(), in.data(), rows.data(), M, C);
+    }
+    Tensor ye = run(i, xe, M);
+    OpTimers::Scope t(ex.timers, scatter_op);
+    ex.be.scatter_add_rows(out.data(), ye.data(), rows.data(), nullptr, M, C);
+  }
+}
+
 }  // namespace
 
 Tensor moe_forward(Exec& ex, const MoeParams& p, const Tensor& x, MoeActs& a) {
@@ -124,18 +138,9 @@ Tensor moe_forward(Exec& ex, const MoeParams& p, const Tensor& x, MoeActs& a) {
   Tensor xg = ep_dispatch_forward(ex, a.route, xs);
   Tensor yg = ex.alloc({a.route.Rg, C});
   a.expert.assign(p.experts.size(), FfnActs());
-  for (size_t i = 0; i < p.experts.size(); ++i) {
-    const std::vector<int32_t>& rows = a.route.expert_rows[i];
-    const int64_t M = int64_t(rows.size());
-    Tensor xe = ex.alloc({M, C});
-    {
-      OpTimers::Scope t(ex.timers, "permute");
-      ex.be.gather_rows(xe.data(), xg.data(), rows.data(), M, C);
-    }
-    Tensor ye = ffn_forward(ex, p.experts[i], xe, M, a.expert[i], "expert_fc1_gemm", "expert_act", "expert_fc2_gemm");
-    OpTimers::Scope t(ex.timers, "unpermute");
-    ex.be.scatter_add_rows(yg.data(), ye.data(), rows.data(), nullptr, M, C);
-  }
+  for_each_expert(ex, a, p.experts.size(), xg, yg, "permute", "unpermute", [&](size_t i, const Tensor& xe, int64_t M) {
+    return ffn_forward(ex, p.experts[i], xe, M, a.expert[i], "expert_fc1_gemm", "expert_act", "expert_fc2_gemm");
+  });
   Tensor yr = ep_combine_reduce(ex, a.route, yg);
   if (!p.experts.empty() && p.experts[0].b2 >= 0) {
     OpTimers::Scope t(ex.timers, "expert_fc2_gemm");
@@ -195,18 +200,9 @@ Tensor moe_backward(Exec& ex, const MoeParams& p, const Tensor& dy, MoeActs& a) 
   }
   Tensor dyg = ep_combine_reduce_backward(ex, a.route, dyr);
   Tensor dxg = ex.alloc({a.route.Rg, C});
-  for (size_t i = 0; i < p.experts.size(); ++i) {
-    const std::vector<int32_t>& rows = a.route.expert_rows[i];
-    const int64_t M = int64_t(rows.size());
-    Tensor dye = ex.alloc({M, C});
-    {
-      OpTimers::Scope t(ex.timers, "unpermute");
-      ex.be.gather_rows(dye.data(), dyg.data(), rows.data(), M, C);
-    }
-    Tensor dxe = ffn_backward(ex, p.experts[i], dye, M, a.expert[i], "expert_fc1_gemm", "expert_act", "expert_fc2_gemm");
-    OpTimers::Scope t(ex.timers, "permute");
-    ex.be.scatter_add_rows(dxg.data(), dxe.data(), rows.data(), nullptr, M, C);
-  }
+  for_each_expert(ex, a, p.experts.size(), dyg, dxg, "unpermute", "permute", [&](size_t i, const Tensor& dye, int64_t M) {
+    return ffn_backward(ex, p.experts[i], dye, M, a.expert[i], "expert_fc1_gemm", "expert_act", "expert_fc2_gemm");
+  });
   Tensor dxs = ep_dispatch_backward(ex, a.route, dxg);
   {
     OpTimers::Scope t(ex.timers, "permute");

@@ -3,16 +3,22 @@
 
 namespace mplan::exec {
 
-NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string& name, int64_t width, bool partial_over_tp) {
-  NormParams p;
+ParamSpec tp_replicated(const LayoutDims& d, const std::string& name, int64_t rows, int64_t cols, bool partial_over_tp) {
   ParamSpec s;
-  s.name = name + ".weight";
-  s.rows = width;
-  s.map = ShardMap::whole(width);
-  s.init = InitKind::ones;
-  s.decay = false;
+  s.name = name;
+  s.rows = rows;
+  s.cols = cols;
+  s.map = ShardMap::whole(rows, cols);
   s.tp_duplicate = d.tp > 1;
   s.reduce_tp = d.tp > 1 && partial_over_tp;
+  return s;
+}
+
+NormParams register_norm(ParamStore& ps, const LayoutDims& d, const std::string& name, int64_t width, bool partial_over_tp) {
+  NormParams p;
+  ParamSpec s = tp_replicated(d, name + ".weight", width, 1, partial_over_tp);
+  s.init = InitKind::ones;
+  s.decay = false;
   p.w = ps.add(s);
   if (!d.rmsnorm) {
     s.name = name + ".bias";

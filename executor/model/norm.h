@@ -15,6 +15,10 @@ struct NormActs {
   Tensor inp, mean, rstd;
 };
 
+// A parameter every tp rank holds whole (rows x cols), counted once in the gradient norm; its gradient
+// is all-reduced over tp when `partial_over_tp` (the rows a rank sees differ between tp ranks).
+ParamSpec tp_replicated(const LayoutDims& d, const std::string& name, int64_t rows, int64_t cols, bool partial_over_tp);
+
 // Registers "<name>.weight" (and ".bias" for LayerNorm) of `width`, replicated over tp.
 // `partial_over_tp`: the rows a rank normalises differ between tp ranks (sequence parallel, or
 // per-head norms), so gradients are all-reduced over tp.

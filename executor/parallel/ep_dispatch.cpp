@@ -66,24 +66,26 @@ Tensor a2a(Exec& ex, const char* op, const Tensor& x, const std::vector<int64_t>
   return y;
 }
 
+// The expert-TP ranks' rows (their counts etp_rows): all-gathered from this rank's (Rr, C) into
+// (Rg, C), or the partial sums (Rg, C) reduce-scattered back to (Rr, C); as is without etp.
+Tensor etp_exchange(Exec& ex, const EpRouting& r, const Tensor& x, bool gather) {
+  if (ex.d.etp == 1) return x;
+  OpTimers::Scope t(ex.timers, gather ? "etp_allgather" : "etp_reduce_scatter");
+  Tensor y = ex.alloc({gather ? r.Rg : r.Rr, ex.d.C});
+  if (gather)
+    ex.g.etp->all_gather_v(x.data(), y.data(), times(r.etp_rows, ex.d.C));
+  else
+    ex.g.etp->reduce_scatter_v(x.data(), y.data(), times(r.etp_rows, ex.d.C));
+  return y;
+}
+
 }  // namespace
 
 Tensor ep_dispatch_forward(Exec& ex, const EpRouting& r, const Tensor& xs) {
-  Tensor xr = a2a(ex, "dispatch_a2a", xs, r.send_rows, r.recv_rows, r.Rr);
-  if (ex.d.etp == 1) return xr;
-  OpTimers::Scope t(ex.timers, "etp_allgather");
-  Tensor xg = ex.alloc({r.Rg, ex.d.C});
-  ex.g.etp->all_gather_v(xr.data(), xg.data(), times(r.etp_rows, ex.d.C));
-  return xg;
+  return etp_exchange(ex, r, a2a(ex, "dispatch_a2a", xs, r.send_rows, r.recv_rows, r.Rr), true);
 }
 
-Tensor ep_combine_reduce(Exec& ex, const EpRouting& r, const Tensor& yg) {
-  if (ex.d.etp == 1) return yg;
-  OpTimers::Scope t(ex.timers, "etp_reduce_scatter");
-  Tensor yr = ex.alloc({r.Rr, ex.d.C});
-  ex.g.etp->reduce_scatter_v(yg.data(), yr.data(), times(r.etp_rows, ex.d.C));
-  return yr;
-}
+Tensor ep_combine_reduce(Exec& ex, const EpRouting& r, const Tensor& yg) { return etp_exchange(ex, r, yg, false); }
 
 Tensor ep_combine_forward(Exec& ex, const EpRouting& r, const Tensor& yr) {
   return a2a(ex, "combine_a2a", yr, r.recv_rows, r.send_rows, r.R);
@@ -93,22 +95,10 @@ Tensor ep_combine_backward(Exec& ex, const EpRouting& r, const Tensor& dys) {
   return a2a(ex, "combine_a2a", dys, r.send_rows, r.recv_rows, r.Rr);
 }
 
-Tensor ep_combine_reduce_backward(Exec& ex, const EpRouting& r, const Tensor& dyr) {
-  if (ex.d.etp == 1) return dyr;
-  OpTimers::Scope t(ex.timers, "etp_allgather");
-  Tensor dyg = ex.alloc({r.Rg, ex.d.C});
-  ex.g.etp->all_gather_v(dyr.data(), dyg.data(), times(r.etp_rows, ex.d.C));
-  return dyg;
-}
+Tensor ep_combine_reduce_backward(Exec& ex, const EpRouting& r, const Tensor& dyr) { return etp_exchange(ex, r, dyr, true); }
 
 Tensor ep_dispatch_backward(Exec& ex, const EpRouting& r, const Tensor& dxg) {
-  Tensor dxr = dxg;
-  if (ex.d.etp > 1) {
-    OpTimers::Scope t(ex.timers, "etp_reduce_scatter");
-    dxr = ex.alloc({r.Rr, ex.d.C});
-    ex.g.etp->reduce_scatter_v(dxg.data(), dxr.data(), times(r.etp_rows, ex.d.C));
-  }
-  return a2a(ex, "dispatch_a2a", dxr, r.recv_rows, r.send_rows, r.R);
+  return a2a(ex, "dispatch_a2a", etp_exchange(ex, r, dxg, false), r.recv_rows, r.send_rows, r.R);
 }
 
 }  // namespace mplan::exec

@@ -35,6 +35,18 @@ void PipelineEngine::run(Exec& ex, std::vector<ModelChunk>& chunks, const std::f
   auto release_micro = [&](int mb) {
     if (--micro_uses[mb] == 0) micros.erase(mb);
   };
+  // point-to-point activations (dir 0) and their gradients (dir 1) of micro-batch mb, chunk c
+  auto receive = [&](int from, int mb, int c, int dir) {
+    Tensor x = ex.alloc({d.Nsp, d.C});
+    OpTimers::Scope t(ex.timers, "pp_send_recv");
+    pp->recv(x.data(), act_n, from, tag_of(mb, c, vpp_, dir));
+    return x;
+  };
+  auto send = [&](const Tensor& x, int to, int mb, int c, int dir) {
+    OpTimers::Scope t(ex.timers, "pp_send_recv");
+    pp->isend(x.data(), act_n, to, tag_of(mb, c, vpp_, dir));
+    in_flight.push_back(x);
+  };
   for (const Action& act : actions_) {
     const int mb = act.microbatch, c = act.chunk;
     ModelChunk& chunk = chunks.at(size_t(c));
@@ -45,37 +57,19 @@ void PipelineEngine::run(Exec& ex, std::vector<ModelChunk>& chunks, const std::f
     const int prev_chunk = stage_ > 0 ? c : c - 1;
     if (act.phase == Phase::F) {
       const Micro& m = micro(mb);
-      Tensor input;
-      if (!first) {
-        input = ex.alloc({d.Nsp, d.C});
-        OpTimers::Scope t(ex.timers, "pp_send_recv");
-        pp->recv(input.data(), act_n, prev_stage, tag_of(mb, c, vpp_, 0));
-      }
+      Tensor input = first ? Tensor() : receive(prev_stage, mb, c, 0);
       ex.defer = nullptr;
       Tensor out = chunk.forward(ex, m, input, acts[{mb, c}], loss_sum);
-      if (!last) {
-        OpTimers::Scope t(ex.timers, "pp_send_recv");
-        pp->isend(out.data(), act_n, next_stage, tag_of(mb, next_chunk, vpp_, 0));
-        in_flight.push_back(out);
-      }
+      if (!last) send(out, next_stage, mb, next_chunk, 0);
       release_micro(mb);
     } else if (act.phase == Phase::B) {
       const Micro& m = micro(mb);
-      Tensor dout;
-      if (!last) {
-        dout = ex.alloc({d.Nsp, d.C});
-        OpTimers::Scope t(ex.timers, "pp_send_recv");
-        pp->recv(dout.data(), act_n, next_stage, tag_of(mb, c, vpp_, 1));
-      }
+      Tensor dout = last ? Tensor() : receive(next_stage, mb, c, 1);
       ex.defer = split_w_ ? &wq[{mb, c}] : nullptr;
       Tensor din = chunk.backward(ex, m, dout, acts[{mb, c}], dloss);
       ex.defer = nullptr;
       acts.erase({mb, c});
-      if (!first) {
-        OpTimers::Scope t(ex.timers, "pp_send_recv");
-        pp->isend(din.data(), act_n, prev_stage, tag_of(mb, prev_chunk, vpp_, 1));
-        in_flight.push_back(din);
-      }
+      if (!first) send(din, prev_stage, mb, prev_chunk, 1);
       release_micro(mb);
     } else {  // W: the deferred weight gradients of this micro-batch
       auto it = wq.find({mb, c});

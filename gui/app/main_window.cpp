@@ -116,7 +116,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), calibration_(ship
   split->setSizes({inputs_->sizeHint().width() + 24, 1200});
   setCentralWidget(split);
   buildMenus();
-  statusBar()->showMessage(havePlanner() ? "Ready." : "Ready (built without the planner library: fallback search).");
+  statusBar()->showMessage("Ready.");
 
   connect(inputs_, &InputsPanel::searchRequested, this, [this] { startSearch(); });
   connect(inputs_, &InputsPanel::inputsChanged, this, &MainWindow::updateOutOfDate);

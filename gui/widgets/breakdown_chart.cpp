@@ -18,6 +18,18 @@
 
 namespace mplan::gui {
 
+void setupChartView(QChartView* view, int margin, QSize minimum) {
+  view->setRenderHint(QPainter::Antialiasing);
+  view->chart()->legend()->setAlignment(Qt::AlignBottom);
+  view->chart()->setMargins(QMargins(margin, margin, margin, margin));
+  view->setMinimumSize(minimum);
+}
+
+void followModel(QChartView* view, QAbstractItemModel* old, QAbstractItemModel* now, const std::function<void()>& rebuild) {
+  if (old) QObject::disconnect(old, nullptr, view, nullptr);
+  if (now) QObject::connect(now, &QAbstractItemModel::modelReset, view, rebuild);
+}
+
 void clearChart(QChart* chart) {
   chart->removeAllSeries();
   for (QAbstractAxis* a : chart->axes()) {
@@ -36,20 +48,14 @@ void setNiceRange(QValueAxis* axis, double max) {
 }
 
 BreakdownChart::BreakdownChart(QWidget* parent) : QChartView(parent) {
-  setRenderHint(QPainter::Antialiasing);
-  chart()->legend()->setAlignment(Qt::AlignBottom);
-  chart()->setMargins(QMargins(6, 6, 6, 6));
-  setMinimumSize(360, 260);
+  setupChartView(this, 6, {360, 260});
   rebuild();
 }
 
 void BreakdownChart::setModel(TimeBreakdownModel* model) {
-  if (model_) disconnect(model_, nullptr, this, nullptr);
+  followModel(this, model_, model, [this] { rebuild(); });
   model_ = model;
-  if (model_) {
-    connect(model_, &QAbstractItemModel::modelReset, this, &BreakdownChart::rebuild);
-    connect(model_, &QAbstractItemModel::dataChanged, this, &BreakdownChart::rebuild);
-  }
+  if (model_) connect(model_, &QAbstractItemModel::dataChanged, this, &BreakdownChart::rebuild);
   rebuild();
 }
 

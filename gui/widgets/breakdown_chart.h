@@ -3,6 +3,7 @@
 // Reads a TimeBreakdownModel and rebuilds on every reset.
 #pragma once
 #include <QtCharts/QChartView>
+#include <functional>
 
 #include "gui/models/breakdown_models.h"
 
@@ -29,6 +30,11 @@ class BreakdownChart : public QChartView {
   QScatterSeries* mfu_ = nullptr;
 };
 
+// Shared by the charts: the view's look (antialiased, legend at the bottom, margins, minimum size).
+void setupChartView(QChartView* view, int margin, QSize minimum);
+// Shared by the charts: stops following model `old` and follows `now`, calling `rebuild` after each
+// of its resets.
+void followModel(QChartView* view, QAbstractItemModel* old, QAbstractItemModel* now, const std::function<void()>& rebuild);
 // Shared by the charts: removes every series and axis of a chart.
 void clearChart(QChart* chart);
 // Sets a value axis to [0, a nice number above `max`] with ticks at nice steps.

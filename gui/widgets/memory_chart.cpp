@@ -21,17 +21,13 @@
 namespace mplan::gui {
 
 MemoryChart::MemoryChart(QWidget* parent) : QChartView(parent) {
-  setRenderHint(QPainter::Antialiasing);
-  chart()->legend()->setAlignment(Qt::AlignBottom);
-  chart()->setMargins(QMargins(6, 6, 6, 6));
-  setMinimumSize(360, 260);
+  setupChartView(this, 6, {360, 260});
   rebuild();
 }
 
 void MemoryChart::setModel(MemoryModel* model) {
-  if (model_) disconnect(model_, nullptr, this, nullptr);
+  followModel(this, model_, model, [this] { rebuild(); });
   model_ = model;
-  if (model_) connect(model_, &QAbstractItemModel::modelReset, this, &MemoryChart::rebuild);
   rebuild();
 }
 

@@ -25,12 +25,7 @@ namespace mplan::gui {
 
 namespace {
 
-void setupView(QChartView* v) {
-  v->setRenderHint(QPainter::Antialiasing);
-  v->chart()->legend()->setAlignment(Qt::AlignBottom);
-  v->chart()->setMargins(QMargins(4, 4, 4, 4));
-  v->setMinimumSize(280, 200);
-}
+void setupView(QChartView* v) { setupChartView(v, 4, {280, 200}); }
 
 qint64 msecs(const std::string& iso) {
   QDateTime t = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODate);
@@ -229,9 +224,8 @@ OpCompareChart::OpCompareChart(QWidget* parent) : QChartView(parent) {
 }
 
 void OpCompareChart::setModel(OpTimingModel* model) {
-  if (model_) disconnect(model_, nullptr, this, nullptr);
+  followModel(this, model_, model, [this] { rebuild(); });
   model_ = model;
-  if (model_) connect(model_, &QAbstractItemModel::modelReset, this, &OpCompareChart::rebuild);
   rebuild();
 }
 

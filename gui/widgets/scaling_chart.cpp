@@ -15,17 +15,13 @@
 namespace mplan::gui {
 
 ScalingChart::ScalingChart(QWidget* parent) : QChartView(parent) {
-  setRenderHint(QPainter::Antialiasing);
-  chart()->legend()->setAlignment(Qt::AlignBottom);
-  chart()->setMargins(QMargins(6, 6, 6, 6));
-  setMinimumSize(360, 240);
+  setupChartView(this, 6, {360, 240});
   rebuild();
 }
 
 void ScalingChart::setModel(ScalingModel* model) {
-  if (model_) disconnect(model_, nullptr, this, nullptr);
+  followModel(this, model_, model, [this] { rebuild(); });
   model_ = model;
-  if (model_) connect(model_, &QAbstractItemModel::modelReset, this, &ScalingChart::rebuild);
   rebuild();
 }
 

@@ -4,16 +4,13 @@
 
 #include "core/counting.h"
 #include "core/presets.h"
+#include "tests/core/expect_util.h"
 
 using namespace mplan;
 
 namespace {
-ModelSpec preset(const std::string& n) {
-  auto m = model_preset(n);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
-  return m.value();
-}
-void expect_within(double got, double want, double rel) { EXPECT_NEAR(got / want, 1.0, rel) << got << " vs " << want; }
+ModelSpec preset(const std::string& n) { return test::value_or_fail(model_preset(n)); }
+using test::expect_within;
 }  // namespace
 
 TEST(Counting, PublishedParameterCounts) {

@@ -4,16 +4,15 @@
 #include "core/counting.h"
 #include "core/hf_import.h"
 #include "core/presets.h"
+#include "tests/core/expect_util.h"
 
 using namespace mplan;
 
 namespace {
 ModelSpec load(const std::string& file) {
-  auto m = resolve_model(std::string(MPLAN_SOURCE_DIR) + "/tests/data/hf/" + file);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
-  return m.ok() ? m.value() : ModelSpec{};
+  return test::value_or_fail(resolve_model(std::string(MPLAN_SOURCE_DIR) + "/tests/data/hf/" + file));
 }
-void within(double got, double want, double rel) { EXPECT_NEAR(got / want, 1.0, rel) << got << " vs " << want; }
+void within(double got, double want, double rel) { test::expect_within(got, want, rel); }
 }  // namespace
 
 TEST(HfImport, DenseModels) {

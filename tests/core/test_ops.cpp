@@ -1,4 +1,5 @@
-// Op vocabulary: per-rank GEMM FLOPs of a layer add up to the model FLOPs, split over TP/CP/EP.
+// Op vocabulary: ids, names, kinds and roles are one table; per-rank GEMM FLOPs of a layer add up to
+// the model FLOPs, split over TP/CP/EP.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +16,7 @@ double forward_matmul_flops(const ModelSpec& m, const OpContext& c) {
   double f = 0;
   auto add = [&](const std::vector<Op>& ops) {
     for (auto& o : ops)
-      if ((o.kind == OpKind::gemm && o.name != "router") || o.kind == OpKind::attention) f += o.fwd_flops;
+      if ((o.kind == OpKind::gemm && o.id != OpId::router) || o.kind == OpKind::attention) f += o.fwd_flops;
   };
   for (int i = 0; i < m.num_layers; ++i) add(layer_ops(m, i, c));
   add(head_ops(m, c));
@@ -40,8 +41,38 @@ TEST(Ops, NamesAreInTheVocabulary) {
     for (auto& o : all) {
       auto& v = op_vocabulary();
       EXPECT_NE(std::find(v.begin(), v.end(), o.name), v.end()) << o.name;
+      // every op carries its id, whose table entry gives its name and kind
+      ASSERT_NE(o.id, OpId::count) << o.name;
+      EXPECT_EQ(op_name(o.id), o.name);
+      EXPECT_EQ(op_info(o.id).kind, o.kind) << o.name;
     }
   }
+}
+
+TEST(Ops, IdsNamesAndRolesAreOneTable) {
+  const auto& v = op_vocabulary();
+  ASSERT_EQ(v.size(), kOpCount);
+  for (size_t i = 0; i < kOpCount; ++i) {
+    const OpId id = OpId(i);
+    EXPECT_EQ(op_info(id).id, id);
+    EXPECT_EQ(op_name(id), v[i]);
+    EXPECT_EQ(op_id(v[i]), id) << v[i];  // names round-trip
+  }
+  EXPECT_FALSE(op_id("gemm").has_value());  // a plain GEMM benchmark row is not a vocabulary op
+  EXPECT_FALSE(op_id("").has_value());
+  EXPECT_EQ(op_name(OpId::count), "");
+  // each role names exactly the ops the cost rules treat so
+  auto with = [&](OpRole r) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < kOpCount; ++i)
+      if (op_has_role(OpId(i), r)) out.emplace_back(op_name(OpId(i)));
+    return out;
+  };
+  EXPECT_EQ(with(kTpCollective), (std::vector<std::string>{"tp_allgather", "tp_reduce_scatter", "tp_allreduce"}));
+  EXPECT_EQ(with(kMoeTokenAllToAll), (std::vector<std::string>{"dispatch_a2a", "combine_a2a"}));
+  EXPECT_EQ(with(kBf16UnderFp8), (std::vector<std::string>{"router", "lm_head_gemm"}));
+  EXPECT_EQ(with(kGroupedGemm), (std::vector<std::string>{"expert_fc1_gemm", "expert_fc2_gemm"}));
+  EXPECT_FALSE(op_has_role(OpId::count, kTpCollective));
 }
 
 TEST(Ops, ForwardFlopsTimesThreeEqualModelFlopsPerRank) {

@@ -4,22 +4,12 @@
 #include "core/json_fields.h"
 #include "core/plan.h"
 #include "core/presets.h"
+#include "tests/core/plan_fixture.h"
 
 using namespace mplan;
 
 namespace {
-Plan sample() {
-  Plan p;
-  p.model = *model_preset("llama3-8b");
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {256, 8192, Precision::bf16};
-  p.parallel.world_size = 64;
-  p.parallel.tp = 2;
-  p.parallel.sp = true;
-  p.parallel.pp = 2;
-  p.parallel.micro_batch_size = 1;
-  return p;
-}
+Plan sample() { return preset_plan("llama3-8b", 64, 256, 8192, 2, 2); }
 }  // namespace
 
 TEST(Plan, RoundTripThroughFile) {

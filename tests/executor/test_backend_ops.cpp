@@ -17,6 +17,7 @@
 #include "executor/backend/cuda/cuda_backend.h"
 #include "executor/backend/kernel_math.h"
 #include "executor/model/params.h"
+#include "tests/random_values.h"
 
 using namespace mplan::exec;
 
@@ -29,13 +30,7 @@ CpuBackend* g_cpu = nullptr;
 CudaBackend* g_gpu = nullptr;       // fp32 GEMMs
 CudaBackend* g_gpu_bf16 = nullptr;  // bf16 GEMMs
 
-std::vector<float> randv(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using mplan::test::randv;
 std::vector<int32_t> randi(int64_t n, uint32_t seed, int32_t lo, int32_t hi) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> u(lo, hi);

@@ -26,8 +26,10 @@
 #include "executor/train/op_timers.h"
 #include "mpi_env.h"
 #include "test_plans.h"
+#include "tests/random_values.h"
 #if defined(MPLAN_HAVE_CUPTI_OP_TIMER)
 #include "executor/backend/cuda/cupti_op_timer.h"
+#include "tests/profiles/cupti_synthetic.h"
 #endif
 #if defined(MPLAN_HAVE_BACKEND_OP_KERNELS)
 #include "executor/backend/cuda/op_kernels.h"
@@ -487,9 +489,11 @@ TEST(BackendOpKernels, LayerOpsMapToTheBackendCallsTheLayersMake) {
   m.norm = NormKind::layernorm;
   m.position_embedding = PositionEmbedding::learned;
   Op norm;
+  norm.id = OpId::attn_norm;  // what op_kernel_call switches on
   norm.name = "attn_norm";
   EXPECT_EQ(op_kernel_call(norm, m, 16).call, BackendCall::layernorm);
   Op rope;
+  rope.id = OpId::rope;
   rope.name = "rope";
   EXPECT_EQ(op_kernel_call(rope, m, 16).call, BackendCall::none);  // no RoPE in a learned-position model
 }
@@ -512,18 +516,21 @@ void colmajor_gemm(const gpu::ColMajorGemm& g, const float* A, const float* B, f
       C[j * g.ldc + i] = float(s + beta * C[j * g.ldc + i]);
     }
 }
-std::vector<float> rnd(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
+// expects C (R, Cc) == init + sum_p a(r, p) b(p, c)
+template <class A, class B>
+void expect_product(const std::vector<float>& C, int64_t R, int64_t Cc, int64_t P, double init, A a, B b) {
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < Cc; ++c) {
+      double s = init;
+      for (int64_t p = 0; p < P; ++p) s += double(a(r, p)) * b(p, c);
+      EXPECT_NEAR(C[size_t(r * Cc + c)], s, 1e-5);
+    }
 }
 }  // namespace
 
 TEST(GemmMapping, RowMajorOpsThroughColumnMajorCalls) {
   const int64_t M = 5, K = 7, N = 3;
-  const auto inp = rnd(size_t(M * K), 1), W = rnd(size_t(N * K), 2), dout = rnd(size_t(M * N), 3);
+  const auto inp = test::randv(M * K, 1), W = test::randv(N * K, 2), dout = test::randv(M * N, 3);
   auto run = [&](gpu::RowMajorGemm kind, const std::vector<float>& op0, const std::vector<float>& op1, std::vector<float> C,
                  float beta) {
     const auto g = gpu::gemm_mapping(kind, M, K, N);
@@ -531,30 +538,19 @@ TEST(GemmMapping, RowMajorOpsThroughColumnMajorCalls) {
     colmajor_gemm(g, ops[g.a_operand], ops[g.b_operand], beta, C.data());
     return C;
   };
+  auto in = [&](int64_t m, int64_t k) { return inp[size_t(m * K + k)]; };
+  auto w = [&](int64_t n, int64_t k) { return W[size_t(n * K + k)]; };
+  auto d = [&](int64_t m, int64_t n) { return dout[size_t(m * N + n)]; };
   // forward: out (M, N) = inp @ W^T
   auto out = run(gpu::RowMajorGemm::forward, inp, W, std::vector<float>(size_t(M * N), 0), 0);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double s = 0;
-      for (int64_t k = 0; k < K; ++k) s += double(inp[size_t(m * K + k)]) * W[size_t(n * K + k)];
-      EXPECT_NEAR(out[size_t(m * N + n)], s, 1e-5);
-    }
+  expect_product(out, M, N, K, 0, in, [&](int64_t k, int64_t n) { return w(n, k); });
   // backward input: dinp (M, K) = dout @ W, accumulated onto 1
   auto dinp = run(gpu::RowMajorGemm::backward_input, dout, W, std::vector<float>(size_t(M * K), 1.0f), 1);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t k = 0; k < K; ++k) {
-      double s = 1;
-      for (int64_t n = 0; n < N; ++n) s += double(dout[size_t(m * N + n)]) * W[size_t(n * K + k)];
-      EXPECT_NEAR(dinp[size_t(m * K + k)], s, 1e-5);
-    }
+  expect_product(dinp, M, K, N, 1, d, w);
   // backward weight: dW (N, K) += dout^T @ inp
   auto dW = run(gpu::RowMajorGemm::backward_weight, dout, inp, std::vector<float>(size_t(N * K), 0.5f), 1);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k) {
-      double s = 0.5;
-      for (int64_t m = 0; m < M; ++m) s += double(dout[size_t(m * N + n)]) * inp[size_t(m * K + k)];
-      EXPECT_NEAR(dW[size_t(n * K + k)], s, 1e-5);
-    }
+  expect_product(
+      dW, N, K, M, 0.5, [&](int64_t n, int64_t m) { return d(m, n); }, in);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -652,67 +648,6 @@ TEST(OpTags, TimersCallTheTaggerAndTakeItsDeviceTimes) {
 }
 
 #if defined(MPLAN_HAVE_CUPTI_OP_TIMER)
-namespace {
-// CUPTI activity records laid out as CUPTI hands them over (8-byte aligned), walked like
-// cuptiActivityGetNextRecord does.
-class SyntheticBuffer {
- public:
-  template <class Rec>
-  void add(const Rec& r) {
-    const size_t at = bytes_.size(), size = (sizeof(Rec) + 7) / 8 * 8;
-    bytes_.resize(at + size, 0);
-    std::memcpy(bytes_.data() + at, &r, sizeof(Rec));
-  }
-  uint8_t* data() { return bytes_.data(); }
-  size_t size() const { return bytes_.size(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-size_t record_size(CUpti_ActivityKind k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      return sizeof(CUpti_ActivityExternalCorrelation);
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-      return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return sizeof(CUpti_ActivityKernel10);
-    default:
-      return 0;
-  }
-}
-CUpti_Activity* walker(uint8_t* buf, size_t valid, CUpti_Activity* prev) {
-  size_t at = 0;
-  if (prev) at = size_t(reinterpret_cast<uint8_t*>(prev) - buf) + (record_size(prev->kind) + 7) / 8 * 8;
-  if (at + sizeof(CUpti_Activity) > valid) return nullptr;
-  auto* rec = reinterpret_cast<CUpti_Activity*>(buf + at);
-  return record_size(rec->kind) == 0 || at + record_size(rec->kind) > valid ? nullptr : rec;
-}
-CUpti_ActivityExternalCorrelation ext(uint64_t external, uint32_t corr) {
-  CUpti_ActivityExternalCorrelation e{};
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e.externalId = external;
-  e.correlationId = corr;
-  return e;
-}
-CUpti_ActivityAPI api(uint32_t corr) {
-  CUpti_ActivityAPI a{};
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = 211;
-  a.correlationId = corr;
-  return a;
-}
-CUpti_ActivityKernel10 kernel(uint32_t corr, uint64_t start, uint64_t end, const char* name) {
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.correlationId = corr;
-  k.start = start;
-  k.end = end;
-  k.name = name;
-  return k;
-}
-}  // namespace
 
 TEST(OpTags, CuptiBufferToPerOpKernelTime) {
   gpu::OpIds ids;
@@ -720,26 +655,26 @@ TEST(OpTags, CuptiBufferToPerOpKernelTime) {
   EXPECT_EQ(qkv, 1u);
   EXPECT_EQ(attn, 2u);
   EXPECT_EQ(ids.id("qkv_gemm"), 1u);  // one id per name, stable
-  SyntheticBuffer b;
+  test::SyntheticBuffer b;
   // qkv_gemm launched twice in the step (forward, backward): 10 us + 30 us
-  b.add(ext(qkv, 100));
-  b.add(api(100));
-  b.add(kernel(100, 1000, 11000, "gemm_fwd"));
-  b.add(ext(qkv, 101));
-  b.add(api(101));
-  b.add(kernel(101, 50000, 80000, "gemm_dgrad"));
+  b.add(test::ext(qkv, 100));
+  b.add(test::api(100));
+  b.add(test::kernel(100, 0, 1000, 11000, "gemm_fwd"));
+  b.add(test::ext(qkv, 101));
+  b.add(test::api(101));
+  b.add(test::kernel(101, 0, 50000, 80000, "gemm_dgrad"));
   // attn_core: two kernels under one call (forward + prepare): 5 us + 2 us
-  b.add(ext(attn, 102));
-  b.add(api(102));
-  b.add(kernel(102, 20000, 25000, "attn_fwd"));
-  b.add(kernel(102, 26000, 28000, "attn_prepare"));
+  b.add(test::ext(attn, 102));
+  b.add(test::api(102));
+  b.add(test::kernel(102, 0, 20000, 25000, "attn_fwd"));
+  b.add(test::kernel(102, 0, 26000, 28000, "attn_prepare"));
   // an untagged kernel (outside any op scope) and a foreign external id are ignored
-  b.add(api(103));
-  b.add(kernel(103, 0, 1000000, "untagged"));
-  b.add(ext(999, 104));
-  b.add(kernel(104, 0, 5000, "foreign"));
+  b.add(test::api(103));
+  b.add(test::kernel(103, 0, 0, 1000000, "untagged"));
+  b.add(test::ext(999, 104));
+  b.add(test::kernel(104, 0, 0, 5000, "foreign"));
   cupti::ActivityCollector c;
-  EXPECT_EQ(c.add_buffer(b.data(), b.size(), walker), 14u);
+  EXPECT_EQ(c.add_buffer(b.data(), b.size(), test::synthetic_walker), 14u);
   const auto sec = gpu::op_seconds_from_spans(c.spans(), ids.names());
   ASSERT_EQ(sec.size(), 2u);
   EXPECT_NEAR(sec.at("qkv_gemm"), 40e-6, 1e-12);

@@ -12,6 +12,7 @@
 
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/cuda/cuda_backend.h"
+#include "tests/random_values.h"
 
 using namespace mplan::exec;
 
@@ -20,13 +21,7 @@ namespace {
 CudaBackend* g_ref = nullptr;    // fp32 SIMT attention
 CudaBackend* g_cudnn = nullptr;  // cuDNN attention
 
-std::vector<float> randv(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using mplan::test::randv;
 
 std::vector<int32_t> positions(int64_t n, int32_t first = 0) {
   std::vector<int32_t> p(static_cast<size_t>(n));

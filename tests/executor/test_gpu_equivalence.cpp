@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "equivalence_train.h"
 #include "executor/backend/backend_factory.h"
 #include "executor/train/trainer.h"
 #include "test_plans.h"
@@ -20,28 +21,7 @@ using namespace mplan;
 
 namespace {
 
-struct Result {
-  std::vector<double> losses;
-  std::map<std::string, std::vector<float>> weights;
-};
-
-Result train(const Plan& plan, MPI_Comm comm, int steps, const std::string& backend) {
-  exec::TrainOptions opt;
-  opt.backend = backend;
-  opt.steps = steps;
-  opt.seed = 7;
-  opt.lr = 3e-3f;
-  opt.peak_gflops = 1;  // skip the GEMM measurement
-  auto t = exec::Trainer::create(plan, opt, comm);
-  if (!t) {
-    std::fprintf(stderr, "create failed: %s\n", t.error().message().c_str());
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  Result r;
-  for (int s = 0; s < steps; ++s) r.losses.push_back(t.value()->step().loss);
-  r.weights = t.value()->gather_full(false);
-  return r;
-}
+using Result = test::TrainResult;
 
 // Prints the comparison; returns true when within the limits.
 bool compare(const std::string& title, const Result& ref, const Result& got, double loss_limit, double weight_limit) {
@@ -115,8 +95,8 @@ int main(int argc, char** argv) {
   if (name == "cpu_vs_cuda") {
     for (const char* model : {"gpt", "llama", "qwen", "moe", "moeb"}) {
       const Plan plan = make_plan(model, {{"world_size", 1}}, false);
-      const Result cpu = train(plan, MPI_COMM_SELF, steps, "cpu");
-      const Result gpu = train(plan, MPI_COMM_SELF, steps, "cuda");
+      const Result cpu = test::train_for_equivalence(plan, MPI_COMM_SELF, steps, "cpu");
+      const Result gpu = test::train_for_equivalence(plan, MPI_COMM_SELF, steps, "cuda");
       if (rank == 0 && !compare(std::string("tiny-") + model + ": CUDA vs CPU backend", cpu, gpu, 2e-5, 2e-4)) fail = 1;
     }
   } else {
@@ -140,9 +120,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     Result ref;
-    if (rank == 0) ref = train(ref_plan, MPI_COMM_SELF, steps, "cuda");
+    if (rank == 0) ref = test::train_for_equivalence(ref_plan, MPI_COMM_SELF, steps, "cuda");
     MPI_Barrier(MPI_COMM_WORLD);
-    const Result got = train(plan, MPI_COMM_WORLD, steps, "cuda");
+    const Result got = test::train_for_equivalence(plan, MPI_COMM_WORLD, steps, "cuda");
     const std::string title =
         "layout " + name + " (tiny-" + lc.model + ", " + std::to_string(world) + " GPUs, " + (bf16 ? "bf16 GEMMs" : "fp32") + ")";
     if (rank == 0 && !compare(title, ref, got, bf16 ? 2e-3 : 1e-5, bf16 ? 2e-2 : 1e-4)) fail = 1;

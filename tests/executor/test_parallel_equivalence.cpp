@@ -10,36 +10,13 @@
 #include <iostream>
 #include <map>
 
+#include "equivalence_train.h"
 #include "executor/train/trainer.h"
 #include "test_plans.h"
 
 using namespace mplan;
 
-namespace {
-
-struct Result {
-  std::vector<double> losses;
-  std::map<std::string, std::vector<float>> weights;
-};
-
-Result train(const Plan& plan, MPI_Comm comm, int steps) {
-  exec::TrainOptions opt;
-  opt.steps = steps;
-  opt.seed = 7;
-  opt.lr = 3e-3f;
-  opt.peak_gflops = 1;  // skip the GEMM measurement
-  auto t = exec::Trainer::create(plan, opt, comm);
-  if (!t) {
-    std::fprintf(stderr, "create failed: %s\n", t.error().message().c_str());
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  Result r;
-  for (int s = 0; s < steps; ++s) r.losses.push_back(t.value()->step().loss);
-  r.weights = t.value()->gather_full(false);
-  return r;
-}
-
-}  // namespace
+using Result = test::TrainResult;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -72,9 +49,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   Result ref;
-  if (rank == 0) ref = train(ref_plan.value(), MPI_COMM_SELF, steps);
+  if (rank == 0) ref = test::train_for_equivalence(ref_plan.value(), MPI_COMM_SELF, steps);
   MPI_Barrier(MPI_COMM_WORLD);
-  Result got = train(plan.value(), MPI_COMM_WORLD, steps);
+  Result got = test::train_for_equivalence(plan.value(), MPI_COMM_WORLD, steps);
   int fail = 0;
   if (rank == 0) {
     std::printf("layout %s (model tiny-%s, %d ranks)\n step  reference        layout           rel.err\n", name.c_str(),

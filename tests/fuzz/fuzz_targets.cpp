@@ -28,6 +28,7 @@
 #include "simulator/published.h"
 #include "simulator/simulator.h"
 #include "simulator/validate.h"
+#include "tests/core/plan_fixture.h"
 
 namespace mplan::fuzz {
 
@@ -51,16 +52,7 @@ void check_finite_report(const StepReport& r) {
 }
 
 const Plan& small_plan() {
-  static const Plan p = [] {
-    Plan q;
-    q.model = *model_preset("llama3-8b");
-    q.cluster = *cluster_preset("dgx-h100");
-    q.training = {64, 2048, Precision::bf16};
-    q.parallel.world_size = 8;
-    q.parallel.tp = 8;
-    q.parallel.sp = true;
-    return q;
-  }();
+  static const Plan p = preset_plan("llama3-8b", 8, 64, 2048, 8, 1);
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include "gui/models/time_to_pixel.h"
 #include "gui/models/timeline_data.h"
 #include "simulator/cost_params.h"
+#include "tests/core/plan_fixture.h"
 
 using namespace mplan;
 using namespace mplan::gui;
@@ -131,16 +132,7 @@ class TestTimeline : public QObject {
   }
 
   void realPipelineLanes() {
-    Plan p;
-    p.model = model_preset("llama3-8b").value();
-    p.cluster = cluster_preset("dgx-h100").value();
-    p.training.global_batch_size = 64;
-    p.training.seq_length = 4096;
-    p.parallel.world_size = 32;
-    p.parallel.tp = 2;
-    p.parallel.sp = true;
-    p.parallel.pp = 4;
-    p.parallel.micro_batch_size = 1;
+    Plan p = preset_plan("llama3-8b", 32, 64, 4096, 2, 4);
     SimOptions o;
     o.trace = true;
     auto r = simulate(p, default_cost_params(p.cluster), o);

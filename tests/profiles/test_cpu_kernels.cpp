@@ -11,19 +11,14 @@
 #include "profiles/cost_eval.h"
 #include "profiles/cpu_kernels.h"
 #include "profiles/cpu_profiler.h"
+#include "tests/random_values.h"
 
 using namespace mplan;
 using namespace mplan::profiles;
 
 namespace {
 
-std::vector<float> randv(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
+using mplan::test::randv;
 
 // Loss = sum(out * w) for a fixed random w; checks d loss / d input of a few elements.
 template <class Fwd>

@@ -6,84 +6,10 @@
 #include <vector>
 
 #include "profiles/cupti_records.h"
+#include "tests/profiles/cupti_synthetic.h"
 
 using namespace mplan::profiles;
-
-namespace {
-
-// Builds a buffer of records, each 8-byte aligned (ACTIVITY_RECORD_ALIGNMENT).
-class SyntheticBuffer {
- public:
-  template <class Rec>
-  void add(const Rec& r) {
-    size_t at = bytes_.size();
-    size_t size = (sizeof(Rec) + 7) / 8 * 8;
-    bytes_.resize(at + size, 0);
-    std::memcpy(bytes_.data() + at, &r, sizeof(Rec));
-  }
-  uint8_t* data() { return bytes_.data(); }
-  size_t size() const { return bytes_.size(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
-size_t record_size(CUpti_ActivityKind k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      return sizeof(CUpti_ActivityExternalCorrelation);
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-      return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return sizeof(CUpti_ActivityKernel10);
-    default:
-      return 0;
-  }
-}
-
-// Walks the synthetic layout (what cuptiActivityGetNextRecord does for real buffers).
-CUpti_Activity* synthetic_walker(uint8_t* buf, size_t valid, CUpti_Activity* prev) {
-  size_t at = 0;
-  if (prev) {
-    auto* p = reinterpret_cast<uint8_t*>(prev);
-    at = size_t(p - buf) + (record_size(prev->kind) + 7) / 8 * 8;
-  }
-  if (at + sizeof(CUpti_Activity) > valid) return nullptr;
-  auto* rec = reinterpret_cast<CUpti_Activity*>(buf + at);
-  if (record_size(rec->kind) == 0 || at + record_size(rec->kind) > valid) return nullptr;
-  return rec;
-}
-
-CUpti_ActivityExternalCorrelation ext(uint64_t external, uint32_t corr) {
-  CUpti_ActivityExternalCorrelation e{};
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e.externalId = external;
-  e.correlationId = corr;
-  return e;
-}
-
-CUpti_ActivityAPI api(uint32_t corr) {
-  CUpti_ActivityAPI a{};
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = 211;
-  a.correlationId = corr;
-  return a;
-}
-
-CUpti_ActivityKernel10 kernel(uint32_t corr, uint32_t device, uint64_t start, uint64_t end, const char* name) {
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.correlationId = corr;
-  k.deviceId = device;
-  k.start = start;
-  k.end = end;
-  k.name = name;
-  return k;
-}
-
-}  // namespace
+using namespace mplan::test;
 
 TEST(CuptiRecords, KernelsJoinExternalIdsThroughCorrelation) {
   SyntheticBuffer b;

@@ -36,6 +36,11 @@ std::vector<RunRecord> series(const std::vector<double>& mfus, const std::string
   return v;
 }
 
+// Appends n runs at MFU `level`, each off by a draw of the relative run-to-run noise.
+void add_runs(std::vector<double>& m, int n, double level, std::mt19937& rng, std::normal_distribution<double>& noise) {
+  for (int i = 0; i < n; ++i) m.push_back(level * (1 + noise(rng)));
+}
+
 RegressReport detect(const std::vector<RunRecord>& runs, const std::string& baseline = "last-5", double threshold = 5) {
   RegressOptions o;
   o.baseline = baseline;
@@ -104,8 +109,7 @@ TEST(Regress, NoFalseAlarmsOnNoiseAndAllDropsFoundOnSyntheticSeries) {
   int false_alarms = 0, found = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
-    m.reserve(8);
-    for (int i = 0; i < 8; ++i) m.push_back(0.45 * (1 + noise(rng)));
+    add_runs(m, 8, 0.45, rng, noise);
     false_alarms += detect(series(m)).regressions();
     m.push_back(0.45 * 0.88 * (1 + noise(rng)));  // a real 12% drop
     found += detect(series(m)).regressions();
@@ -122,8 +126,7 @@ TEST(Regress, NoisierHistoryRaisesTheBar) {
   int beyond_threshold = 0, flagged = 0, caught = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
-    m.reserve(6);
-    for (int i = 0; i < 6; ++i) m.push_back(0.40 * (1 + noise(rng)));
+    add_runs(m, 6, 0.40, rng, noise);
     auto p = detect(series(m)).plans[0];
     beyond_threshold += p.change_pct < -5;
     flagged += p.failed();
@@ -240,10 +243,9 @@ TEST(Regress, FivePercentDropAfterTwentyFivePercentGainIsFound) {
   int found_last = 0, found_tag = 0, found_best = 0, trials = 200;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
-    m.reserve(5);
-    for (int i = 0; i < 5; ++i) m.push_back(0.40 * (1 + noise(rng)));
+    add_runs(m, 5, 0.40, rng, noise);
     for (double v : {0.43, 0.47, 0.50}) m.push_back(v * (1 + noise(rng)));
-    for (int i = 0; i < 4; ++i) m.push_back(0.50 * (1 + noise(rng)));
+    add_runs(m, 4, 0.50, rng, noise);
     std::vector<RunRecord> runs = series(m);
     auto best = std::max_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.summary.mfu < b.summary.mfu; });
     best->tags = {"golden"};
@@ -291,8 +293,7 @@ TEST(Regress, FlatSeriesWithTwoPercentNoiseStaysOk) {
   int alarms_last = 0, alarms_best = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
     std::vector<double> m;
-    m.reserve(10);
-    for (int i = 0; i < 10; ++i) m.push_back(0.40 * (1 + noise(rng)));
+    add_runs(m, 10, 0.40, rng, noise);
     alarms_last += detect(series(m)).regressions();
     alarms_best += detect(series(m), "best-of-last-5").regressions();
   }

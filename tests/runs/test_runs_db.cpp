@@ -62,6 +62,15 @@ std::unique_ptr<RunsDb> open_ok(const std::string& path) {
   return db.ok() ? std::move(db).value() : nullptr;
 }
 
+// Opening `path` is refused with a message containing `what`, and the file keeps its bytes.
+void expect_refused_untouched(const std::string& path, const std::string& what) {
+  const std::string before = runs_test::read_bytes(path);
+  auto db = RunsDb::open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().message().find(what), std::string::npos) << db.error().message();
+  EXPECT_EQ(runs_test::read_bytes(path), before);
+}
+
 int64_t scalar(const std::string& path, const char* sql) {
   sqlite3* db = nullptr;
   sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
@@ -346,22 +355,14 @@ TEST(RunsDb, NewerSchemaIsRefusedAndUntouched) {
     ASSERT_TRUE(db->add_run(make_run("2024-01-01T00:00:00Z", 0.4)).ok());
   }
   exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version = 99;");
-  std::string before = runs_test::read_bytes(path);
-  auto db = RunsDb::open(path);
-  ASSERT_FALSE(db.ok());
-  EXPECT_NE(db.error().message().find("newer mplan (schema 99"), std::string::npos) << db.error().message();
-  EXPECT_EQ(runs_test::read_bytes(path), before);
+  expect_refused_untouched(path, "newer mplan (schema 99");
 }
 
 TEST(RunsDb, ForeignSqliteFileIsRefusedAndUntouched) {
   std::string path = runs_test::temp_dir() + "/foreign.db";
   exec(path, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO photos VALUES (1, 'cat');");
-  std::string before = runs_test::read_bytes(path);
-  auto db = RunsDb::open(path);
-  ASSERT_FALSE(db.ok());
-  EXPECT_NE(db.error().message().find("another program"), std::string::npos) << db.error().message();
-  EXPECT_NE(db.error().message().find("untouched"), std::string::npos);
-  EXPECT_EQ(runs_test::read_bytes(path), before);
+  expect_refused_untouched(path, "another program");
+  expect_refused_untouched(path, "untouched");
   EXPECT_EQ(scalar(path, "SELECT count(*) FROM photos"), 1);
 }
 
@@ -381,9 +382,7 @@ TEST(RunsDb, OpenExistingRequiresTheFile) {
 TEST(RunsDb, NonDatabaseFileIsRefusedAndUntouched) {
   std::string path = runs_test::temp_dir() + "/notes.txt";
   runs_test::write_bytes(path, "step,mfu\n1,0.4\n");
-  auto db = RunsDb::open(path);
-  ASSERT_FALSE(db.ok());
-  EXPECT_NE(db.error().message().find("not an SQLite database"), std::string::npos);
+  expect_refused_untouched(path, "not an SQLite database");
   EXPECT_EQ(runs_test::read_bytes(path), "step,mfu\n1,0.4\n");
 }
 
@@ -398,10 +397,7 @@ TEST(RunsDb, CorruptDatabaseIsRefusedAndUntouched) {
   ASSERT_GT(bytes.size(), 8u * 4096);
   for (size_t i = 4096; i < bytes.size(); i += 97) bytes[i] = static_cast<char>(0xA5);  // every page after the first
   runs_test::write_bytes(path, bytes);
-  auto db = RunsDb::open(path);
-  ASSERT_FALSE(db.ok());
-  EXPECT_NE(db.error().message().find("damaged"), std::string::npos) << db.error().message();
-  EXPECT_EQ(runs_test::read_bytes(path), bytes);
+  expect_refused_untouched(path, "damaged");
 }
 
 TEST(RunsDb, ConcurrentWritersInSeveralProcessesLoseNothing) {

@@ -1,11 +1,16 @@
 // Plans and cost parameters for simulator tests: a uniform GPT-style model whose stages are
-// identical, a preset model on DGX H100 with a given layout, and a cost model with communication
-// (and fixed overheads) switched off. Also used by the GUI's timeline tests.
+// identical, a preset model on DGX H100 with a given layout (tests/core/plan_fixture.h), a report
+// that must simulate, and a cost model with communication (and fixed overheads) switched off. Also
+// used by the GUI's timeline tests.
 #pragma once
+#include <gtest/gtest.h>
+
 #include "core/counting.h"
 #include "core/plan.h"
 #include "core/presets.h"
 #include "simulator/cost_params.h"
+#include "simulator/simulator.h"
+#include "tests/core/plan_fixture.h"
 
 namespace mplan {
 
@@ -36,21 +41,11 @@ inline Plan pipeline_only_plan(int pp, int vpp, int microbatches) {
   return p;
 }
 
-// A preset model on dgx-h100 (bf16) with tp (sequence parallel when > 1), pp, vpp (interleaved
-// when > 1) and ep; the rest at the defaults.
-inline Plan preset_plan(const char* model, int gpus, int64_t gbs, int64_t seq, int tp, int pp, int vpp = 1, int ep = 1) {
-  Plan p;
-  p.model = *model_preset(model);
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {gbs, seq, Precision::bf16};
-  p.parallel.world_size = gpus;
-  p.parallel.tp = tp;
-  p.parallel.sp = tp > 1;
-  p.parallel.pp = pp;
-  p.parallel.vpp = vpp;
-  p.parallel.ep = ep;
-  p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-  return p;
+// The report of a plan that must simulate (a test failure naming the error, and an empty report, if not).
+inline StepReport simulate_ok(const Plan& p, const CostParams& c) {
+  auto r = simulate(p, c);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? r.value() : StepReport{};
 }
 
 inline CostParams no_comm_params(ClusterSpec& c) {

@@ -8,20 +8,12 @@
 #include "core/presets.h"
 #include "simulator/cost_params.h"
 #include "simulator/simulator.h"
+#include "tests/simulator/sim_fixtures.h"
 
 using namespace mplan;
 
 namespace {
-Plan small_plan() {
-  Plan p;
-  p.model = *model_preset("llama3-8b");
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {64, 2048, Precision::bf16};
-  p.parallel.world_size = 8;
-  p.parallel.tp = 8;
-  p.parallel.sp = true;
-  return p;
-}
+Plan small_plan() { return preset_plan("llama3-8b", 8, 64, 2048, 8, 1); }
 }  // namespace
 
 TEST(BoundedCostParams, EfficiencyAboveOneIsRefusedWithItsField) {

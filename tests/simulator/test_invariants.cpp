@@ -9,16 +9,7 @@ using namespace mplan;
 
 namespace {
 Plan llama70b(int gpus, int tp, int pp, int vpp, int mbs, int64_t gbs) {
-  Plan p;
-  p.model = *model_preset("llama3-70b");
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {gbs, 8192, Precision::bf16};
-  p.parallel.world_size = gpus;
-  p.parallel.tp = tp;
-  p.parallel.sp = tp > 1;
-  p.parallel.pp = pp;
-  p.parallel.vpp = vpp;
-  p.parallel.schedule = vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  Plan p = preset_plan("llama3-70b", gpus, gbs, 8192, tp, pp, vpp);
   p.parallel.micro_batch_size = mbs;
   return p;
 }

@@ -9,24 +9,22 @@
 #include "simulator/collectives.h"
 #include "simulator/moe_load.h"
 #include "simulator/simulator.h"
+#include "tests/simulator/sim_fixtures.h"
 
 namespace mplan {
 namespace {
 
-Plan moe_plan(int gpus, int ep) {
-  Plan p;
-  p.model = *model_preset("qwen3-30b-a3b");
-  p.cluster = *cluster_preset("dgx-h100");
-  p.training = {int64_t(gpus) * 4, 4096, Precision::bf16};
-  p.parallel.world_size = gpus;
-  p.parallel.ep = ep;
-  return p;
-}
+Plan moe_plan(int gpus, int ep) { return preset_plan("qwen3-30b-a3b", gpus, int64_t(gpus) * 4, 4096, 1, 1, 1, ep); }
 
-double step(const Plan& p, const CostParams& c) {
-  auto r = simulate(p, c);
-  EXPECT_TRUE(bool(r));
-  return r ? r->step_time_s : 0;
+double step(const Plan& p, const CostParams& c) { return simulate_ok(p, c).step_time_s; }
+
+// A group of `size` ranks spread evenly over `domains` NVLink domains.
+GroupPlacement spread(int size, int domains) {
+  GroupPlacement g;
+  g.size = size;
+  g.domains = domains;
+  g.max_per_domain = size / domains;
+  return g;
 }
 
 TEST(MoeCost, LearnedRoutingIsSlowerThanForcedBalanceOnlyWithExpertParallelism) {
@@ -83,10 +81,7 @@ TEST(MoeLoad, BusiestRankFromRoutingStatistics) {
 TEST(MoeCost, DomainDeduplicationSendsFewerNetworkBytes) {
   // 32 ranks over 4 domains, 128 experts, top-8: a token reaches ~3.6 of 4 domains, so ~2.7 remote
   // sends instead of 6 remote copies
-  GroupPlacement g;
-  g.size = 32;
-  g.domains = 4;
-  g.max_per_domain = 8;
+  GroupPlacement g = spread(32, 4);
   double share = moe_remote_share(128, 8, g);
   double miss = 1;
   for (int i = 0; i < 8; ++i) miss *= (96.0 - i) / (128.0 - i);
@@ -133,10 +128,7 @@ TEST(MoeCost, AllToAllOverlapHidesExpertTraffic) {
 // domains a token reaches: with EP=64 over 8 domains of 32 experts (one group each), 4 domains, of
 // which 1 in 8 is the token's own, so 3.5 remote sends instead of ~4.6.
 TEST(MoeCost, GroupLimitedRoutingCapsTheDomainsReached) {
-  GroupPlacement g;
-  g.size = 64;
-  g.domains = 8;
-  g.max_per_domain = 8;
+  const GroupPlacement g = spread(64, 8);
   double free = moe_remote_share(256, 8, g);
   double limited = moe_remote_share(256, 8, g, 8, 4);
   double copies = 8 * (1 - 32.0 / 256);

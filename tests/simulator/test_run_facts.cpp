@@ -1,9 +1,12 @@
 // Published-run facts (data/run_facts): the embedded files parse, every fact cites a pinned source,
-// rows pick up the facts of the runs they match, stated columns win, and facts that would break a
-// layout rule are skipped; Megatron's pipeline-layout strings parse; packed sequences shrink attention.
+// rows pick up the facts of the runs they match, stated columns win, facts that would break a layout
+// rule are skipped, and every recorded fact name is applied or declared not modelled; Megatron's
+// pipeline-layout strings parse; packed sequences shrink attention.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -11,6 +14,7 @@
 #include "simulator/published.h"
 #include "simulator/run_facts.h"
 #include "simulator/simulator.h"
+#include "tests/simulator/sim_fixtures.h"
 
 using namespace mplan;
 
@@ -135,14 +139,7 @@ TEST(RunFacts, FirstAndLastPipelineStageLayerCounts) {
 
 namespace {
 // Llama 3 8B in bf16 on one 8-GPU DGX H100 node (the layout the tests below start from)
-Plan llama3_8b_on_8_h100(int64_t gbs, int64_t seq) {
-  Plan plan;
-  plan.model = *model_preset("llama3-8b");
-  plan.cluster = *cluster_preset("dgx-h100");
-  plan.training = {gbs, seq, Precision::bf16};
-  plan.parallel.world_size = 8;
-  return plan;
-}
+Plan llama3_8b_on_8_h100(int64_t gbs, int64_t seq) { return preset_plan("llama3-8b", 8, gbs, seq, 1, 1); }
 }  // namespace
 
 TEST(RunFacts, PackedSequencesShrinkAttentionOnly) {
@@ -190,4 +187,45 @@ TEST(RunFacts, TorchCompileAppliesToTorchtitanAndFusesItsPointwiseOps) {
   notes.clear();
   apply_run_facts({{"torch_compile", "True", "", "x@1:y"}}, row, plan, notes);
   EXPECT_FALSE(plan.training.torch_compile);
+}
+
+TEST(RunFacts, EveryFactNameIsAppliedOrDeclaredNotModelled) {
+  // what apply_run_facts looks up, given each run's facts on plans that open every branch (Megatron,
+  // MoE, pipeline, tensor and context parallel, fp8 and nvfp4: the fact names only some plans read)
+  std::map<std::string, std::vector<RunFact>> by_run;
+  std::set<std::string> recorded;
+  for (const CsvRow& f : read("data/run_facts/facts.csv")) {
+    by_run[f.get("run")].push_back({f.get("fact"), f.get("value"), f.get("note"), f.get("citation")});
+    recorded.insert(f.get("fact"));
+  }
+  Plan base = preset_plan("mixtral-8x7b", 64, 256, 4096, 2, 2, 1, 8);
+  base.parallel.cp = 2;
+  std::set<std::string> read_names;
+  for (Precision prec : {Precision::fp8, Precision::nvfp4}) {
+    for (const auto& [run, facts] : by_run) {
+      Plan plan = base;
+      plan.training.precision = prec;
+      std::string notes;
+      apply_run_facts(facts, CsvRow{}, plan, notes, &read_names);
+    }
+  }
+  // published_run_from_row reads its own few (the literal names stand in published.cpp)
+  std::ifstream src(std::string(MPLAN_SOURCE_DIR) + "/simulator/published.cpp");
+  std::stringstream text;
+  text << src.rdbuf();
+  for (std::string_view n : kPublishedRowFacts)
+    EXPECT_NE(text.str().find("\"" + std::string(n) + "\""), std::string::npos) << n << " is not read by published.cpp";
+  std::map<std::string, std::string> not_modelled;
+  for (const CsvRow& r : read("data/run_facts/not_modelled.csv")) {
+    EXPECT_FALSE(r.get("reason").empty()) << r.get("fact");
+    EXPECT_TRUE(not_modelled.emplace(r.get("fact"), r.get("reason")).second) << "declared twice: " << r.get("fact");
+    EXPECT_TRUE(recorded.count(r.get("fact"))) << r.get("fact") << " is declared but no run records it";
+    EXPECT_FALSE(read_names.count(r.get("fact"))) << r.get("fact") << " is declared not modelled but apply_run_facts reads it";
+  }
+  for (const std::string& name : recorded) {
+    const bool published = std::find(kPublishedRowFacts.begin(), kPublishedRowFacts.end(), name) != kPublishedRowFacts.end();
+    EXPECT_TRUE(read_names.count(name) || published || not_modelled.count(name))
+        << "run fact '" << name << "' (data/run_facts/facts.csv) is neither applied (simulator/run_facts_apply.cpp) "
+        << "nor declared in data/run_facts/not_modelled.csv with the reason";
+  }
 }

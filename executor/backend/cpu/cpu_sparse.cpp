@@ -119,24 +119,7 @@ void CpuBackend::moe_route_forward(float* probs, int32_t* idx, float* weights, c
 
 void CpuBackend::moe_route_backward(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
                                     const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k) {
-  for (int64_t n = 0; n < N; ++n) {
-    float* dl = dlogits + n * E;
-    for (int64_t e = 0; e < E; ++e) dl[e] = 0;
-    if (dweights) {
-      const float* w = weights + n * k;
-      const float* dw = dweights + n * k;
-      float s = 0;
-      for (int64_t j = 0; j < k; ++j) s += w[j] * dw[j];
-      for (int64_t j = 0; j < k; ++j) dl[idx[n * k + j]] += km::softmax_backward(w[j], dw[j], s);
-    }
-    if (dprobs) {
-      const float* p = probs + n * E;
-      const float* dp = dprobs + n * E;
-      float s = 0;
-      for (int64_t e = 0; e < E; ++e) s += p[e] * dp[e];
-      for (int64_t e = 0; e < E; ++e) dl[e] += km::softmax_backward(p[e], dp[e], s);
-    }
-  }
+  for (int64_t n = 0; n < N; ++n) km::moe_route_backward_row(dlogits, dweights, dprobs, probs, idx, weights, n, E, k);
 }
 
 void CpuBackend::gather_rows(float* dst, const float* src, const int32_t* rows, int64_t n, int64_t C) {

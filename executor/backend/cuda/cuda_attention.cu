@@ -23,23 +23,7 @@ namespace {
 constexpr int BQ = kAttnBQ, BK = kAttnBK, NT = kAttnThreads, NW = NT / 32, RPW = BQ / NW;
 static_assert(BQ == 32 && BK == 32 && RPW * NW == BQ && RPW * NW == BK, "tile shape assumed below");
 
-__device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000); }
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ __forceinline__ int warp_max_int(int v) {
-  for (int off = 16; off > 0; off /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ __forceinline__ int warp_min_int(int v) {
-  for (int off = 16; off > 0; off /= 2) v = min(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
+#include "executor/backend/cuda/device_reduce.cuh"
 
 // element (b, t, h, d) of a (B, T, H, Dim) tensor
 __device__ __forceinline__ int64_t at(int64_t b, int64_t t, int64_t h, int64_t d, int64_t T, int64_t H, int64_t Dim) {
@@ -56,6 +40,83 @@ __device__ void load_rows(float* sm, int ld, const float* x, int64_t b, int64_t 
   }
 }
 
+// The query tile of this block (grid: Tq tiles, Hq, B): batch, query head, first query, its KV head, and
+// how many queries it holds.
+struct QueryTile {
+  int64_t b, h, i0, hk;
+  int bq;
+};
+__device__ __forceinline__ QueryTile query_tile(const AttnDims& a) {
+  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * BQ;
+  return {b, h, i0, h / (a.Hq / a.Hkv), int(min(int64_t(BQ), a.Tq - i0))};
+}
+
+// After a barrier, warp 0 writes the largest of the tile's 32 query positions to *qmax.
+__device__ __forceinline__ void publish_max_position(const int* qp, int* qmax) {
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int m = warp_max_int(qp[threadIdx.x]);
+    if (threadIdx.x == 0) *qmax = m;
+  }
+}
+
+// Positions, log-sum-exp and delta of the query tile at i0 of head h (bq rows; padding rows masked).
+__device__ __forceinline__ void load_query_stats(int* qp, float* ls, float* dl, const int32_t* qpos, const float* lse,
+                                                 const float* delta, int64_t b, int64_t h, int64_t i0, int bq,
+                                                 const AttnDims& a) {
+  if (threadIdx.x < BQ) {
+    const int t = threadIdx.x;
+    qp[t] = t < bq ? qpos[i0 + t] : INT_MIN;
+    ls[t] = t < bq ? lse[(b * a.Hq + h) * a.Tq + i0 + t] : neg_inf();
+    dl[t] = t < bq ? delta[(b * a.Hq + h) * a.Tq + i0 + t] : 0.0f;
+  }
+}
+
+// The key tile at j0 of KV head hk (bk keys) for a query tile: its positions into kp and, unless no key
+// of it is visible to a query up to *qmax (then false, nothing loaded), its K rows into Ks (row stride
+// ldk) and V rows into Vs (ldv). Every thread of the block calls it (it holds barriers).
+__device__ bool load_key_tile(int* kp, float* Ks, int ldk, float* Vs, int ldv, const float* k, const float* v,
+                              const int32_t* kpos, int64_t b, int64_t j0, int bk, int64_t hk, const AttnDims& a,
+                              const int* qmax) {
+  __syncthreads();  // the previous tile is consumed; *qmax is written
+  if (threadIdx.x < BK) kp[threadIdx.x] = threadIdx.x < bk ? kpos[j0 + threadIdx.x] : INT_MAX;
+  __syncthreads();
+  if (!__syncthreads_or(threadIdx.x < BK && kp[threadIdx.x] <= *qmax)) return false;  // fully masked tile
+  load_rows(Ks, ldk, k, b, j0, bk, hk, a.Tk, a.Hkv, a.D);
+  load_rows(Vs, ldv, v, b, j0, bk, hk, a.Tk, a.Hkv, a.Dv);
+  __syncthreads();
+  return true;
+}
+
+// acc[r][c] += sum_j s_j[r] x[j][lane + 32 c] over the n rows j of x (row stride ld, ncols columns),
+// s_j being lane j's s (this warp's RPW rows of a score-like tile, one lane per column j).
+template <int NC>
+__device__ __forceinline__ void warp_rows_accumulate(float (&acc)[RPW][NC], const float (&s)[RPW], const float* x, int ld,
+                                                     int ncols, int n, int lane) {
+  for (int j = 0; j < n; ++j) {
+    float sj[RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) sj[r] = __shfl_sync(0xffffffffu, s[r], j);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const int d = lane + 32 * c;
+      const float xv = d < ncols ? x[j * ld + d] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) acc[r][c] += sj[r] * xv;
+    }
+  }
+}
+
+// s[r] += dot(row warp * RPW + r of `rows` (row stride ld), x) over n columns, for this warp's RPW rows
+// (x: one row per lane, in shared memory).
+__device__ __forceinline__ void warp_rows_dot(float (&s)[RPW], const float* rows, int ld, const float* x, int n, int warp) {
+  for (int d = 0; d < n; ++d) {
+    const float xv = x[d];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) s[r] += rows[(warp * RPW + r) * ld + d] * xv;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // forward: grid (Tq tiles, Hq, B)
 
@@ -69,18 +130,12 @@ __global__ void __launch_bounds__(NT) attn_forward_kernel(float* out, float* lse
   float* Vs = Ks + BK * (D + 1);  // (BK, Dv)
   __shared__ int qp[BQ], kp[BK];
   __shared__ int s_qmax;
-  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * BQ;
-  const int64_t hk = h / (a.Hq / a.Hkv);
-  const int bq = int(min(int64_t(BQ), a.Tq - i0));
+  const auto [b, h, i0, hk, bq] = query_tile(a);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   load_rows(Qs, D, q, b, i0, bq, h, a.Tq, a.Hq, D);
   if (threadIdx.x < BQ) qp[threadIdx.x] = threadIdx.x < bq ? qpos[i0 + threadIdx.x] : INT_MIN;
-  __syncthreads();
-  if (warp == 0) {
-    const int m = warp_max_int(qp[lane]);
-    if (lane == 0) s_qmax = m;
-  }
+  publish_max_position(qp, &s_qmax);
   float acc[RPW][NC], m_run[RPW], l_run[RPW];
 #pragma unroll
   for (int r = 0; r < RPW; ++r) {
@@ -90,22 +145,12 @@ __global__ void __launch_bounds__(NT) attn_forward_kernel(float* out, float* lse
   }
   for (int64_t j0 = 0; j0 < a.Tk; j0 += BK) {
     const int bk = int(min(int64_t(BK), a.Tk - j0));
-    __syncthreads();  // the previous tile is consumed; s_qmax is written
-    if (threadIdx.x < BK) kp[threadIdx.x] = threadIdx.x < bk ? kpos[j0 + threadIdx.x] : INT_MAX;
-    __syncthreads();
-    if (!__syncthreads_or(threadIdx.x < BK && kp[threadIdx.x] <= s_qmax)) continue;  // fully masked tile
-    load_rows(Ks, D + 1, k, b, j0, bk, hk, a.Tk, a.Hkv, D);
-    load_rows(Vs, Dv, v, b, j0, bk, hk, a.Tk, a.Hkv, Dv);
-    __syncthreads();
+    if (!load_key_tile(kp, Ks, D + 1, Vs, Dv, k, v, kpos, b, j0, bk, hk, a, &s_qmax)) continue;
     // scores of this warp's rows, lane = key
     float s[RPW];
 #pragma unroll
     for (int r = 0; r < RPW; ++r) s[r] = 0.0f;
-    for (int d = 0; d < D; ++d) {
-      const float kv = Ks[lane * (D + 1) + d];
-#pragma unroll
-      for (int r = 0; r < RPW; ++r) s[r] += Qs[(warp * RPW + r) * D + d] * kv;
-    }
+    warp_rows_dot(s, Qs, D, Ks + lane * (D + 1), D, warp);
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
       const int i = warp * RPW + r;
@@ -124,18 +169,7 @@ __global__ void __launch_bounds__(NT) attn_forward_kernel(float* out, float* lse
       s[r] = p;
     }
     // acc (row, lane + 32 c) += sum_j p_j V[j]
-    for (int j = 0; j < bk; ++j) {
-      float pj[RPW];
-#pragma unroll
-      for (int r = 0; r < RPW; ++r) pj[r] = __shfl_sync(0xffffffffu, s[r], j);
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        const int d = lane + 32 * c;
-        const float vv = d < Dv ? Vs[j * Dv + d] : 0.0f;
-#pragma unroll
-        for (int r = 0; r < RPW; ++r) acc[r][c] += pj[r] * vv;
-      }
-    }
+    warp_rows_accumulate(acc, s, Vs, Dv, Dv, bk, lane);
   }
 #pragma unroll
   for (int r = 0; r < RPW; ++r) {
@@ -202,24 +236,13 @@ __global__ void __launch_bounds__(NT)
   __shared__ int qp[BQ], kp[BK];
   __shared__ float ls[BQ], dl[BQ];
   __shared__ int s_qmax;
-  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * BQ;
-  const int64_t hk = h / (a.Hq / a.Hkv);
-  const int bq = int(min(int64_t(BQ), a.Tq - i0));
+  const auto [b, h, i0, hk, bq] = query_tile(a);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   load_rows(Qs, D, q, b, i0, bq, h, a.Tq, a.Hq, D);
   load_rows(dOs, Dv, dout, b, i0, bq, h, a.Tq, a.Hq, Dv);
-  if (threadIdx.x < BQ) {
-    const int t = threadIdx.x;
-    qp[t] = t < bq ? qpos[i0 + t] : INT_MIN;
-    ls[t] = t < bq ? lse[(b * a.Hq + h) * a.Tq + i0 + t] : neg_inf();
-    dl[t] = t < bq ? delta[(b * a.Hq + h) * a.Tq + i0 + t] : 0.0f;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    const int m = warp_max_int(qp[lane]);
-    if (lane == 0) s_qmax = m;
-  }
+  load_query_stats(qp, ls, dl, qpos, lse, delta, b, h, i0, bq, a);
+  publish_max_position(qp, &s_qmax);
   float acc[RPW][NC];
 #pragma unroll
   for (int r = 0; r < RPW; ++r)
@@ -227,26 +250,12 @@ __global__ void __launch_bounds__(NT)
     for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
   for (int64_t j0 = 0; j0 < a.Tk; j0 += BK) {
     const int bk = int(min(int64_t(BK), a.Tk - j0));
-    __syncthreads();
-    if (threadIdx.x < BK) kp[threadIdx.x] = threadIdx.x < bk ? kpos[j0 + threadIdx.x] : INT_MAX;
-    __syncthreads();
-    if (!__syncthreads_or(threadIdx.x < BK && kp[threadIdx.x] <= s_qmax)) continue;
-    load_rows(Ks, D + 1, k, b, j0, bk, hk, a.Tk, a.Hkv, D);
-    load_rows(Vs, Dv + 1, v, b, j0, bk, hk, a.Tk, a.Hkv, Dv);
-    __syncthreads();
+    if (!load_key_tile(kp, Ks, D + 1, Vs, Dv + 1, k, v, kpos, b, j0, bk, hk, a, &s_qmax)) continue;
     float s[RPW], dp[RPW];
 #pragma unroll
     for (int r = 0; r < RPW; ++r) s[r] = dp[r] = 0.0f;
-    for (int d = 0; d < D; ++d) {
-      const float kv = Ks[lane * (D + 1) + d];
-#pragma unroll
-      for (int r = 0; r < RPW; ++r) s[r] += Qs[(warp * RPW + r) * D + d] * kv;
-    }
-    for (int d = 0; d < Dv; ++d) {
-      const float vv = Vs[lane * (Dv + 1) + d];
-#pragma unroll
-      for (int r = 0; r < RPW; ++r) dp[r] += dOs[(warp * RPW + r) * Dv + d] * vv;
-    }
+    warp_rows_dot(s, Qs, D, Ks + lane * (D + 1), D, warp);
+    warp_rows_dot(dp, dOs, Dv, Vs + lane * (Dv + 1), Dv, warp);
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
       const int i = warp * RPW + r;
@@ -254,18 +263,7 @@ __global__ void __launch_bounds__(NT)
       const float p = vis ? km::vexp(s[r] * a.scale - ls[i]) : 0.0f;
       s[r] = km::attn_dscore(p, dp[r], dl[i], a.scale);  // s becomes dS
     }
-    for (int j = 0; j < bk; ++j) {
-      float dsj[RPW];
-#pragma unroll
-      for (int r = 0; r < RPW; ++r) dsj[r] = __shfl_sync(0xffffffffu, s[r], j);
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        const int d = lane + 32 * c;
-        const float kv = d < D ? Ks[j * (D + 1) + d] : 0.0f;
-#pragma unroll
-        for (int r = 0; r < RPW; ++r) acc[r][c] += dsj[r] * kv;
-      }
-    }
+    warp_rows_accumulate(acc, s, Ks, D + 1, D, bk, lane);  // dQ += dS K
   }
 #pragma unroll
   for (int r = 0; r < RPW; ++r) {
@@ -317,12 +315,7 @@ __global__ void __launch_bounds__(NT)
     for (int64_t i0 = 0; i0 < a.Tq; i0 += BQ) {
       const int bq = int(min(int64_t(BQ), a.Tq - i0));
       __syncthreads();
-      if (threadIdx.x < BQ) {
-        const int t = threadIdx.x;
-        qp[t] = t < bq ? qpos[i0 + t] : INT_MIN;
-        ls[t] = t < bq ? lse[(b * a.Hq + h) * a.Tq + i0 + t] : neg_inf();
-        dl[t] = t < bq ? delta[(b * a.Hq + h) * a.Tq + i0 + t] : 0.0f;
-      }
+      load_query_stats(qp, ls, dl, qpos, lse, delta, b, h, i0, bq, a);
       __syncthreads();
       if (!__syncthreads_or(threadIdx.x < BQ && qp[threadIdx.x] >= s_kmin)) continue;
       load_rows(Qs, D + 1, q, b, i0, bq, h, a.Tq, a.Hq, D);
@@ -332,16 +325,8 @@ __global__ void __launch_bounds__(NT)
       float s[RPW], dp[RPW];
 #pragma unroll
       for (int r = 0; r < RPW; ++r) s[r] = dp[r] = 0.0f;
-      for (int d = 0; d < D; ++d) {
-        const float qv = Qs[lane * (D + 1) + d];
-#pragma unroll
-        for (int r = 0; r < RPW; ++r) s[r] += Ks[(warp * RPW + r) * D + d] * qv;
-      }
-      for (int d = 0; d < Dv; ++d) {
-        const float ov = dOs[lane * (Dv + 1) + d];
-#pragma unroll
-        for (int r = 0; r < RPW; ++r) dp[r] += Vs[(warp * RPW + r) * Dv + d] * ov;
-      }
+      warp_rows_dot(s, Ks, D, Qs + lane * (D + 1), D, warp);
+      warp_rows_dot(dp, Vs, Dv, dOs + lane * (Dv + 1), Dv, warp);
       float p[RPW];
 #pragma unroll
       for (int r = 0; r < RPW; ++r) {
@@ -383,11 +368,6 @@ __global__ void __launch_bounds__(NT)
       if (d < Dv) ov[d] += adv[r][c];
     }
   }
-}
-
-void check_launch(const char* what) {
-  cudaError_t e = cudaPeekAtLastError();
-  if (e != cudaSuccess) fatal_error(what, cudaGetErrorString(e), __FILE__, __LINE__);
 }
 
 dim3 grid_of(const AttnLaunch& l) { return dim3(unsigned(l.grid_x), unsigned(l.grid_y), unsigned(l.grid_z)); }

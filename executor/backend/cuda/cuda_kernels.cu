@@ -11,65 +11,7 @@ namespace mplan::exec::gpu {
 
 namespace {
 
-__device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000); }
-
-__device__ __forceinline__ int64_t gtid() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ __forceinline__ int64_t gstride() { return int64_t(gridDim.x) * blockDim.x; }
-
-template <class T>
-__device__ __forceinline__ T warp_sum(T v) {
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-
-// Sum over the block (blockDim.x a multiple of 32, <= 1024); the result is valid in every thread.
-template <class T>
-__device__ T block_sum(T v) {
-  __shared__ T part[32];
-  __shared__ T total;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warp_sum(v);
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    T x = lane < warps ? part[lane] : T(0);
-    x = warp_sum(x);
-    if (lane == 0) total = x;
-  }
-  __syncthreads();
-  T r = total;
-  __syncthreads();  // `part`/`total` may be reused by a following call
-  return r;
-}
-__device__ float block_max(float v) {
-  __shared__ float part[32];
-  __shared__ float total;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warp_max(v);
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float x = lane < warps ? part[lane] : neg_inf();
-    x = warp_max(x);
-    if (lane == 0) total = x;
-  }
-  __syncthreads();
-  float r = total;
-  __syncthreads();
-  return r;
-}
-
-void check_launch(const char* what) {
-  // launch-configuration errors surface here; asynchronous faults at the backend's next sync.
-  // fatal_error names host and rank and aborts the whole MPI job (a plain abort() of one rank can
-  // leave the others waiting in a collective).
-  cudaError_t e = cudaPeekAtLastError();
-  if (e != cudaSuccess) fatal_error(what, cudaGetErrorString(e), __FILE__, __LINE__);
-}
+#include "executor/backend/cuda/device_reduce.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // element-wise
@@ -434,24 +376,8 @@ __global__ void moe_route_forward_kernel(float* probs, int32_t* idx, float* weig
 }
 __global__ void moe_route_backward_kernel(float* dlogits, const float* dweights, const float* dprobs, const float* probs,
                                           const int32_t* idx, const float* weights, int64_t N, int64_t E, int64_t k) {
-  for (int64_t n = gtid(); n < N; n += gstride()) {
-    float* dl = dlogits + n * E;
-    for (int64_t e = 0; e < E; ++e) dl[e] = 0;
-    if (dweights) {
-      const float* w = weights + n * k;
-      const float* dw = dweights + n * k;
-      float s = 0;
-      for (int64_t j = 0; j < k; ++j) s += w[j] * dw[j];
-      for (int64_t j = 0; j < k; ++j) dl[idx[n * k + j]] += km::softmax_backward(w[j], dw[j], s);
-    }
-    if (dprobs) {
-      const float* p = probs + n * E;
-      const float* dp = dprobs + n * E;
-      float s = 0;
-      for (int64_t e = 0; e < E; ++e) s += p[e] * dp[e];
-      for (int64_t e = 0; e < E; ++e) dl[e] += km::softmax_backward(p[e], dp[e], s);
-    }
-  }
+  for (int64_t n = gtid(); n < N; n += gstride())
+    km::moe_route_backward_row(dlogits, dweights, dprobs, probs, idx, weights, n, E, k);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,21 +17,29 @@ OpKernelCall op_kernel_call(const Op& op, const ModelSpec& m, int64_t T) {
   c.Hkv = m.num_query_groups > 0 ? m.num_query_groups : m.num_attention_heads;
   c.D = m.kv_channels > 0 ? m.kv_channels : m.hidden_size / std::max(1, m.num_attention_heads);
   c.F = m.ffn_hidden_size;
-  if (op.kind == OpKind::attention && op.name == "attn_core") {
-    c.call = BackendCall::attention;
-    c.has_backward = true;
-  } else if (op.name == "attn_norm" || op.name == "mlp_norm" || op.name == "final_norm") {
-    c.call = m.norm == NormKind::rmsnorm ? BackendCall::rmsnorm : BackendCall::layernorm;
-    c.has_backward = true;
-  } else if (op.name == "act") {
-    c.call = BackendCall::act;
-    c.has_backward = true;
-  } else if (op.name == "attn_residual" || op.name == "mlp_residual") {
-    c.call = BackendCall::add;  // the backward passes the gradient through (a copy in the layers)
-  } else if (op.name == "rope" && m.position_embedding == PositionEmbedding::rope) {
-    c.call = BackendCall::rope;
-    c.has_backward = true;
+  switch (op.id) {
+    case OpId::attn_core:
+      c.call = BackendCall::attention;
+      break;
+    case OpId::attn_norm:
+    case OpId::mlp_norm:
+    case OpId::final_norm:
+      c.call = m.norm == NormKind::rmsnorm ? BackendCall::rmsnorm : BackendCall::layernorm;
+      break;
+    case OpId::act:
+      c.call = BackendCall::act;
+      break;
+    case OpId::attn_residual:
+    case OpId::mlp_residual:
+      c.call = BackendCall::add;  // the backward passes the gradient through (a copy in the layers)
+      break;
+    case OpId::rope:
+      if (m.position_embedding == PositionEmbedding::rope) c.call = BackendCall::rope;
+      break;
+    default:
+      break;
   }
+  c.has_backward = c.call != BackendCall::none && c.call != BackendCall::add;
   return c;
 }
 
