@@ -376,7 +376,7 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
   }
   Plan p = job_;
   p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel);
-  auto r = simulate(p, prm_);
+  auto r = simulate(p, prm_, SimOptions{false, false, &bounds_.sim_cache()});
   if (!r) {  // simulate() validates every layout; the enumerator's rules should never let one through
     ev.invalid = r.error().problems.empty() ? "invalid layout" : r.error().problems.front();
     return ev;
