@@ -258,6 +258,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
     return true;
   };
 
+  const size_t stage_stride = size_t(vpp) * m;  // from a stage's slot to the next stage's
   for (int s = 0; next_stage(s);) {
     const std::vector<Action>& list = lists[size_t(s)];
     const std::vector<ChunkCost>& chunks = w.stages[size_t(s)].chunks;
@@ -267,27 +268,29 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       const ChunkCost& ch = chunks[size_t(a.chunk)];
       double ready = 0, produced = 0;  // arrival of the input, and when its producer finished
       bool ok = true;
+      const size_t sl = (size_t(s) * vpp + a.chunk) * m + a.microbatch;  // this action's slot in the grids
       if (a.phase == Phase::F) {
         if (s > 0 || a.chunk > 0) {
-          ready = f_arr.at(s, a.chunk, a.microbatch);
+          ready = f_arr.v[sl];
           ok = ready != kUnset;
-          produced = ok ? (s > 0 ? f_end.at(s - 1, a.chunk, a.microbatch) : f_end.at(pp - 1, a.chunk - 1, a.microbatch)) : 0;
+          produced = ok ? (s > 0 ? f_end.v[sl - stage_stride] : f_end.at(pp - 1, a.chunk - 1, a.microbatch)) : 0;
         }
       } else if (a.phase == Phase::B) {
-        ok = f_end.at(s, a.chunk, a.microbatch) != kUnset;
-        ready = ok ? f_end.at(s, a.chunk, a.microbatch) : 0;
+        ready = f_end.v[sl];
+        ok = ready != kUnset;
+        if (!ok) ready = 0;
         produced = ready;
         if (ok && (s < pp - 1 || a.chunk < vpp - 1)) {
-          double arr = b_arr.at(s, a.chunk, a.microbatch);
+          double arr = b_arr.v[sl];
           ok = arr != kUnset;
           if (ok) {
-            produced = s < pp - 1 ? b_end.at(s + 1, a.chunk, a.microbatch) : b_end.at(0, a.chunk + 1, a.microbatch);
+            produced = s < pp - 1 ? b_end.v[sl + stage_stride] : b_end.at(0, a.chunk + 1, a.microbatch);
             ready = std::max(ready, arr);
           }
         }
       } else {
-        ok = b_end.at(s, a.chunk, a.microbatch) != kUnset;
-        ready = produced = ok ? b_end.at(s, a.chunk, a.microbatch) : 0;
+        ok = b_end.v[sl] != kUnset;
+        ready = produced = ok ? b_end.v[sl] : 0;
       }
       if (!ok) break;  // re-examined when the producer is scheduled
       double start = std::max(free_at[s], ready);
@@ -356,7 +359,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       };
       // record completion and hand the tensor to the neighbour
       if (a.phase == Phase::F) {
-        f_end.at(s, a.chunk, a.microbatch) = end;
+        f_end.v[sl] = end;
         int ns = -1, nc = a.chunk;
         if (s < pp - 1)
           ns = s + 1;
@@ -376,7 +379,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           wake(arr, ns);
         }
       } else if (a.phase == Phase::B) {
-        b_end.at(s, a.chunk, a.microbatch) = end;
+        b_end.v[sl] = end;
         if (++b_count[size_t(s) * vpp + a.chunk] == m) last_b[s][a.chunk] = {start, end};
         int ns = -1, nc = a.chunk;
         if (s > 0)
