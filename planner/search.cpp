@@ -109,7 +109,9 @@ class Searcher {
   double search_progress(int64_t popped) const;
   bool prepare();  // false when cancelled
   void expand(const std::vector<int64_t>& group);
-  double node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const;
+  // `ct_ready`: `ct` holds the chunk totals memory_lb() computed for `n` (reused when they are the same).
+  double node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact,
+                    bool ct_ready = false) const;
   // Memory (GiB) with the activations each stage holds at its first backward: a lower bound.
   double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms) const;
   Evaluated evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const;
@@ -294,9 +296,11 @@ double Searcher::search_progress(int64_t popped) const {
   return kPrepareShare + (1 - kPrepareShare) * done;
 }
 
-double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const {
+double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact,
+                            bool ct_ready) const {
   const Frame& f = frames_[n.frame];
-  return candidate_time_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, prm_, p2p_time(J_, prm_, n.l), exact, ct, tail) *
+  return candidate_time_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, prm_, p2p_time(J_, prm_, n.l), exact, ct, tail,
+                           ct_ready) *
          (1 - kSlack);
 }
 
@@ -331,8 +335,8 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
-            n.bound =
-                mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, node_bound(n, ct, tail, false));
+            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack)
+                               : std::max(si.bound, node_bound(n, ct, tail, false, n.l.recompute != Recompute::selective));
           made[g].push_back(n);
         }
     }

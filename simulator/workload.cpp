@@ -175,7 +175,10 @@ void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0
   }
 }
 
-ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, const RankGrid& grid, int dom) {
+GroupPlacement placement_of(WorkloadMemo* memo, const RankGrid& grid, const ParallelConfig& p, Dim d, int dom);
+
+ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, const RankGrid& grid, int dom,
+                                      WorkloadMemo* memo = nullptr) {
   const ParallelConfig& p = plan.parallel;
   const ModelSpec& m = plan.model;
   ListTimingContext lt;
@@ -189,10 +192,10 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.tp_comm_overlap = p.tp_comm_overlap;
   lt.tp_overlap_share = framework_runs(plan.training.framework).tp_overlap_share;
   lt.moe_a2a_overlap = p.moe_a2a_overlap;
-  lt.tp_pl = grid.placement(Dim::tp, dom);
-  lt.cp_pl = grid.placement(Dim::cp, dom);
-  lt.ep_pl = grid.placement(Dim::ep, dom);
-  lt.etp_pl = grid.placement(Dim::etp, dom);
+  lt.tp_pl = placement_of(memo, grid, p, Dim::tp, dom);
+  lt.cp_pl = placement_of(memo, grid, p, Dim::cp, dom);
+  lt.ep_pl = placement_of(memo, grid, p, Dim::ep, dom);
+  lt.etp_pl = placement_of(memo, grid, p, Dim::etp, dom);
   if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
     lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl, m.moe->router_num_groups,
                                            m.moe->router_group_topk);
@@ -256,11 +259,31 @@ ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
 
 }  // namespace
 
-// The op lists' costs by ListKey (SimCache::workload_memo()).
+// The op lists' costs by ListKey and the group placements by grid (SimCache::workload_memo()).
 struct WorkloadMemo {
   std::mutex mu;
   std::map<ListKey, std::shared_ptr<const ListCosts>> lists;
+  std::map<std::array<int, 8>, GroupPlacement> placements;  // (tp, cp, dp, pp, etp, ep, domain, dim)
 };
+
+namespace {
+
+// RankGrid::placement (a pure function of the grid's sizes, the domain and the dimension; large data-
+// parallel groups cost thousands of steps), looked up in the memo when there is one.
+GroupPlacement placement_of(WorkloadMemo* memo, const RankGrid& grid, const ParallelConfig& p, Dim d, int dom) {
+  if (!memo) return grid.placement(d, dom);
+  const std::array<int, 8> key{p.tp, p.cp, p.dp(), p.pp, p.etp, p.ep, dom, int(d)};
+  {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    if (auto it = memo->placements.find(key); it != memo->placements.end()) return it->second;
+  }
+  GroupPlacement g = grid.placement(d, dom);
+  std::lock_guard<std::mutex> lock(memo->mu);
+  memo->placements.emplace(key, g);
+  return g;
+}
+
+}  // namespace
 
 SimCache::SimCache() : memo_(std::make_unique<WorkloadMemo>()) {}
 SimCache::~SimCache() = default;
@@ -294,8 +317,8 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
   w.comm_overlap = prm.comm_overlap >= 0.5;
   RankGrid grid(p);
   int dom = std::max(1, cl.placement_domain());
-  Ctx x{plan, p, cl, prm, {}, grid.placement(Dim::dp, dom), grid.placement(Dim::edp, dom)};
-  x.lt = list_timing_context(plan, prm, grid, dom);
+  Ctx x{plan, p, cl, prm, {}, placement_of(memo, grid, p, Dim::dp, dom), placement_of(memo, grid, p, Dim::edp, dom)};
+  x.lt = list_timing_context(plan, prm, grid, dom, memo);
   const OpContext oc = op_context(plan, p, prm);
 
   // layer costs by type (dense / MoE) x attention (full / sliding window), embedding and head
