@@ -40,6 +40,7 @@ void expect_cache_neutral(const Plan& job, int top_k, const std::string& what) {
   std::vector<Plan> plans = searched_plans(job, top_k);
   ASSERT_GT(plans.size(), 3u) << what;
   std::vector<std::string> plain;
+  plain.reserve(plans.size());
   for (const Plan& p : plans) plain.push_back(report_text(p, nullptr));
   // one cache for all, in order and again in reverse order (entries made by other layouts reused)
   SimCache cache;
