@@ -155,9 +155,9 @@ double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& cand, co
 }
 
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
-                           std::vector<ChunkTotals>& ct, std::vector<double>& act) {
+                           std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready) {
   if (l.recompute == Recompute::selective) return f.static_mem[l.zero];
-  b.chunk_totals(l, ps, costs.get(shape_of(l)), ct);
+  if (!ct_ready) b.chunk_totals(l, ps, costs.get(shape_of(l)), ct);
   b.activations_at_first_backward(l, ps, ct, act);
   double m = 0;
   const int z = l.zero;

@@ -73,9 +73,9 @@ double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const
                          bool ct_ready = false);
 // Lower bound of the peak memory (GiB) of candidate `l`: its frame's memory with the activations each
 // stage holds at its first backward (the frame's static memory for selective recompute, whose probe
-// comes later). `ct`/`act`: scratch.
+// comes later). `ct`/`act`: scratch; `ct_ready`: `ct` already holds `l`'s chunk totals.
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
-                           std::vector<ChunkTotals>& ct, std::vector<double>& act);
+                           std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready = false);
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 
