@@ -129,20 +129,6 @@ double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vec
   return tail.empty() ? best + std::max(0.0, prm_.optimizer_overhead_s) : best;
 }
 
-const ScheduleInfo& Bounds::schedule(Schedule sch, int pp, int vpp, int64_t m) const {
-  auto key = std::make_tuple(int(sch), pp, vpp, m);
-  {
-    std::lock_guard<std::mutex> lock(sched_mu_);
-    auto it = sched_.find(key);
-    if (it != sched_.end()) return *it->second;
-  }
-  auto info = std::make_unique<ScheduleInfo>();
-  info->actions.resize(pp);
-  for (int s = 0; s < pp; ++s) info->actions[s] = schedule_actions(sch, pp, vpp, int(m), s);
-  std::lock_guard<std::mutex> lock(sched_mu_);
-  return *sched_.emplace(key, std::move(info)).first->second;
-}
-
 void Bounds::peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                               std::vector<double>& peak) const {
   peak.assign(ps.pp, 0.0);

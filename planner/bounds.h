@@ -72,9 +72,7 @@ struct ChunkTotals {
 };
 
 // The action lists of one schedule shape (all stages).
-struct ScheduleInfo {
-  std::vector<std::vector<Action>> actions;  // [stage]
-};
+using ScheduleInfo = ScheduleTable;
 
 // Forwards of each chunk that precede the first backward of `stage`, and that backward's chunk
 // (closed forms of core/schedule.cpp's warm-up phases; tests/planner compares them with the lists).
@@ -97,7 +95,11 @@ class Bounds {
   void activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                                      std::vector<double>& out) const;
   // Cached action lists (thread-safe).
-  const ScheduleInfo& schedule(Schedule s, int pp, int vpp, int64_t microbatches) const;
+  const ScheduleInfo& schedule(Schedule s, int pp, int vpp, int64_t microbatches) const {
+    return cache_.schedule(s, pp, vpp, microbatches);
+  }
+  // The job's simulation cache (schedule tables, op-list costs, buffers), shared with simulate().
+  SimCache& sim_cache() const { return cache_; }
   // Scratch of one thread for peak_memory_gib (a plan copy whose layout fields are overwritten).
   struct MemScratch {
     Plan plan;
@@ -118,8 +120,7 @@ class Bounds {
   const Job& job_;
   CostParams prm_;
   std::vector<int> moe_prefix_;  // MoE layers among the first i layers
-  mutable std::mutex sched_mu_;
-  mutable std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<ScheduleInfo>> sched_;
+  mutable SimCache cache_;
   bool mtp_moe_ = false;
   ParamCounts counts_;  // the model's parameter counts (for fill_stage_params)
 };

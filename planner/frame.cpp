@@ -141,22 +141,23 @@ void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std
 }
 
 double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& cand, const PipeShape& ps, LayerCostCache& costs,
-                         const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct,
-                         std::vector<double>& tail) {
+                         const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct, std::vector<double>& tail,
+                         bool ct_ready) {
   // Selective recompute only adds time, so before its probe exists the plain costs bound it.
   Layout l = cand;
   bool approx = !exact && l.recompute == Recompute::selective;
   if (approx) l.recompute = Recompute::none;
-  b.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
+  if (!ct_ready || cand.recompute == Recompute::selective)
+    b.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
   add_fsdp(f, l, ps, prm, ct);
   stage_tails(f, l, ps, ct, tail, !approx);
   return b.step_time_lb(l, ps, ct, tail, p2p_s);
 }
 
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
-                           std::vector<ChunkTotals>& ct, std::vector<double>& act) {
+                           std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready) {
   if (l.recompute == Recompute::selective) return f.static_mem[l.zero];
-  b.chunk_totals(l, ps, costs.get(shape_of(l)), ct);
+  if (!ct_ready) b.chunk_totals(l, ps, costs.get(shape_of(l)), ct);
   b.activations_at_first_backward(l, ps, ct, act);
   double m = 0;
   const int z = l.zero;

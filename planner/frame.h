@@ -66,15 +66,16 @@ void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std
                  std::vector<double>& out, bool with_grad_bucket = true);
 // Lower bound of the simulated step time of candidate `l` of frame `f` (chunk costs from the probes,
 // FSDP traffic, stage tails, bounds.h's chain). Without `exact`, a selective-recompute candidate is
-// bounded by its plain costs (its own probe is not needed). `ct`/`tail`: scratch.
+// bounded by its plain costs (its own probe is not needed). `ct`/`tail`: scratch; `ct_ready`: `ct`
+// already holds the chunk totals of `l` without selective recompute (candidate_memory_lb's, reused).
 double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
-                         const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct,
-                         std::vector<double>& tail);
+                         const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct, std::vector<double>& tail,
+                         bool ct_ready = false);
 // Lower bound of the peak memory (GiB) of candidate `l`: its frame's memory with the activations each
 // stage holds at its first backward (the frame's static memory for selective recompute, whose probe
-// comes later). `ct`/`act`: scratch.
+// comes later). `ct`/`act`: scratch; `ct_ready`: `ct` already holds `l`'s chunk totals.
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
-                           std::vector<ChunkTotals>& ct, std::vector<double>& act);
+                           std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready = false);
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 

@@ -109,9 +109,12 @@ class Searcher {
   double search_progress(int64_t popped) const;
   bool prepare();  // false when cancelled
   void expand(const std::vector<int64_t>& group);
-  double node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const;
+  // `ct_ready`: `ct` holds the chunk totals memory_lb() computed for `n` (reused when they are the same).
+  double node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact,
+                    bool ct_ready = false) const;
   // Memory (GiB) with the activations each stage holds at its first backward: a lower bound.
-  double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms) const;
+  double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms,
+                   bool ct_ready = false) const;
   Evaluated evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const;
   void flush();
   // After the top K groups are known: simulate the candidates that may still fold into one of them
@@ -294,9 +297,11 @@ double Searcher::search_progress(int64_t popped) const {
   return kPrepareShare + (1 - kPrepareShare) * done;
 }
 
-double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact) const {
+double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& tail, bool exact,
+                            bool ct_ready) const {
   const Frame& f = frames_[n.frame];
-  return candidate_time_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, prm_, p2p_time(J_, prm_, n.l), exact, ct, tail) *
+  return candidate_time_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, prm_, p2p_time(J_, prm_, n.l), exact, ct, tail,
+                           ct_ready) *
          (1 - kSlack);
 }
 
@@ -318,23 +323,32 @@ void Searcher::expand(const std::vector<int64_t>& group) {
   parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
     std::vector<ChunkTotals> ct;
     std::vector<double> tail;
+    std::vector<ChunkTotals> base;  // a variant's chunk totals: the same for every ZeRO level
     Bounds::MemScratch ms;
     for (size_t g = b; g < e; ++g) {
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
-      for (const Layout& v : vars[g])
+      for (const Layout& v : vars[g]) {
+        bool have_base = false;
         for (int z : zeros_) {
           if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
           Node n{v, si.frame, 0.0, group[g]};
           n.l.zero = z;
-          double mem = memory_lb(n, ct, tail, ms);
+          const bool plain = n.l.recompute != Recompute::selective;  // selective: its bounds take other totals
+          if (plain) {
+            if (!have_base) bounds_.chunk_totals(n.l, space_.pipes[f.pipe_id], costs_.get(shape_of(n.l)), base);
+            have_base = true;
+            ct = base;
+          }
+          double mem = memory_lb(n, ct, tail, ms, plain);
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
-            n.bound =
-                mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, node_bound(n, ct, tail, false));
+            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack)
+                               : std::max(si.bound, node_bound(n, ct, tail, false, plain));
           made[g].push_back(n);
         }
+      }
     }
   });
   for (auto& list : made)
@@ -348,9 +362,10 @@ void Searcher::expand(const std::vector<int64_t>& group) {
     }
 }
 
-double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch&) const {
+double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch&,
+                           bool ct_ready) const {
   const Frame& f = frames_[n.frame];
-  return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act);
+  return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act, ct_ready);
 }
 
 Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const {
@@ -376,7 +391,7 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
   }
   Plan p = job_;
   p.parallel = to_parallel(n.l, job_.model, J_.world, job_.parallel);
-  auto r = simulate(p, prm_);
+  auto r = simulate(p, prm_, SimOptions{false, false, &bounds_.sim_cache()});
   if (!r) {  // simulate() validates every layout; the enumerator's rules should never let one through
     ev.invalid = r.error().problems.empty() ? "invalid layout" : r.error().problems.front();
     return ev;

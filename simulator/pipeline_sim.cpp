@@ -18,11 +18,11 @@ namespace {
 
 constexpr double kUnset = -1.0;
 
+// A (stage, chunk, micro-batch) array of times inside the simulation's buffer.
 struct Grid3 {
-  int pp, vpp, m;
-  std::vector<double> v;
-  Grid3(int a, int b, int c) : pp(a), vpp(b), m(c), v(size_t(a) * b * c, kUnset) {}
-  double& at(int s, int c, int mb) { return v[(size_t(s) * vpp + c) * m + mb]; }
+  int vpp, m;
+  double* v;
+  double& at(int s, int c, int mb) const { return v[(size_t(s) * vpp + c) * m + mb]; }
 };
 
 struct Event {
@@ -130,23 +130,81 @@ void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather
 
 }  // namespace
 
+ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
+  ScheduleTable t;
+  t.actions.resize(size_t(pp));
+  t.max_in_flight.resize(size_t(pp));
+  for (int st = 0; st < pp; ++st) {
+    t.actions[size_t(st)] = schedule_actions(s, pp, vpp, microbatches, st);
+    t.max_in_flight[size_t(st)] = max_in_flight(t.actions[size_t(st)]);
+  }
+  return t;
+}
+
+const ScheduleTable& SimCache::schedule(Schedule s, int pp, int vpp, int64_t microbatches) {
+  auto key = std::make_tuple(int(s), pp, vpp, microbatches);
+  {
+    std::lock_guard<std::mutex> lock(sched_mu_);
+    auto it = sched_.find(key);
+    if (it != sched_.end()) return *it->second;
+  }
+  auto t = std::make_unique<ScheduleTable>(make_schedule_table(s, pp, vpp, int(microbatches)));
+  std::lock_guard<std::mutex> lock(sched_mu_);
+  return *sched_.emplace(key, std::move(t)).first->second;  // a table another thread made first wins
+}
+
+std::vector<double> SimCache::take_buffer() {
+  std::lock_guard<std::mutex> lock(buf_mu_);
+  if (free_.empty()) return {};
+  std::vector<double> b = std::move(free_.back());
+  free_.pop_back();
+  return b;
+}
+
+void SimCache::give_buffer(std::vector<double>&& b) {
+  std::lock_guard<std::mutex> lock(buf_mu_);
+  free_.push_back(std::move(b));
+}
+
 PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std::vector<TraceEvent>* trace,
-                                 std::vector<MemoryCounter>* mem, StepGraph* graph) {
+                                 std::vector<MemoryCounter>* mem, StepGraph* graph, SimCache* cache) {
   const bool overlap_grad = p.overlap_grad_reduce && w.comm_overlap;
   const bool overlap_gather = p.overlap_param_gather && w.comm_overlap;
   const int pp = p.pp, vpp = p.vpp, m = w.microbatches;
-  std::vector<std::vector<Action>> lists(pp);
-  for (int s = 0; s < pp; ++s) lists[s] = schedule_actions(p.schedule, pp, vpp, m, s);
+  ScheduleTable own;
+  if (!cache) own = make_schedule_table(p.schedule, pp, vpp, m);
+  const ScheduleTable& table = cache ? cache->schedule(p.schedule, pp, vpp, m) : own;
+  const std::vector<std::vector<Action>>& lists = table.actions;
 
-  Grid3 f_end(pp, vpp, m), b_end(pp, vpp, m), f_arr(pp, vpp, m), b_arr(pp, vpp, m);
-  std::vector<double> free_at(pp, 0.0), link_fwd(pp, 0.0), link_bwd(pp, 0.0);
+  // four (stage, chunk, micro-batch) grids of times, unset until written, and per stage when it is
+  // free, when its forward and backward links are free, and the activations it holds (buffers of the
+  // cache when there is one; separate blocks: one large block is returned to the system and faulted
+  // in again every simulation)
+  const size_t n = size_t(pp) * vpp * m;
+  std::vector<double> bufs[5];
+  for (std::vector<double>& b : bufs) {
+    if (cache) b = cache->take_buffer();
+    b.assign(&b == &bufs[4] ? 4 * size_t(pp) + 3 * size_t(pp) * vpp : n, &b == &bufs[4] ? 0.0 : kUnset);
+  }
+  Grid3 f_end{vpp, m, bufs[0].data()}, b_end{vpp, m, bufs[1].data()}, f_arr{vpp, m, bufs[2].data()},
+      b_arr{vpp, m, bufs[3].data()};
+  double* const free_at = bufs[4].data();
+  double* const link_fwd = free_at + pp;
+  double* const link_bwd = link_fwd + pp;
+  double* const act = link_bwd + pp;
+  double* const dur = act + pp;  // [(stage * vpp + chunk) * 3 + F|B|W]: the action's duration
+  for (int st = 0; st < pp; ++st)
+    for (int c = 0; c < vpp; ++c) {
+      const ChunkCost& ch = w.stages[size_t(st)].chunks[size_t(c)];
+      double* d = dur + (size_t(st) * vpp + c) * 3;
+      d[0] = ch.F.total(), d[1] = ch.B.total(), d[2] = ch.W.total();
+    }
   std::vector<size_t> pos(pp, 0);
   PipelineResult res;
   res.stages.resize(pp);
-  std::vector<double> act(pp, 0.0);
   // final backward of each chunk on each stage: start, end (for the DP bucket overlap)
   std::vector<std::vector<std::pair<double, double>>> last_b(pp, std::vector<std::pair<double, double>>(vpp, {0, 0}));
-  std::vector<std::vector<int>> b_count(pp, std::vector<int>(vpp, 0));
+  std::vector<int> b_count(size_t(pp) * vpp, 0);
 
   // timeline: the communication inside each action, and the sends waiting for their consumer's start
   std::optional<CommEvents> comm;
@@ -200,36 +258,41 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
     return true;
   };
 
+  const size_t stage_stride = size_t(vpp) * m;  // from a stage's slot to the next stage's
   for (int s = 0; next_stage(s);) {
-    while (pos[s] < lists[s].size()) {
-      const Action& a = lists[s][pos[s]];
-      const ChunkCost& ch = w.stages[s].chunks[a.chunk];
+    const std::vector<Action>& list = lists[size_t(s)];
+    const std::vector<ChunkCost>& chunks = w.stages[size_t(s)].chunks;
+    StageResult& sr = res.stages[size_t(s)];
+    while (pos[s] < list.size()) {
+      const Action& a = list[pos[s]];
+      const ChunkCost& ch = chunks[size_t(a.chunk)];
       double ready = 0, produced = 0;  // arrival of the input, and when its producer finished
       bool ok = true;
+      const size_t sl = (size_t(s) * vpp + a.chunk) * m + a.microbatch;  // this action's slot in the grids
       if (a.phase == Phase::F) {
         if (s > 0 || a.chunk > 0) {
-          ready = f_arr.at(s, a.chunk, a.microbatch);
+          ready = f_arr.v[sl];
           ok = ready != kUnset;
-          produced = ok ? (s > 0 ? f_end.at(s - 1, a.chunk, a.microbatch) : f_end.at(pp - 1, a.chunk - 1, a.microbatch)) : 0;
+          produced = ok ? (s > 0 ? f_end.v[sl - stage_stride] : f_end.at(pp - 1, a.chunk - 1, a.microbatch)) : 0;
         }
       } else if (a.phase == Phase::B) {
-        ok = f_end.at(s, a.chunk, a.microbatch) != kUnset;
-        ready = ok ? f_end.at(s, a.chunk, a.microbatch) : 0;
+        ready = f_end.v[sl];
+        ok = ready != kUnset;
+        if (!ok) ready = 0;
         produced = ready;
         if (ok && (s < pp - 1 || a.chunk < vpp - 1)) {
-          double arr = b_arr.at(s, a.chunk, a.microbatch);
+          double arr = b_arr.v[sl];
           ok = arr != kUnset;
           if (ok) {
-            produced = s < pp - 1 ? b_end.at(s + 1, a.chunk, a.microbatch) : b_end.at(0, a.chunk + 1, a.microbatch);
+            produced = s < pp - 1 ? b_end.v[sl + stage_stride] : b_end.at(0, a.chunk + 1, a.microbatch);
             ready = std::max(ready, arr);
           }
         }
       } else {
-        ok = b_end.at(s, a.chunk, a.microbatch) != kUnset;
-        ready = produced = ok ? b_end.at(s, a.chunk, a.microbatch) : 0;
+        ok = b_end.v[sl] != kUnset;
+        ready = produced = ok ? b_end.v[sl] : 0;
       }
       if (!ok) break;  // re-examined when the producer is scheduled
-      StageResult& sr = res.stages[s];
       double start = std::max(free_at[s], ready);
       double gap = start - free_at[s];
       if (gap > 0) {
@@ -243,7 +306,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
         }
       }
       const PhaseCost& pc = a.phase == Phase::F ? ch.F : a.phase == Phase::B ? ch.B : ch.W;
-      double end = start + pc.total();
+      double end = start + dur[(size_t(s) * vpp + a.chunk) * 3 + (a.phase == Phase::F ? 0 : a.phase == Phase::B ? 1 : 2)];
       const int trace_at = trace ? int(trace->size()) : -1;
       sr.busy += pc;
       free_at[s] = end;
@@ -282,7 +345,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
         if (a.phase == Phase::F) f_node[sl] = node;
         if (a.phase == Phase::B) b_node[sl] = node;
         last_node[s] = node;
-        if (a.phase == Phase::B && b_count[s][a.chunk] + 1 == m) last_b_node[s][a.chunk] = node;
+        if (a.phase == Phase::B && b_count[size_t(s) * vpp + a.chunk] + 1 == m) last_b_node[s][a.chunk] = node;
       }
       // a transfer to stage ns: after its producer and the link's previous transfer
       auto record_send = [&](std::vector<int>& link_node, std::vector<int>& arr_node, int ns, int nc, double depart) {
@@ -296,7 +359,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
       };
       // record completion and hand the tensor to the neighbour
       if (a.phase == Phase::F) {
-        f_end.at(s, a.chunk, a.microbatch) = end;
+        f_end.v[sl] = end;
         int ns = -1, nc = a.chunk;
         if (s < pp - 1)
           ns = s + 1;
@@ -316,8 +379,8 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
           wake(arr, ns);
         }
       } else if (a.phase == Phase::B) {
-        b_end.at(s, a.chunk, a.microbatch) = end;
-        if (++b_count[s][a.chunk] == m) last_b[s][a.chunk] = {start, end};
+        b_end.v[sl] = end;
+        if (++b_count[size_t(s) * vpp + a.chunk] == m) last_b[s][a.chunk] = {start, end};
         int ns = -1, nc = a.chunk;
         if (s > 0)
           ns = s - 1;
@@ -349,13 +412,15 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   for (int s = 0; s < pp; ++s) {
     StageResult& sr = res.stages[s];
     sr.compute_end_s = free_at[s];
-    sr.max_in_flight = max_in_flight(lists[s]);
+    sr.max_in_flight = table.max_in_flight[size_t(s)];
     stage_tail(w, s, overlap_grad, overlap_gather, last_b[s], last_node[s], last_b_node[s], sr, trace, graph);
     if (sr.end_s > res.step_time_s) {
       res.step_time_s = sr.end_s;
       res.critical_stage = s;
     }
   }
+  if (cache)
+    for (std::vector<double>& b : bufs) cache->give_buffer(std::move(b));
   return res;
 }
 

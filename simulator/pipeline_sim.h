@@ -33,8 +33,12 @@ struct PipelineResult {
 
 struct StepGraph;
 
-// `trace`/`mem`/`graph` are filled when non-null (graph: the step's dependency DAG, critical_path.h).
+// The action lists of every stage of one schedule shape.
+ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches);
+
+// `trace`/`mem`/`graph` are filled when non-null (graph: the step's dependency DAG, critical_path.h);
+// `cache` (optional) supplies the schedule tables and buffers.
 PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std::vector<TraceEvent>* trace,
-                                 std::vector<MemoryCounter>* mem, StepGraph* graph = nullptr);
+                                 std::vector<MemoryCounter>* mem, StepGraph* graph = nullptr, SimCache* cache = nullptr);
 
 }  // namespace mplan

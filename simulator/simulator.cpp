@@ -91,12 +91,12 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
   auto problems = validate_layout(plan.model, plan.cluster, plan.training, plan.parallel);
   if (!problems.empty()) return Error(problems);
   const ParallelConfig& p = plan.parallel;
-  Workload w = build_workload(plan, params);
+  Workload w = build_workload(plan, params, opt.cache ? &opt.cache->workload_memo() : nullptr);
   StepReport r;
   StepGraph graph;
   const bool want_path = opt.trace || opt.critical_path;
   PipelineResult pr = simulate_pipeline(w, p, opt.trace ? &r.trace : nullptr, opt.trace ? &r.memory_trace : nullptr,
-                                        want_path ? &graph : nullptr);
+                                        want_path ? &graph : nullptr, opt.cache);
   if (want_path) fill_critical_path(graph, r);
 
   r.num_microbatches = w.microbatches;

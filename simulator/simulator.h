@@ -2,11 +2,16 @@
 // bubbles, exposed communication, per-op times, optionally a timeline) with the cost model.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/plan.h"
+#include "core/schedule.h"
 #include "core/status.h"
 #include "simulator/cost_params.h"
 
@@ -142,9 +147,43 @@ struct StepReport {
   std::vector<CriticalKindShare> critical_by_kind;
 };
 
+// The action lists of one schedule shape, all stages (core/schedule.h), and each list's max_in_flight.
+struct ScheduleTable {
+  std::vector<std::vector<Action>> actions;  // [stage]
+  std::vector<int> max_in_flight;            // [stage]
+};
+
+struct WorkloadMemo;  // simulator/workload.cpp
+
+// What repeated simulations of one job (the planner's thousands of layouts) can share: the schedule
+// tables per (schedule, pp, vpp, micro-batches), the op-list costs per the layout fields they depend on
+// (build_workload) and the event simulation's buffers. A cache serves ONE job: the same model, cluster,
+// training and cost parameters; only the parallel layout (world size included) may differ between
+// the plans simulated with it. Thread-safe; results are bit for bit those without a cache
+// (tests/planner/test_sim_cache.cpp).
+class SimCache {
+ public:
+  SimCache();
+  ~SimCache();
+  SimCache(const SimCache&) = delete;
+  SimCache& operator=(const SimCache&) = delete;
+  const ScheduleTable& schedule(Schedule s, int pp, int vpp, int64_t microbatches);
+  WorkloadMemo& workload_memo() { return *memo_; }
+  // A buffer of the event simulation (returned with give_buffer when done; empty when none is free).
+  std::vector<double> take_buffer();
+  void give_buffer(std::vector<double>&& b);
+
+ private:
+  std::mutex sched_mu_, buf_mu_;
+  std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<ScheduleTable>> sched_;
+  std::vector<std::vector<double>> free_;
+  std::unique_ptr<WorkloadMemo> memo_;
+};
+
 struct SimOptions {
   bool trace = false;
   bool critical_path = false;  // build the step's dependency DAG and its critical path (also with trace)
+  SimCache* cache = nullptr;   // shared state of simulations of one job (see SimCache); null = none
 };
 
 // Validates the plan (same rules as the plan file) and simulates it.

@@ -11,8 +11,13 @@
 #include "simulator/workload.h"
 
 #include <algorithm>
+#include <array>
+#include <cassert>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "core/counting.h"
 #include "core/framework_profile.h"
@@ -24,6 +29,7 @@
 #include "simulator/layer_cost.h"
 #include "simulator/memory_states.h"
 #include "simulator/moe_load.h"
+#include "simulator/simulator.h"
 
 namespace mplan {
 
@@ -154,6 +160,11 @@ ListCost cost_ops(const Ctx& x, const std::vector<Op>& ops) {
 }
 
 void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0) {
+  if (dst.empty()) {  // the chunk's first list: its names are distinct, nothing to look up
+    dst.reserve(2 * lc.tally.size());
+    for (const auto& [name, t] : lc.tally) dst.push_back({name, t.time_s * scale, int(t.calls * scale)});
+    return;
+  }
   for (const auto& [name, t] : lc.tally) {
     auto it = std::find_if(dst.begin(), dst.end(), [&n = name](const OpTally& o) { return o.name == n; });
     if (it == dst.end()) {
@@ -165,7 +176,10 @@ void add_tally(std::vector<OpTally>& dst, const ListCost& lc, double scale = 1.0
   }
 }
 
-ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, const RankGrid& grid, int dom) {
+GroupPlacement placement_of(WorkloadMemo* memo, const RankGrid& grid, const ParallelConfig& p, Dim d, int dom);
+
+ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, const RankGrid& grid, int dom,
+                                      WorkloadMemo* memo = nullptr) {
   const ParallelConfig& p = plan.parallel;
   const ModelSpec& m = plan.model;
   ListTimingContext lt;
@@ -179,17 +193,101 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.tp_comm_overlap = p.tp_comm_overlap;
   lt.tp_overlap_share = framework_runs(plan.training.framework).tp_overlap_share;
   lt.moe_a2a_overlap = p.moe_a2a_overlap;
-  lt.tp_pl = grid.placement(Dim::tp, dom);
-  lt.cp_pl = grid.placement(Dim::cp, dom);
-  lt.ep_pl = grid.placement(Dim::ep, dom);
-  lt.etp_pl = grid.placement(Dim::etp, dom);
+  lt.tp_pl = placement_of(memo, grid, p, Dim::tp, dom);
+  lt.cp_pl = placement_of(memo, grid, p, Dim::cp, dom);
+  lt.ep_pl = placement_of(memo, grid, p, Dim::ep, dom);
+  lt.etp_pl = placement_of(memo, grid, p, Dim::etp, dom);
   if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
     lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl, m.moe->router_num_groups,
                                            m.moe->router_group_topk);
   return lt;
 }
 
+// The op lists' costs of one layout: layer types (dense / MoE) x attention (full / sliding window),
+// embedding and head.
+struct ListCosts {
+  ListCost dense, moe, dense_win, moe_win, emb, head;
+};
+
+ListCosts cost_lists(const Ctx& x, const OpContext& oc, int first_moe) {
+  const ModelSpec& m = x.plan.model;
+  ModelSpec full_model = m;
+  full_model.window_size = 0;
+  ModelSpec dense_model = full_model;
+  dense_model.moe.reset();
+  ListCosts lc;
+  lc.dense = cost_ops(x, layer_ops(dense_model, 0, oc));
+  if (m.moe) lc.moe = cost_ops(x, layer_ops(full_model, first_moe, oc));
+  lc.dense_win = lc.dense, lc.moe_win = lc.moe;
+  if (m.window_size > 0) {
+    ModelSpec win_model = m;
+    win_model.window_attn_skip_freq = 0;  // every layer windowed
+    ModelSpec dense_win_model = win_model;
+    dense_win_model.moe.reset();
+    lc.dense_win = cost_ops(x, layer_ops(dense_win_model, 0, oc));
+    if (m.moe) lc.moe_win = cost_ops(x, layer_ops(win_model, first_moe, oc));
+  }
+  lc.emb = cost_ops(x, embedding_ops(m, oc));
+  lc.head = cost_ops(x, head_ops(m, oc));
+  return lc;
+}
+
+// Everything cost_lists() reads besides the job (model, cluster, training, cost parameters), which a
+// SimCache holds fixed: the op context, the list timing context and the recompute / offload choices.
+// A field added to OpContext or ListTimingContext must be added here (the size checks fail until then).
+static_assert(sizeof(OpContext) == 80, "OpContext changed: add the new field to list_key()");
+static_assert(sizeof(ListTimingContext) == 120, "ListTimingContext changed: add the new field to list_key()");
+using ListKey = std::array<double, 48>;
+
+ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
+  const ListTimingContext& t = x.lt;
+  const ParallelConfig& p = x.p;
+  ListKey k{};
+  size_t i = 0;
+  auto put = [&](double v) { k[i++] = v; };
+  auto put_pl = [&](const GroupPlacement& g) { put(g.size), put(g.domains), put(g.max_per_domain), put(g.uniform); };
+  put(oc.tp), put(oc.cp), put(oc.ep), put(oc.etp), put(oc.sp), put(double(oc.cp_comm)), put(oc.flash_attention);
+  put(oc.triton_attention), put(double(oc.micro_batch)), put(double(oc.seq)), put(double(oc.packed_doc_tokens));
+  put(double(oc.precision)), put(oc.moe_load_factor), put(double(oc.loss_memory)), put(oc.kv_repeated), put(oc.eager_pointwise);
+  put(oc.torch_ring_attention);
+  put(double(t.prec)), put(t.frozen), put(t.split_w), put(t.tp), put(t.cp), put(t.tp_comm_overlap), put(t.moe_a2a_overlap);
+  put(t.tp_overlap_share), put_pl(t.tp_pl), put_pl(t.cp_pl), put_pl(t.ep_pl), put_pl(t.etp_pl), put(t.moe_remote_share);
+  put(double(p.recompute)), put(double(p.remat_policy)), put(double(p.effective_recompute_modules().bits));
+  put(double(p.offload_modules.bits)), put(double(x.plan.training.framework)), put(first_moe);
+  assert(i == k.size());
+  return k;
+}
+
 }  // namespace
+
+// The op lists' costs by ListKey and the group placements by grid (SimCache::workload_memo()).
+struct WorkloadMemo {
+  std::mutex mu;
+  std::map<ListKey, std::shared_ptr<const ListCosts>> lists;
+  std::map<std::array<int, 8>, GroupPlacement> placements;  // (tp, cp, dp, pp, etp, ep, domain, dim)
+};
+
+namespace {
+
+// RankGrid::placement (a pure function of the grid's sizes, the domain and the dimension; large data-
+// parallel groups cost thousands of steps), looked up in the memo when there is one.
+GroupPlacement placement_of(WorkloadMemo* memo, const RankGrid& grid, const ParallelConfig& p, Dim d, int dom) {
+  if (!memo) return grid.placement(d, dom);
+  const std::array<int, 8> key{p.tp, p.cp, p.dp(), p.pp, p.etp, p.ep, dom, int(d)};
+  {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    if (auto it = memo->placements.find(key); it != memo->placements.end()) return it->second;
+  }
+  GroupPlacement g = grid.placement(d, dom);
+  std::lock_guard<std::mutex> lock(memo->mu);
+  memo->placements.emplace(key, g);
+  return g;
+}
+
+}  // namespace
+
+SimCache::SimCache() : memo_(std::make_unique<WorkloadMemo>()) {}
+SimCache::~SimCache() = default;
 
 double p2p_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int mbs, int tp, int cp, bool sp) {
   double tokens = double(mbs) * double(t.seq_length) / cp;
@@ -208,7 +306,7 @@ ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
   return time_op_list(ops, op_list_compute(ops, lt), lt);
 }
 
-Workload build_workload(const Plan& plan, const CostParams& prm_in) {
+Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo* memo) {
   // the framework's kernel efficiency relative to Megatron-Core's (CostParams::framework_eff)
   const CostParams prm = framework_params(prm_in, plan.training.framework);
   const ModelSpec& m = plan.model;
@@ -220,35 +318,36 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in) {
   w.comm_overlap = prm.comm_overlap >= 0.5;
   RankGrid grid(p);
   int dom = std::max(1, cl.placement_domain());
-  Ctx x{plan, p, cl, prm, {}, grid.placement(Dim::dp, dom), grid.placement(Dim::edp, dom)};
-  x.lt = list_timing_context(plan, prm, grid, dom);
+  Ctx x{plan, p, cl, prm, {}, placement_of(memo, grid, p, Dim::dp, dom), placement_of(memo, grid, p, Dim::edp, dom)};
+  x.lt = list_timing_context(plan, prm, grid, dom, memo);
   const OpContext oc = op_context(plan, p, prm);
 
   // layer costs by type (dense / MoE) x attention (full / sliding window), embedding and head
-  ModelSpec full_model = m;
-  full_model.window_size = 0;
-  ModelSpec dense_model = full_model;
-  dense_model.moe.reset();
   int first_moe = 0;
   while (m.moe && first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
-  ListCost dense = cost_ops(x, layer_ops(dense_model, 0, oc));
-  ListCost moe;
-  if (m.moe) moe = cost_ops(x, layer_ops(full_model, first_moe, oc));
-  ListCost dense_win = dense, moe_win = moe;
-  if (m.window_size > 0) {
-    ModelSpec win_model = m;
-    win_model.window_attn_skip_freq = 0;  // every layer windowed
-    ModelSpec dense_win_model = win_model;
-    dense_win_model.moe.reset();
-    dense_win = cost_ops(x, layer_ops(dense_win_model, 0, oc));
-    if (m.moe) moe_win = cost_ops(x, layer_ops(win_model, first_moe, oc));
+  std::shared_ptr<const ListCosts> memo_costs;
+  std::optional<ListCosts> own_costs;
+  if (memo) {
+    const ListKey key = list_key(x, oc, first_moe);
+    {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      if (auto it = memo->lists.find(key); it != memo->lists.end()) memo_costs = it->second;
+    }
+    if (!memo_costs) {
+      memo_costs = std::make_shared<const ListCosts>(cost_lists(x, oc, first_moe));
+      std::lock_guard<std::mutex> lock(memo->mu);
+      memo->lists.emplace(key, memo_costs);
+    }
+  } else {
+    own_costs.emplace(cost_lists(x, oc, first_moe));
   }
+  const ListCosts* costs = memo_costs ? memo_costs.get() : &*own_costs;
+  const ListCost &dense = costs->dense, &moe = costs->moe, &dense_win = costs->dense_win, &moe_win = costs->moe_win;
   auto layer_cost = [&](int i) -> const ListCost& {
     bool win = m.is_window_layer(i);
     return m.is_moe_layer(i) ? (win ? moe_win : moe) : (win ? dense_win : dense);
   };
-  ListCost emb = cost_ops(x, embedding_ops(m, oc));
-  ListCost head = cost_ops(x, head_ops(m, oc));
+  const ListCost &emb = costs->emb, &head = costs->head;
   auto list_memory = [](const ListCost& lc) {
     return ListMemory{lc.bwd_work, lc.saved + lc.bwd_work, lc.remat_sel + lc.bwd_work, lc.fwd_work};
   };

@@ -85,7 +85,10 @@ struct Workload {
   std::vector<std::string> warnings;
 };
 
-Workload build_workload(const Plan& plan, const CostParams& params);
+struct WorkloadMemo;
+// `memo` (SimCache::workload_memo(), optional): the op lists' costs of layouts simulated before for
+// the same job, reused when everything they depend on is equal (same results as without).
+Workload build_workload(const Plan& plan, const CostParams& params, WorkloadMemo* memo = nullptr);
 
 // The activation (and gradient) tensor one pipeline transfer carries per micro-batch: the
 // sequence-parallel shard of mbs x seq/cp tokens of the hidden size.
