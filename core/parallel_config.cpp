@@ -16,56 +16,6 @@ namespace mplan {
 using nlohmann::json;
 
 namespace {
-// The names of each enum's values, in declaration order.
-template <class E>
-struct Names;
-template <class E>
-using NameTable = std::initializer_list<std::pair<const char*, E>>;
-template <>
-struct Names<Recompute> {
-  static constexpr NameTable<Recompute> v = {
-      {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
-};
-template <>
-struct Names<Schedule> {
-  static constexpr NameTable<Schedule> v = {{"gpipe", Schedule::gpipe},
-                                            {"1f1b", Schedule::one_f_one_b},
-                                            {"interleaved", Schedule::interleaved},
-                                            {"zb", Schedule::zero_bubble}};
-};
-template <>
-struct Names<CpCommType> {
-  static constexpr NameTable<CpCommType> v = {
-      {"p2p", CpCommType::p2p}, {"a2a", CpCommType::a2a}, {"allgather", CpCommType::allgather}};
-};
-template <>
-struct Names<AttentionBackend> {
-  static constexpr NameTable<AttentionBackend> v = {
-      {"flash", AttentionBackend::flash}, {"unfused", AttentionBackend::unfused}, {"triton", AttentionBackend::triton}};
-};
-template <>
-struct Names<MoeDispatcher> {
-  static constexpr NameTable<MoeDispatcher> v = {
-      {"alltoall", MoeDispatcher::alltoall}, {"deepep", MoeDispatcher::deepep}, {"hybridep", MoeDispatcher::hybridep}};
-};
-template <>
-struct Names<MainParams> {
-  static constexpr NameTable<MainParams> v = {
-      {"fp32", MainParams::fp32}, {"remainder", MainParams::remainder}, {"bf16", MainParams::bf16}, {"none", MainParams::none}};
-};
-template <class E>
-std::string name_of(E e) {
-  for (const auto& [n, x] : Names<E>::v)
-    if (x == e) return n;
-  return "?";
-}
-template <class E>
-std::optional<E> parse_name(const std::string& s) {
-  for (const auto& [n, x] : Names<E>::v)
-    if (s == n) return x;
-  return std::nullopt;
-}
-
 // One field from the plan JSON into p (the fields before it are read: derived defaults follow them).
 void read_field(JsonFields& f, const json& j, const ParallelField& d, ParallelConfig& p) {
   if (d.derive) d.derive(p);
@@ -134,32 +84,6 @@ json field_json(const ParallelField& d, const ParallelConfig& p) {
   return nullptr;
 }
 }  // namespace
-
-template <class E>
-std::vector<std::string> enum_names() {
-  std::vector<std::string> out;
-  for (const auto& [n, x] : Names<E>::v) out.emplace_back(n);
-  return out;
-}
-template std::vector<std::string> enum_names<Recompute>();
-template std::vector<std::string> enum_names<Schedule>();
-template std::vector<std::string> enum_names<CpCommType>();
-template std::vector<std::string> enum_names<AttentionBackend>();
-template std::vector<std::string> enum_names<MoeDispatcher>();
-template std::vector<std::string> enum_names<MainParams>();
-
-std::string to_string(Recompute r) { return name_of(r); }
-std::string to_string(Schedule s) { return name_of(s); }
-std::string to_string(CpCommType c) { return name_of(c); }
-std::string to_string(AttentionBackend a) { return name_of(a); }
-std::string to_string(MoeDispatcher d) { return name_of(d); }
-std::string to_string(MainParams m) { return name_of(m); }
-std::optional<Recompute> parse_recompute(const std::string& s) { return parse_name<Recompute>(s); }
-std::optional<Schedule> parse_schedule(const std::string& s) { return parse_name<Schedule>(s); }
-std::optional<CpCommType> parse_cp_comm_type(const std::string& s) { return parse_name<CpCommType>(s); }
-std::optional<AttentionBackend> parse_attention_backend(const std::string& s) { return parse_name<AttentionBackend>(s); }
-std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) { return parse_name<MoeDispatcher>(s); }
-std::optional<MainParams> parse_main_params(const std::string& s) { return parse_name<MainParams>(s); }
 
 Expected<ParallelConfig> parallel_from_json(const json& j) {
   std::vector<std::string> problems;

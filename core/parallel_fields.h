@@ -18,8 +18,9 @@ enum class FieldType { integer, boolean, number, choice, modules, layout };
 enum class FieldScope { job, layout, none };
 // Which group of mplan options carries it: the job's (simulate and search), the layout's (simulate).
 enum class CliGroup { job, layout, none };
-// How Megatron-LM spells it: one flag with the member's value (a boolean flag is store_true), or a
-// mapping the exporter and parser write out (the flags are named in `megatron` all the same).
+// How Megatron-LM spells it: one flag with the member's value (a boolean flag is store_true; the
+// exporter decides when to write it, the parser reads it from the table), or a mapping the exporter
+// and parser write out (the flags are named in `megatron` all the same).
 enum class MegatronMap { direct, mapped, none };
 
 // How the field's value is reached: one member, or (choices, module sets, the pipeline layout) its
@@ -33,6 +34,7 @@ struct FieldAccess {
   std::string (*get)(const ParallelConfig&) = nullptr;                // the value as text
   std::string (*set)(ParallelConfig&, const std::string&) = nullptr;  // "" or what would be valid
   std::vector<std::string> (*choices)() = nullptr;                    // the valid names
+  void (*copy)(ParallelConfig&, const ParallelConfig&) = nullptr;     // dst = src, without text
 };
 // Plan JSON: a field is always written, or only when it differs from ParallelConfig{}, or (reading)
 // must be given.
@@ -64,7 +66,7 @@ const ParallelField* parallel_field(const std::string& json_key);
 std::string field_text(const ParallelField& f, const ParallelConfig& p);
 // Sets the value from text; "" or what would be valid ("expected an integer in 1..16384").
 std::string set_field_text(const ParallelField& f, ParallelConfig& p, const std::string& text);
-// `--flag value` / `--flag` of a direct Megatron field ("" for a false boolean).
+// `--flag value` / `--flag` of a direct Megatron field ("" for a false boolean; modules space-separated).
 std::string megatron_arg(const ParallelField& f, const ParallelConfig& p);
 // The fields of a scope, e.g. the job's runtime options every layout of a search shares.
 void copy_fields(ParallelConfig& dst, const ParallelConfig& src, FieldScope scope);

@@ -2,7 +2,12 @@
 // plan JSON, every member of ParallelConfig has a row, and the non-1:1 Megatron value maps invert.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
+
+#include "core/json_fields.h"
 
 #include "core/megatron_rules.h"
 #include "core/parallel_fields.h"
@@ -88,10 +93,42 @@ TEST(ParallelFields, JobFieldsCopyAloneAndTheMarkdownListsEveryField) {
   for (const ParallelField& f : parallel_fields()) EXPECT_NE(md.find("| `" + std::string(f.json) + "` |"), std::string::npos);
 }
 
+// docs/plan_fields.md is the table's Markdown (MPLAN_UPDATE_GOLDEN=1 rewrites it).
+TEST(ParallelFields, DocsListTheTable) {
+  const std::string path = std::string(MPLAN_SOURCE_DIR) + "/docs/plan_fields.md";
+  const std::string table = parallel_fields_markdown();
+  if (std::getenv("MPLAN_UPDATE_GOLDEN")) {
+    const std::string intro =
+        "# Plan fields\n\nThe fields of a plan's `parallel` object, generated from the descriptor table in "
+        "`core/parallel_fields.cpp` (tests/core/test_parallel_fields.cpp keeps this file equal to it; "
+        "`MPLAN_UPDATE_GOLDEN=1` rewrites it). Each row is read and written by the plan JSON, the mplan options, the "
+        "Megatron-LM export and its parse, and the planner (scope job: every layout of a search keeps the job's "
+        "value). To add a field, add a member to `ParallelConfig`, a row to the table, and the code that uses the "
+        "value; the rest follows from the row.\n\n";
+    ASSERT_EQ(write_text_file_atomic(path, intro + table), "");
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find(table), std::string::npos) << path << " differs from the table: rerun with MPLAN_UPDATE_GOLDEN=1";
+}
+
 TEST(MegatronValueMaps, ShardingStrategyAndZeroInvert) {
   for (int z = 0; z <= 3; ++z) EXPECT_EQ(megatron_fsdp_zero(megatron_fsdp_strategy(z)), z);
   EXPECT_EQ(megatron_fsdp_zero("optim"), 1);
   EXPECT_FALSE(megatron_fsdp_zero("Optim"));
+}
+
+TEST(MegatronValueMaps, VirtualPipelineSizeAndLayersPerVirtualStageInvert) {
+  for (int pp : {2, 4, 8})
+    for (int vpp : {1, 2, 5}) {
+      const int layers = 4 * pp * vpp;
+      EXPECT_EQ(megatron_layers_per_virtual_stage(layers, pp, vpp), 4);
+      EXPECT_EQ(megatron_vpp_of(layers, pp, megatron_layers_per_virtual_stage(layers, pp, vpp)), vpp);
+    }
+  EXPECT_EQ(megatron_vpp_of(80, 4, 4), 5);  // Llama-3-70B: 80 layers, pp 4, 4 layers per virtual stage
+  EXPECT_EQ(megatron_vpp_of(80, 0, 4), 0);
+  EXPECT_EQ(megatron_layers_per_virtual_stage(80, 4, 0), 0);
 }
 
 }  // namespace
