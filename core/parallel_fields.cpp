@@ -402,7 +402,11 @@ std::string parallel_fields_markdown() {
       "|---|---|---|---|---|---|---|---|---|\n";
   const char* types[] = {"integer", "boolean", "number", "choice", "modules", "layout"};
   const char* scopes[] = {"job", "layout", ""};
-  auto cell = [](const char* v) { return *v ? "`" + std::string(v) + "`" : std::string(); };
+  auto cell = [](const char* v) {  // a code span; '|' escaped so that it stays in its column
+    std::string s = *v ? "`" + std::string(v) + "`" : "";
+    for (size_t at = s.find('|'); at != std::string::npos; at = s.find('|', at + 2)) s.insert(at, "\\");
+    return s;
+  };
   for (const ParallelField& f : parallel_fields()) {
     std::string range = f.type() == T::integer ? std::to_string(int64_t(f.min)) + ".." + std::to_string(int64_t(f.max))
                         : f.access.choices     ? join_names(f.access.choices(), " \\| ")
