@@ -2,6 +2,7 @@
 // layout flags of `mplan simulate`, turned into a Plan. Shared by simulate, search and the GUI launcher.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -9,6 +10,9 @@
 #include "simulator/cost_params.h"
 
 namespace mplan::cli {
+
+// Plan fields given on the command line, by plan key, as text (core/parallel_fields.h reads them).
+using FieldTexts = std::map<std::string, std::string>;
 
 struct JobArgs {
   std::string model, cluster, precision = "bf16", method = "pretrain";
@@ -19,26 +23,12 @@ struct JobArgs {
   // the framework and the runtime options every layout of the job shares (search keeps them fixed)
   std::string framework = "megatron";
   bool torch_compile = false;  // torchtitan: torch.compile the model (--torch-compile)
-  bool fp8_param_gather = false, grad_reduce_in_bf16 = false, cross_entropy_fusion = false, adam_states_bf16 = false;
-  std::string main_params = "fp32";
-  std::optional<double> moe_capacity_factor;  // not given: dropless
-  bool moe_pad_to_capacity = false;
-  int dp_replicate = 1;
+  FieldTexts parallel;         // the job's plan fields (CliGroup::job): --dp-replicate, --main-params ...
 };
 
 struct LayoutArgs {
-  int mbs = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, recompute_layers = 0;
-  std::optional<int> zero;  // default: the framework's (Megatron: 1, the distributed optimizer)
-  std::optional<bool> sp;   // --sp / --no-sp; default on when tp > 1
+  FieldTexts parallel;  // the layout's plan fields (CliGroup::layout): --tp, --sp/--no-sp, --zero ...
   bool dist_opt = false;
-  std::string recompute = "none", schedule, cp_comm, attention = "flash";
-  bool tp_comm_overlap = false, no_overlap_grad_reduce = false, no_overlap_param_gather = false;
-  std::string moe_dispatcher = "alltoall";
-  bool moe_force_balance = false, moe_a2a_overlap = false;
-  int first_stage_layers = 0, last_stage_layers = 0;
-  std::string pipeline_layout;  // "balanced" or "a,b;c,d" (stages separated by ';', chunks by ',')
-  std::string recompute_modules, offload_modules, remat_policy;  // comma-separated Megatron / MaxText names
-  int cpu_offload_layers = 0;
 };
 
 // Adds --model --cluster --gpus --gbs --seq --precision --calibration. `required` marks the first five

@@ -90,6 +90,11 @@ std::optional<int> megatron_fsdp_zero(const std::string& strategy) {
 
 const char* megatron_fsdp_strategy(int zero) { return kFsdpStrategies[std::clamp(zero, 0, 3)]; }
 
+int megatron_layers_per_virtual_stage(int num_layers, int pp, int vpp) { return pp * vpp > 0 ? num_layers / (pp * vpp) : 0; }
+int megatron_vpp_of(int num_layers, int pp, int layers_per_virtual_stage) {
+  return pp > 0 && layers_per_virtual_stage > 0 ? num_layers / pp / layers_per_virtual_stage : 0;
+}
+
 bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p) {
   const RecomputeModules r = p.effective_recompute_modules();
   return prec == Precision::fp8 && (r.has(RecomputeModule::layernorm) || r.has(RecomputeModule::moe_act));

@@ -46,6 +46,12 @@ std::optional<int> megatron_fsdp_zero(const std::string& strategy);
 // The inverse: the strategy that shards what ZeRO level `zero` (0-3) shards.
 const char* megatron_fsdp_strategy(int zero);
 
+// --num-layers-per-virtual-pipeline-stage N for a virtual pipeline size, and back (arguments.py:
+// virtual_pipeline_model_parallel_size = num_layers // pipeline_model_parallel_size // N); 0 when
+// a size is not positive. They invert when pp * vpp divides the layers.
+int megatron_layers_per_virtual_stage(int num_layers, int pp, int vpp);
+int megatron_vpp_of(int num_layers, int pp, int layers_per_virtual_stage);
+
 // Megatron-LM's and Transformer Engine's assertions above as messages naming the field, appended to e.
 void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e);
 

@@ -10,250 +10,91 @@
 #include "core/json_fields.h"
 #include "core/limits.h"
 #include "core/megatron_rules.h"
+#include "core/parallel_fields.h"
 
 namespace mplan {
 
 using nlohmann::json;
 
 namespace {
-// A JSON array of strings, or nullopt.
-std::optional<std::vector<std::string>> string_list(const json& v) {
-  if (!v.is_array()) return std::nullopt;
-  std::vector<std::string> out;
-  for (const auto& x : v) {
-    if (!x.is_string()) return std::nullopt;
-    out.push_back(x.get<std::string>());
+// One field from the plan JSON into p (the fields before it are read: derived defaults follow them).
+void read_field(JsonFields& f, const json& j, const ParallelField& d, ParallelConfig& p) {
+  if (d.derive) d.derive(p);
+  const FieldAccess& a = d.access;
+  switch (d.type()) {
+    case FieldType::integer:
+      p.*a.i = static_cast<int>(d.presence == Presence::required ? f.integer(d.json, int64_t(d.min), int64_t(d.max))
+                                                                 : f.integer_or(d.json, p.*a.i, int64_t(d.min), int64_t(d.max)));
+      return;
+    case FieldType::boolean:
+      p.*a.b = f.boolean_or(d.json, p.*a.b);
+      return;
+    case FieldType::number:
+      if (auto v = f.opt_number(d.json)) p.*a.d = *v;
+      return;
+    case FieldType::choice:
+      a.set(p, f.choice_or(d.json, a.choices(), a.get(p)));
+      return;
+    case FieldType::modules:
+    case FieldType::layout:
+      break;
   }
-  return out;
+  if (!f.has(d.json)) return;
+  const json& v = j[d.json];
+  bool ok = v.is_array();
+  if (d.type() == FieldType::layout) {
+    std::vector<std::vector<int>> rows;
+    for (const auto& st : v) {
+      ok = ok && st.is_array();
+      std::vector<int> row;
+      for (const auto& x : st) {
+        ok = ok && x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= kMaxLayers;
+        if (ok) row.push_back(x.get<int>());
+      }
+      rows.push_back(row);
+    }
+    if (ok) p.*a.l = rows;
+    if (!ok) f.problem(d.json, "expected [[layers per chunk] per stage] of integers in 0.." + std::to_string(kMaxLayers));
+    return;
+  }
+  std::string names;  // modules: "a,b"
+  for (const auto& x : v) {
+    ok = ok && x.is_string();
+    if (ok) names += (names.empty() ? "" : ",") + x.get<std::string>();
+  }
+  std::string bad = ok ? a.set(p, names) : "expected a list of names; valid: " + join_names(a.choices(), "|");
+  if (!bad.empty()) f.problem(d.json, bad);
 }
-template <typename E>
-std::string module_choices(const std::vector<std::pair<std::string, E>>& table) {
-  std::vector<std::string> n;
-  n.reserve(table.size());
-  for (const auto& [name, e] : table) n.push_back(name);
-  return join_names(n, "|");
+
+json field_json(const ParallelField& d, const ParallelConfig& p) {
+  const FieldAccess& a = d.access;
+  switch (d.type()) {
+    case FieldType::integer:
+      return p.*a.i;
+    case FieldType::boolean:
+      return p.*a.b;
+    case FieldType::number:
+      return p.*a.d;
+    case FieldType::choice:
+      return a.get(p);
+    case FieldType::modules:
+      return split_list(a.get(p));
+    case FieldType::layout:
+      return p.*a.l;
+  }
+  return nullptr;
 }
 }  // namespace
-
-std::string to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::selective:
-      return "selective";
-    case Recompute::full:
-      return "full";
-  }
-  return "?";
-}
-std::string to_string(Schedule s) {
-  switch (s) {
-    case Schedule::gpipe:
-      return "gpipe";
-    case Schedule::one_f_one_b:
-      return "1f1b";
-    case Schedule::interleaved:
-      return "interleaved";
-    case Schedule::zero_bubble:
-      return "zb";
-  }
-  return "?";
-}
-std::string to_string(CpCommType c) {
-  switch (c) {
-    case CpCommType::p2p:
-      return "p2p";
-    case CpCommType::a2a:
-      return "a2a";
-    case CpCommType::allgather:
-      return "allgather";
-  }
-  return "?";
-}
-std::string to_string(AttentionBackend a) {
-  switch (a) {
-    case AttentionBackend::flash:
-      return "flash";
-    case AttentionBackend::unfused:
-      return "unfused";
-    case AttentionBackend::triton:
-      return "triton";
-  }
-  return "?";
-}
-std::optional<AttentionBackend> parse_attention_backend(const std::string& s) {
-  for (AttentionBackend a : {AttentionBackend::flash, AttentionBackend::unfused, AttentionBackend::triton})
-    if (to_string(a) == s) return a;
-  return std::nullopt;
-}
-std::string to_string(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::alltoall:
-      return "alltoall";
-    case MoeDispatcher::deepep:
-      return "deepep";
-    case MoeDispatcher::hybridep:
-      return "hybridep";
-  }
-  return "?";
-}
-std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) {
-  for (MoeDispatcher d : {MoeDispatcher::alltoall, MoeDispatcher::deepep, MoeDispatcher::hybridep})
-    if (to_string(d) == s) return d;
-  return std::nullopt;
-}
-std::string to_string(MainParams m) {
-  switch (m) {
-    case MainParams::fp32:
-      return "fp32";
-    case MainParams::remainder:
-      return "remainder";
-    case MainParams::bf16:
-      return "bf16";
-    case MainParams::none:
-      return "none";
-  }
-  return "?";
-}
-std::optional<MainParams> parse_main_params(const std::string& s) {
-  for (MainParams m : {MainParams::fp32, MainParams::remainder, MainParams::bf16, MainParams::none})
-    if (to_string(m) == s) return m;
-  return std::nullopt;
-}
-std::optional<Recompute> parse_recompute(const std::string& s) {
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
-std::optional<Schedule> parse_schedule(const std::string& s) {
-  for (Schedule r : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
-std::optional<CpCommType> parse_cp_comm_type(const std::string& s) {
-  for (CpCommType r : {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
 
 Expected<ParallelConfig> parallel_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "parallel", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"world_size",
-                    "tp",
-                    "sp",
-                    "pp",
-                    "vpp",
-                    "dp",
-                    "cp",
-                    "cp_comm_type",
-                    "ep",
-                    "etp",
-                    "zero",
-                    "micro_batch_size",
-                    "recompute",
-                    "recompute_num_layers",
-                    "overlap_grad_reduce",
-                    "overlap_param_gather",
-                    "tp_comm_overlap",
-                    "schedule",
-                    "num_layers_in_first_pipeline_stage",
-                    "num_layers_in_last_pipeline_stage",
-                    "pipeline_layout",
-                    "attention_backend",
-                    "moe_dispatcher",
-                    "moe_force_balance",
-                    "moe_a2a_overlap",
-                    "recompute_modules",
-                    "offload_modules",
-                    "dp_replicate",
-                    "fp8_param_gather",
-                    "grad_reduce_in_bf16",
-                    "cross_entropy_fusion",
-                    "moe_capacity_factor",
-                    "moe_pad_to_capacity",
-                    "cpu_offload_layers",
-                    "main_params",
-                    "adam_states_bf16",
-                    "remat_policy"});
+  std::vector<std::string> known = {"dp"};
+  for (const ParallelField& d : parallel_fields()) known.emplace_back(d.json);
+  f.reject_unknown(known);
   ParallelConfig p;
-  p.world_size = static_cast<int>(f.integer("world_size", 1, kMaxGpus));
-  p.tp = static_cast<int>(f.integer_or("tp", 1, 1, kMaxGpus));
-  p.sp = f.boolean_or("sp", p.tp > 1);
-  p.pp = static_cast<int>(f.integer_or("pp", 1, 1, kMaxGpus));
-  p.vpp = static_cast<int>(f.integer_or("vpp", 1, 1, kMaxLayers));
-  p.cp = static_cast<int>(f.integer_or("cp", 1, 1, kMaxGpus));
-  p.cp_comm_type = *parse_cp_comm_type(f.choice_or("cp_comm_type", {"p2p", "a2a", "allgather"}, "p2p"));
-  p.ep = static_cast<int>(f.integer_or("ep", 1, 1, kMaxGpus));
-  p.etp = static_cast<int>(f.integer_or("etp", 1, 1, kMaxGpus));
-  p.zero = static_cast<int>(f.integer_or("zero", 1, 0));
-  if (p.zero > 3) f.problem("zero", "must be 0, 1, 2 or 3, got " + std::to_string(p.zero));
-  p.micro_batch_size = static_cast<int>(f.integer_or("micro_batch_size", 1, 1, kMaxBatch));
-  p.recompute = *parse_recompute(f.choice_or("recompute", {"none", "selective", "full"}, "none"));
-  p.recompute_num_layers = static_cast<int>(f.integer_or("recompute_num_layers", 0, 0, kMaxLayers));
-  if (f.has("recompute_modules")) {
-    std::string bad;
-    auto names = string_list(j["recompute_modules"]);
-    auto set = names ? parse_recompute_modules(*names, &bad) : std::nullopt;
-    if (set)
-      p.recompute_modules = *set;
-    else
-      f.problem("recompute_modules",
-                (names ? "'" + bad + "' is not a Megatron recompute module; " : std::string("expected a list of names; ")) +
-                    "valid: " + module_choices(recompute_module_names()));
-  }
-  if (f.has("offload_modules")) {
-    std::string bad;
-    auto names = string_list(j["offload_modules"]);
-    auto set = names ? parse_offload_modules(*names, &bad) : std::nullopt;
-    if (set)
-      p.offload_modules = *set;
-    else
-      f.problem("offload_modules",
-                (names ? "'" + bad + "' is not an activation offloading module; " : std::string("expected a list of names; ")) +
-                    "valid: " + module_choices(offload_module_names()));
-  }
-  p.dp_replicate = static_cast<int>(f.integer_or("dp_replicate", 1, 1, kMaxGpus));
-  p.cpu_offload_layers = static_cast<int>(f.integer_or("cpu_offload_layers", 0, 0, kMaxLayers));
-  p.main_params = *parse_main_params(f.choice_or("main_params", {"fp32", "remainder", "bf16", "none"}, "fp32"));
-  p.adam_states_bf16 = f.boolean_or("adam_states_bf16", false);
-  {
-    std::vector<std::string> rp = remat_policy_choices();
-    rp.insert(rp.begin(), "none");
-    p.remat_policy = *parse_remat_policy(f.choice_or("remat_policy", rp, "none"));
-  }
-  p.fp8_param_gather = f.boolean_or("fp8_param_gather", false);
-  p.grad_reduce_in_bf16 = f.boolean_or("grad_reduce_in_bf16", false);
-  p.cross_entropy_fusion = f.boolean_or("cross_entropy_fusion", false);
-  if (auto cf = f.opt_number("moe_capacity_factor")) p.moe_capacity_factor = *cf;
-  p.moe_pad_to_capacity = f.boolean_or("moe_pad_to_capacity", false);
-  p.overlap_grad_reduce = f.boolean_or("overlap_grad_reduce", true);
-  p.overlap_param_gather = f.boolean_or("overlap_param_gather", true);
-  p.tp_comm_overlap = f.boolean_or("tp_comm_overlap", false);
-  p.moe_dispatcher = *parse_moe_dispatcher(f.choice_or("moe_dispatcher", {"alltoall", "deepep", "hybridep"}, "alltoall"));
-  p.moe_force_balance = f.boolean_or("moe_force_balance", false);
-  p.moe_a2a_overlap = f.boolean_or("moe_a2a_overlap", false);
-  p.schedule =
-      *parse_schedule(f.choice_or("schedule", {"gpipe", "1f1b", "interleaved", "zb"}, p.vpp > 1 ? "interleaved" : "1f1b"));
-  p.attention_backend = *parse_attention_backend(f.choice_or("attention_backend", {"flash", "unfused", "triton"}, "flash"));
-  p.num_layers_in_first_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_first_pipeline_stage", 0, 0, kMaxLayers));
-  p.num_layers_in_last_pipeline_stage = static_cast<int>(f.integer_or("num_layers_in_last_pipeline_stage", 0, 0, kMaxLayers));
-  if (f.has("pipeline_layout")) {
-    const json& pl = j["pipeline_layout"];
-    bool ok = pl.is_array();
-    for (const auto& st : pl) {
-      ok = ok && st.is_array();
-      std::vector<int> row;
-      for (const auto& v : st) {
-        ok = ok && v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxLayers;
-        if (ok) row.push_back(v.get<int>());
-      }
-      p.pipeline_layout.push_back(row);
-    }
-    if (!ok)
-      f.problem("pipeline_layout", "expected [[layers per chunk] per stage] of integers in 0.." + std::to_string(kMaxLayers));
-  }
+  for (const ParallelField& d : parallel_fields()) read_field(f, j, d, p);
   if (auto dp = f.opt_integer("dp")) {
     int derived = p.dp();
     if (*dp != derived)
@@ -265,45 +106,12 @@ Expected<ParallelConfig> parallel_from_json(const json& j) {
 }
 
 json parallel_to_json(const ParallelConfig& p) {
-  json j = {{"world_size", p.world_size},
-            {"tp", p.tp},
-            {"sp", p.sp},
-            {"pp", p.pp},
-            {"vpp", p.vpp},
-            {"dp", p.dp()},
-            {"cp", p.cp},
-            {"cp_comm_type", to_string(p.cp_comm_type)},
-            {"ep", p.ep},
-            {"etp", p.etp},
-            {"zero", p.zero},
-            {"micro_batch_size", p.micro_batch_size},
-            {"recompute", to_string(p.recompute)},
-            {"recompute_num_layers", p.recompute_num_layers},
-            {"overlap_grad_reduce", p.overlap_grad_reduce},
-            {"overlap_param_gather", p.overlap_param_gather},
-            {"tp_comm_overlap", p.tp_comm_overlap},
-            {"schedule", to_string(p.schedule)},
-            {"attention_backend", to_string(p.attention_backend)},
-            {"moe_dispatcher", to_string(p.moe_dispatcher)},
-            {"moe_force_balance", p.moe_force_balance},
-            {"moe_a2a_overlap", p.moe_a2a_overlap},
-            {"fp8_param_gather", p.fp8_param_gather},
-            {"grad_reduce_in_bf16", p.grad_reduce_in_bf16},
-            {"cross_entropy_fusion", p.cross_entropy_fusion}};
-  if (!p.recompute_modules.empty()) j["recompute_modules"] = to_names(p.recompute_modules);
-  if (!p.offload_modules.empty()) j["offload_modules"] = to_names(p.offload_modules);
-  if (p.dp_replicate != 1) j["dp_replicate"] = p.dp_replicate;
-  if (p.cpu_offload_layers > 0) j["cpu_offload_layers"] = p.cpu_offload_layers;
-  if (p.main_params != MainParams::fp32) j["main_params"] = to_string(p.main_params);
-  if (p.adam_states_bf16) j["adam_states_bf16"] = true;
-  if (p.remat_policy != RematPolicy::none) j["remat_policy"] = to_string(p.remat_policy);
-  if (p.moe_capacity_factor > 0) {
-    j["moe_capacity_factor"] = p.moe_capacity_factor;
-    j["moe_pad_to_capacity"] = p.moe_pad_to_capacity;
+  static const ParallelConfig defaults;
+  json j = {{"dp", p.dp()}};
+  for (const ParallelField& d : parallel_fields()) {
+    bool write = d.written ? d.written(p) : d.presence != Presence::if_set || field_text(d, p) != field_text(d, defaults);
+    if (write) j[d.json] = field_json(d, p);
   }
-  if (p.num_layers_in_first_pipeline_stage) j["num_layers_in_first_pipeline_stage"] = p.num_layers_in_first_pipeline_stage;
-  if (p.num_layers_in_last_pipeline_stage) j["num_layers_in_last_pipeline_stage"] = p.num_layers_in_last_pipeline_stage;
-  if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
   return j;
 }
 

@@ -40,6 +40,9 @@ std::string to_string(AttentionBackend a);
 std::optional<AttentionBackend> parse_attention_backend(const std::string& s);
 std::string to_string(MoeDispatcher d);
 std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s);
+// The names of an enum's values in declaration order (the choices of its plan field and option).
+template <class E>
+std::vector<std::string> enum_names();
 
 struct ParallelConfig {
   int world_size = 1;  // GPUs of the job

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/megatron_rules.h"
+#include "core/parallel_fields.h"
 #include "planner/planner.h"
 
 namespace mplan {
@@ -154,6 +155,13 @@ std::vector<std::string> environment_lines(const Plan& plan) {
   return out;
 }
 
+// The field whose value one Megatron-LM flag carries (MegatronMap::direct), or nullptr.
+const ParallelField* megatron_field(const std::string& flag) {
+  for (const ParallelField& f : parallel_fields())
+    if (f.map == MegatronMap::direct && flag == f.megatron) return &f;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string export_megatron_args(const Plan& plan) {
@@ -165,6 +173,10 @@ std::string export_megatron_args(const Plan& plan) {
     a.push_back(value.empty() ? name : name + " " + value);
   };
   auto iarg = [&](const std::string& name, int64_t v) { arg(name, std::to_string(v)); };
+  auto put = [&](const char* field) {  // a plan field's own flag (core/parallel_fields.h)
+    std::string s = megatron_arg(*parallel_field(field), p);
+    if (!s.empty()) a.push_back(s);
+  };
   // model
   iarg("--num-layers", m.num_layers);
   iarg("--hidden-size", m.hidden_size);
@@ -230,19 +242,19 @@ std::string export_megatron_args(const Plan& plan) {
       iarg("--moe-router-group-topk", e.router_group_topk);
     }
     if (e.router_topk_scaling_factor != 1.0) arg("--moe-router-topk-scaling-factor", num(e.router_topk_scaling_factor));
-    if (p.moe_force_balance) arg("--moe-router-force-load-balancing");
+    put("moe_force_balance");
     if (p.moe_a2a_overlap) {
-      arg("--overlap-moe-expert-parallel-comm");
+      put("moe_a2a_overlap");
       arg("--delay-wgrad-compute");
     }
     if (megatron_moe_grouped_gemm(t.precision)) arg("--moe-grouped-gemm");
   }
   // parallel layout
-  iarg("--tensor-model-parallel-size", p.tp);
+  put("tp");
   bool sp = p.sp && p.tp > 1;
-  if (sp) arg("--sequence-parallel");
-  if (p.tp_comm_overlap && sp) arg("--tp-comm-overlap");
-  iarg("--pipeline-model-parallel-size", p.pp);
+  if (sp) put("sp");
+  if (sp) put("tp_comm_overlap");
+  put("pp");
   bool account_emb = false, account_loss = false;  // the layout is what Megatron's flags build
   if (!p.pipeline_layout.empty() && m.mtp_num_layers == 0 && p.pp > 1)
     for (auto [e, l] : {std::pair{true, true}, {false, true}, {true, false}})
@@ -255,22 +267,18 @@ std::string export_megatron_args(const Plan& plan) {
   } else if (!p.pipeline_layout.empty()) {
     arg("--pipeline-model-parallel-layout", "\"" + layout_string(m, p) + "\"");
   } else if (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage) {
-    if (p.num_layers_in_first_pipeline_stage) iarg("--decoder-first-pipeline-num-layers", p.num_layers_in_first_pipeline_stage);
-    if (p.num_layers_in_last_pipeline_stage) iarg("--decoder-last-pipeline-num-layers", p.num_layers_in_last_pipeline_stage);
+    if (p.num_layers_in_first_pipeline_stage) put("num_layers_in_first_pipeline_stage");
+    if (p.num_layers_in_last_pipeline_stage) put("num_layers_in_last_pipeline_stage");
     if (p.vpp > 1) iarg("--num-virtual-stages-per-pipeline-rank", p.vpp);
   } else if (p.vpp > 1) {
-    iarg("--num-layers-per-virtual-pipeline-stage", m.num_layers / (p.pp * p.vpp));
+    iarg("--num-layers-per-virtual-pipeline-stage", megatron_layers_per_virtual_stage(m.num_layers, p.pp, p.vpp));
   }
-  if (p.cp > 1) {
-    iarg("--context-parallel-size", p.cp);
-    arg("--cp-comm-type", to_string(p.cp_comm_type));
-  }
-  if (m.moe) {
-    iarg("--expert-model-parallel-size", p.ep);
-    iarg("--expert-tensor-parallel-size", p.etp);
-  }
+  for (const char* f : {"cp", "cp_comm_type"})
+    if (p.cp > 1) put(f);
+  for (const char* f : {"ep", "etp"})
+    if (m.moe) put(f);
   // batch
-  iarg("--micro-batch-size", p.micro_batch_size);
+  put("micro_batch_size");
   iarg("--global-batch-size", t.global_batch_size);
   // data parallelism and ZeRO
   if (p.zero == 1) arg("--use-distributed-optimizer");
@@ -281,17 +289,16 @@ std::string export_megatron_args(const Plan& plan) {
     arg("--no-gradient-accumulation-fusion");
     arg("--ckpt-format", "fsdp_dtensor");
   }
-  if (p.overlap_grad_reduce) arg("--overlap-grad-reduce");
-  if (p.overlap_param_gather && p.overlap_grad_reduce && p.zero >= 1) arg("--overlap-param-gather");
+  put("overlap_grad_reduce");
+  if (p.overlap_grad_reduce && p.zero >= 1) put("overlap_param_gather");
   // recomputation
   if (p.recompute == Recompute::selective) arg("--recompute-granularity", "selective");
-  if (p.recompute == Recompute::selective && !p.recompute_modules.empty())
-    arg("--recompute-modules", join_names(to_names(p.recompute_modules), " "));
+  if (p.recompute == Recompute::selective && !p.recompute_modules.empty()) put("recompute_modules");
   if (!p.offload_modules.empty()) {
     arg("--fine-grained-activation-offloading");
-    arg("--offload-modules", join_names(to_names(p.offload_modules), " "));
+    put("offload_modules");
   }
-  if (p.cpu_offload_layers > 0) iarg("--cpu-offloading-num-layers", p.cpu_offload_layers);
+  if (p.cpu_offload_layers > 0) put("cpu_offload_layers");
   if (p.recompute == Recompute::full) {
     arg("--recompute-granularity", "full");
     if (p.recompute_num_layers > 0) {
@@ -327,8 +334,8 @@ std::string export_megatron_args(const Plan& plan) {
     default:
       break;  // fp32: Megatron's default
   }
-  if (p.fp8_param_gather) arg("--fp8-param-gather");
-  if (p.grad_reduce_in_bf16) arg("--grad-reduce-in-bf16");
+  put("fp8_param_gather");
+  put("grad_reduce_in_bf16");
   if (p.main_params != MainParams::fp32 || p.adam_states_bf16) {
     arg("--use-precision-aware-optimizer");  // TE FusedAdam; store_param_remainders is its default
     if (p.main_params == MainParams::bf16) arg("--main-params-dtype", "fp16");
@@ -341,13 +348,13 @@ std::string export_megatron_args(const Plan& plan) {
           "optimizer without master weights (main_params none) is not a Megatron-LM option: "
           "the precision-aware optimizer keeps 16-bit remainders instead");
   }
-  if (p.dp_replicate > 1) iarg("--num-distributed-optimizer-instances", p.dp_replicate);
+  if (p.dp_replicate > 1) put("dp_replicate");
   if (m.moe && p.moe_capacity_factor > 0) {
-    arg("--moe-expert-capacity-factor", num(p.moe_capacity_factor));
-    if (p.moe_pad_to_capacity) arg("--moe-pad-expert-input-to-capacity");
+    put("moe_capacity_factor");
+    put("moe_pad_to_capacity");
   }
   if (p.cross_entropy_fusion) {
-    arg("--cross-entropy-loss-fusion");
+    put("cross_entropy_fusion");
     notes.push_back(
         "the plan was costed with a cross-entropy that writes its gradient into the bf16 logits "
         "(Transformer Engine's, as Megatron-Bridge recipes run it); Megatron-LM rejects "
@@ -457,38 +464,26 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 30); };
-    if (k == "--tensor-model-parallel-size")
-      p.tp = int(ival());
-    else if (k == "--pipeline-model-parallel-size")
-      p.pp = int(ival());
-    else if (k == "--context-parallel-size")
-      p.cp = int(ival());
-    else if (k == "--cp-comm-type")
-      p.cp_comm_type = parse_cp_comm_type(val()).value_or(CpCommType::p2p);
-    else if (k == "--expert-model-parallel-size")
-      p.ep = int(ival());
-    else if (k == "--expert-tensor-parallel-size")
-      p.etp = int(ival());
-    else if (k == "--sequence-parallel")
-      p.sp = true;
-    else if (k == "--tp-comm-overlap")
-      p.tp_comm_overlap = true;
-    else if (k == "--num-layers-per-virtual-pipeline-stage")
+    if (const ParallelField* f = megatron_field(k)) {  // one flag with the member's value
+      std::string v;
+      if (f->type() == FieldType::boolean)
+        v = "true";
+      else if (f->type() == FieldType::modules)  // a list of names up to the next option
+        while (i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) v += (v.empty() ? "" : ",") + tok[++i];
+      else
+        v = val();
+      std::string bad = set_field_text(*f, p, v);
+      if (!bad.empty()) problems.push_back(k + ": " + bad);
+    } else if (k == "--num-layers-per-virtual-pipeline-stage")
       nlpvs = int(ival());
     else if (k == "--num-virtual-stages-per-pipeline-rank")
       p.vpp = int(ival());
     else if (k == "--pipeline-model-parallel-layout")
       layout = val();
-    else if (k == "--decoder-first-pipeline-num-layers")
-      p.num_layers_in_first_pipeline_stage = int(ival());
-    else if (k == "--decoder-last-pipeline-num-layers")
-      p.num_layers_in_last_pipeline_stage = int(ival());
     else if (k == "--account-for-embedding-in-pipeline-split")
       account_emb = true;
     else if (k == "--account-for-loss-in-pipeline-split")
       account_loss = true;
-    else if (k == "--micro-batch-size")
-      p.micro_batch_size = int(ival());
     else if (k == "--global-batch-size")
       r.global_batch_size = ival();
     else if (k == "--seq-length")
@@ -501,10 +496,6 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       fsdp = true;
     else if (k == "--data-parallel-sharding-strategy")
       sharding = val();
-    else if (k == "--overlap-grad-reduce")
-      p.overlap_grad_reduce = true;
-    else if (k == "--overlap-param-gather")
-      p.overlap_param_gather = true;
     else if (k == "--recompute-granularity")
       p.recompute = parse_recompute(val()).value_or(Recompute::none);
     else if (k == "--recompute-method") {
@@ -533,48 +524,12 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
         problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");
     } else if (k == "--moe-enable-deepep")
       p.moe_dispatcher = MoeDispatcher::deepep;
-    else if (k == "--moe-router-force-load-balancing")
-      p.moe_force_balance = true;
-    else if (k == "--overlap-moe-expert-parallel-comm")
-      p.moe_a2a_overlap = true;
-    else if (k == "--recompute-modules" || k == "--offload-modules") {
-      // a list of names up to the next option
-      std::vector<std::string> names;
-      while (i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0) {
-        for (const auto& n : split_list(tok[++i])) names.push_back(n);
-      }
-      std::string bad;
-      if (k == "--recompute-modules") {
-        if (auto s = parse_recompute_modules(names, &bad))
-          p.recompute_modules = *s;
-        else
-          problems.push_back("--recompute-modules: '" + bad + "' is not a recompute module mplan models");
-      } else {
-        if (auto s = parse_offload_modules(names, &bad))
-          p.offload_modules = *s;
-        else
-          problems.push_back("--offload-modules: '" + bad + "' is not an offloading module mplan models");
-      }
-    } else if (k == "--cpu-offloading-num-layers")
-      p.cpu_offload_layers = int(ival());
-    else if (k == "--fp8-param-gather")
-      p.fp8_param_gather = true;
-    else if (k == "--grad-reduce-in-bf16")
-      p.grad_reduce_in_bf16 = true;
     else if (k == "--use-precision-aware-optimizer")
       precision_aware = true;
     else if (k == "--main-params-dtype")
       main_dtype = val();
     else if (k == "--exp-avg-dtype")
       p.adam_states_bf16 = val() == "bf16";
-    else if (k == "--num-distributed-optimizer-instances")
-      p.dp_replicate = int(ival());
-    else if (k == "--moe-expert-capacity-factor")
-      p.moe_capacity_factor = std::stod(val());
-    else if (k == "--moe-pad-expert-input-to-capacity")
-      p.moe_pad_to_capacity = true;
-    else if (k == "--cross-entropy-loss-fusion")
-      p.cross_entropy_fusion = true;
     else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
       ++i;  // other option's value
   }
@@ -621,7 +576,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       return Error("--account-for-embedding/loss-in-pipeline-split: " + std::to_string(r.num_layers) +
                    " layers (+1 per flag) do not split into pp*vpp=" + std::to_string(p.pp * p.vpp) + " equal chunks");
   } else if (nlpvs > 0 && r.num_layers > 0) {
-    p.vpp = r.num_layers / p.pp / nlpvs;
+    p.vpp = megatron_vpp_of(r.num_layers, p.pp, nlpvs);
   }
   if (precision_aware) p.main_params = main_dtype == "fp16" ? MainParams::bf16 : MainParams::remainder;
   p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;

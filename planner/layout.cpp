@@ -1,21 +1,11 @@
 // Layout <-> ParallelConfig and the short layout names used in messages.
 #include "planner/layout.h"
 
+#include "core/parallel_fields.h"
+
 namespace mplan::planner {
 
-void copy_job_runtime(ParallelConfig& dst, const ParallelConfig& job) {
-  dst.attention_backend = job.attention_backend;
-  dst.moe_dispatcher = job.moe_dispatcher;
-  dst.moe_force_balance = job.moe_force_balance;
-  dst.moe_capacity_factor = job.moe_capacity_factor;
-  dst.moe_pad_to_capacity = job.moe_pad_to_capacity;
-  dst.fp8_param_gather = job.fp8_param_gather;
-  dst.grad_reduce_in_bf16 = job.grad_reduce_in_bf16;
-  dst.cross_entropy_fusion = job.cross_entropy_fusion;
-  dst.main_params = job.main_params;
-  dst.adam_states_bf16 = job.adam_states_bf16;
-  dst.dp_replicate = job.dp_replicate;
-}
+void copy_job_runtime(ParallelConfig& dst, const ParallelConfig& job) { copy_fields(dst, job, FieldScope::job); }
 
 ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, const ParallelConfig& job) {
   ParallelConfig p;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/megatron_rules.h"
+#include "core/parallel_fields.h"
 #include "runs/log_text.h"
 
 namespace mplan::runs {
@@ -14,6 +15,10 @@ namespace mplan::runs {
 namespace {
 
 using Map = std::map<std::string, std::string>;
+
+// Plan fields whose canonical key is their plan key, read from their printed-argument name
+// (core/parallel_fields.h).
+constexpr const char* kLayoutKeys[] = {"world_size", "micro_batch_size", "tp", "pp", "vpp", "cp", "ep"};
 
 std::optional<std::string> get(const Map& m, const std::string& k) {
   auto it = m.find(k);
@@ -141,20 +146,17 @@ void read_moe_freq(Reader& r, const std::string& name) {
 void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVocab>& padded) {
   Reader r(c, a);
   c.source = ConfigSource::megatron_args;
-  for (const char* k : {"world_size", "micro_batch_size", "global_batch_size", "seq_length", "num_layers", "hidden_size",
-                        "ffn_hidden_size", "num_attention_heads", "kv_channels", "mtp_num_layers"})
+  for (const char* k : {"global_batch_size", "seq_length", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+                        "kv_channels", "mtp_num_layers"})
     r.put(k, k);
-  r.put("tp", "tensor_model_parallel_size");
-  r.put("pp", "pipeline_model_parallel_size");
-  r.put("vpp", "virtual_pipeline_model_parallel_size", norm_int, "1");
+  for (const char* k : kLayoutKeys) r.put(k, parallel_field(k)->log, norm_int, std::string(k) == "vpp" ? "1" : nullptr);
   if (!r.has("vpp") || r.norm("vpp") == "1") {
     auto per = r.raw("num_layers_per_virtual_pipeline_stage");
     auto L = to_int(r.norm("num_layers")), pp = to_int(r.norm("pp"));
     if (!is_none(per) && to_int(*per) && L && pp && *to_int(*per) > 0)
-      r.set("vpp", "num_layers_per_virtual_pipeline_stage", *per, std::to_string(*L / *pp / *to_int(*per)));
+      r.set("vpp", "num_layers_per_virtual_pipeline_stage", *per,
+            std::to_string(megatron_vpp_of(int(*L), int(*pp), int(*to_int(*per)))));
   }
-  r.put("cp", "context_parallel_size");
-  r.put("ep", "expert_model_parallel_size");
   r.put("dp", "data_parallel_size");
   r.put("sequence_parallel", "sequence_parallel", norm_bool);
   auto gqa = r.raw("group_query_attention");
@@ -165,7 +167,7 @@ void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVo
     r.put("num_query_groups", "num_query_groups");
   r.put("num_experts", "num_experts", norm_int, "0");
   if (r.norm("num_experts") != "0" && r.has("num_experts")) {
-    r.put("etp", "expert_tensor_parallel_size");
+    r.put("etp", parallel_field("etp")->log);
     r.put("moe_router_topk", "moe_router_topk");
     r.put("moe_ffn_hidden_size", "moe_ffn_hidden_size");
     r.put("moe_shared_expert_ffn", "moe_shared_expert_intermediate_size", norm_int, "0");
@@ -316,16 +318,9 @@ std::map<std::string, PlanValue> plan_values(const Plan& p) {
   auto s = [](int64_t v) { return std::to_string(v); };
   auto b = [](bool v) { return std::string(v ? "True" : "False"); };
   std::map<std::string, PlanValue> v = {
-      {"world_size", {"parallel.world_size", s(q.world_size)}},
-      {"tp", {"parallel.tp", s(q.tp)}},
-      {"pp", {"parallel.pp", s(q.pp)}},
-      {"vpp", {"parallel.vpp", s(q.vpp)}},
-      {"cp", {"parallel.cp", s(q.cp)}},
-      {"ep", {"parallel.ep", s(q.ep)}},
       {"etp", {"parallel.etp", s(q.etp)}},
       {"dp", {"parallel (dp = world / (tp*pp*cp))", s(q.dp())}},
       {"sequence_parallel", {"parallel.sp", b(q.sp)}},
-      {"micro_batch_size", {"parallel.micro_batch_size", s(q.micro_batch_size)}},
       {"global_batch_size", {"training.global_batch_size", s(p.training.global_batch_size)}},
       {"seq_length", {"training.seq_length", s(p.training.seq_length)}},
       {"num_layers", {"model.num_layers", s(m.num_layers)}},
@@ -344,6 +339,7 @@ std::map<std::string, PlanValue> plan_values(const Plan& p) {
       {"recompute", {"parallel.recompute", to_string(q.recompute)}},
       {"zero", {"parallel.zero", s(q.zero)}},
   };
+  for (const char* k : kLayoutKeys) v[k] = {"parallel." + std::string(k), field_text(*parallel_field(k), q)};
   if (p.training.precision == Precision::tf32) v["precision"].value = "fp32";
   if (m.moe) {
     v["moe_router_topk"] = {"model.moe.top_k", s(m.moe->top_k)};

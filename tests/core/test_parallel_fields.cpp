@@ -1,0 +1,135 @@
+// The ParallelConfig descriptor table: names unique, every field round-trips through its text and the
+// plan JSON, every member of ParallelConfig has a row, and the non-1:1 Megatron value maps invert.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/json_fields.h"
+
+#include "core/megatron_rules.h"
+#include "core/parallel_fields.h"
+
+namespace mplan {
+namespace {
+
+// A value of the field other than ParallelConfig{}'s.
+std::string other_value(const ParallelField& f, const ParallelConfig& p) {
+  switch (f.type()) {
+    case FieldType::integer:
+      return std::to_string(p.*f.access.i == int(f.min) ? int(f.min) + 1 : int(f.min));
+    case FieldType::boolean:
+      return p.*f.access.b ? "false" : "true";
+    case FieldType::number:
+      return "1.25";
+    case FieldType::layout:
+      return "4,3;2,1";
+    case FieldType::modules:
+      return f.access.choices().back() + "," + f.access.choices().front();
+    case FieldType::choice:
+      break;
+  }
+  return f.access.choices().back() == field_text(f, p) ? f.access.choices().front() : f.access.choices().back();
+}
+
+TEST(ParallelFields, NamesAreUniqueAndDocumented) {
+  std::set<std::string> json, cli, megatron;
+  for (const ParallelField& f : parallel_fields()) {
+    EXPECT_TRUE(json.insert(f.json).second) << f.json;
+    if (*f.cli) EXPECT_TRUE(cli.insert(f.cli).second) << f.cli;
+    if (f.map == MegatronMap::direct) EXPECT_TRUE(megatron.insert(f.megatron).second) << f.megatron;
+    EXPECT_GT(std::string(f.doc).size(), 8u) << f.json;
+    EXPECT_EQ(parallel_field(f.json), &f);
+  }
+  EXPECT_EQ(parallel_field("no_such_field"), nullptr);
+  // every member of ParallelConfig is a row (a new member without one fails here: add its row)
+  EXPECT_EQ(json.size(), 36u);
+}
+
+TEST(ParallelFields, EveryFieldRoundTripsThroughTextAndPlanJson) {
+  for (const ParallelField& f : parallel_fields()) {
+    ParallelConfig p;
+    p.world_size = 64;
+    p.moe_capacity_factor = 1.0;  // moe_pad_to_capacity is written with a capacity factor
+    const std::string v = other_value(f, p), before = field_text(f, p);
+    ASSERT_EQ(set_field_text(f, p, v), "") << f.json << " = " << v;
+    EXPECT_NE(field_text(f, p), before) << f.json;
+    auto back = parallel_from_json(parallel_to_json(p));
+    ASSERT_TRUE(back) << f.json << ": " << back.error().message();
+    EXPECT_EQ(field_text(f, *back), field_text(f, p)) << f.json;
+    EXPECT_EQ(parallel_to_json(*back), parallel_to_json(p)) << f.json;
+  }
+}
+
+TEST(ParallelFields, BadTextNamesWhatIsValid) {
+  ParallelConfig p;
+  EXPECT_NE(set_field_text(*parallel_field("tp"), p, "0").find("1.."), std::string::npos);
+  EXPECT_NE(set_field_text(*parallel_field("zero"), p, "4").find("0..3"), std::string::npos);
+  EXPECT_NE(set_field_text(*parallel_field("sp"), p, "yes").find("true or false"), std::string::npos);
+  EXPECT_NE(set_field_text(*parallel_field("schedule"), p, "zb2").find("gpipe|1f1b|interleaved|zb"), std::string::npos);
+  EXPECT_NE(set_field_text(*parallel_field("recompute_modules"), p, "mlpp").find("'mlpp' is not a Megatron recompute module"),
+            std::string::npos);
+  EXPECT_NE(set_field_text(*parallel_field("pipeline_layout"), p, "4,x").find("unexpected character 'x'"), std::string::npos);
+  EXPECT_NE(set_field_text(*parallel_field("moe_capacity_factor"), p, "0").find("expected a number"), std::string::npos);
+}
+
+TEST(ParallelFields, DerivedDefaultsFollowTheFieldsBefore) {
+  auto p = parallel_from_json({{"world_size", 16}, {"tp", 2}, {"pp", 2}, {"vpp", 2}});
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_TRUE(p->sp);
+  EXPECT_EQ(p->schedule, Schedule::interleaved);
+}
+
+TEST(ParallelFields, JobFieldsCopyAloneAndTheMarkdownListsEveryField) {
+  ParallelConfig job, dst;
+  job.main_params = MainParams::bf16, job.dp_replicate = 2, job.tp = 8;
+  copy_fields(dst, job, FieldScope::job);
+  EXPECT_EQ(dst.main_params, MainParams::bf16);
+  EXPECT_EQ(dst.dp_replicate, 2);
+  EXPECT_EQ(dst.tp, 1);
+  std::string md = parallel_fields_markdown();
+  for (const ParallelField& f : parallel_fields()) EXPECT_NE(md.find("| `" + std::string(f.json) + "` |"), std::string::npos);
+}
+
+// docs/plan_fields.md is the table's Markdown (MPLAN_UPDATE_GOLDEN=1 rewrites it).
+TEST(ParallelFields, DocsListTheTable) {
+  const std::string path = std::string(MPLAN_SOURCE_DIR) + "/docs/plan_fields.md";
+  const std::string table = parallel_fields_markdown();
+  if (std::getenv("MPLAN_UPDATE_GOLDEN")) {
+    const std::string intro =
+        "# Plan fields\n\nThe fields of a plan's `parallel` object, generated from the descriptor table in "
+        "`core/parallel_fields.cpp` (tests/core/test_parallel_fields.cpp keeps this file equal to it; "
+        "`MPLAN_UPDATE_GOLDEN=1` rewrites it). Each row is read and written by the plan JSON, the mplan options, the "
+        "Megatron-LM export and its parse, and the planner (scope job: every layout of a search keeps the job's "
+        "value). To add a field, add a member to `ParallelConfig`, a row to the table, and the code that uses the "
+        "value; the rest follows from the row.\n\n";
+    ASSERT_EQ(write_text_file_atomic(path, intro + table), "");
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find(table), std::string::npos) << path << " differs from the table: rerun with MPLAN_UPDATE_GOLDEN=1";
+}
+
+TEST(MegatronValueMaps, ShardingStrategyAndZeroInvert) {
+  for (int z = 0; z <= 3; ++z) EXPECT_EQ(megatron_fsdp_zero(megatron_fsdp_strategy(z)), z);
+  EXPECT_EQ(megatron_fsdp_zero("optim"), 1);
+  EXPECT_FALSE(megatron_fsdp_zero("Optim"));
+}
+
+TEST(MegatronValueMaps, VirtualPipelineSizeAndLayersPerVirtualStageInvert) {
+  for (int pp : {2, 4, 8})
+    for (int vpp : {1, 2, 5}) {
+      const int layers = 4 * pp * vpp;
+      EXPECT_EQ(megatron_layers_per_virtual_stage(layers, pp, vpp), 4);
+      EXPECT_EQ(megatron_vpp_of(layers, pp, megatron_layers_per_virtual_stage(layers, pp, vpp)), vpp);
+    }
+  EXPECT_EQ(megatron_vpp_of(80, 4, 4), 5);  // Llama-3-70B: 80 layers, pp 4, 4 layers per virtual stage
+  EXPECT_EQ(megatron_vpp_of(80, 0, 4), 0);
+  EXPECT_EQ(megatron_layers_per_virtual_stage(80, 4, 0), 0);
+}
+
+}  // namespace
+}  // namespace mplan
