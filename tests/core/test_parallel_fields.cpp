@@ -38,8 +38,12 @@ TEST(ParallelFields, NamesAreUniqueAndDocumented) {
   std::set<std::string> json, cli, megatron;
   for (const ParallelField& f : parallel_fields()) {
     EXPECT_TRUE(json.insert(f.json).second) << f.json;
-    if (*f.cli) EXPECT_TRUE(cli.insert(f.cli).second) << f.cli;
-    if (f.map == MegatronMap::direct) EXPECT_TRUE(megatron.insert(f.megatron).second) << f.megatron;
+    if (*f.cli) {
+      EXPECT_TRUE(cli.insert(f.cli).second) << f.cli;
+    }
+    if (f.map == MegatronMap::direct) {
+      EXPECT_TRUE(megatron.insert(f.megatron).second) << f.megatron;
+    }
     EXPECT_GT(std::string(f.doc).size(), 8u) << f.json;
     EXPECT_EQ(parallel_field(f.json), &f);
   }
