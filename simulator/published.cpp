@@ -23,6 +23,7 @@
 #include "core/counting.h"
 #include "core/csv.h"
 #include "core/framework_profile.h"
+#include "core/limits.h"
 #include "core/presets.h"
 #include "simulator/run_facts.h"
 
@@ -86,6 +87,13 @@ std::optional<Precision> precision_of(const std::string& t) {
   return std::nullopt;
 }
 
+// A count column of the row (layers, GPUs, batch, ...) that must lie in [1, max] before it is cast to an
+// integer; the error names the column (a fuzzed row with seq_len 1e44 once overflowed the cast).
+std::optional<std::string> bad_count(const char* column, double v, int64_t max) {
+  if (v >= 1 && v <= double(max)) return std::nullopt;
+  return std::string(column) + " must be between 1 and " + std::to_string(max) + ", got " + std::to_string(v);
+}
+
 Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   const std::string& name = r.get("model");
   if (has(name, "nemotron_3") || has(name, "nemotron 3"))
@@ -93,6 +101,10 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   if (has(name, "llama4")) return Error("Llama 4 (chunked attention, interleaved MoE) is not expressible");
   auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
   if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");
+  for (auto bad : {bad_count("layers", *L, kMaxLayers), bad_count("hidden", *h, kMaxHidden), bad_count("heads", *a, kMaxHeads)})
+    if (bad) return Error(*bad);
+  if (auto seq = r.num("seq_len"))  // sets the learned-position table below
+    if (auto bad = bad_count("seq_len", *seq, kMaxSeq)) return Error(*bad);
   ModelSpec m;
   m.name = name;
   m.num_layers = int(*L);
@@ -302,7 +314,10 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings set
     run.notes += "dimensions from the row (" + differs + " differs from preset " + preset + "); ";
   } else if (!preset.empty()) {
     plan.model = *model_preset(preset);
-    if (auto v = r.num("vocab")) plan.model.vocab_size = int64_t(*v);
+    if (auto v = r.num("vocab")) {
+      if (auto bad = bad_count("vocab", *v, kMaxVocab)) return Error(*bad);
+      plan.model.vocab_size = int64_t(*v);
+    }
     if (has(run.model_name, "w/o mtp")) plan.model.mtp_num_layers = 0;
   } else {
     auto m = model_from_dims(r, run.notes);
@@ -313,6 +328,9 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings set
   if (!prec) return Error("precision '" + run.precision_text + "' not understood");
   auto gpus = r.num("num_gpus"), gbs = r.num("gbs"), seq = r.num("seq_len");
   if (!gpus || !gbs || !seq) return Error("num_gpus, gbs or seq_len missing");
+  for (auto bad :
+       {bad_count("num_gpus", *gpus, kMaxGpus), bad_count("gbs", *gbs, kMaxBatch), bad_count("seq_len", *seq, kMaxSeq)})
+    if (bad) return Error(*bad);
   plan.training = {int64_t(*gbs), int64_t(*seq), *prec};
   const std::string& wl = r.get("workload");
   plan.training.method = wl == "lora" ? TrainingMethod::lora : wl == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
