@@ -349,6 +349,7 @@ std::string export_megatron_args(const Plan& plan) {
           "the precision-aware optimizer keeps 16-bit remainders instead");
   }
   if (p.dp_replicate > 1) put("dp_replicate");
+  if (p.cuda_graph_impl != CudaGraphImpl::none) put("cuda_graph_impl");
   if (m.moe && p.moe_capacity_factor > 0) {
     put("moe_capacity_factor");
     put("moe_pad_to_capacity");

@@ -9,6 +9,7 @@
 
 #include "core/framework_profile.h"
 #include "core/megatron_rules.h"
+#include "core/parallel_fields.h"
 #include "simulator/run_facts.h"
 
 namespace mplan {
@@ -144,6 +145,9 @@ void apply_optimizer(Applier& a, const CsvRow& row) {
   const RunFact* impl = a.get("cross_entropy_fusion_impl");
   if (ce && truthy(ce->value) && impl && lower(impl->value) == "te")
     a.attempt("fused cross-entropy (recipe)", [](Plan& p) { p.parallel.cross_entropy_fusion = true; });
+  const ParallelField& cg = *parallel_field("cuda_graph_impl");  // its run fact is the row's `log` name
+  if (const RunFact* f = a.get(cg.log); f && parse_cuda_graph_impl(lower(f->value)))
+    a.attempt("CUDA graphs " + f->value + " (recipe)", [&](Plan& p) { set_field_text(cg, p.parallel, lower(f->value)); });
 }
 
 void apply_offload(Applier& a) {
