@@ -14,6 +14,7 @@
 #include "simulator/cost_param_table.h"
 #include "simulator/cost_params.h"
 #include "simulator/simulator.h"
+#include "tests/generated_doc.h"
 #include "tests/simulator/sim_fixtures.h"
 
 using namespace mplan;
@@ -112,21 +113,14 @@ TEST(CostParamTable, RowsRoundTripAndTheDocsListThem) {
   }
   CostParams probe;
   EXPECT_EQ(cost_param_ref(probe, "no_such_param"), nullptr);
-  const std::string path = std::string(MPLAN_SOURCE_DIR) + "/docs/cost_params.md";
-  const std::string table = cost_params_markdown();
-  if (std::getenv("MPLAN_UPDATE_GOLDEN")) {
-    const std::string intro =
-        "# Cost parameters\n\nThe scalar parameters of the cost model (`CostParams`), generated from the table in "
-        "`simulator/cost_params.cpp` (`cost_param_table()`; tests/simulator/test_bounds_inputs.cpp keeps this file equal "
-        "to it, `MPLAN_UPDATE_GOLDEN=1` rewrites it). The range is what a calibration file may hold (values outside it are "
-        "refused naming the field); the prior is the uncalibrated default, which cross-validation resets a parameter to "
-        "when a fold lacks its rows. What each one means, how it is fitted and its fitted value: docs/cost_model.md. "
-        "Per-precision GEMM factors (`precision_eff.<precision>`, range (0, 1]), per-framework kernel factors "
-        "(`framework_eff.<framework>`) and the GEMM tile sizes are read beside them.\n\n";
-    ASSERT_EQ(write_text_file_atomic(path, intro + table), "");
-  }
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_NE(ss.str().find(table), std::string::npos) << path << " differs from the table: rerun with MPLAN_UPDATE_GOLDEN=1";
+  expect_generated_doc(
+      "docs/cost_params.md",
+      "# Cost parameters\n\nThe scalar parameters of the cost model (`CostParams`), generated from the table in "
+      "`simulator/cost_params.cpp` (`cost_param_table()`; tests/simulator/test_bounds_inputs.cpp keeps this file equal "
+      "to it, `MPLAN_UPDATE_GOLDEN=1` rewrites it). The range is what a calibration file may hold (values outside it are "
+      "refused naming the field); the prior is the uncalibrated default, which cross-validation resets a parameter to "
+      "when a fold lacks its rows. What each one means, how it is fitted and its fitted value: docs/cost_model.md. "
+      "Per-precision GEMM factors (`precision_eff.<precision>`, range (0, 1]), per-framework kernel factors "
+      "(`framework_eff.<framework>`) and the GEMM tile sizes are read beside them.\n\n",
+      cost_params_markdown());
 }
