@@ -9,6 +9,7 @@
 #include "core/bounded_input.h"
 #include "core/framework_profile.h"
 #include "core/parallel_fields.h"
+#include "core/training_fields.h"
 
 namespace mplan::cli {
 
@@ -41,6 +42,27 @@ void add_field_options(CLI::App* sub, CliGroup group, FieldTexts& given) {
   }
 }
 
+// The options of the training fields, each storing its text under the plan key (or the option).
+void add_training_options(CLI::App* sub, FieldTexts& given, bool required) {
+  for (const TrainingField& f : training_fields()) {
+    const std::string key = *f.json ? f.json : f.cli;
+    auto store = [&given, key](const std::string& v) { given[key] = v; };
+    if (f.type == FieldType::boolean) {
+      sub->add_flag_function(
+          f.cli, [store](int64_t) { store("true"); }, f.doc);
+      continue;
+    }
+    CLI::Option* o = nullptr;
+    if (f.type == FieldType::integer)
+      o = sub->add_option_function<int64_t>(
+                 f.cli, [store](int64_t v) { store(std::to_string(v)); }, f.doc)
+              ->check(int_range(f.min, f.max));
+    else
+      o = sub->add_option_function<std::string>(f.cli, store, f.doc)->check(CLI::IsMember(f.choices()));
+    if (required && f.cli_required()) o->required();
+  }
+}
+
 // Sets the given fields in table order (a derived default first: sp from tp, schedule from vpp); a bad
 // value is refused naming its option.
 void apply_fields(ParallelConfig& q, const FieldTexts& given) {
@@ -60,22 +82,10 @@ void add_job_options(CLI::App* sub, JobArgs& a, bool required) {
   auto* m = sub->add_option("--model", a.model, "model preset, mplan model JSON or Hugging Face config.json");
   auto* c = sub->add_option("--cluster", a.cluster, "cluster preset or cluster JSON");
   auto* g = sub->add_option("--gpus", a.gpus, "number of GPUs")->check(int_range(1, kMaxGpus));
-  auto* b = sub->add_option("--gbs", a.gbs, "global batch size (sequences)")->check(int_range(1, kMaxBatch));
-  auto* s = sub->add_option("--seq", a.seq, "sequence length")->check(int_range(1, kMaxSeq));
   if (required)
-    for (auto* o : {m, c, g, b, s}) o->required();
-  sub->add_option("--precision", a.precision, "bf16|fp16|fp8|mxfp8|nvfp4|fp32")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"}));
-  sub->add_option("--method", a.method, "pretrain|sft|lora (lora: frozen base weights)")
-      ->check(CLI::IsMember({"pretrain", "sft", "lora"}));
-  sub->add_option("--packed-doc-tokens", a.packed_doc_tokens,
-                  "packed sequences: mean tokens per document (attention stays within each); 0 = unpacked")
-      ->check(int_range(0, kMaxSeq));
+    for (auto* o : {m, c, g}) o->required();
+  add_training_options(sub, a.training, required);
   sub->add_option("--calibration", a.calibration, "calibration JSON (mplan.calibration/1) from mplan calibrate");
-  sub->add_option("--framework", a.framework, "training framework megatron|torchtitan|llm-foundry|maxtext (default megatron)")
-      ->check(CLI::IsMember(framework_choices()));
-  sub->add_flag("--torch-compile", a.torch_compile,
-                "torchtitan: the model is compiled (torch.compile fuses each block's pointwise ops); default eager");
   add_field_options(sub, CliGroup::job, a.parallel);
   add_force_option(sub, a.force);
 }
@@ -90,34 +100,27 @@ void add_layout_options(CLI::App* sub, LayoutArgs& l) {
 }
 
 Plan job_skeleton(const JobArgs& a) {
-  for (auto [name, missing] : {std::pair{"--model", a.model.empty()},
-                               {"--cluster", a.cluster.empty()},
-                               {"--gpus", a.gpus <= 0},
-                               {"--gbs", a.gbs <= 0},
-                               {"--seq", a.seq <= 0}})
+  for (auto [name, missing] : {std::pair{"--model", a.model.empty()}, {"--cluster", a.cluster.empty()}, {"--gpus", a.gpus <= 0}})
     if (missing) throw InputError{std::string(name) + " is required (or give --plan FILE)"};
   Plan p;
+  for (const TrainingField& f : training_fields()) {
+    auto it = a.training.find(*f.json ? f.json : f.cli);
+    if (it == a.training.end() && f.cli_required()) throw InputError{std::string(f.cli) + " is required (or give --plan FILE)"};
+    std::string bad = it == a.training.end() ? "" : set_training_field_text(f, p.training, it->second);
+    if (!bad.empty()) throw InputError{std::string(f.cli) + ": " + bad};
+  }
   p.model = require_model(a.model);
   p.cluster = require_cluster(a.cluster);
-  p.training.global_batch_size = a.gbs;
-  p.training.seq_length = a.seq;
-  p.training.precision = *parse_precision(a.precision);
-  p.training.method = a.method == "lora"  ? TrainingMethod::lora
-                      : a.method == "sft" ? TrainingMethod::sft
-                                          : TrainingMethod::pretrain;
-  if (a.packed_doc_tokens > a.seq)
-    throw InputError{"--packed-doc-tokens: " + std::to_string(a.packed_doc_tokens) + " is longer than --seq " +
-                     std::to_string(a.seq) + "; give the mean document length, at most the sequence length (0 = unpacked)"};
-  p.training.packed_doc_tokens = a.packed_doc_tokens;
-  auto fw = parse_framework(a.framework);
-  if (!fw) throw InputError{"--framework: '" + a.framework + "' is not one of " + join_names(framework_choices(), "|")};
-  p.training.framework = *fw;
-  if (a.torch_compile && !framework_profile(*fw).supports_torch_compile)
+  const TrainingSpec& t = p.training;
+  if (t.packed_doc_tokens > t.seq_length)
+    throw InputError{"--packed-doc-tokens: " + std::to_string(t.packed_doc_tokens) + " is longer than --seq " +
+                     std::to_string(t.seq_length) +
+                     "; give the mean document length, at most the sequence length (0 = unpacked)"};
+  if (t.torch_compile && !framework_profile(t.framework).supports_torch_compile)
     throw InputError{"--torch-compile: applies only to --framework " +
-                     frameworks_with(&FrameworkProfile::supports_torch_compile) + " (got " + a.framework + ")"};
-  p.training.torch_compile = a.torch_compile;
+                     frameworks_with(&FrameworkProfile::supports_torch_compile) + " (got " + to_string(t.framework) + ")"};
   p.parallel.world_size = a.gpus;
-  p.parallel.cross_entropy_fusion = framework_memory(*fw).default_cross_entropy_fusion;
+  p.parallel.cross_entropy_fusion = framework_memory(t.framework).default_cross_entropy_fusion;
   apply_fields(p.parallel, a.parallel);
   if (a.parallel.count("moe_pad_to_capacity") && !a.parallel.count("moe_capacity_factor"))
     throw InputError{"--moe-pad-to-capacity needs --moe-capacity-factor F"};

@@ -11,19 +11,17 @@
 
 namespace mplan::cli {
 
-// Plan fields given on the command line, by plan key, as text (core/parallel_fields.h reads them).
+// Plan fields given on the command line, by plan key (a training field without one: by option), as
+// text (core/parallel_fields.h and core/training_fields.h read them).
 using FieldTexts = std::map<std::string, std::string>;
 
 struct JobArgs {
-  std::string model, cluster, precision = "bf16", method = "pretrain";
+  std::string model, cluster;
   int gpus = 0;
-  int64_t gbs = 0, seq = 0, packed_doc_tokens = 0;
   std::string calibration;  // --calibration FILE
   bool force = false;       // --force: apply a calibration fitted for another GPU architecture
-  // the framework and the runtime options every layout of the job shares (search keeps them fixed)
-  std::string framework = "megatron";
-  bool torch_compile = false;  // torchtitan: torch.compile the model (--torch-compile)
-  FieldTexts parallel;         // the job's plan fields (CliGroup::job): --dp-replicate, --main-params ...
+  FieldTexts training;      // the training fields given (core/training_fields.h): --gbs, --seq, --framework ...
+  FieldTexts parallel;      // the job's plan fields (CliGroup::job): --dp-replicate, --main-params ...
 };
 
 struct LayoutArgs {
@@ -31,8 +29,9 @@ struct LayoutArgs {
   bool dist_opt = false;
 };
 
-// Adds --model --cluster --gpus --gbs --seq --precision --calibration. `required` marks the first five
-// required (false when --plan may replace them).
+// Adds --model --cluster --gpus, the training fields' options (--gbs --seq --precision ...), --calibration
+// and the job's plan fields. `required` marks the model, cluster, GPUs and the training fields without
+// a valid default (--gbs, --seq) required (false when --plan may replace them).
 void add_job_options(CLI::App* sub, JobArgs& a, bool required);
 void add_layout_options(CLI::App* sub, LayoutArgs& l);
 

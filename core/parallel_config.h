@@ -29,6 +29,11 @@ enum class MoeDispatcher { alltoall, deepep, hybridep };
 enum class MainParams { fp32, remainder, bf16, none };
 std::string to_string(MainParams m);
 std::optional<MainParams> parse_main_params(const std::string& s);
+// Megatron-LM's --cuda-graph-impl: kernels captured into CUDA graphs by Megatron's own capture
+// (local) or Transformer Engine's, or none.
+enum class CudaGraphImpl { none, local, transformer_engine };
+std::string to_string(CudaGraphImpl c);
+std::optional<CudaGraphImpl> parse_cuda_graph_impl(const std::string& s);
 
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
@@ -88,6 +93,8 @@ struct ParallelConfig {
   // capacity are dropped; with moe_pad_to_capacity every expert processes exactly its capacity.
   double moe_capacity_factor = 0;
   bool moe_pad_to_capacity = false;
+  // Megatron --cuda-graph-impl (Megatron-Bridge performance recipes); recorded and exported, not yet costed.
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::none;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;

@@ -23,6 +23,7 @@ constexpr const char* names_text(CpCommType) { return "p2p|a2a|allgather"; }
 constexpr const char* names_text(AttentionBackend) { return "flash|unfused|triton"; }
 constexpr const char* names_text(MoeDispatcher) { return "alltoall|deepep|hybridep"; }
 constexpr const char* names_text(MainParams) { return "fp32|remainder|bf16|none"; }
+constexpr const char* names_text(CudaGraphImpl) { return "none|local|transformer_engine"; }
 
 template <class E>
 const std::vector<std::string>& names_of() {
@@ -62,6 +63,7 @@ template std::vector<std::string> enum_names<CpCommType>();
 template std::vector<std::string> enum_names<AttentionBackend>();
 template std::vector<std::string> enum_names<MoeDispatcher>();
 template std::vector<std::string> enum_names<MainParams>();
+template std::vector<std::string> enum_names<CudaGraphImpl>();
 
 std::string to_string(Recompute r) { return name_of(r); }
 std::string to_string(Schedule s) { return name_of(s); }
@@ -75,6 +77,8 @@ std::optional<CpCommType> parse_cp_comm_type(const std::string& s) { return pars
 std::optional<AttentionBackend> parse_attention_backend(const std::string& s) { return parse_name<AttentionBackend>(s); }
 std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) { return parse_name<MoeDispatcher>(s); }
 std::optional<MainParams> parse_main_params(const std::string& s) { return parse_name<MainParams>(s); }
+std::string to_string(CudaGraphImpl c) { return name_of(c); }
+std::optional<CudaGraphImpl> parse_cuda_graph_impl(const std::string& s) { return parse_name<CudaGraphImpl>(s); }
 
 namespace {
 
@@ -284,6 +288,9 @@ std::vector<ParallelField> make_fields() {
       {"moe_pad_to_capacity", "--moe-pad-to-capacity", "--moe-pad-expert-input-to-capacity",
        "moe_pad_expert_input_to_capacity", "", S::job, G::job, M::direct, X, X, "pad every expert's input to its capacity",
        B(&P::moe_pad_to_capacity), opt, nullptr, pad_written},
+      {"cuda_graph_impl", "--cuda-graph-impl", "--cuda-graph-impl", "cuda_graph_impl", "", S::job, G::job, M::direct, X, X,
+       "CUDA graphs of Megatron-LM (recorded and exported; not costed yet)", C<&P::cuda_graph_impl, parse_cuda_graph_impl>(),
+       opt},
       {"overlap_grad_reduce", "--no-overlap-grad-reduce", "--overlap-grad-reduce", "overlap_grad_reduce", "", S::none,
        G::layout, M::direct, X, X, "overlap the DP gradient reduction with the backward", B(&P::overlap_grad_reduce)},
       {"overlap_param_gather", "--no-overlap-param-gather", "--overlap-param-gather", "overlap_param_gather", "", S::none,

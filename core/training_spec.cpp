@@ -2,7 +2,7 @@
 #include "core/training_spec.h"
 
 #include "core/json_fields.h"
-#include "core/limits.h"
+#include "core/training_fields.h"
 
 namespace mplan {
 
@@ -24,30 +24,40 @@ Expected<TrainingSpec> training_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "training", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown({"global_batch_size", "seq_length", "precision", "method", "packed_doc_tokens", "torch_compile"});
+  std::vector<std::string> known;
+  for (const TrainingField& d : training_fields())
+    if (*d.json) known.emplace_back(d.json);
+  f.reject_unknown(known);
   TrainingSpec t;
-  t.global_batch_size = f.integer("global_batch_size", 1, kMaxBatch);
-  t.seq_length = f.integer("seq_length", 1, kMaxSeq);
-  std::string p = f.choice("precision", {"bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp32"});
-  t.precision = parse_precision(p).value_or(Precision::bf16);
-  std::string m = f.choice_or("method", {"pretrain", "sft", "lora"}, "pretrain");
-  t.method = m == "lora" ? TrainingMethod::lora : m == "sft" ? TrainingMethod::sft : TrainingMethod::pretrain;
-  t.packed_doc_tokens = f.integer_or("packed_doc_tokens", 0, 0, kMaxSeq);
+  for (const TrainingField& d : training_fields()) {
+    if (!*d.json) continue;
+    const bool required = d.presence == Presence::required;
+    if (d.i)
+      t.*d.i = required ? f.integer(d.json, d.min, d.max) : f.integer_or(d.json, t.*d.i, d.min, d.max);
+    else if (d.b)
+      t.*d.b = f.boolean_or(d.json, t.*d.b);
+    else
+      d.set(t, required ? f.choice(d.json, d.choices()) : f.choice_or(d.json, d.choices(), d.get(t)));
+  }
   if (t.packed_doc_tokens > t.seq_length)
     f.problem("packed_doc_tokens", "must be at most seq_length (" + std::to_string(t.seq_length) + "), got " +
                                        std::to_string(t.packed_doc_tokens) + "; 0 = unpacked");
-  t.torch_compile = f.boolean_or("torch_compile", false);
   if (!problems.empty()) return Error(problems);
   return t;
 }
 
 json training_to_json(const TrainingSpec& t) {
-  json j = {{"global_batch_size", t.global_batch_size},
-            {"seq_length", t.seq_length},
-            {"precision", std::string(to_string(t.precision))},
-            {"method", to_string(t.method)}};
-  if (t.packed_doc_tokens > 0) j["packed_doc_tokens"] = t.packed_doc_tokens;
-  if (t.torch_compile) j["torch_compile"] = true;
+  static const TrainingSpec defaults;
+  json j = json::object();
+  for (const TrainingField& d : training_fields()) {
+    if (!*d.json || (d.presence == Presence::if_set && training_field_text(d, t) == training_field_text(d, defaults))) continue;
+    if (d.i)
+      j[d.json] = t.*d.i;
+    else if (d.b)
+      j[d.json] = t.*d.b;
+    else
+      j[d.json] = d.get(t);
+  }
   return j;
 }
 

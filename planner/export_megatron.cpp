@@ -17,6 +17,7 @@
 
 #include "core/megatron_rules.h"
 #include "core/parallel_fields.h"
+#include "core/training_fields.h"
 #include "planner/planner.h"
 
 namespace mplan {
@@ -177,6 +178,9 @@ std::string export_megatron_args(const Plan& plan) {
     std::string s = megatron_arg(*parallel_field(field), p);
     if (!s.empty()) a.push_back(s);
   };
+  auto put_training = [&](const char* flag) {  // a training field's flag (core/training_fields.h)
+    arg(flag, training_field_text(*training_field_of_flag(flag), t));
+  };
   // model
   iarg("--num-layers", m.num_layers);
   iarg("--hidden-size", m.hidden_size);
@@ -189,7 +193,7 @@ std::string export_megatron_args(const Plan& plan) {
     }
     if (m.kv_channels != m.hidden_size / m.num_attention_heads) iarg("--kv-channels", m.kv_channels);
   }
-  iarg("--seq-length", t.seq_length);
+  put_training("--seq-length");
   iarg("--max-position-embeddings", std::max<int64_t>(t.seq_length, m.max_position_embeddings));
   iarg("--vocab-size", m.vocab_size);
   if (m.activation == Activation::swiglu) arg("--swiglu");
@@ -279,7 +283,7 @@ std::string export_megatron_args(const Plan& plan) {
     if (m.moe) put(f);
   // batch
   put("micro_batch_size");
-  iarg("--global-batch-size", t.global_batch_size);
+  put_training("--global-batch-size");
   // data parallelism and ZeRO
   if (p.zero == 1) arg("--use-distributed-optimizer");
   if (p.zero >= 2) {
@@ -349,6 +353,7 @@ std::string export_megatron_args(const Plan& plan) {
           "the precision-aware optimizer keeps 16-bit remainders instead");
   }
   if (p.dp_replicate > 1) put("dp_replicate");
+  if (p.cuda_graph_impl != CudaGraphImpl::none) put("cuda_graph_impl");
   if (m.moe && p.moe_capacity_factor > 0) {
     put("moe_capacity_factor");
     put("moe_pad_to_capacity");
@@ -460,6 +465,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   std::string fp8, fp4, main_dtype;
   bool bf16 = false, fp16 = false, precision_aware = false;
   std::vector<std::string> problems;
+  TrainingSpec training;
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
@@ -484,11 +490,9 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       account_emb = true;
     else if (k == "--account-for-loss-in-pipeline-split")
       account_loss = true;
-    else if (k == "--global-batch-size")
-      r.global_batch_size = ival();
-    else if (k == "--seq-length")
-      r.seq_length = ival();
-    else if (k == "--num-layers")
+    else if (const TrainingField* tf = training_field_of_flag(k)) {
+      if (std::string bad = set_training_field_text(*tf, training, val()); !bad.empty()) problems.push_back(k + ": " + bad);
+    } else if (k == "--num-layers")
       r.num_layers = int(ival());
     else if (k == "--use-distributed-optimizer")
       dist_opt = true;
@@ -534,6 +538,8 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       ++i;  // other option's value
   }
   if (!problems.empty()) return Error(problems);
+  r.global_batch_size = training.global_batch_size;
+  r.seq_length = training.seq_length;
   if (p.recompute_num_layers == -1) p.recompute_num_layers = 0;
   if (!p.sp) p.tp_comm_overlap = false;
   if (!layout.empty()) {

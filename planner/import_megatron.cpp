@@ -3,6 +3,7 @@
 // and the round-trip tests. Megatron's defaults apply to flags that are absent (arguments.py).
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <regex>
 
@@ -41,6 +42,66 @@ bool read_moe_pattern(const std::string& v, int num_layers, MoeSpec& e) {
   return false;
 }
 
+// The model flags that carry one value into one field (of ModelSpec, its MoE or its MLA part): a
+// non-negative integer or a finite number. Flags with a mapping of their own are read in
+// parse_megatron_model.
+struct ModelParts {
+  ModelSpec& m;
+  MoeSpec& e;
+  MlaSpec& a;
+};
+struct ModelFlag {
+  const char* flag;
+  bool integer;
+  void (*set)(ModelParts&, double);
+};
+using MP = ModelParts;
+int i(double v) { return v > double(INT32_MAX) ? INT32_MAX : int(v); }  // an int field; too large is refused by validate_model
+// clang-format off
+const ModelFlag kModelFlags[] = {
+    {"--num-layers", true, [](MP& p, double v) { p.m.num_layers = i(v); }},
+    {"--hidden-size", true, [](MP& p, double v) { p.m.hidden_size = int64_t(v); }},
+    {"--ffn-hidden-size", true, [](MP& p, double v) { p.m.ffn_hidden_size = int64_t(v); }},
+    {"--num-attention-heads", true, [](MP& p, double v) { p.m.num_attention_heads = i(v); }},
+    {"--num-query-groups", true, [](MP& p, double v) { p.m.num_query_groups = i(v); }},
+    {"--kv-channels", true, [](MP& p, double v) { p.m.kv_channels = i(v); }},
+    {"--vocab-size", true, [](MP& p, double v) { p.m.vocab_size = int64_t(v); }},
+    {"--max-position-embeddings", true, [](MP& p, double v) { p.m.max_position_embeddings = int64_t(v); }},
+    {"--attention-dropout", false, [](MP& p, double v) { p.m.attention_dropout = v; }},
+    {"--hidden-dropout", false, [](MP& p, double v) { p.m.hidden_dropout = v; }},
+    {"--norm-epsilon", false, [](MP& p, double v) { p.m.norm_epsilon = v; }},
+    {"--rotary-base", false, [](MP& p, double v) { p.m.rotary_base = v; }},
+    {"--rotary-percent", false, [](MP& p, double v) { p.m.rotary_percent = v; }},
+    {"--rope-scaling-factor", false, [](MP& p, double v) { p.m.rope_scaling.factor = v; }},
+    {"--rotary-scaling-factor", false, [](MP& p, double v) { p.m.rope_scaling.factor = v; }},
+    {"--yarn-original-max-position-embeddings", true,
+     [](MP& p, double v) { p.m.rope_scaling.original_max_position_embeddings = int64_t(v); }},
+    {"--yarn-beta-fast", false, [](MP& p, double v) { p.m.rope_scaling.beta_fast = v; }},
+    {"--yarn-beta-slow", false, [](MP& p, double v) { p.m.rope_scaling.beta_slow = v; }},
+    {"--mscale", false, [](MP& p, double v) { p.m.rope_scaling.mscale = v; }},
+    {"--mscale-all-dim", false, [](MP& p, double v) { p.m.rope_scaling.mscale_all_dim = v; }},
+    {"--window-attn-skip-freq", true, [](MP& p, double v) { p.m.window_attn_skip_freq = i(v); }},
+    {"--q-lora-rank", true, [](MP& p, double v) { p.a.q_lora_rank = i(v); }},
+    {"--kv-lora-rank", true, [](MP& p, double v) { p.a.kv_lora_rank = i(v); }},
+    {"--qk-head-dim", true, [](MP& p, double v) { p.a.qk_head_dim = i(v); }},
+    {"--qk-pos-emb-head-dim", true, [](MP& p, double v) { p.a.qk_rope_head_dim = i(v); }},
+    {"--v-head-dim", true, [](MP& p, double v) { p.a.v_head_dim = i(v); }},
+    {"--mtp-num-layers", true, [](MP& p, double v) { p.m.mtp_num_layers = i(v); }},
+    {"--moe-router-topk", true, [](MP& p, double v) { p.e.top_k = i(v); }},
+    {"--moe-ffn-hidden-size", true, [](MP& p, double v) { p.e.moe_ffn_hidden_size = int64_t(v); }},
+    {"--moe-shared-expert-intermediate-size", true, [](MP& p, double v) { p.e.shared_expert_ffn_hidden_size = int64_t(v); }},
+    {"--moe-router-num-groups", true, [](MP& p, double v) { p.e.router_num_groups = i(v); }},
+    {"--moe-router-group-topk", true, [](MP& p, double v) { p.e.router_group_topk = i(v); }},
+    {"--moe-router-topk-scaling-factor", false, [](MP& p, double v) { p.e.router_topk_scaling_factor = v; }},
+};
+// clang-format on
+
+const ModelFlag* model_flag(const std::string& flag) {
+  for (const ModelFlag& f : kModelFlags)
+    if (flag == f.flag) return &f;
+  return nullptr;
+}
+
 }  // namespace
 
 Expected<ModelSpec> parse_megatron_model(const std::string& text) {
@@ -58,6 +119,7 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   std::vector<std::string> problems;
   MoeSpec e;
   MlaSpec a;
+  ModelParts parts{m, e, a};
   bool moe = false, mla = false, qkv_bias = false;
   std::string moe_freq, window, rope_type;
   for (size_t i = 0; i < tok.size(); ++i) {
@@ -65,22 +127,8 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 40); };
     auto dval = [&] { return megatron_arg_number(tok, i, problems); };
-    if (k == "--num-layers")
-      m.num_layers = int(ival());
-    else if (k == "--hidden-size")
-      m.hidden_size = ival();
-    else if (k == "--ffn-hidden-size")
-      m.ffn_hidden_size = ival();
-    else if (k == "--num-attention-heads")
-      m.num_attention_heads = int(ival());
-    else if (k == "--num-query-groups")
-      m.num_query_groups = int(ival());
-    else if (k == "--kv-channels")
-      m.kv_channels = int(ival());
-    else if (k == "--vocab-size")
-      m.vocab_size = ival();
-    else if (k == "--max-position-embeddings")
-      m.max_position_embeddings = ival();
+    if (const ModelFlag* f = model_flag(k))
+      f->set(parts, f->integer ? double(ival()) : dval());
     else if (k == "--swiglu")
       m.activation = Activation::swiglu;
     else if (k == "--squared-relu")
@@ -104,35 +152,11 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
       qkv_bias = true;
     else if (k == "--qk-layernorm")
       m.qk_layernorm = true;
-    else if (k == "--attention-dropout")
-      m.attention_dropout = dval();
-    else if (k == "--hidden-dropout")
-      m.hidden_dropout = dval();
-    else if (k == "--norm-epsilon")
-      m.norm_epsilon = dval();
-    else if (k == "--rotary-base")
-      m.rotary_base = dval();
-    else if (k == "--rotary-percent")
-      m.rotary_percent = dval();
     else if (k == "--use-rope-scaling") {
       m.rope_scaling.type = RopeScalingType::llama3;
       m.rope_scaling.original_max_position_embeddings = 8192;
       if (m.rope_scaling.factor == 1.0) m.rope_scaling.factor = 8.0;  // Megatron's --rope-scaling-factor default
-    } else if (k == "--rope-scaling-factor")
-      m.rope_scaling.factor = dval();
-    else if (k == "--rotary-scaling-factor")
-      m.rope_scaling.factor = dval();
-    else if (k == "--yarn-original-max-position-embeddings")
-      m.rope_scaling.original_max_position_embeddings = ival();
-    else if (k == "--yarn-beta-fast")
-      m.rope_scaling.beta_fast = dval();
-    else if (k == "--yarn-beta-slow")
-      m.rope_scaling.beta_slow = dval();
-    else if (k == "--mscale")
-      m.rope_scaling.mscale = dval();
-    else if (k == "--mscale-all-dim")
-      m.rope_scaling.mscale_all_dim = dval();
-    else if (k == "--softmax-type") {
+    } else if (k == "--softmax-type") {
       std::string t = val();
       m.softmax_type = t == "learnable"    ? SoftmaxType::learnable
                        : t == "off-by-one" ? SoftmaxType::off_by_one
@@ -141,30 +165,10 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
         problems.push_back("--softmax-type: '" + t + "' is not vanilla, off-by-one or learnable");
     } else if (k == "--window-size")
       window = val();
-    else if (k == "--window-attn-skip-freq")
-      m.window_attn_skip_freq = int(ival());
     else if (k == "--multi-latent-attention")
       mla = true;
-    else if (k == "--q-lora-rank")
-      a.q_lora_rank = int(ival());
-    else if (k == "--kv-lora-rank")
-      a.kv_lora_rank = int(ival());
-    else if (k == "--qk-head-dim")
-      a.qk_head_dim = int(ival());
-    else if (k == "--qk-pos-emb-head-dim")
-      a.qk_rope_head_dim = int(ival());
-    else if (k == "--v-head-dim")
-      a.v_head_dim = int(ival());
-    else if (k == "--mtp-num-layers")
-      m.mtp_num_layers = int(ival());
     else if (k == "--num-experts")
       moe = true, e.num_experts = int(ival());
-    else if (k == "--moe-router-topk")
-      e.top_k = int(ival());
-    else if (k == "--moe-ffn-hidden-size")
-      e.moe_ffn_hidden_size = ival();
-    else if (k == "--moe-shared-expert-intermediate-size")
-      e.shared_expert_ffn_hidden_size = ival();
     else if (k == "--moe-layer-freq")
       moe_freq = val();
     else if (k == "--moe-router-score-function") {
@@ -174,12 +178,6 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
         problems.push_back("--moe-router-score-function: '" + t + "' is not softmax or sigmoid");
     } else if (k == "--moe-router-enable-expert-bias")
       e.router_enable_expert_bias = true;
-    else if (k == "--moe-router-num-groups")
-      e.router_num_groups = int(ival());
-    else if (k == "--moe-router-group-topk")
-      e.router_group_topk = int(ival());
-    else if (k == "--moe-router-topk-scaling-factor")
-      e.router_topk_scaling_factor = dval();
     else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
       ++i;  // another option's value
   }

@@ -1,6 +1,8 @@
 // Cost-model parameters: defaults and the mplan.calibration/1 JSON form.
 #include "simulator/cost_params.h"
 
+#include "simulator/cost_param_table.h"
+
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -45,27 +47,59 @@ const Calibration& shipped_calibration() {
 
 CostParams default_cost_params(const ClusterSpec& c) { return shipped_calibration().params_for(c.gpu); }
 
+const std::vector<CostParamRow>& cost_param_table() {
+  using P = CostParams;
+  const ParamRange eff{0, 1, true};  // efficiencies are fractions of a peak: (0, 1]
+  // clang-format off
+  static const std::vector<CostParamRow> rows = {
+      {"gemm_eff_max", &P::gemm_eff_max, eff, true, "largest GEMMs' fraction of the dense peak"},
+      {"gemm_half_flops", &P::gemm_half_flops, {0, 1e15, false}, true, "GEMM work (FLOPs) at which efficiency is half its maximum"},
+      {"grouped_gemm_eff", &P::grouped_gemm_eff, eff, true, "grouped expert GEMMs relative to plain GEMMs"},
+      {"attn_fwd_eff", &P::attn_fwd_eff, eff, true, "flash attention forward, fraction of the dense peak"},
+      {"attn_bwd_eff", &P::attn_bwd_eff, eff, true, "flash attention backward, fraction of the dense peak"},
+      {"attn_fa2_fwd_eff", &P::attn_fa2_fwd_eff, eff, false, "FlashAttention-2 forward, fraction of the dense peak (per architecture; 0 = the fused rate)"},
+      {"attn_fa2_bwd_eff", &P::attn_fa2_bwd_eff, eff, false, "FlashAttention-2 backward, fraction of the dense peak (per architecture; 0 = the fused rate)"},
+      {"triton_attn_eff", &P::triton_attn_eff, eff, true, "the 2022 Triton flash-attention kernel relative to fused flash attention"},
+      {"hbm_eff", &P::hbm_eff, eff, true, "memory-bound kernels' fraction of HBM bandwidth"},
+      {"kernel_overhead_us", &P::kernel_overhead_us, {0, 1e6, false}, true, "fixed cost per kernel (launch and tail), microseconds"},
+      {"nvlink_eff", &P::nvlink_eff, eff, true, "achieved NVLink bus bandwidth fraction"},
+      {"network_eff", &P::network_eff, eff, true, "achieved scale-out bus bandwidth fraction"},
+      {"a2a_eff", &P::a2a_eff, eff, true, "all-to-all relative to the other collectives"},
+      {"moe_expert_cv", &P::moe_expert_cv, {0, 100, false}, true, "coefficient of variation of tokens per expert under learned routing"},
+      {"overlap_slowdown", &P::overlap_slowdown, {0, 1, false}, true, "compute slowdown beside an overlapped collective"},
+      {"comm_overlap", &P::comm_overlap, {0, 1, false}, true, "1: communication on its own stream beside compute; 0: every collective blocks"},
+      {"optimizer_overhead_s", &P::optimizer_overhead_s, {0, 1e4, false}, true, "fixed per-step cost (data loading, logging, sync), seconds"},
+      {"allocator_overhead_frac", &P::allocator_overhead_frac, {0, 10, false}, true, "caching-allocator slack as a fraction of the allocated peak"},
+      {"reserved_gib", &P::reserved_gib, {0, 1e4, false}, true, "process memory outside the tensor allocator (CUDA context), GiB"},
+      {"comm_buffer_bytes", &P::comm_buffer_bytes, {0, 1e13, false}, true, "NCCL buffers per communicator, bytes"},
+  };
+  // clang-format on
+  return rows;
+}
+
+namespace {
+const CostParamRow* cost_param_row(const std::string& name) {
+  for (const CostParamRow& r : cost_param_table())
+    if (name == r.name) return &r;
+  return nullptr;
+}
+}  // namespace
+
+std::string cost_params_markdown() {
+  std::string s = "| parameter | range | prior | in `params` | what it is |\n|---|---|---|---|---|\n";
+  const CostParams prior;
+  for (const CostParamRow& r : cost_param_table()) {
+    char range[64], value[32];
+    std::snprintf(range, sizeof range, "%s%g, %g]", r.range.lo_open ? "(" : "[", r.range.lo, r.range.hi);
+    std::snprintf(value, sizeof value, "%g", prior.*r.member);
+    s += "| `" + std::string(r.name) + "` | " + range + " | " + value + " | " + (r.global ? "yes" : "by_arch only") + " | " +
+         r.doc + " |\n";
+  }
+  return s;
+}
+
 double* cost_param_ref(CostParams& p, const std::string& n) {
-  if (n == "gemm_eff_max") return &p.gemm_eff_max;
-  if (n == "gemm_half_flops") return &p.gemm_half_flops;
-  if (n == "grouped_gemm_eff") return &p.grouped_gemm_eff;
-  if (n == "attn_fwd_eff") return &p.attn_fwd_eff;
-  if (n == "attn_bwd_eff") return &p.attn_bwd_eff;
-  if (n == "attn_fa2_fwd_eff") return &p.attn_fa2_fwd_eff;
-  if (n == "attn_fa2_bwd_eff") return &p.attn_fa2_bwd_eff;
-  if (n == "triton_attn_eff") return &p.triton_attn_eff;
-  if (n == "hbm_eff") return &p.hbm_eff;
-  if (n == "kernel_overhead_us") return &p.kernel_overhead_us;
-  if (n == "nvlink_eff") return &p.nvlink_eff;
-  if (n == "network_eff") return &p.network_eff;
-  if (n == "a2a_eff") return &p.a2a_eff;
-  if (n == "moe_expert_cv") return &p.moe_expert_cv;
-  if (n == "overlap_slowdown") return &p.overlap_slowdown;
-  if (n == "comm_overlap") return &p.comm_overlap;
-  if (n == "optimizer_overhead_s") return &p.optimizer_overhead_s;
-  if (n == "allocator_overhead_frac") return &p.allocator_overhead_frac;
-  if (n == "reserved_gib") return &p.reserved_gib;
-  if (n == "comm_buffer_bytes") return &p.comm_buffer_bytes;
+  if (const CostParamRow* r = cost_param_row(n)) return &(p.*r->member);
   if (n.rfind("framework_eff.", 0) == 0) {
     auto fw = parse_framework(n.substr(14));
     if (!fw) return nullptr;
@@ -103,41 +137,9 @@ CostParams Calibration::params_for(const GpuSpec& g) const {
   return p;
 }
 
-namespace {
-#define MPLAN_COST_FIELDS(X) \
-  X(gemm_eff_max)            \
-  X(gemm_half_flops)         \
-  X(grouped_gemm_eff)        \
-  X(attn_fwd_eff)            \
-  X(attn_bwd_eff)            \
-  X(triton_attn_eff)         \
-  X(hbm_eff)                 \
-  X(kernel_overhead_us)      \
-  X(nvlink_eff)              \
-  X(network_eff)             \
-  X(a2a_eff)                 \
-  X(moe_expert_cv)           \
-  X(overlap_slowdown)        \
-  X(comm_overlap)            \
-  X(optimizer_overhead_s)    \
-  X(allocator_overhead_frac) \
-  X(reserved_gib)            \
-  X(comm_buffer_bytes)
-}  // namespace
-
 ParamRange cost_param_range(const std::string& name) {
-  // efficiencies are fractions of a peak: (0, 1]; the rest are physical quantities with generous caps
-  static const std::map<std::string, ParamRange> ranges = {{"gemm_half_flops", {0, 1e15, false}},
-                                                           {"kernel_overhead_us", {0, 1e6, false}},
-                                                           {"moe_expert_cv", {0, 100, false}},
-                                                           {"overlap_slowdown", {0, 1, false}},
-                                                           {"comm_overlap", {0, 1, false}},
-                                                           {"optimizer_overhead_s", {0, 1e4, false}},
-                                                           {"allocator_overhead_frac", {0, 10, false}},
-                                                           {"reserved_gib", {0, 1e4, false}},
-                                                           {"comm_buffer_bytes", {0, 1e13, false}}};
-  auto it = ranges.find(name);
-  return it == ranges.end() ? ParamRange{0, 1, true} : it->second;
+  const CostParamRow* r = cost_param_row(name);
+  return r ? r->range : ParamRange{0, 1, true};  // precision_eff.x: a fraction of bf16's
 }
 
 namespace {
@@ -159,9 +161,8 @@ std::optional<double> bounded(JsonFields& f, const char* key, const std::string&
 
 json calibration_to_json(const Calibration& c) {
   json p = json::object();
-#define X(f) p[#f] = c.params.f;
-  MPLAN_COST_FIELDS(X)
-#undef X
+  for (const CostParamRow& r : cost_param_table())
+    if (r.global) p[r.name] = c.params.*r.member;
   p["gemm_tile_m"] = c.params.gemm_tile_m;
   p["gemm_tile_n"] = c.params.gemm_tile_n;
   json pe = json::object();
@@ -196,14 +197,11 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
   if (const json* pj = f.object("params")) {
     JsonFields pf(*pj, "calibration.params", problems);
     std::vector<std::string> known = {"gemm_tile_m", "gemm_tile_n", "precision_eff", "framework_eff"};
-#define X(fld) known.push_back(#fld);
-    MPLAN_COST_FIELDS(X)
-#undef X
+    for (const CostParamRow& r : cost_param_table())
+      if (r.global) known.emplace_back(r.name);
     pf.reject_unknown(known);
-#define X(fld) \
-  if (auto v = bounded(pf, #fld)) c.params.fld = *v;
-    MPLAN_COST_FIELDS(X)
-#undef X
+    for (const CostParamRow& r : cost_param_table())
+      if (auto v = r.global ? bounded(pf, r.name) : std::nullopt) c.params.*r.member = *v;
     c.params.gemm_tile_m = int(pf.integer_or("gemm_tile_m", c.params.gemm_tile_m, 1, 4096));
     c.params.gemm_tile_n = int(pf.integer_or("gemm_tile_n", c.params.gemm_tile_n, 1, 4096));
     if (const json* pe = pf.object("precision_eff")) {
@@ -255,9 +253,9 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
       c.intervals = *ij;
     }
   }
-  for (double* v : {&c.params.gemm_eff_max, &c.params.grouped_gemm_eff, &c.params.attn_fwd_eff, &c.params.attn_bwd_eff,
-                    &c.params.triton_attn_eff, &c.params.hbm_eff, &c.params.nvlink_eff, &c.params.network_eff, &c.params.a2a_eff})
-    if (*v <= 0 || *v > 1.0) problems.push_back("calibration.params: efficiencies must be in (0, 1]");
+  for (const CostParamRow& r : cost_param_table())  // the efficiencies of the base too
+    if (r.global && r.range.lo_open && (c.params.*r.member <= 0 || c.params.*r.member > 1.0))
+      problems.push_back("calibration.params: efficiencies must be in (0, 1]");
   if (!problems.empty()) return Error(problems);
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "core/framework_profile.h"
 #include "core/megatron_rules.h"
+#include "core/parallel_fields.h"
 #include "simulator/run_facts.h"
 
 namespace mplan {
@@ -103,6 +104,12 @@ void apply_recompute(Applier& a, const CsvRow& row) {
   }
 }
 
+// gradient dtype, fp8 primary weights, master-weight storage, the fused loss and CUDA graphs are options
+// of Megatron's model states
+bool megatron_states(const Plan& p) {
+  return framework_profile(p.training.framework).model_states == ModelStateLayout::mixed_precision_master;
+}
+
 void apply_optimizer(Applier& a, const CsvRow& row) {
   const FrameworkProfile& fw = framework_profile(a.plan.training.framework);
   if (const RunFact* rp = a.get("remat_policy"); rp && fw.remat_style == RematStyle::jax_policy) {
@@ -124,8 +131,7 @@ void apply_optimizer(Applier& a, const CsvRow& row) {
                 [&](Plan& p) { p.parallel.zero = z; });
     }
   }
-  // gradient dtype, fp8 primary weights and master-weight storage are options of Megatron's model states
-  if (fw.model_states != ModelStateLayout::mixed_precision_master) return;
+  if (!megatron_states(a.plan)) return;
   const RunFact* g = a.get("grad_reduce_in_fp32");
   const RunFact* gd = a.get("grad_reduce_dtype");
   bool bf16 = (g && lower(g->value) == "false") || (gd && lower(gd->value) == "bf16");
@@ -134,19 +140,17 @@ void apply_optimizer(Applier& a, const CsvRow& row) {
   const RunFact* q = a.get(a.plan.training.precision == Precision::nvfp4 ? "fp4_param_gather" : "fp8_param_gather");
   if (q && truthy(q->value) && is_fp8_family(a.plan.training.precision))
     a.attempt("fp8 parameters (recipe)", [](Plan& p) { p.parallel.fp8_param_gather = true; });
-  if (const RunFact* mp = a.get("main_params")) {
-    if (auto m = parse_main_params(lower(mp->value)))
-      a.attempt("master weights " + mp->value + " (recipe)", [&](Plan& p) { p.parallel.main_params = *m; });
-  }
-  if (const RunFact* ab = a.get("adam_states_bf16"); ab && truthy(ab->value))
-    a.attempt("bf16 Adam moments (recipe)", [](Plan& p) { p.parallel.adam_states_bf16 = true; });
+}
+
+void apply_loss_fusion(Applier& a, const CsvRow&) {
+  if (!megatron_states(a.plan)) return;
   const RunFact* ce = a.get("cross_entropy_loss_fusion");
   const RunFact* impl = a.get("cross_entropy_fusion_impl");
   if (ce && truthy(ce->value) && impl && lower(impl->value) == "te")
     a.attempt("fused cross-entropy (recipe)", [](Plan& p) { p.parallel.cross_entropy_fusion = true; });
 }
 
-void apply_offload(Applier& a) {
+void apply_offload(Applier& a, const CsvRow&) {
   const RunFact* c = a.get("cpu_offloading");
   const RunFact* n = a.get("cpu_offloading_num_layers");
   if (c && truthy(c->value) && n)
@@ -163,11 +167,8 @@ void apply_offload(Applier& a) {
   }
 }
 
-void apply_moe(Applier& a) {
+void apply_moe(Applier& a, const CsvRow&) {
   if (!a.plan.model.moe) return;
-  if (const RunFact* f = a.get("moe_router_force_load_balancing"))
-    a.attempt(std::string(truthy(f->value) ? "forced" : "learned") + " MoE routing (recipe)",
-              [&](Plan& p) { p.parallel.moe_force_balance = truthy(f->value); });
   if (const RunFact* f = a.get("moe_token_dispatcher_type")) {
     std::string v = lower(f->value), backend = lower(f->note);
     if (const RunFact* b = a.get("moe_flex_dispatcher_backend")) backend = lower(b->value);
@@ -187,26 +188,9 @@ void apply_moe(Applier& a) {
         p.parallel.moe_pad_to_capacity = pad;
       });
   }
-  if (const RunFact* f = a.get("overlap_moe_expert_parallel_comm"); f && truthy(f->value))
-    a.attempt("EP all-to-all overlap (recipe)", [](Plan& p) { p.parallel.moe_a2a_overlap = true; });
 }
 
-void apply_runtime(Applier& a) {
-  const ParallelConfig& q = a.plan.parallel;
-  if (const RunFact* f = a.get("tp_comm_overlap"); f && q.tp > 1 && q.sp)
-    a.attempt(std::string(truthy(f->value) ? "" : "no ") + "TP-comm overlap (recipe)",
-              [&](Plan& p) { p.parallel.tp_comm_overlap = truthy(f->value); });
-  if (const RunFact* f = a.get("overlap_grad_reduce"))
-    a.attempt(std::string(truthy(f->value) ? "" : "no ") + "overlapped gradient reduction (recipe)",
-              [&](Plan& p) { p.parallel.overlap_grad_reduce = truthy(f->value); });
-  if (const RunFact* f = a.get("cp_comm_type"); f && q.cp > 1) {
-    if (auto t = parse_cp_comm_type(lower(f->value)))
-      a.attempt("CP " + f->value + " (recipe)", [&](Plan& p) { p.parallel.cp_comm_type = *t; });
-  }
-  if (const RunFact* f = a.get("attention_backend")) {
-    if (auto b = parse_attention_backend(lower(f->value)))
-      a.attempt(f->value + " attention (recipe)", [&](Plan& p) { p.parallel.attention_backend = *b; });
-  }
+void apply_runtime(Applier& a, const CsvRow&) {
   if (const RunFact* f = a.get("packed_doc_tokens"); f && !none_value(f->value)) {
     const int64_t d = std::atoll(f->value.c_str());
     if (d > 0 && d <= a.plan.training.seq_length)
@@ -223,7 +207,7 @@ void apply_runtime(Applier& a) {
     });
 }
 
-void apply_pipeline(Applier& a) {
+void apply_pipeline(Applier& a, const CsvRow&) {
   const ParallelConfig& q = a.plan.parallel;
   if (q.pp <= 1) return;
   if (const RunFact* f = a.get("pipeline_model_parallel_layout"); f && !none_value(f->value)) {
@@ -261,18 +245,73 @@ void apply_pipeline(Applier& a) {
     });
 }
 
+bool always(const Plan&) { return true; }
+bool has_moe(const Plan& p) { return p.model.moe.has_value(); }
+bool tp_sp(const Plan& p) { return p.parallel.tp > 1 && p.parallel.sp; }
+bool cp_on(const Plan& p) { return p.parallel.cp > 1; }
+
+// One step of applying the facts, in order: a plan field's value under its descriptor row's run-fact
+// name (ParallelField::log; a boolean read from truthy text, a choice lower-cased), applied when
+// `applies` holds and noted as `what` ("{}" is the value; a boolean's "if true|if false", or without
+// '|' applied only when true); or a rule of its own (`custom`) for facts that are not one field's value.
+struct FactStep {
+  void (*custom)(Applier&, const CsvRow&) = nullptr;
+  const char* field = nullptr;
+  bool (*applies)(const Plan&) = always;
+  const char* what = "";
+};
+
+void apply_field_fact(Applier& a, const FactStep& s) {
+  const ParallelField& f = *parallel_field(s.field);
+  const RunFact* r = a.get(f.log);
+  if (!r || !s.applies(a.plan)) return;
+  std::string what = s.what, text = lower(r->value);
+  if (f.type() == FieldType::boolean) {
+    text = truthy(r->value) ? "true" : "false";
+    const size_t bar = what.find('|');
+    if (bar == std::string::npos && text == "false") return;
+    what = text == "true" ? what.substr(0, bar) : what.substr(bar + 1);
+  } else if (ParallelConfig probe; !set_field_text(f, probe, text).empty()) {
+    return;  // not a value of the field
+  }
+  if (size_t at = what.find("{}"); at != std::string::npos) what.replace(at, 2, r->value);
+  a.attempt(what + " (recipe)", [&](Plan& p) { set_field_text(f, p.parallel, text); });
+}
+
+const std::vector<FactStep>& fact_steps() {
+  static const std::vector<FactStep> steps = {
+      {apply_recompute},
+      {apply_optimizer},
+      {nullptr, "main_params", megatron_states, "master weights {}"},
+      {nullptr, "adam_states_bf16", megatron_states, "bf16 Adam moments"},
+      {apply_loss_fusion},
+      {nullptr, "cuda_graph_impl", megatron_states, "CUDA graphs {}"},
+      {apply_offload},
+      {nullptr, "moe_force_balance", has_moe, "forced MoE routing|learned MoE routing"},
+      {apply_moe},
+      {nullptr, "moe_a2a_overlap", has_moe, "EP all-to-all overlap"},
+      {nullptr, "tp_comm_overlap", tp_sp, "TP-comm overlap|no TP-comm overlap"},
+      {nullptr, "overlap_grad_reduce", always, "overlapped gradient reduction|no overlapped gradient reduction"},
+      {nullptr, "cp_comm_type", cp_on, "CP {}"},
+      {nullptr, "attention_backend", always, "{} attention"},
+      {apply_runtime},
+      {apply_pipeline},
+  };
+  return steps;
+}
+
 }  // namespace
 
 void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan& plan, std::string& notes,
                      std::set<std::string>* read) {
   Applier a{plan, notes, {}, read};
   for (const RunFact& f : facts) a.last[f.fact] = &f;
-  apply_recompute(a, row);
-  apply_optimizer(a, row);
-  apply_offload(a);
-  apply_moe(a);
-  apply_runtime(a);
-  apply_pipeline(a);
+  for (const FactStep& s : fact_steps()) {
+    if (s.custom)
+      s.custom(a, row);
+    else
+      apply_field_fact(a, s);
+  }
 }
 
 }  // namespace mplan

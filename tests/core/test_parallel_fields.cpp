@@ -11,6 +11,8 @@
 
 #include "core/megatron_rules.h"
 #include "core/parallel_fields.h"
+#include "core/training_fields.h"
+#include "tests/generated_doc.h"
 
 namespace mplan {
 namespace {
@@ -49,7 +51,7 @@ TEST(ParallelFields, NamesAreUniqueAndDocumented) {
   }
   EXPECT_EQ(parallel_field("no_such_field"), nullptr);
   // every member of ParallelConfig is a row (a new member without one fails here: add its row)
-  EXPECT_EQ(json.size(), 36u);
+  EXPECT_EQ(json.size(), 37u);
 }
 
 TEST(ParallelFields, EveryFieldRoundTripsThroughTextAndPlanJson) {
@@ -99,22 +101,48 @@ TEST(ParallelFields, JobFieldsCopyAloneAndTheMarkdownListsEveryField) {
 
 // docs/plan_fields.md is the table's Markdown (MPLAN_UPDATE_GOLDEN=1 rewrites it).
 TEST(ParallelFields, DocsListTheTable) {
-  const std::string path = std::string(MPLAN_SOURCE_DIR) + "/docs/plan_fields.md";
-  const std::string table = parallel_fields_markdown();
-  if (std::getenv("MPLAN_UPDATE_GOLDEN")) {
-    const std::string intro =
-        "# Plan fields\n\nThe fields of a plan's `parallel` object, generated from the descriptor table in "
-        "`core/parallel_fields.cpp` (tests/core/test_parallel_fields.cpp keeps this file equal to it; "
-        "`MPLAN_UPDATE_GOLDEN=1` rewrites it). Each row is read and written by the plan JSON, the mplan options, the "
-        "Megatron-LM export and its parse, and the planner (scope job: every layout of a search keeps the job's "
-        "value). To add a field, add a member to `ParallelConfig`, a row to the table, and the code that uses the "
-        "value; the rest follows from the row.\n\n";
-    ASSERT_EQ(write_text_file_atomic(path, intro + table), "");
+  expect_generated_doc(
+      "docs/plan_fields.md",
+      "# Plan fields\n\nThe fields of a plan's `parallel` object, generated from the descriptor table in "
+      "`core/parallel_fields.cpp` (tests/core/test_parallel_fields.cpp keeps this file equal to it; "
+      "`MPLAN_UPDATE_GOLDEN=1` rewrites it). Each row is read and written by the plan JSON, the mplan options, the "
+      "Megatron-LM export and its parse, and the planner (scope job: every layout of a search keeps the job's "
+      "value). To add a field, add a member to `ParallelConfig`, a row to the table, and the code that uses the "
+      "value; the rest follows from the row.\n\n",
+      parallel_fields_markdown());
+}
+
+// The TrainingSpec table: every member a row, each round-trips through its text and the plan JSON,
+// and a bad value names what would be valid.
+TEST(TrainingFields, EveryFieldRoundTripsAndBadTextNamesWhatIsValid) {
+  std::set<std::string> cli;
+  TrainingSpec base;
+  base.global_batch_size = 64, base.seq_length = 4096;
+  for (const TrainingField& f : training_fields()) {
+    EXPECT_TRUE(cli.insert(f.cli).second) << f.cli;
+    if (*f.megatron) {
+      EXPECT_EQ(training_field_of_flag(f.megatron), &f);
+    }
+    TrainingSpec t = base;
+    const std::string before = training_field_text(f, t);
+    const std::string v = f.i ? std::to_string(f.max) : f.b ? "true" : f.choices().back();
+    ASSERT_EQ(set_training_field_text(f, t, v), "") << f.cli;
+    EXPECT_NE(training_field_text(f, t), before) << f.cli;
+    if (f.i) {
+      EXPECT_NE(set_training_field_text(f, t, std::to_string(f.min - 1)).find("expected an integer in"), std::string::npos);
+    } else if (!f.b) {
+      EXPECT_NE(set_training_field_text(f, t, "x").find(f.choices().front()), std::string::npos) << f.cli;
+    }
+    if (!*f.json || f.i == &TrainingSpec::packed_doc_tokens) continue;  // framework: the plan's; packed: at most seq
+    auto back = training_from_json(training_to_json(t));
+    ASSERT_TRUE(back) << f.cli << ": " << back.error().message();
+    EXPECT_EQ(training_field_text(f, *back), training_field_text(f, t)) << f.cli;
   }
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_NE(ss.str().find(table), std::string::npos) << path << " differs from the table: rerun with MPLAN_UPDATE_GOLDEN=1";
+  // every member of TrainingSpec is a row (a new member without one fails here: add its row)
+  EXPECT_EQ(cli.size(), 7u);
+  EXPECT_EQ(training_field_of_flag("--no-such-flag"), nullptr);
+  EXPECT_FALSE(training_from_json({{"seq_length", 8}, {"precision", "bf16"}}));  // global_batch_size is required
+  EXPECT_EQ(training_to_json(base).count("packed_doc_tokens"), 0u);              // written only when set
 }
 
 TEST(MegatronValueMaps, ShardingStrategyAndZeroInvert) {

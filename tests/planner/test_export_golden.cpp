@@ -76,6 +76,9 @@ std::vector<Job> jobs() {
        J{{"tp", 2}, {"pp", 4}, {"vpp", 5}, {"cp", 2}, {"cp_comm_type", "allgather"}}},
       {"maxtext remat", "llama2-70b", "dgx-h100", 128, 256, 4096, Precision::bf16,
        J{{"zero", 3}, {"micro_batch_size", 2}, {"recompute", "selective"}, {"remat_policy", "save_dot_except_mlpwi"}}},
+      // added with the field: the row in core/parallel_fields.cpp gives its JSON key, flag and parse
+      {"llama3-8b cuda graphs", "llama3-8b", "dgx-h100", 8, 64, 8192, Precision::bf16,
+       J{{"cuda_graph_impl", "transformer_engine"}}},
   };
 }
 

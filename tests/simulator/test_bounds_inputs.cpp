@@ -4,10 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
 
+#include "core/json_fields.h"
 #include "core/presets.h"
+#include "simulator/cost_param_table.h"
 #include "simulator/cost_params.h"
 #include "simulator/simulator.h"
+#include "tests/generated_doc.h"
 #include "tests/simulator/sim_fixtures.h"
 
 using namespace mplan;
@@ -82,4 +89,38 @@ TEST(BoundedCostParams, SimulatorRefusesImpossibleResults) {
   inf.cluster.gpu.peak_tflops[Precision::bf16] = 1e308;
   auto ri = simulate(inf, ok);
   ASSERT_FALSE(ri.ok()) << "tokens/s " << ri->tokens_per_s_per_gpu;
+}
+
+// The cost-parameter table (simulator/cost_param_table.h): every row reachable by name and written
+// back as read, its prior inside its range, and docs/cost_params.md equal to it (MPLAN_UPDATE_GOLDEN=1
+// rewrites the file).
+TEST(CostParamTable, RowsRoundTripAndTheDocsListThem) {
+  std::set<std::string> names;
+  const CostParams prior;
+  for (const CostParamRow& r : cost_param_table()) {
+    EXPECT_TRUE(names.insert(r.name).second) << r.name;
+    CostParams p;
+    EXPECT_EQ(cost_param_ref(p, r.name), &(p.*r.member)) << r.name;
+    const double v = prior.*r.member;
+    EXPECT_TRUE(v <= r.range.hi && (r.range.lo_open ? v > r.range.lo || !r.global : v >= r.range.lo)) << r.name;
+    EXPECT_EQ(cost_param_range(r.name).hi, r.range.hi) << r.name;
+    if (!r.global) continue;
+    Calibration c = shipped_calibration();
+    c.params.*r.member = r.range.hi;  // the upper bound is inside every range
+    auto back = calibration_from_json(calibration_to_json(c), CostParams{});
+    ASSERT_TRUE(back.ok()) << r.name << ": " << back.error().message();
+    EXPECT_EQ(back->params.*r.member, r.range.hi) << r.name;
+  }
+  CostParams probe;
+  EXPECT_EQ(cost_param_ref(probe, "no_such_param"), nullptr);
+  expect_generated_doc(
+      "docs/cost_params.md",
+      "# Cost parameters\n\nThe scalar parameters of the cost model (`CostParams`), generated from the table in "
+      "`simulator/cost_params.cpp` (`cost_param_table()`; tests/simulator/test_bounds_inputs.cpp keeps this file equal "
+      "to it, `MPLAN_UPDATE_GOLDEN=1` rewrites it). The range is what a calibration file may hold (values outside it are "
+      "refused naming the field); the prior is the uncalibrated default, which cross-validation resets a parameter to "
+      "when a fold lacks its rows. What each one means, how it is fitted and its fitted value: docs/cost_model.md. "
+      "Per-precision GEMM factors (`precision_eff.<precision>`, range (0, 1]), per-framework kernel factors "
+      "(`framework_eff.<framework>`) and the GEMM tile sizes are read beside them.\n\n",
+      cost_params_markdown());
 }

@@ -229,3 +229,17 @@ TEST(RunFacts, EveryFactNameIsAppliedOrDeclaredNotModelled) {
         << "nor declared in data/run_facts/not_modelled.csv with the reason";
   }
 }
+
+TEST(RunFacts, CudaGraphImplIsReadFromItsFieldsRunFactName) {
+  // the plan field's run-fact name is its descriptor row's (core/parallel_fields.h); a value that is
+  // not one of Megatron's (full_iteration is a --cuda-graph-scope) leaves the plan as it was
+  Plan plan = llama3_8b_on_8_h100(32, 4096);
+  CsvRow row;
+  std::string notes;
+  apply_run_facts({{"cuda_graph_impl", "transformer_engine", "", "x@1:y"}}, row, plan, notes);
+  EXPECT_EQ(plan.parallel.cuda_graph_impl, CudaGraphImpl::transformer_engine);
+  EXPECT_NE(notes.find("CUDA graphs transformer_engine (recipe)"), std::string::npos) << notes;
+  Plan other = llama3_8b_on_8_h100(32, 4096);
+  apply_run_facts({{"cuda_graph_impl", "full_iteration", "", "x@1:y"}}, row, other, notes);
+  EXPECT_EQ(other.parallel.cuda_graph_impl, CudaGraphImpl::none);
+}
