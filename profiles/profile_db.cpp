@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <utility>
 
 #include "core/strict_json.h"
 #include "core/time_format.h"
@@ -311,140 +313,148 @@ Expected<int64_t> ProfileDb::add_calibration(const CalibrationRecord& c) {
   return id;
 }
 
+namespace {
+
+// Every row of the query `s`, each read by `read`; the error names `what` the rows are.
+template <class Row>
+Expected<std::vector<Row>> read_rows(const Connection& db, const std::string& path, Statement& s, const char* what,
+                                     Row (*read)(const Statement&)) {
+  if (!s.ok()) return Error(path + ": " + s.error());
+  std::vector<Row> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(read(s));
+  if (rc != SQLITE_DONE) return Status(write_error(db, path, std::string("cannot read ") + what)).error();
+  return out;
+}
+
+Device device_row(const Statement& s) {
+  Device d;
+  d.id = s.i64(0);
+  d.kind = s.text(1);
+  d.name = s.text(2);
+  d.host = s.text(3);
+  json pk = parse_json_or(s.text(4), json::object());
+  for (auto it = pk.begin(); it != pk.end(); ++it)
+    if (it.value().is_number()) d.peak_tflops[it.key()] = it.value().get<double>();
+  d.hbm_gbps = s.f64(5);
+  d.memory_gib = s.f64(6);
+  d.sm_count = int(s.i64(7));
+  d.driver = s.text(8);
+  d.libraries = parse_json_or(s.text(9), json::object());
+  d.created_at = s.text(10);
+  d.source = s.text(11);
+  d.cluster = s.text(12);
+  return d;
+}
+
+Session session_row(const Statement& s) { return {s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)}; }
+
+KernelRow kernel_row(const Statement& s) {
+  KernelRow r;
+  r.id = s.i64(0);
+  r.device_id = s.i64(1);
+  r.session_id = s.i64(2);
+  r.op = s.text(3);
+  r.pass = s.text(4);
+  r.dtype = s.text(5);
+  r.m = s.i64(6), r.n = s.i64(7), r.k = s.i64(8), r.groups = s.i64(9);
+  r.batch = s.i64(10), r.heads = s.i64(11), r.q_len = s.i64(12), r.kv_len = s.i64(13), r.head_dim = s.i64(14);
+  r.causal = s.i64(15) != 0;
+  r.flops = s.f64(16);
+  r.bytes = s.f64(17);
+  r.reps = int(s.i64(18));
+  r.median_us = s.f64(19), r.p10_us = s.f64(20), r.p90_us = s.f64(21);
+  r.impl = s.text(22);
+  r.source = s.text(23);
+  return r;
+}
+
+CollectiveRow collective_row(const Statement& s) {
+  CollectiveRow r;
+  r.id = s.i64(0);
+  r.device_id = s.i64(1);
+  r.session_id = s.i64(2);
+  r.op = s.text(3);
+  r.group_size = int(s.i64(4));
+  r.members_per_node = int(s.i64(5));
+  r.domains = int(s.i64(6));
+  r.bytes = s.i64(7);
+  r.dtype = s.text(8);
+  r.reps = int(s.i64(9));
+  r.median_us = s.f64(10), r.p10_us = s.f64(11), r.p90_us = s.f64(12);
+  r.algbw_gbps = s.f64(13), r.busbw_gbps = s.f64(14);
+  r.transport = s.text(15);
+  r.impl = s.text(16);
+  r.source = s.text(17);
+  return r;
+}
+
+CalibrationRecord calibration_row(const Statement& s) {
+  return {s.i64(0),
+          s.i64(1),
+          s.text(2),
+          parse_json_or(s.text(3), json()),
+          parse_json_or(s.text(4), json()),
+          parse_json_or(s.text(5), json())};
+}
+
+}  // namespace
+
 Expected<std::vector<Device>> ProfileDb::devices() const {
   Statement s(db_,
               "SELECT id, kind, name, host, peak_tflops, hbm_gbps, memory_gib, sm_count, driver, libraries, created_at, "
               "source, cluster FROM devices ORDER BY id");
-  if (!s.ok()) return Error(path_ + ": " + s.error());
-  std::vector<Device> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    Device d;
-    d.id = s.i64(0);
-    d.kind = s.text(1);
-    d.name = s.text(2);
-    d.host = s.text(3);
-    json pk = parse_json_or(s.text(4), json::object());
-    for (auto it = pk.begin(); it != pk.end(); ++it)
-      if (it.value().is_number()) d.peak_tflops[it.key()] = it.value().get<double>();
-    d.hbm_gbps = s.f64(5);
-    d.memory_gib = s.f64(6);
-    d.sm_count = int(s.i64(7));
-    d.driver = s.text(8);
-    d.libraries = parse_json_or(s.text(9), json::object());
-    d.created_at = s.text(10);
-    d.source = s.text(11);
-    d.cluster = s.text(12);
-    out.push_back(std::move(d));
-  }
-  if (rc != SQLITE_DONE) return Status(write_error(db_, path_, "cannot read devices")).error();
-  return out;
+  return read_rows(db_, path_, s, "devices", device_row);
 }
 
 Expected<std::vector<Session>> ProfileDb::sessions() const {
   Statement s(db_,
               "SELECT id, device_id, kind, command, started_at, coalesce(finished_at, ''), status FROM sessions ORDER BY id");
-  if (!s.ok()) return Error(path_ + ": " + s.error());
-  std::vector<Session> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW)
-    out.push_back({s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
-  if (rc != SQLITE_DONE) return Status(write_error(db_, path_, "cannot read sessions")).error();
-  return out;
+  return read_rows(db_, path_, s, "sessions", session_row);
 }
 
 Expected<std::vector<KernelRow>> ProfileDb::kernels(int64_t device_id) const {
   Statement s(db_, std::string("SELECT id, ") + kKernelColumns + " FROM kernels WHERE ?1 = 0 OR device_id = ?1 ORDER BY id");
-  if (!s.ok()) return Error(path_ + ": " + s.error());
-  s.bind(1, device_id);
-  std::vector<KernelRow> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    KernelRow r;
-    r.id = s.i64(0);
-    r.device_id = s.i64(1);
-    r.session_id = s.i64(2);
-    r.op = s.text(3);
-    r.pass = s.text(4);
-    r.dtype = s.text(5);
-    r.m = s.i64(6), r.n = s.i64(7), r.k = s.i64(8), r.groups = s.i64(9);
-    r.batch = s.i64(10), r.heads = s.i64(11), r.q_len = s.i64(12), r.kv_len = s.i64(13), r.head_dim = s.i64(14);
-    r.causal = s.i64(15) != 0;
-    r.flops = s.f64(16);
-    r.bytes = s.f64(17);
-    r.reps = int(s.i64(18));
-    r.median_us = s.f64(19), r.p10_us = s.f64(20), r.p90_us = s.f64(21);
-    r.impl = s.text(22);
-    r.source = s.text(23);
-    out.push_back(std::move(r));
-  }
-  if (rc != SQLITE_DONE) return Status(write_error(db_, path_, "cannot read kernels")).error();
-  return out;
+  if (s.ok()) s.bind(1, device_id);
+  return read_rows(db_, path_, s, "kernels", kernel_row);
 }
 
 Expected<std::vector<CollectiveRow>> ProfileDb::collectives(int64_t device_id) const {
   Statement s(db_,
               std::string("SELECT id, ") + kCollectiveColumns + " FROM collectives WHERE ?1 = 0 OR device_id = ?1 ORDER BY id");
-  if (!s.ok()) return Error(path_ + ": " + s.error());
-  s.bind(1, device_id);
-  std::vector<CollectiveRow> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    CollectiveRow r;
-    r.id = s.i64(0);
-    r.device_id = s.i64(1);
-    r.session_id = s.i64(2);
-    r.op = s.text(3);
-    r.group_size = int(s.i64(4));
-    r.members_per_node = int(s.i64(5));
-    r.domains = int(s.i64(6));
-    r.bytes = s.i64(7);
-    r.dtype = s.text(8);
-    r.reps = int(s.i64(9));
-    r.median_us = s.f64(10), r.p10_us = s.f64(11), r.p90_us = s.f64(12);
-    r.algbw_gbps = s.f64(13), r.busbw_gbps = s.f64(14);
-    r.transport = s.text(15);
-    r.impl = s.text(16);
-    r.source = s.text(17);
-    out.push_back(std::move(r));
-  }
-  if (rc != SQLITE_DONE) return Status(write_error(db_, path_, "cannot read collectives")).error();
-  return out;
+  if (s.ok()) s.bind(1, device_id);
+  return read_rows(db_, path_, s, "collectives", collective_row);
 }
 
 Expected<std::vector<CalibrationRecord>> ProfileDb::calibrations() const {
   Statement s(db_, "SELECT id, device_id, created_at, params, fit, rows_used FROM calibrations ORDER BY id");
-  if (!s.ok()) return Error(path_ + ": " + s.error());
-  std::vector<CalibrationRecord> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW)
-    out.push_back({s.i64(0), s.i64(1), s.text(2), parse_json_or(s.text(3), json()), parse_json_or(s.text(4), json()),
-                   parse_json_or(s.text(5), json())});
-  if (rc != SQLITE_DONE) return Status(write_error(db_, path_, "cannot read calibrations")).error();
-  return out;
+  return read_rows(db_, path_, s, "calibrations", calibration_row);
+}
+
+Expected<DeviceProfile> ProfileDb::device_profile(int64_t device_id) const {
+  auto devs = devices();
+  if (!devs) return devs.error();
+  auto d = std::find_if(devs->begin(), devs->end(), [&](const Device& x) { return x.id == device_id; });
+  if (d == devs->end()) return Error(path_ + ": no device " + std::to_string(device_id));
+  auto ks = kernels(device_id);
+  if (!ks) return ks.error();
+  auto cs = collectives(device_id);
+  if (!cs) return cs.error();
+  return DeviceProfile{*d, std::move(ks).value(), std::move(cs).value()};
 }
 
 Expected<int64_t> ProfileDb::import_device(const ProfileDb& from, int64_t device_id, const std::string& command) {
-  auto devs = from.devices();
-  if (!devs) return devs.error();
-  const Device* src = nullptr;
-  for (const auto& d : *devs)
-    if (d.id == device_id) src = &d;
-  if (!src) return Error(from.path() + ": no device " + std::to_string(device_id));
-  auto ks = from.kernels(device_id);
-  if (!ks) return ks.error();
-  auto cs = from.collectives(device_id);
-  if (!cs) return cs.error();
-  auto id = add_device(*src);
+  auto found = from.device_profile(device_id);
+  if (!found) return found.error();
+  DeviceProfile src = std::move(found).value();
+  auto id = add_device(src.device);
   if (!id) return id;
   auto sess = begin_session(*id, "import", command);
   if (!sess) return sess.error();
-  std::vector<KernelRow> k = *ks;
-  for (auto& r : k) r.device_id = *id, r.session_id = *sess;
-  std::vector<CollectiveRow> c = *cs;
-  for (auto& r : c) r.device_id = *id, r.session_id = *sess;
-  if (auto s = insert_kernels(k); !s) return s.error();
-  if (auto s = insert_collectives(c); !s) return s.error();
+  for (auto& r : src.kernels) r.device_id = *id, r.session_id = *sess;
+  for (auto& r : src.collectives) r.device_id = *id, r.session_id = *sess;
+  if (auto s = insert_kernels(src.kernels); !s) return s.error();
+  if (auto s = insert_collectives(src.collectives); !s) return s.error();
   if (auto s = finish_session(*sess, "complete"); !s) return s.error();
   return id;
 }

@@ -101,6 +101,13 @@ struct CalibrationRecord {
   nlohmann::json rows_used;  // {"kernels": [ids], "collectives": [ids]}
 };
 
+// One device of a database with all its kernel and collective rows.
+struct DeviceProfile {
+  Device device;
+  std::vector<KernelRow> kernels;
+  std::vector<CollectiveRow> collectives;
+};
+
 enum class OpenMode { read_write, read_only };
 
 class ProfileDb {
@@ -128,6 +135,8 @@ class ProfileDb {
   Expected<std::vector<KernelRow>> kernels(int64_t device_id) const;          // 0 = all devices
   Expected<std::vector<CollectiveRow>> collectives(int64_t device_id) const;  // 0 = all devices
   Expected<std::vector<CalibrationRecord>> calibrations() const;
+  // Device `device_id` with its rows; an error naming the file when there is no such device.
+  Expected<DeviceProfile> device_profile(int64_t device_id) const;
 
   // Copies device `device_id` of `from` with all its rows into this DB (new ids), in one transaction.
   // Returns the new device id.

@@ -54,16 +54,11 @@ std::string opt(int64_t v) { return v ? std::to_string(v) : "NULL"; }
 }  // namespace
 
 Expected<std::string> export_profile_sql(const ProfileDb& db, int64_t device_id) {
-  auto devs = db.devices();
-  if (!devs) return devs.error();
-  const Device* d = nullptr;
-  for (const auto& x : *devs)
-    if (x.id == device_id) d = &x;
-  if (!d) return Error(db.path() + ": no device " + std::to_string(device_id));
-  auto ks = db.kernels(device_id);
-  if (!ks) return ks.error();
-  auto cs = db.collectives(device_id);
-  if (!cs) return cs.error();
+  auto profile = db.device_profile(device_id);
+  if (!profile) return profile.error();
+  const Device* d = &profile->device;
+  const std::vector<KernelRow>* ks = &profile->kernels;
+  const std::vector<CollectiveRow>* cs = &profile->collectives;
   nlohmann::json peaks(d->peak_tflops);
   std::string out = "-- Profile of device " + std::to_string(device_id) + " exported from " + db.path() + " by mplan (" +
                     d->source + ").\n-- Load with: mplan profile --import THIS.sql --db FILE\n\n";

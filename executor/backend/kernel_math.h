@@ -9,34 +9,26 @@
 #include <cstdint>
 #include <cstring>
 
+#include <cmath>
+
 #if defined(__CUDACC__)
 #define MPLAN_HD __host__ __device__ __forceinline__
 #else
-#include <cmath>
 #define MPLAN_HD inline
 #endif
 
 namespace mplan::exec::km {
 
-// ---- bit casts (memcpy on the host, intrinsics on the device) ----
-MPLAN_HD float bits_to_float(uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(b);
-#else
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-#endif
+// ---- bit casts (a 4-byte memcpy, which both compilers turn into a register move) ----
+template <class To, class From>
+MPLAN_HD To bit_cast(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To t;
+  memcpy(&t, &v, sizeof t);
+  return t;
 }
-MPLAN_HD uint32_t float_to_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-#endif
-}
+MPLAN_HD float bits_to_float(uint32_t b) { return bit_cast<float>(b); }
+MPLAN_HD uint32_t float_to_bits(float f) { return bit_cast<uint32_t>(f); }
 
 // ---- exp ----
 // Branch-free fp32 exp (the CPU kernels' inner loops vectorise with it; glibc's expf is a library
@@ -73,36 +65,12 @@ MPLAN_HD float vexp(float x) {
   return x != x ? x : y;
 }
 
-// Library exp/log/sqrt/pow/sin/cos in float (std:: on the host, the CUDA math library on the
-// device; both are accurate to a few ulp, not bitwise equal).
-MPLAN_HD float lexp(float x) {
-#if defined(__CUDA_ARCH__)
-  return expf(x);
-#else
-  return std::exp(x);
-#endif
-}
-MPLAN_HD float llog(float x) {
-#if defined(__CUDA_ARCH__)
-  return logf(x);
-#else
-  return std::log(x);
-#endif
-}
-MPLAN_HD float lsqrt(float x) {
-#if defined(__CUDA_ARCH__)
-  return sqrtf(x);
-#else
-  return std::sqrt(x);
-#endif
-}
-MPLAN_HD float lpow(float b, float e) {
-#if defined(__CUDA_ARCH__)
-  return powf(b, e);
-#else
-  return std::pow(b, e);
-#endif
-}
+// Library exp/log/sqrt/pow/sin/cos in float: std:: on the host; on the device nvcc maps the same std::
+// calls to the CUDA math library (expf ...). Both are accurate to a few ulp, not bitwise equal.
+MPLAN_HD float lexp(float x) { return std::exp(x); }
+MPLAN_HD float llog(float x) { return std::log(x); }
+MPLAN_HD float lsqrt(float x) { return std::sqrt(x); }
+MPLAN_HD float lpow(float b, float e) { return std::pow(b, e); }
 MPLAN_HD void lsincos(float a, float* s, float* c) {
 #if defined(__CUDA_ARCH__)
   sincosf(a, s, c);

@@ -24,20 +24,25 @@ std::string fixed(double v, int d) {
   return os.str();
 }
 
+// A step as the run summary keeps it (the per-step JSON lines add the loss parts and the optimizer's).
+nlohmann::json step_json(const StepMetrics& m) {
+  return {{"step", m.step},
+          {"loss", m.loss},
+          {"step_time_s", m.step_time_s},
+          {"tokens_per_s", m.tokens_per_s},
+          {"tflops_per_rank", m.tflops_per_rank},
+          {"mfu", m.mfu},
+          {"peak_memory_gib", m.peak_memory_gib},
+          {"tensor_peak_gib", m.tensor_peak_gib}};
+}
+
 void print_step(const RunOutput& o, const StepMetrics& m, bool header) {
   std::ostream& out = *o.out;
   if (o.format == "json") {
-    nlohmann::json j = {{"step", m.step},
-                        {"loss", m.loss},
-                        {"aux_loss", m.aux_loss},
-                        {"step_time_s", m.step_time_s},
-                        {"tokens_per_s", m.tokens_per_s},
-                        {"tflops_per_rank", m.tflops_per_rank},
-                        {"mfu", m.mfu},
-                        {"peak_memory_gib", m.peak_memory_gib},
-                        {"tensor_peak_gib", m.tensor_peak_gib},
-                        {"lr", m.lr},
-                        {"grad_norm", m.grad_norm}};
+    nlohmann::json j = step_json(m);
+    j["aux_loss"] = m.aux_loss;
+    j["lr"] = m.lr;
+    j["grad_norm"] = m.grad_norm;
     out << j.dump() << std::endl;
     return;
   }
@@ -71,15 +76,7 @@ std::vector<OpStat> median_ops(const std::vector<StepMetrics>& steps) {
 
 nlohmann::json summary_to_json(const RunSummary& s) {
   nlohmann::json steps = nlohmann::json::array(), ops = nlohmann::json::array();
-  for (const StepMetrics& m : s.steps)
-    steps.push_back({{"step", m.step},
-                     {"loss", m.loss},
-                     {"step_time_s", m.step_time_s},
-                     {"tokens_per_s", m.tokens_per_s},
-                     {"tflops_per_rank", m.tflops_per_rank},
-                     {"mfu", m.mfu},
-                     {"peak_memory_gib", m.peak_memory_gib},
-                     {"tensor_peak_gib", m.tensor_peak_gib}});
+  for (const StepMetrics& m : s.steps) steps.push_back(step_json(m));
   for (const OpStat& o : s.ops) ops.push_back({{"name", o.op}, {"time_s", o.seconds}, {"calls", o.calls}});
   return {{"plan", plan_to_json(s.plan)},
           {"backend", s.backend},

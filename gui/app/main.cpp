@@ -5,6 +5,7 @@
 #include <QFont>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "gui/app/inputs_panel.h"
 #include "gui/app/main_window.h"
@@ -44,61 +45,61 @@ int main(int argc, char** argv) {
   cl.setApplicationDescription("mplan-gui: search parallel layouts for LLM training, see bubbles, MFU, memory and runs.");
   cl.addHelpOption();
   cl.addVersionOption();
-  QCommandLineOption screenshot("screenshot", "Run the search headless, write one PNG per view to DIR, exit.", "DIR");
-  QCommandLineOption model("model", "Model preset name, mplan model JSON or HF config.json.", "NAME|FILE");
-  QCommandLineOption cluster("cluster", "Cluster preset name or mplan cluster JSON.", "NAME|FILE");
-  QCommandLineOption gpus("gpus", "Number of GPUs.", "N");
-  QCommandLineOption gbs("gbs", "Global batch size (sequences).", "N");
-  QCommandLineOption seq("seq", "Sequence length (tokens).", "N");
-  QCommandLineOption precision("precision", "bf16|fp16|fp8|mxfp8|nvfp4|fp32.", "P");
-  QCommandLineOption fix("fix", "Fixed sizes, e.g. tp=8,pp=4.", "LIST");
-  QCommandLineOption max("max", "Upper bounds, e.g. tp=8,pp=32.", "LIST");
-  QCommandLineOption top("top", "Layouts to keep.", "K");
-  QCommandLineOption runsDb("runs-db", "Runs database to open (screenshots: default a synthetic demo database).", "FILE");
-  QCommandLineOption plan("plan", "Open a plan file (mplan.plan/1).", "FILE");
-  QCommandLineOption search("search", "Start the search at once.");
-  QCommandLineOption size("size", "Window size for screenshots, e.g. 1600x1000.", "WxH");
-  QCommandLineOption prefix("prefix", "Screenshots: file name prefix (moe- writes moe-timeline.png ...).", "TEXT");
-  QCommandLineOption views("views",
-                           "Screenshots: only these views, e.g. timeline,timeline-zoom (default all: results, "
-                           "timeline, timeline-zoom, memory, breakdown, runs).",
-                           "LIST");
-  for (auto* o : {&screenshot, &model, &cluster, &gpus, &gbs, &seq, &precision, &fix, &max, &top, &runsDb, &plan, &search, &size,
-                  &prefix, &views})
-    cl.addOption(*o);
+  cl.addOptions({
+      {"screenshot", "Run the search headless, write one PNG per view to DIR, exit.", "DIR"},
+      {"model", "Model preset name, mplan model JSON or HF config.json.", "NAME|FILE"},
+      {"cluster", "Cluster preset name or mplan cluster JSON.", "NAME|FILE"},
+      {"gpus", "Number of GPUs.", "N"},
+      {"gbs", "Global batch size (sequences).", "N"},
+      {"seq", "Sequence length (tokens).", "N"},
+      {"precision", "bf16|fp16|fp8|mxfp8|nvfp4|fp32.", "P"},
+      {"fix", "Fixed sizes, e.g. tp=8,pp=4.", "LIST"},
+      {"max", "Upper bounds, e.g. tp=8,pp=32.", "LIST"},
+      {"top", "Layouts to keep.", "K"},
+      {"runs-db", "Runs database to open (screenshots: default a synthetic demo database).", "FILE"},
+      {"plan", "Open a plan file (mplan.plan/1).", "FILE"},
+      {"search", "Start the search at once."},
+      {"size", "Window size for screenshots, e.g. 1600x1000.", "WxH"},
+      {"prefix", "Screenshots: file name prefix (moe- writes moe-timeline.png ...).", "TEXT"},
+      {"views",
+       "Screenshots: only these views, e.g. timeline,timeline-zoom (default all: results, timeline, timeline-zoom, "
+       "memory, breakdown, runs).",
+       "LIST"},
+  });
   cl.process(app);
 
   mplan::gui::JobInputs in;
-  auto number = [&](const QCommandLineOption& o, auto& target) {
-    if (!cl.isSet(o)) return true;
+  auto number = [&](const QString& name, auto& target) {
+    if (!cl.isSet(name)) return true;
     bool ok = false;
-    long long v = cl.value(o).toLongLong(&ok);
+    long long v = cl.value(name).toLongLong(&ok);
     if (!ok || v < 1) {
-      std::fprintf(stderr, "mplan-gui: --%s expects a positive number, got '%s'\n", qPrintable(o.names().first()),
-                   qPrintable(cl.value(o)));
+      std::fprintf(stderr, "mplan-gui: --%s expects a positive number, got '%s'\n", qPrintable(name), qPrintable(cl.value(name)));
       return false;
     }
     target = decltype(target + 0)(v);
     return true;
   };
-  if (!number(gpus, in.gpus) || !number(gbs, in.global_batch) || !number(seq, in.seq_length) || !number(top, in.top_k)) return 2;
-  if (cl.isSet(model)) in.model = cl.value(model).toStdString();
-  if (cl.isSet(cluster)) in.cluster = cl.value(cluster).toStdString();
-  if (cl.isSet(precision)) in.precision = cl.value(precision).toStdString();
-  if (cl.isSet(fix)) in.fix = cl.value(fix).toStdString();
-  if (cl.isSet(max)) in.max = cl.value(max).toStdString();
+  if (!number("gpus", in.gpus) || !number("gbs", in.global_batch) || !number("seq", in.seq_length) || !number("top", in.top_k))
+    return 2;
+  for (auto [name, field] : {std::pair{"model", &in.model},
+                             {"cluster", &in.cluster},
+                             {"precision", &in.precision},
+                             {"fix", &in.fix},
+                             {"max", &in.max}})
+    if (cl.isSet(name)) *field = cl.value(name).toStdString();
 
   mplan::gui::MainWindow w;
-  if (cl.isSet(screenshot)) {
+  if (cl.isSet("screenshot")) {
     mplan::gui::ScreenshotOptions opt;
-    opt.dir = cl.value(screenshot);
+    opt.dir = cl.value("screenshot");
     opt.inputs = in;
-    opt.runs_db = cl.value(runsDb);
-    opt.plan_file = cl.value(plan);
-    opt.prefix = cl.value(prefix);
-    if (cl.isSet(views)) opt.views = cl.value(views).split(',', Qt::SkipEmptyParts);
-    if (cl.isSet(size)) {
-      QStringList wh = cl.value(size).split('x');
+    opt.runs_db = cl.value("runs-db");
+    opt.plan_file = cl.value("plan");
+    opt.prefix = cl.value("prefix");
+    if (cl.isSet("views")) opt.views = cl.value("views").split(',', Qt::SkipEmptyParts);
+    if (cl.isSet("size")) {
+      QStringList wh = cl.value("size").split('x');
       if (wh.size() == 2 && wh[0].toInt() > 200 && wh[1].toInt() > 200) opt.size = QSize(wh[0].toInt(), wh[1].toInt());
     }
     auto r = mplan::gui::takeScreenshots(w, opt);
@@ -108,9 +109,9 @@ int main(int argc, char** argv) {
     return r.exit_code;
   }
   w.inputsPanel()->setInputs(in);
-  if (cl.isSet(plan)) w.openPlanFile(cl.value(plan));
-  if (cl.isSet(runsDb)) w.openRunsDatabase(cl.value(runsDb));
+  if (cl.isSet("plan")) w.openPlanFile(cl.value("plan"));
+  if (cl.isSet("runs-db")) w.openRunsDatabase(cl.value("runs-db"));
   w.show();
-  if (cl.isSet(search)) w.startSearch();
+  if (cl.isSet("search")) w.startSearch();
   return app.exec();
 }

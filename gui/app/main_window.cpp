@@ -33,6 +33,7 @@
 #include "core/presets.h"
 #include "gui/app/inputs_panel.h"
 #include "gui/app/runs_panel.h"
+#include "gui/app/tab_layout.h"
 #include "gui/models/format.h"
 #include "gui/models/timeline_data.h"
 #include "gui/widgets/breakdown_chart.h"
@@ -42,17 +43,6 @@
 namespace mplan::gui {
 
 namespace {
-
-QTableView* makeTable(QAbstractItemModel* model) {
-  auto* t = new QTableView;
-  t->setModel(model);
-  t->setAlternatingRowColors(true);
-  t->setSelectionBehavior(QAbstractItemView::SelectRows);
-  t->verticalHeader()->setVisible(false);
-  t->horizontalHeader()->setStretchLastSection(true);
-  t->setWordWrap(false);
-  return t;
-}
 
 QString jobLabel(const Plan& p) {
   return QString("%1 on %2 × %3, gbs %4, seq %5, %6")
@@ -153,25 +143,27 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu("&File");
-  file->addAction("Open &model file…", this, [this] {
-    QString f = QFileDialog::getOpenFileName(this, "Open a model (mplan JSON or Hugging Face config.json)", QString(),
-                                             "JSON (*.json);;All files (*)");
-    if (f.isEmpty()) return;
-    auto m = resolve_model(f.toStdString());
-    if (!m)
-      return showBanner(QString("Could not use the model file %1:\n%2").arg(f, QString::fromStdString(m.error().message())));
-    inputs_->setModelFile(f);
-    showBanner(QString("Model %1 loaded from %2.").arg(QString::fromStdString(m->name), f), false);
-  });
-  file->addAction("Open &cluster file…", this, [this] {
-    QString f = QFileDialog::getOpenFileName(this, "Open a cluster JSON", QString(), "JSON (*.json);;All files (*)");
-    if (f.isEmpty()) return;
-    auto c = resolve_cluster(f.toStdString());
-    if (!c)
-      return showBanner(QString("Could not use the cluster file %1:\n%2").arg(f, QString::fromStdString(c.error().message())));
-    inputs_->setClusterFile(f);
-    showBanner(QString("Cluster %1 loaded from %2.").arg(QString::fromStdString(c->name), f), false);
-  });
+  // Opens a model or cluster file (`kind`), resolves it and, when it is valid, hands it to the inputs.
+  auto openSpecFile = [this](const QString& kind, const QString& title, auto resolve, void (InputsPanel::*use)(const QString&)) {
+    return [this, kind, title, resolve, use] {
+      QString f = QFileDialog::getOpenFileName(this, title, QString(), "JSON (*.json);;All files (*)");
+      if (f.isEmpty()) return;
+      auto spec = resolve(f.toStdString());
+      if (!spec)
+        return showBanner(
+            QString("Could not use the %1 file %2:\n%3").arg(kind.toLower(), f, QString::fromStdString(spec.error().message())));
+      (inputs_->*use)(f);
+      showBanner(QString("%1 %2 loaded from %3.").arg(kind, QString::fromStdString(spec->name), f), false);
+    };
+  };
+  file->addAction("Open &model file…", this,
+                  openSpecFile(
+                      "Model", "Open a model (mplan JSON or Hugging Face config.json)",
+                      [](const std::string& f) { return resolve_model(f); }, &InputsPanel::setModelFile));
+  file->addAction("Open &cluster file…", this,
+                  openSpecFile(
+                      "Cluster", "Open a cluster JSON", [](const std::string& f) { return resolve_cluster(f); },
+                      &InputsPanel::setClusterFile));
   file->addAction("Open &plan file…", QKeySequence::Open, this, [this] {
     QString f = QFileDialog::getOpenFileName(this, "Open a plan (mplan.plan/1)", QString(), "JSON (*.json);;All files (*)");
     if (!f.isEmpty()) openPlanFile(f);
@@ -243,16 +235,7 @@ QWidget* MainWindow::buildResultsTab() {
   filterRow->addWidget(filter_, 1);
   filterRow->addWidget(filter_info_);
   filterRow->addWidget(expand_);
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(table_);
-  split->addWidget(details_);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
-  auto* w = new QWidget;
-  auto* v = new QVBoxLayout(w);
-  v->addLayout(filterRow);
-  v->addWidget(split, 1);
-  return w;
+  return pageBelowControls(filterRow, verticalSplit(table_, details_, 3, 2));
 }
 
 QWidget* MainWindow::buildTimelineTab() {
@@ -273,41 +256,19 @@ QWidget* MainWindow::buildTimelineTab() {
   plan_header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   bar->addSpacing(12);
   bar->addWidget(plan_header_, 1);
-  auto* w = new QWidget;
-  auto* v = new QVBoxLayout(w);
-  v->addLayout(bar);
-  v->addWidget(timeline_, 1);
-  return w;
+  return pageBelowControls(bar, timeline_);
 }
 
 QWidget* MainWindow::buildBreakdownTab() {
   breakdown_chart_ = new BreakdownChart;
   breakdown_chart_->setModel(breakdown_);
-  auto* table = makeTable(breakdown_);
-  table->setSelectionMode(QAbstractItemView::NoSelection);
-  table->horizontalHeader()->setStretchLastSection(false);
-  connect(breakdown_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(breakdown_chart_);
-  split->addWidget(table);
-  split->setStretchFactor(0, 4);
-  split->setStretchFactor(1, 1);
-  return split;
+  return chartOverTable(breakdown_chart_, breakdown_);
 }
 
 QWidget* MainWindow::buildMemoryTab() {
   memory_chart_ = new MemoryChart;
   memory_chart_->setModel(memory_);
-  auto* table = makeTable(memory_);
-  table->setSelectionMode(QAbstractItemView::NoSelection);
-  table->horizontalHeader()->setStretchLastSection(false);
-  connect(memory_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(memory_chart_);
-  split->addWidget(table);
-  split->setStretchFactor(0, 4);
-  split->setStretchFactor(1, 1);
-  return split;
+  return chartOverTable(memory_chart_, memory_);
 }
 
 // ---- behaviour --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 
 #include "gui/app/inputs_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/app/tab_layout.h"
 #include "gui/models/format.h"
 #include "gui/widgets/scaling_chart.h"
 
@@ -54,17 +55,7 @@ QWidget* MainWindow::buildScalingTab() {
   connect(scaling_, &QAbstractItemModel::modelReset, table, [table] { table->resizeColumnsToContents(); });
   connect(table, &QTableView::clicked, this, [this](const QModelIndex& i) { showSweepRow(i.row()); });
   connect(scaling_chart_, &ScalingChart::pointClicked, this, [this](int r) { showSweepRow(r); });
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(scaling_chart_);
-  split->addWidget(table);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
-  auto* w = new QWidget;
-  auto* v = new QVBoxLayout(w);
-  v->addLayout(row);
-  v->addWidget(sweep_info_);
-  v->addWidget(split, 1);
-  return w;
+  return pageBelowControls(row, verticalSplit(scaling_chart_, table, 3, 2), sweep_info_);
 }
 
 bool MainWindow::startSweep() {

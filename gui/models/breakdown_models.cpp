@@ -1,64 +1,69 @@
 // Table models behind the breakdown and memory charts (see breakdown_models.h).
 #include "gui/models/breakdown_models.h"
 
+#include <iterator>
+
 #include "gui/models/format.h"
 
 namespace mplan::gui {
 
 // ---- TimeBreakdownModel -----------------------------------------------------------------------
 
-QString TimeBreakdownModel::componentName(int k) {
-  static const char* names[kComponents] = {"compute", "recompute",  "TP comm",         "CP comm",   "EP comm", "DP comm",
+namespace {
+
+// The time components in column order, and the TimeBreakdown member of each (null for the two parts
+// of the bubble, which come from the report).
+constexpr const char* kComponentNames[] = {"compute", "recompute",  "TP comm",         "CP comm",   "EP comm", "DP comm",
                                            "PP p2p",  "fill/drain", "stage imbalance", "optimizer", "offload"};
-  return k >= 0 && k < kComponents ? QString(names[k]) : QString();
-}
+constexpr double TimeBreakdown::*kComponentTimes[] = {&TimeBreakdown::compute,
+                                                      &TimeBreakdown::recompute,
+                                                      &TimeBreakdown::tp_comm_exposed,
+                                                      &TimeBreakdown::cp_comm_exposed,
+                                                      &TimeBreakdown::ep_comm_exposed,
+                                                      &TimeBreakdown::dp_comm_exposed,
+                                                      &TimeBreakdown::pp_p2p_exposed,
+                                                      nullptr,
+                                                      nullptr,
+                                                      &TimeBreakdown::optimizer,
+                                                      &TimeBreakdown::offload_exposed};
+static_assert(std::size(kComponentNames) == TimeBreakdownModel::kComponents);
+static_assert(std::size(kComponentTimes) == TimeBreakdownModel::kComponents);
+constexpr int kFillDrain = 7, kImbalance = 8;
+
+// The memory kinds in column order: name and MemoryBreakdown member.
+struct Kind {
+  const char* name;
+  double MemoryBreakdown::*gib;
+};
+constexpr Kind kKindTable[] = {{"weights", &MemoryBreakdown::weights},      {"gradients", &MemoryBreakdown::gradients},
+                               {"optimizer", &MemoryBreakdown::optimizer},  {"activations", &MemoryBreakdown::activations},
+                               {"buffers", &MemoryBreakdown::comm_buffers}, {"other", &MemoryBreakdown::other}};
+static_assert(std::size(kKindTable) == MemoryModel::kKinds);
+
+}  // namespace
+
+QString TimeBreakdownModel::componentName(int k) { return k >= 0 && k < kComponents ? QString(kComponentNames[k]) : QString(); }
 
 double TimeBreakdownModel::componentValue(const StepReport& r, int k) {
-  const TimeBreakdown& t = r.time;
+  if (k < 0 || k >= kComponents) return 0;
   // reports without the split (older plan files) count their whole bubble as fill/drain
   const bool split = r.bubble_fill_drain_s + r.bubble_imbalance_s > 0;
-  switch (k) {
-    case 0:
-      return t.compute;
-    case 1:
-      return t.recompute;
-    case 2:
-      return t.tp_comm_exposed;
-    case 3:
-      return t.cp_comm_exposed;
-    case 4:
-      return t.ep_comm_exposed;
-    case 5:
-      return t.dp_comm_exposed;
-    case 6:
-      return t.pp_p2p_exposed;
-    case 7:
-      return split ? r.bubble_fill_drain_s : t.bubble;
-    case 8:
-      return split ? r.bubble_imbalance_s : 0.0;
-    case 9:
-      return t.optimizer;
-    case 10:
-      return t.offload_exposed;
-  }
-  return 0;
+  if (k == kFillDrain) return split ? r.bubble_fill_drain_s : r.time.bubble;
+  if (k == kImbalance) return split ? r.bubble_imbalance_s : 0.0;
+  return r.time.*kComponentTimes[k];
 }
 
-TimeBreakdownModel::TimeBreakdownModel(QObject* parent) : QAbstractTableModel(parent) {}
+TimeBreakdownModel::TimeBreakdownModel(QObject* parent) : RowsModel(ColumnCount, parent) {}
 
 void TimeBreakdownModel::setPlans(std::vector<Entry> plans) {
   beginResetModel();
-  plans_ = std::move(plans);
+  rows_ = std::move(plans);
   endResetModel();
 }
 
-int TimeBreakdownModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(plans_.size()); }
-
-int TimeBreakdownModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant TimeBreakdownModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const Entry& e = plans_[size_t(index.row())];
+  const Entry& e = rows_[size_t(index.row())];
   const int c = index.column();
   double v = 0;
   if (c == 0) return role == Qt::DisplayRole || role == ValueRole ? QVariant(e.label) : QVariant();
@@ -91,54 +96,31 @@ QVariant TimeBreakdownModel::headerData(int section, Qt::Orientation o, int role
 
 // ---- MemoryModel ------------------------------------------------------------------------------
 
-QString MemoryModel::kindName(int k) {
-  static const char* names[kKinds] = {"weights", "gradients", "optimizer", "activations", "buffers", "other"};
-  return k >= 0 && k < kKinds ? QString(names[k]) : QString();
-}
+QString MemoryModel::kindName(int k) { return k >= 0 && k < kKinds ? QString(kKindTable[k].name) : QString(); }
 
-double MemoryModel::kindValue(const MemoryBreakdown& m, int k) {
-  switch (k) {
-    case 0:
-      return m.weights;
-    case 1:
-      return m.gradients;
-    case 2:
-      return m.optimizer;
-    case 3:
-      return m.activations;
-    case 4:
-      return m.comm_buffers;
-    case 5:
-      return m.other;
-  }
-  return 0;
-}
+double MemoryModel::kindValue(const MemoryBreakdown& m, int k) { return k >= 0 && k < kKinds ? m.*kKindTable[k].gib : 0; }
 
-MemoryModel::MemoryModel(QObject* parent) : QAbstractTableModel(parent) {}
+MemoryModel::MemoryModel(QObject* parent) : RowsModel(TotalColumn + 1, parent) {}
 
 void MemoryModel::setReport(const QString& label, const StepReport& r) {
   beginResetModel();
   label_ = label;
-  stages_ = r.per_stage;
+  rows_ = r.per_stage;
   capacity_ = r.capacity_gib;
   endResetModel();
 }
 
 void MemoryModel::clear() {
   beginResetModel();
-  stages_.clear();
+  rows_.clear();
   capacity_ = 0;
   label_.clear();
   endResetModel();
 }
 
-int MemoryModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(stages_.size()); }
-
-int MemoryModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : TotalColumn + 1; }
-
 QVariant MemoryModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const StageReport& s = stages_[size_t(index.row())];
+  const StageReport& s = rows_[size_t(index.row())];
   const int c = index.column();
   if (c == 0) return role == Qt::DisplayRole || role == ValueRole ? QVariant(s.stage) : QVariant();
   if (c == 1) return role == Qt::DisplayRole || role == ValueRole ? QVariant(s.layers) : QVariant();

@@ -7,11 +7,18 @@
 #include <QString>
 #include <vector>
 
+#include "gui/models/rows_model.h"
 #include "simulator/simulator.h"
 
 namespace mplan::gui {
 
-class TimeBreakdownModel : public QAbstractTableModel {
+// A compared plan of the breakdown: its label and report.
+struct BreakdownEntry {
+  QString label;
+  StepReport report;
+};
+
+class TimeBreakdownModel : public RowsModel<BreakdownEntry> {
   Q_OBJECT
  public:
   static constexpr int ValueRole = Qt::UserRole;
@@ -26,24 +33,16 @@ class TimeBreakdownModel : public QAbstractTableModel {
   static QString componentName(int k);
   static double componentValue(const StepReport& r, int k);
 
-  struct Entry {
-    QString label;
-    StepReport report;
-  };
+  using Entry = BreakdownEntry;
   explicit TimeBreakdownModel(QObject* parent = nullptr);
   void setPlans(std::vector<Entry> plans);
-  const std::vector<Entry>& plans() const { return plans_; }
+  const std::vector<Entry>& plans() const { return rows_; }
 
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
-
- private:
-  std::vector<Entry> plans_;
 };
 
-class MemoryModel : public QAbstractTableModel {
+class MemoryModel : public RowsModel<StageReport> {
   Q_OBJECT
  public:
   static constexpr int ValueRole = Qt::UserRole;
@@ -60,13 +59,10 @@ class MemoryModel : public QAbstractTableModel {
   double capacityGiB() const { return capacity_; }
   QString label() const { return label_; }
 
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
  private:
-  std::vector<StageReport> stages_;
   double capacity_ = 0;
   QString label_;
 };

@@ -50,7 +50,7 @@ double exposedComm(const TimeBreakdown& t) {
 
 }  // namespace
 
-ResultsModel::ResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
+ResultsModel::ResultsModel(QObject* parent) : RowsModel(ColumnCount, parent) {}
 
 void ResultsModel::setCandidates(std::vector<Candidate> candidates) {
   beginResetModel();
@@ -84,10 +84,6 @@ void ResultsModel::setResult(const SearchResult& result, bool expand) {
 QString ResultsModel::filterKey(int column) {
   return column >= 0 && column < ColumnCount ? QString(kColumns[column].key) : QString();
 }
-
-int ResultsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(rows_.size()); }
-
-int ResultsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ResultsModel::display(const Candidate& c, int row, int column) const {
   const ParallelConfig& p = c.plan.parallel;

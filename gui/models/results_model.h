@@ -8,11 +8,12 @@
 #include <QStringList>
 #include <vector>
 
+#include "gui/models/rows_model.h"
 #include "planner/planner.h"
 
 namespace mplan::gui {
 
-class ResultsModel : public QAbstractTableModel {
+class ResultsModel : public RowsModel<Candidate> {
   Q_OBJECT
  public:
   enum Column {
@@ -56,15 +57,12 @@ class ResultsModel : public QAbstractTableModel {
   // Short names used in filter terms: "tp", "mfu", "step" ...
   static QString filterKey(int column);
 
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
  private:
   QVariant display(const Candidate& c, int row, int column) const;
   QVariant sortValue(const Candidate& c, int row, int column) const;
-  std::vector<Candidate> rows_;
   std::vector<QString> labels_;  // rank text per row
   std::vector<int> folded_;      // layouts folded into the row (group bests only)
 };

@@ -67,16 +67,16 @@ bool singleModel(const RunsSnapshot& s) {
 
 // ---- RunsListModel ----------------------------------------------------------------------------
 
-RunsListModel::RunsListModel(QObject* parent) : QAbstractTableModel(parent) {}
+RunsListModel::RunsListModel(QObject* parent) : RowsModel(ColumnCount, parent) {}
 
 void RunsListModel::setSnapshot(const RunsSnapshot& s) {
   beginResetModel();
-  runs_ = s.runs;
+  rows_ = s.runs;
   labels_.clear();
   status_.clear();
   std::map<int64_t, std::string> latest;
   for (const auto& p : s.regress.plans) latest[p.latest_id] = p.status;
-  for (const auto& r : runs_) {
+  for (const auto& r : rows_) {
     labels_.push_back(runPlanLabel(r.plan));
     if (s.regression_ids.count(r.id))
       status_.push_back("regression");
@@ -91,20 +91,16 @@ void RunsListModel::setSnapshot(const RunsSnapshot& s) {
 void RunsListModel::clear() { setSnapshot({}); }
 
 int RunsListModel::rowOfRun(int64_t id) const {
-  for (size_t i = 0; i < runs_.size(); ++i)
-    if (runs_[i].id == id) return int(i);
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i].id == id) return int(i);
   return -1;
 }
 
 QString RunsListModel::status(int row) const { return status_[size_t(row)]; }
 
-int RunsListModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(runs_.size()); }
-
-int RunsListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant RunsListModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const auto& r = runs_[size_t(index.row())];
+  const auto& r = rows_[size_t(index.row())];
   const auto& sm = r.summary;
   double vs = sm.predicted_mfu > 0 ? (sm.mfu - sm.predicted_mfu) / sm.predicted_mfu : 0.0;
   const int c = index.column();
@@ -168,30 +164,26 @@ QVariant RunsListModel::headerData(int section, Qt::Orientation o, int role) con
 
 // ---- OpTimingModel ----------------------------------------------------------------------------
 
-OpTimingModel::OpTimingModel(QObject* parent) : QAbstractTableModel(parent) {}
+OpTimingModel::OpTimingModel(QObject* parent) : RowsModel(ColumnCount, parent) {}
 
 void OpTimingModel::setRun(const runs::RunRecord& run) {
   beginResetModel();
   run_id_ = run.id;
-  ops_ = run.ops;
-  std::stable_sort(ops_.begin(), ops_.end(), [](const auto& a, const auto& b) { return a.measured_s > b.measured_s; });
+  rows_ = run.ops;
+  std::stable_sort(rows_.begin(), rows_.end(), [](const auto& a, const auto& b) { return a.measured_s > b.measured_s; });
   endResetModel();
 }
 
 void OpTimingModel::clear() {
   beginResetModel();
-  ops_.clear();
+  rows_.clear();
   run_id_ = 0;
   endResetModel();
 }
 
-int OpTimingModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(ops_.size()); }
-
-int OpTimingModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant OpTimingModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const auto& o = ops_[size_t(index.row())];
+  const auto& o = rows_[size_t(index.row())];
   double err = o.predicted_s > 0 ? (o.predicted_s - o.measured_s) / o.measured_s : 0.0;
   bool hasPred = o.predicted_s > 0 && o.measured_s > 0;
   switch (index.column()) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gui/models/rows_model.h"
 #include "runs/regress.h"
 #include "runs/runs_db.h"
 
@@ -35,7 +36,7 @@ QString runPlanLabel(const nlohmann::json& plan, bool with_model = true);
 // True when every run of the snapshot trains the same model (labels can leave it out).
 bool singleModel(const RunsSnapshot& s);
 
-class RunsListModel : public QAbstractTableModel {
+class RunsListModel : public RowsModel<runs::RunRecord> {
   Q_OBJECT
  public:
   enum Column { Id, Started, PlanLabel, Mfu, PredictedMfu, VsPrediction, Status, Steps, Source, Tags, ColumnCount };
@@ -45,21 +46,18 @@ class RunsListModel : public QAbstractTableModel {
   explicit RunsListModel(QObject* parent = nullptr);
   void setSnapshot(const RunsSnapshot& s);
   void clear();
-  const runs::RunRecord& run(int row) const { return runs_[size_t(row)]; }
+  const runs::RunRecord& run(int row) const { return rows_[size_t(row)]; }
   int rowOfRun(int64_t id) const;
   QString status(int row) const;
 
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
  private:
-  std::vector<runs::RunRecord> runs_;
   std::vector<QString> labels_, status_;
 };
 
-class OpTimingModel : public QAbstractTableModel {
+class OpTimingModel : public RowsModel<runs::OpTiming> {
   Q_OBJECT
  public:
   enum Column { Op, Calls, Predicted, Measured, Error, ColumnCount };
@@ -70,15 +68,12 @@ class OpTimingModel : public QAbstractTableModel {
   void setRun(const runs::RunRecord& run);
   void clear();
   int64_t runId() const { return run_id_; }
-  const std::vector<runs::OpTiming>& ops() const { return ops_; }
+  const std::vector<runs::OpTiming>& ops() const { return rows_; }
 
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
  private:
-  std::vector<runs::OpTiming> ops_;
   int64_t run_id_ = 0;
 };
 

@@ -19,17 +19,17 @@ QString durationText(double s) {
 
 }  // namespace
 
-ScalingModel::ScalingModel(QObject* parent) : QAbstractTableModel(parent) {}
+ScalingModel::ScalingModel(QObject* parent) : RowsModel(ColumnCount, parent) {}
 
 void ScalingModel::setSweep(std::vector<ScalePoint> points, const Plan& job, double tokens, const ReliabilityParams& rel) {
   beginResetModel();
-  points_ = std::move(points);
+  rows_ = std::move(points);
   job_ = job;
   tokens_ = tokens;
-  ttt_.assign(points_.size(), std::nullopt);
-  efficiency_.assign(points_.size(), 0);
+  ttt_.assign(rows_.size(), std::nullopt);
+  efficiency_.assign(rows_.size(), 0);
   double base = 0;  // tokens/s/GPU of the smallest count that fits
-  for (size_t i = 0; i < points_.size(); ++i) {
+  for (size_t i = 0; i < rows_.size(); ++i) {
     const Candidate* c = best(int(i));
     if (!c) continue;
     if (base == 0) base = c->report.tokens_per_s_per_gpu;
@@ -45,29 +45,25 @@ void ScalingModel::setSweep(std::vector<ScalePoint> points, const Plan& job, dou
 
 Plan ScalingModel::jobAt(int row) const {
   Plan p = job_;
-  if (row >= 0 && row < int(points_.size())) p.parallel.world_size = points_[size_t(row)].gpus;
+  if (row >= 0 && row < int(rows_.size())) p.parallel.world_size = rows_[size_t(row)].gpus;
   return p;
 }
 
 const Candidate* ScalingModel::best(int row) const {
-  if (row < 0 || row >= int(points_.size()) || points_[size_t(row)].result.top.empty()) return nullptr;
-  return &points_[size_t(row)].result.top.front();
+  if (row < 0 || row >= int(rows_.size()) || rows_[size_t(row)].result.top.empty()) return nullptr;
+  return &rows_[size_t(row)].result.top.front();
 }
-
-int ScalingModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(points_.size()); }
-
-int ScalingModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ScalingModel::value(int row, int column) const {
   const Candidate* c = best(row);
   const auto& t = ttt_[size_t(row)];
   switch (column) {
     case Gpus:
-      return points_[size_t(row)].gpus;
+      return rows_[size_t(row)].gpus;
     case StepTime:
       return c ? QVariant(c->report.step_time_s) : QVariant();
     case TokensPerS:
-      return c ? QVariant(c->report.tokens_per_s_per_gpu * points_[size_t(row)].gpus) : QVariant();
+      return c ? QVariant(c->report.tokens_per_s_per_gpu * rows_[size_t(row)].gpus) : QVariant();
     case TokensPerGpu:
       return c ? QVariant(c->report.tokens_per_s_per_gpu) : QVariant();
     case Mfu:

@@ -7,11 +7,12 @@
 #include <optional>
 #include <vector>
 
+#include "gui/models/rows_model.h"
 #include "planner/scaling.h"
 
 namespace mplan::gui {
 
-class ScalingModel : public QAbstractTableModel {
+class ScalingModel : public RowsModel<ScalePoint> {
   Q_OBJECT
  public:
   static constexpr int ValueRole = Qt::UserRole;
@@ -34,22 +35,19 @@ class ScalingModel : public QAbstractTableModel {
   // The sweep of `job` (its world size is each point's), with `tokens` > 0 the time to train.
   void setSweep(std::vector<ScalePoint> points, const Plan& job, double tokens, const ReliabilityParams& rel = {});
   void clear() { setSweep({}, Plan{}, 0); }
-  const std::vector<ScalePoint>& points() const { return points_; }
+  const std::vector<ScalePoint>& points() const { return rows_; }
   const Plan& job() const { return job_; }
   double tokens() const { return tokens_; }
   // The job of row `row` (its GPU count) and its best candidate, null when nothing fits.
   Plan jobAt(int row) const;
   const Candidate* best(int row) const;
 
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
  private:
   QVariant value(int row, int column) const;
   QVariant text(int row, int column) const;
-  std::vector<ScalePoint> points_;
   std::vector<std::optional<TimeToTrain>> ttt_;
   std::vector<double> efficiency_;
   Plan job_;

@@ -13,62 +13,18 @@
 #include <cmath>
 
 #include "gui/models/format.h"
-#include "gui/models/time_to_pixel.h"
 #include "gui/widgets/palette.h"
 
 namespace mplan::gui {
 
-void setupChartView(QChartView* view, int margin, QSize minimum) {
-  view->setRenderHint(QPainter::Antialiasing);
-  view->chart()->legend()->setAlignment(Qt::AlignBottom);
-  view->chart()->setMargins(QMargins(margin, margin, margin, margin));
-  view->setMinimumSize(minimum);
-}
-
-void followModel(QChartView* view, QAbstractItemModel* old, QAbstractItemModel* now, const std::function<void()>& rebuild) {
-  if (old) QObject::disconnect(old, nullptr, view, nullptr);
-  if (now) QObject::connect(now, &QAbstractItemModel::modelReset, view, rebuild);
-}
-
-void clearChart(QChart* chart) {
-  chart->removeAllSeries();
-  for (QAbstractAxis* a : chart->axes()) {
-    chart->removeAxis(a);
-    delete a;
-  }
-}
-
-void setNiceRange(QValueAxis* axis, double max) {
-  if (!(max > 0)) max = 1;
-  auto ticks = niceTicks(0, max, 6);
-  double step = ticks.size() > 1 ? ticks[1] - ticks[0] : max;
-  double top = std::ceil(max / step - 1e-9) * step;
-  axis->setRange(0, top);
-  axis->setTickCount(int(std::lround(top / step)) + 1);
-}
-
-BreakdownChart::BreakdownChart(QWidget* parent) : QChartView(parent) {
-  setupChartView(this, 6, {360, 260});
-  rebuild();
-}
-
-void BreakdownChart::setModel(TimeBreakdownModel* model) {
-  followModel(this, model_, model, [this] { rebuild(); });
-  model_ = model;
-  if (model_) connect(model_, &QAbstractItemModel::dataChanged, this, &BreakdownChart::rebuild);
-  rebuild();
-}
+BreakdownChart::BreakdownChart(QWidget* parent) : ModelChart(parent, 6, {360, 260}) { rebuild(); }
 
 void BreakdownChart::rebuild() {
-  QChart* c = chart();
-  clearChart(c);
+  QChart* c = clearedChart();
   bars_ = nullptr;
   mfu_ = nullptr;
-  const int n = model_ ? model_->rowCount() : 0;
-  if (n == 0) {
-    c->setTitle("Step time breakdown: select one or more plans in the results table");
-    return;
-  }
+  const int n = rowsOr("Step time breakdown: select one or more plans in the results table");
+  if (n == 0) return;
   const auto& plans = model_->plans();
   double maxStep = 0, maxMfu = 0;
   for (const auto& p : plans) maxStep = std::max(maxStep, p.report.step_time_s), maxMfu = std::max(maxMfu, p.report.mfu);

@@ -15,33 +15,19 @@
 #include <cmath>
 
 #include "gui/models/format.h"
-#include "gui/widgets/breakdown_chart.h"
 #include "gui/widgets/palette.h"
 
 namespace mplan::gui {
 
-MemoryChart::MemoryChart(QWidget* parent) : QChartView(parent) {
-  setupChartView(this, 6, {360, 260});
-  rebuild();
-}
-
-void MemoryChart::setModel(MemoryModel* model) {
-  followModel(this, model_, model, [this] { rebuild(); });
-  model_ = model;
-  rebuild();
-}
+MemoryChart::MemoryChart(QWidget* parent) : ModelChart(parent, 6, {360, 260}) { rebuild(); }
 
 void MemoryChart::rebuild() {
-  QChart* c = chart();
-  clearChart(c);
+  QChart* c = clearedChart();
   bars_ = nullptr;
   capacity_ = nullptr;
   totals_ = nullptr;
-  const int n = model_ ? model_->rowCount() : 0;
-  if (n == 0) {
-    c->setTitle("Memory per stage: select a plan in the results table");
-    return;
-  }
+  const int n = rowsOr("Memory per stage: select a plan in the results table");
+  if (n == 0) return;
   const double cap = model_->capacityGiB();
   double maxTotal = 0;
   for (int r = 0; r < n; ++r)

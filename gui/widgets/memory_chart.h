@@ -1,9 +1,8 @@
 // Memory per pipeline stage as stacked bars (weights, gradients, optimizer, activations, buffers,
 // other) of the worst rank of each stage, against the GPU capacity line. Reads a MemoryModel.
 #pragma once
-#include <QtCharts/QChartView>
-
 #include "gui/models/breakdown_models.h"
+#include "gui/widgets/chart_view.h"
 
 class QStackedBarSeries;
 class QLineSeries;
@@ -11,19 +10,15 @@ class QScatterSeries;
 
 namespace mplan::gui {
 
-class MemoryChart : public QChartView {
+class MemoryChart : public ModelChart<MemoryModel> {
   Q_OBJECT
  public:
   explicit MemoryChart(QWidget* parent = nullptr);
-  void setModel(MemoryModel* model);
   QStackedBarSeries* barSeries() const { return bars_; }
   QLineSeries* capacitySeries() const { return capacity_; }
 
- private slots:
-  void rebuild();
-
  private:
-  MemoryModel* model_ = nullptr;
+  void rebuild() override;
   QStackedBarSeries* bars_ = nullptr;
   QLineSeries* capacity_ = nullptr;
   QScatterSeries* totals_ = nullptr;  // invisible points carrying the total above each bar

@@ -1,27 +1,16 @@
 // Colours of the GUI (see palette.h). Tableau-10-like hues: distinct, print well, readable labels.
 #include "gui/widgets/palette.h"
 
+#include <utility>
+
 namespace mplan::gui {
 
 QColor phaseColor(char phase, int chunk) {
-  QColor c;
-  switch (phase) {
-    case 'F':
-      c = QColor("#4C78A8");
-      break;
-    case 'B':
-      c = QColor("#F58518");
-      break;
-    case 'W':
-      c = QColor("#B279A2");
-      break;
-    case 'O':
-      c = QColor("#6F6F6F");
-      break;
-    default:
-      c = QColor("#54A24B");
-      break;
-  }
+  static constexpr std::pair<char, const char*> kPhases[] = {
+      {'F', "#4C78A8"}, {'B', "#F58518"}, {'W', "#B279A2"}, {'O', "#6F6F6F"}};
+  QColor c("#54A24B");  // any other phase
+  for (const auto& [p, hex] : kPhases)
+    if (p == phase) c = QColor(hex);
   if (chunk > 0) c = c.lighter(100 + 22 * (chunk % 4));
   return c;
 }

@@ -18,14 +18,15 @@
 #include "core/plan.h"
 #include "gui/models/format.h"
 #include "gui/models/time_to_pixel.h"
-#include "gui/widgets/breakdown_chart.h"
 #include "gui/widgets/palette.h"
 
 namespace mplan::gui {
 
 namespace {
 
-void setupView(QChartView* v) { setupChartView(v, 4, {280, 200}); }
+// The runs view's charts are small: narrow margins, a smaller minimum size.
+constexpr int kMargin = 4;
+constexpr QSize kMinimum = {280, 200};
 
 qint64 msecs(const std::string& iso) {
   QDateTime t = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODate);
@@ -50,14 +51,10 @@ static void niceRange(double& lo, double& hi, int& ticks) {
 
 // ---- MfuHistoryChart --------------------------------------------------------------------------
 
-MfuHistoryChart::MfuHistoryChart(QWidget* parent) : QChartView(parent) {
-  setupView(this);
-  setSnapshot({});
-}
+MfuHistoryChart::MfuHistoryChart(QWidget* parent) : ChartView(parent, kMargin, kMinimum) { setSnapshot({}); }
 
 void MfuHistoryChart::setSnapshot(const RunsSnapshot& s) {
-  QChart* c = chart();
-  clearChart(c);
+  QChart* c = clearedChart();
   regressions_ = nullptr;
   plans_ = int(s.regress.plans.size());
   if (plans_ == 0) {
@@ -134,14 +131,10 @@ void MfuHistoryChart::setSnapshot(const RunsSnapshot& s) {
 
 // ---- PredictedMeasuredChart -------------------------------------------------------------------
 
-PredictedMeasuredChart::PredictedMeasuredChart(QWidget* parent) : QChartView(parent) {
-  setupView(this);
-  setSnapshot({});
-}
+PredictedMeasuredChart::PredictedMeasuredChart(QWidget* parent) : ChartView(parent, kMargin, kMinimum) { setSnapshot({}); }
 
 void PredictedMeasuredChart::setSnapshot(const RunsSnapshot& s) {
-  QChart* c = chart();
-  clearChart(c);
+  QChart* c = clearedChart();
   points_ = 0;
   double lo = 100, hi = 0;
   std::map<std::string, QScatterSeries*> byPlan;
@@ -218,20 +211,10 @@ void PredictedMeasuredChart::setSnapshot(const RunsSnapshot& s) {
 
 // ---- OpCompareChart ---------------------------------------------------------------------------
 
-OpCompareChart::OpCompareChart(QWidget* parent) : QChartView(parent) {
-  setupView(this);
-  rebuild();
-}
-
-void OpCompareChart::setModel(OpTimingModel* model) {
-  followModel(this, model_, model, [this] { rebuild(); });
-  model_ = model;
-  rebuild();
-}
+OpCompareChart::OpCompareChart(QWidget* parent) : ModelChart(parent, kMargin, kMinimum) { rebuild(); }
 
 void OpCompareChart::rebuild() {
-  QChart* c = chart();
-  clearChart(c);
+  QChart* c = clearedChart();
   ops_ = 0;
   if (!model_ || model_->rowCount() == 0) {
     c->setTitle(model_ && model_->runId() ? QString("Run #%1 has no per-op timings").arg(model_->runId())

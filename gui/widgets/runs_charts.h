@@ -3,15 +3,14 @@
 //   PredictedMeasuredChart  measured vs predicted MFU per run, with the measured = predicted line
 //   OpCompareChart          per-op predicted vs measured time of one run (reads an OpTimingModel)
 #pragma once
-#include <QtCharts/QChartView>
-
 #include "gui/models/runs_models.h"
+#include "gui/widgets/chart_view.h"
 
 class QScatterSeries;
 
 namespace mplan::gui {
 
-class MfuHistoryChart : public QChartView {
+class MfuHistoryChart : public ChartView {
   Q_OBJECT
  public:
   explicit MfuHistoryChart(QWidget* parent = nullptr);
@@ -25,7 +24,7 @@ class MfuHistoryChart : public QChartView {
   int plans_ = 0;
 };
 
-class PredictedMeasuredChart : public QChartView {
+class PredictedMeasuredChart : public ChartView {
   Q_OBJECT
  public:
   explicit PredictedMeasuredChart(QWidget* parent = nullptr);
@@ -36,19 +35,15 @@ class PredictedMeasuredChart : public QChartView {
   int points_ = 0;
 };
 
-class OpCompareChart : public QChartView {
+class OpCompareChart : public ModelChart<OpTimingModel> {
   Q_OBJECT
  public:
   explicit OpCompareChart(QWidget* parent = nullptr);
-  void setModel(OpTimingModel* model);
   int opCount() const { return ops_; }
   static constexpr int kMaxOps = 12;
 
- private slots:
-  void rebuild();
-
  private:
-  OpTimingModel* model_ = nullptr;
+  void rebuild() override;
   int ops_ = 0;
 };
 

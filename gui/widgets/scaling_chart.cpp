@@ -10,24 +10,13 @@
 #include <cmath>
 
 #include "gui/models/format.h"
-#include "gui/widgets/breakdown_chart.h"
 
 namespace mplan::gui {
 
-ScalingChart::ScalingChart(QWidget* parent) : QChartView(parent) {
-  setupChartView(this, 6, {360, 240});
-  rebuild();
-}
-
-void ScalingChart::setModel(ScalingModel* model) {
-  followModel(this, model_, model, [this] { rebuild(); });
-  model_ = model;
-  rebuild();
-}
+ScalingChart::ScalingChart(QWidget* parent) : ModelChart(parent, 6, {360, 240}) { rebuild(); }
 
 void ScalingChart::rebuild() {
-  QChart* c = chart();
-  clearChart(c);
+  QChart* c = clearedChart();
   line_ = mfu_ = nullptr;
   points_ = nullptr;
   rows_.clear();

@@ -1,23 +1,27 @@
 // Runs the built `mplan` binary in a shell for CLI tests: exit code, stdout and stderr.
 #pragma once
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "../file_bytes.h"
 
 struct CliResult {
   int code = -1;
   std::string out, err;
 };
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// `name` in this test process's own folder TempDir()/<prefix>_<pid>, made on first use.
+inline std::string temp_path(const std::string& prefix, const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/" + prefix + "_" + std::to_string(::getpid());
+  ::mkdir(d.c_str(), 0755);
+  return d + "/" + name;
 }
+
+inline std::string slurp(const std::string& path) { return mplan::test::file_bytes(path); }
 
 // Runs a shell command line with stdout and stderr captured.
 inline CliResult run_shell(const std::string& cmdline) {

@@ -3,8 +3,6 @@
 // missing GPU counts are exit 2 naming the flag; the executor refuses model features it does not train (exit 2 naming the field);
 // search ranks only what the job's framework runs, and export refuses a plan for another framework.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -14,14 +12,7 @@
 
 namespace {
 
-std::string tmp(const std::string& name) {
-  static std::string d = [] {
-    std::string p = ::testing::TempDir() + "/cli_export_" + std::to_string(::getpid());
-    ::mkdir(p.c_str(), 0755);
-    return p;
-  }();
-  return d + "/" + name;
-}
+std::string tmp(const std::string& name) { return temp_path("cli_export", name); }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -29,14 +20,17 @@ nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+// The best plan of a Llama-3-8B search on 16 H100s with the options `extra`, written under tmp(dir).
+std::string searched_plan(const std::string& extra, const std::string& dir) {
+  auto r = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 " + extra + " --top 1 --out " +
+                     tmp(dir));
+  EXPECT_EQ(r.code, 0) << r.err;
+  return tmp(dir + "/plan-01.json");
+}
+
 // A searched Llama-3 plan with tp = 2 (so the export carries CUDA_DEVICE_MAX_CONNECTIONS).
 const std::string& plan_file() {
-  static std::string path = [] {
-    auto r = run_mplan("search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --fix tp=2 --top 1 --out " +
-                       tmp("plans"));
-    EXPECT_EQ(r.code, 0) << r.err;
-    return tmp("plans/plan-01.json");
-  }();
+  static std::string path = searched_plan("--fix tp=2", "plans");
   return path;
 }
 
@@ -82,12 +76,7 @@ TEST(CliExport, ImportRefusesWhatItCannotRead) {
 }
 
 TEST(CliExport, TorchtitanConfigurationOfEachRelease) {
-  auto s = run_mplan(
-      "search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework torchtitan --top 1 "
-      "--out " +
-      tmp("tt"));
-  ASSERT_EQ(s.code, 0) << s.err;
-  const std::string plan = tmp("tt/plan-01.json");
+  const std::string plan = searched_plan("--framework torchtitan", "tt");
   auto cur = run_mplan("export --plan " + plan + " --format torchtitan");
   ASSERT_EQ(cur.code, 0) << cur.err;
   EXPECT_TRUE(has(cur.out, "def mplan_plan() -> Trainer.Config:")) << cur.out;
@@ -137,18 +126,14 @@ TEST(CliExport, SearchRanksOnlyTheFrameworksSchedules) {
 // An exporter writes its own framework's configuration: a plan for another framework is exit 2 naming
 // the plan's framework field.
 TEST(CliExport, RefusesAPlanForAnotherFramework) {
-  auto s = run_mplan(
-      "search --model llama3-8b --cluster dgx-h100 --gpus 16 --gbs 64 --seq 8192 --framework maxtext --top 1 "
-      "--out " +
-      tmp("mt"));
-  ASSERT_EQ(s.code, 0) << s.err;
+  const std::string mt = searched_plan("--framework maxtext", "mt");
   for (const char* format : {"megatron", "torchtitan"}) {
-    auto r = run_mplan("export --plan " + tmp("mt/plan-01.json") + " --format " + format);
+    auto r = run_mplan("export --plan " + mt + " --format " + format);
     EXPECT_EQ(r.code, 2) << format << ": " << r.err;
     EXPECT_TRUE(has(r.err, "the plan is for framework 'maxtext' (plan.framework)")) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
-  auto plan = run_mplan("export --plan " + tmp("mt/plan-01.json") + " --format plan");
+  auto plan = run_mplan("export --plan " + mt + " --format plan");
   EXPECT_EQ(plan.code, 0) << plan.err;
   auto tt = run_mplan("export --plan " + plan_file() + " --format torchtitan");
   EXPECT_EQ(tt.code, 2) << tt.err;

@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "run_cli.h"
 
@@ -32,33 +34,29 @@ TEST(CliMemory, OptionsChangeThePredictedMemory) {
 }
 
 TEST(CliMemory, BadMemoryOptionsExitTwoNamingTheField) {
-  auto mod = run_mplan(kJob + "--recompute selective --recompute-modules attention");
-  EXPECT_EQ(mod.code, 2);
-  EXPECT_NE(mod.err.find("--recompute-modules: 'attention' is not a Megatron recompute module"), std::string::npos) << mod.err;
-  EXPECT_NE(mod.err.find("core_attn|layernorm|mlp"), std::string::npos) << mod.err;
-  auto need_sel = run_mplan(kJob + "--recompute-modules mlp");
-  EXPECT_EQ(need_sel.code, 2);
-  EXPECT_NE(need_sel.err.find("need recompute=selective"), std::string::npos) << need_sel.err;
-  auto titan = run_mplan(kJob + "--framework torchtitan --zero 3 --offload-modules core_attn,attn_proj");
-  EXPECT_EQ(titan.code, 2);
-  EXPECT_NE(titan.err.find("offload_modules"), std::string::npos) << titan.err;
-  EXPECT_NE(titan.err.find("framework torchtitan"), std::string::npos) << titan.err;
-  auto cap =
-      run_mplan("simulate --model mixtral-8x7b --cluster dgx-h100 --gpus 8 --gbs 8 --seq 4096 --ep 8 --moe-capacity-factor 0");
-  EXPECT_EQ(cap.code, 2);
-  EXPECT_NE(cap.err.find("--moe-capacity-factor: must be a number in (0,"), std::string::npos) << cap.err;
-  auto fw = run_mplan(kJob + "--framework deepspeed");
-  EXPECT_EQ(fw.code, 2);
-  EXPECT_NE(fw.err.find("megatron"), std::string::npos) << fw.err;
-  auto compile = run_mplan(kJob + "--torch-compile");  // Megatron: Transformer Engine fuses, nothing to compile
-  EXPECT_EQ(compile.code, 2);
-  EXPECT_NE(compile.err.find("--torch-compile: applies only to --framework torchtitan"), std::string::npos) << compile.err;
-  auto fp8 = run_mplan(kJob + "--fp8-param-gather");
-  EXPECT_EQ(fp8.code, 2);
-  EXPECT_NE(fp8.err.find("fp8_param_gather needs an fp8 precision"), std::string::npos) << fp8.err;
-  auto pp_off = run_mplan(kJob + "--cpu-offload-layers 10");
-  EXPECT_EQ(pp_off.code, 2);
-  EXPECT_NE(pp_off.err.find("cpu_offload_layers needs pp=1"), std::string::npos) << pp_off.err;
+  struct Case {
+    std::string args;
+    std::vector<std::string> said;  // each must be in the error
+  };
+  const std::vector<Case> cases = {
+      {kJob + "--recompute selective --recompute-modules attention",
+       {"--recompute-modules: 'attention' is not a Megatron recompute module", "core_attn|layernorm|mlp"}},
+      {kJob + "--recompute-modules mlp", {"need recompute=selective"}},
+      {kJob + "--framework torchtitan --zero 3 --offload-modules core_attn,attn_proj",
+       {"offload_modules", "framework torchtitan"}},
+      {"simulate --model mixtral-8x7b --cluster dgx-h100 --gpus 8 --gbs 8 --seq 4096 --ep 8 --moe-capacity-factor 0",
+       {"--moe-capacity-factor: must be a number in (0,"}},
+      {kJob + "--framework deepspeed", {"megatron"}},
+      // Megatron: Transformer Engine fuses, nothing to compile
+      {kJob + "--torch-compile", {"--torch-compile: applies only to --framework torchtitan"}},
+      {kJob + "--fp8-param-gather", {"fp8_param_gather needs an fp8 precision"}},
+      {kJob + "--cpu-offload-layers 10", {"cpu_offload_layers needs pp=1"}},
+  };
+  for (const Case& c : cases) {
+    auto r = run_mplan(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    for (const std::string& said : c.said) EXPECT_NE(r.err.find(said), std::string::npos) << c.args << ": " << r.err;
+  }
 }
 
 TEST(CliMemory, PlanFileMemoryFieldsAreChecked) {

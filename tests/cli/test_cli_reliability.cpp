@@ -15,14 +15,7 @@ namespace {
 
 const std::string kJob = "--model llama3-8b --cluster dgx-h100 --gbs 64 --seq 2048 ";
 
-std::string tmp(const std::string& name) {
-  static std::string d = [] {
-    std::string p = ::testing::TempDir() + "/cli_rel_" + std::to_string(::getpid());
-    ::mkdir(p.c_str(), 0755);
-    return p;
-  }();
-  return d + "/" + name;
-}
+std::string tmp(const std::string& name) { return temp_path("cli_rel", name); }
 
 // A valid plan file written by `mplan search --out` (what users pass to export/train).
 std::string plan_file() {

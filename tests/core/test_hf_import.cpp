@@ -1,6 +1,10 @@
 // Hugging Face config.json import: parameter counts of the imported models against published figures.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/counting.h"
 #include "core/hf_import.h"
 #include "core/presets.h"
@@ -16,10 +20,9 @@ void within(double got, double want, double rel) { test::expect_within(got, want
 }  // namespace
 
 TEST(HfImport, DenseModels) {
-  within(count_params(load("llama3-8b.json")).total, 8.03e9, 0.005);
-  within(count_params(load("mistral-7b.json")).total, 7.24e9, 0.005);
-  within(count_params(load("qwen2-7b.json")).total, 7.62e9, 0.005);
-  within(count_params(load("qwen3-8b.json")).total, 8.19e9, 0.005);
+  for (const auto& [file, total] : std::vector<std::pair<std::string, double>>{
+           {"llama3-8b.json", 8.03e9}, {"mistral-7b.json", 7.24e9}, {"qwen2-7b.json", 7.62e9}, {"qwen3-8b.json", 8.19e9}})
+    within(count_params(load(file)).total, total, 0.005);
   EXPECT_EQ(count_params(load("gpt2.json")).total, 124439808.0);
   EXPECT_EQ(count_params(load("gpt-neox-20b.json")).total, 20554567680.0);  // NeoX paper
 }
@@ -32,15 +35,18 @@ TEST(HfImport, RopeSpellings) {
 }
 
 TEST(HfImport, MoeModels) {
-  auto mix = count_params(load("mixtral-8x7b.json"));
-  within(mix.total, 46.70e9, 0.005);
-  within(mix.active, 12.88e9, 0.005);
-  auto q = count_params(load("qwen3-30b-a3b.json"));
-  within(q.total, 30.5e9, 0.005);
-  within(q.active, 3.3e9, 0.02);  // "3.3B activated": published to two significant figures
-  auto q15 = count_params(load("qwen1.5-moe-a2.7b.json"));
-  within(q15.total, 14.3e9, 0.005);
-  within(q15.active, 2.7e9, 0.02);
+  struct Published {
+    std::string file;
+    double total, active;
+    double active_rel;  // "3.3B activated": published to two significant figures
+  };
+  for (const Published& m : std::vector<Published>{{"mixtral-8x7b.json", 46.70e9, 12.88e9, 0.005},
+                                                   {"qwen3-30b-a3b.json", 30.5e9, 3.3e9, 0.02},
+                                                   {"qwen1.5-moe-a2.7b.json", 14.3e9, 2.7e9, 0.02}}) {
+    auto c = count_params(load(m.file));
+    within(c.total, m.total, 0.005);
+    within(c.active, m.active, m.active_rel);
+  }
   auto oss = count_params(load("gpt-oss-120b.json"));
   within(oss.total, 116.83e9, 0.005);
   within(oss.active_excl_embedding, 5.13e9, 0.005);

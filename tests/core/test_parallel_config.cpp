@@ -1,6 +1,10 @@
 // Layout rules: each is named in its message; valid layouts pass.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "core/parallel_config.h"
 #include "core/presets.h"
 
@@ -24,6 +28,31 @@ struct Fixture {
     return all;
   }
 };
+
+// The default fixture after `change` breaks a rule whose message contains `said`.
+void expect_broken(const std::function<void(Fixture&)>& change, const std::string& said) {
+  Fixture f;
+  change(f);
+  EXPECT_NE(f.errors().find(said), std::string::npos) << said << ": " << f.errors();
+}
+
+// `p` goes through plan JSON unchanged, and the same JSON with `key` set to `value` is refused naming `said`.
+ParallelConfig expect_json_round_trip(const ParallelConfig& p, const std::string& key, const nlohmann::json& value,
+                                      const std::string& said) {
+  auto j = parallel_to_json(p);
+  auto r = parallel_from_json(j);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  if (r.ok()) {
+    EXPECT_EQ(parallel_to_json(*r), j);
+  }
+  j[key] = value;
+  auto bad = parallel_from_json(j);
+  EXPECT_FALSE(bad.ok()) << key;
+  if (!bad.ok()) {
+    EXPECT_NE(bad.error().message().find(said), std::string::npos) << bad.error().message();
+  }
+  return r.ok() ? *r : ParallelConfig{};
+}
 }  // namespace
 
 TEST(ParallelConfig, ValidLayout) {
@@ -34,29 +63,17 @@ TEST(ParallelConfig, ValidLayout) {
 }
 
 TEST(ParallelConfig, TpMustDivideQueryGroups) {
-  Fixture f;
-  f.p.tp = 16;
-  f.p.world_size = 1024;
-  EXPECT_NE(f.errors().find("tp=16 does not divide num_query_groups=8"), std::string::npos) << f.errors();
+  expect_broken([](Fixture& f) { f.p.tp = 16, f.p.world_size = 1024; }, "tp=16 does not divide num_query_groups=8");
 }
 
 TEST(ParallelConfig, BatchMustTile) {
-  Fixture f;
-  f.t.global_batch_size = 1000;
-  f.p.micro_batch_size = 4;
-  EXPECT_NE(f.errors().find("gbs=1000 is not a multiple of mbs*dp=4*16=64"), std::string::npos) << f.errors();
+  expect_broken([](Fixture& f) { f.t.global_batch_size = 1000, f.p.micro_batch_size = 4; },
+                "gbs=1000 is not a multiple of mbs*dp=4*16=64");
 }
 
 TEST(ParallelConfig, LayersMustSplit) {
-  Fixture f;
-  f.p.pp = 3;
-  f.p.world_size = 384;
-  EXPECT_NE(f.errors().find("layers do not split"), std::string::npos) << f.errors();
-  Fixture g;
-  g.p.pp = 4;
-  g.p.vpp = 3;
-  g.p.schedule = Schedule::interleaved;
-  EXPECT_NE(g.errors().find("not divisible by vpp=3"), std::string::npos) << g.errors();
+  expect_broken([](Fixture& f) { f.p.pp = 3, f.p.world_size = 384; }, "layers do not split");
+  expect_broken([](Fixture& f) { f.p.pp = 4, f.p.vpp = 3, f.p.schedule = Schedule::interleaved; }, "not divisible by vpp=3");
 }
 
 TEST(ParallelConfig, UnevenFirstLastStages) {
@@ -74,51 +91,31 @@ TEST(ParallelConfig, UnevenFirstLastStages) {
 }
 
 TEST(ParallelConfig, SequenceAndContextRules) {
-  Fixture f;
-  f.p.cp = 3;
-  f.p.world_size = 96 * 4;
-  EXPECT_NE(f.errors().find("not divisible by 2*cp=6"), std::string::npos) << f.errors();
-  Fixture g;
-  g.p.tp = 1;
-  g.p.sp = true;
-  g.p.world_size = 64;
-  EXPECT_NE(g.errors().find("sequence parallel needs tp > 1"), std::string::npos) << g.errors();
+  expect_broken([](Fixture& f) { f.p.cp = 3, f.p.world_size = 96 * 4; }, "not divisible by 2*cp=6");
+  expect_broken([](Fixture& f) { f.p.tp = 1, f.p.sp = true, f.p.world_size = 64; }, "sequence parallel needs tp > 1");
 }
 
 TEST(ParallelConfig, ExpertRules) {
-  Fixture f;
-  f.p.ep = 2;
-  EXPECT_NE(f.errors().find("needs a mixture-of-experts model"), std::string::npos);
-  Fixture g;
-  g.m = *model_preset("mixtral-8x7b");
-  g.p.ep = 3;
-  g.p.world_size = 96;
-  g.p.pp = 4;
-  g.t.global_batch_size = 96;
-  EXPECT_NE(g.errors().find("ep=3 does not divide num_experts=8"), std::string::npos) << g.errors();
+  expect_broken([](Fixture& f) { f.p.ep = 2; }, "needs a mixture-of-experts model");
+  expect_broken(
+      [](Fixture& f) {
+        f.m = *model_preset("mixtral-8x7b");
+        f.p.ep = 3, f.p.world_size = 96, f.p.pp = 4, f.t.global_batch_size = 96;
+      },
+      "ep=3 does not divide num_experts=8");
 }
 
 TEST(ParallelConfig, ClusterTooSmallAndPrecision) {
-  Fixture f;
-  f.c.num_nodes = 2;
-  EXPECT_NE(f.errors().find("cluster too small"), std::string::npos);
-  Fixture g;
-  g.c = *cluster_preset("dgx-a100-80g");
-  g.t.precision = Precision::fp8;
-  EXPECT_NE(g.errors().find("precision fp8 is not supported"), std::string::npos);
+  expect_broken([](Fixture& f) { f.c.num_nodes = 2; }, "cluster too small");
+  expect_broken(
+      [](Fixture& f) {
+        f.c = *cluster_preset("dgx-a100-80g");
+        f.t.precision = Precision::fp8;
+      },
+      "precision fp8 is not supported");
 }
 
-TEST(ParallelConfig, JsonRoundTripAndDpCheck) {
-  Fixture f;
-  auto j = parallel_to_json(f.p);
-  auto r = parallel_from_json(j);
-  ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(parallel_to_json(*r), j);
-  j["dp"] = 3;
-  auto bad = parallel_from_json(j);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("parallel.dp: 3 disagrees"), std::string::npos);
-}
+TEST(ParallelConfig, JsonRoundTripAndDpCheck) { expect_json_round_trip(Fixture().p, "dp", 3, "parallel.dp: 3 disagrees"); }
 
 TEST(ParallelConfig, MoeRuntimeOptionRules) {
   Fixture dense;
@@ -148,28 +145,16 @@ TEST(ParallelConfig, MoeRuntimeOptionsJson) {
   p.ep = 8;
   p.moe_dispatcher = MoeDispatcher::hybridep;
   p.moe_force_balance = true;
-  auto r = parallel_from_json(parallel_to_json(p));
-  ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(r->moe_dispatcher, MoeDispatcher::hybridep);
-  EXPECT_TRUE(r->moe_force_balance);
-  EXPECT_FALSE(r->moe_a2a_overlap);
-  auto j = parallel_to_json(p);
-  j["moe_dispatcher"] = "nccl";
-  auto bad = parallel_from_json(j);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("moe_dispatcher"), std::string::npos) << bad.error().message();
+  ParallelConfig r = expect_json_round_trip(p, "moe_dispatcher", "nccl", "moe_dispatcher");
+  EXPECT_EQ(r.moe_dispatcher, MoeDispatcher::hybridep);
+  EXPECT_TRUE(r.moe_force_balance);
+  EXPECT_FALSE(r.moe_a2a_overlap);
 }
 
 TEST(ParallelConfig, AttentionBackendJson) {
   ParallelConfig p;
   p.world_size = 8;
   p.attention_backend = AttentionBackend::triton;
-  auto r = parallel_from_json(parallel_to_json(p));
-  ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(r->attention_backend, AttentionBackend::triton);
-  auto j = parallel_to_json(p);
-  j["attention_backend"] = "xformers";
-  auto bad = parallel_from_json(j);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("attention_backend"), std::string::npos) << bad.error().message();
+  EXPECT_EQ(expect_json_round_trip(p, "attention_backend", "xformers", "attention_backend").attention_backend,
+            AttentionBackend::triton);
 }

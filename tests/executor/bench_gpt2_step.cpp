@@ -11,11 +11,11 @@
 #include <string>
 
 #include "core/counting.h"
+#include "core/plan.h"
 #include "core/stats.h"
 #include "executor/backend/blas_config.h"
 #include "executor/train/run.h"
 #include "executor/train/trainer.h"
-#include "test_plans.h"
 
 using namespace mplan;
 
@@ -23,19 +23,8 @@ int main(int argc, char** argv) {
   exec::reexec_with_blas_environment(argv);
   const int steps = argc > 1 ? std::atoi(argv[1]) : 6;
   MPI_Init(&argc, &argv);
-  nlohmann::json model = {{"name", "gpt2-124m"},
-                          {"num_layers", 12},
-                          {"hidden_size", 768},
-                          {"ffn_hidden_size", 3072},
-                          {"num_attention_heads", 12},
-                          {"vocab_size", 50257},
-                          {"activation", "gelu"},
-                          {"norm", "layernorm"},
-                          {"tied_embeddings", true},
-                          {"position_embedding", "learned"},
-                          {"max_position_embeddings", 1024},
-                          {"add_bias_linear", true}};
-  auto plan = plan_from_json(test::plan_json(model, {{"world_size", 1}, {"micro_batch_size", 4}}, 4, 64));
+  // the committed benchmark plan (also what the executor's README trains with `mplan train --plan`)
+  auto plan = read_plan_file(std::string(MPLAN_SOURCE_DIR) + "/tests/executor/plans/gpt2_124m_b4_t64.json");
   if (!plan) {
     std::fprintf(stderr, "%s\n", plan.error().message().c_str());
     return 2;

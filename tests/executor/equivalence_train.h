@@ -36,4 +36,24 @@ inline TrainResult train_for_equivalence(const Plan& plan, MPI_Comm comm, int st
   return r;
 }
 
+// MPI started for an equivalence program (run under mpirun): this rank and the world size; `exit` is
+// 2 (usage printed by rank 0, MPI finalized) when no layout argument was given.
+struct MpiStart {
+  int rank = 0, world = 1;
+  int exit = 0;
+};
+
+inline MpiStart start_mpi(int& argc, char**& argv, const char* usage) {
+  MpiStart s;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &s.world);
+  if (argc < 2) {
+    if (s.rank == 0) std::fprintf(stderr, "usage: %s %s\n", argv[0], usage);
+    MPI_Finalize();
+    s.exit = 2;
+  }
+  return s;
+}
+
 }  // namespace mplan::test

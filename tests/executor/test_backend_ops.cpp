@@ -17,6 +17,7 @@
 #include "executor/backend/cuda/cuda_backend.h"
 #include "executor/backend/kernel_math.h"
 #include "executor/model/params.h"
+#include "gpu_test_main.h"
 #include "tests/random_values.h"
 
 using namespace mplan::exec;
@@ -579,11 +580,7 @@ TEST(BackendOps, DescribesTheDevice) {
 }
 
 int main(int argc, char** argv) {
-  if (cuda_device_count() == 0) {
-    std::printf("test_backend_ops: no CUDA device visible: skipped\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
+  if (!mplan::test::start_gpu_tests("test_backend_ops", argc, argv)) return 77;
   CpuBackend cpu;
   CudaBackendOptions o;
   CudaBackend gpu(o);

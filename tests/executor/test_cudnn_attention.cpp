@@ -12,6 +12,7 @@
 
 #include "executor/backend/backend_factory.h"
 #include "executor/backend/cuda/cuda_backend.h"
+#include "gpu_test_main.h"
 #include "tests/random_values.h"
 
 using namespace mplan::exec;
@@ -113,11 +114,7 @@ TEST(CudaCudnnAttentionGpu, PeakMemoryCountsTheCudnnScratch) {
 }
 
 int main(int argc, char** argv) {
-  if (cuda_device_count() == 0) {
-    std::printf("test_cudnn_attention: no CUDA device visible: skipped\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
+  if (!mplan::test::start_gpu_tests("test_cudnn_attention", argc, argv)) return 77;
   CudaBackendOptions o;
   CudaBackend ref(o);
   o.cudnn_attention = true;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "equivalence_train.h"
 #include "executor/backend/backend_factory.h"
@@ -80,15 +81,9 @@ int main(int argc, char** argv) {
     std::printf("needs %d CUDA device(s), %d visible: skipped\n", need, have);
     return 77;
   }
-  MPI_Init(&argc, &argv);
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (argc < 2) {
-    if (rank == 0) std::fprintf(stderr, "usage: %s LAYOUT | bf16@LAYOUT | cpu_vs_cuda | --need-gpus N\n", argv[0]);
-    MPI_Finalize();
-    return 2;
-  }
+  const test::MpiStart mpi = test::start_mpi(argc, argv, "LAYOUT | bf16@LAYOUT | cpu_vs_cuda | --need-gpus N");
+  if (mpi.exit != 0) return mpi.exit;
+  const int rank = mpi.rank, world = mpi.world;
   const int steps = 5;
   std::string name = argv[1];
   int fail = 0;
@@ -102,15 +97,13 @@ int main(int argc, char** argv) {
   } else {
     const bool bf16 = name.rfind("bf16@", 0) == 0;
     if (bf16) name = name.substr(5);
-    test::LayoutCase lc;
-    bool found = false;
-    for (auto& c : test::equivalence_layouts())
-      if (c.name == name) lc = c, found = true;
+    const std::optional<test::LayoutCase> found = test::find_layout(name);
     if (!found) {
       if (rank == 0) std::fprintf(stderr, "unknown layout '%s'\n", name.c_str());
       MPI_Finalize();
       return 2;
     }
+    const test::LayoutCase& lc = *found;
     const Plan plan = make_plan(lc.model, lc.parallel, bf16);
     const Plan ref_plan = make_plan(lc.model, {{"world_size", 1}}, bf16);
     if (plan.parallel.world_size != world) {

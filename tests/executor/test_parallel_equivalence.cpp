@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "equivalence_train.h"
 #include "executor/train/trainer.h"
@@ -19,24 +20,13 @@ using namespace mplan;
 using Result = test::TrainResult;
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (argc < 2) {
-    if (rank == 0) std::fprintf(stderr, "usage: %s LAYOUT\n", argv[0]);
-    MPI_Finalize();
-    return 2;
-  }
+  const test::MpiStart mpi = test::start_mpi(argc, argv, "LAYOUT");
+  if (mpi.exit != 0) return mpi.exit;
+  const int rank = mpi.rank, world = mpi.world;
   const std::string name = argv[1];
   const int steps = 5;
-  test::LayoutCase lc;
-  bool found = false;
-  for (auto& c : test::equivalence_layouts())
-    if (c.name == name) {
-      lc = c;
-      found = true;
-    }
+  const std::optional<test::LayoutCase> found = test::find_layout(name);
+  const test::LayoutCase lc = found.value_or(test::LayoutCase{});
   nlohmann::json par = lc.parallel;
   par["micro_batch_size"] = 2;
   auto plan = plan_from_json(test::plan_json(test::tiny_model(lc.model), par));

@@ -3,6 +3,7 @@
 // parallel-equivalence suite.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,13 @@ inline std::vector<LayoutCase> equivalence_layouts() {
       // part, EP with unsplit experts
       {"moeb_tp2_ep2", "moeb", J{{"world_size", 4}, {"tp", 2}, {"sp", true}, {"ep", 2}, {"zero", 1}}},
   };
+}
+
+// The equivalence layout called `name`, if there is one.
+inline std::optional<LayoutCase> find_layout(const std::string& name) {
+  for (auto& c : equivalence_layouts())
+    if (c.name == name) return c;
+  return std::nullopt;
 }
 
 }  // namespace mplan::test

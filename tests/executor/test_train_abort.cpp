@@ -40,6 +40,13 @@ std::string write_plan(const std::string& dir, int world) {
   return path;
 }
 
+// What `mplan runs list --format json` says of the database `db` (its output kept in dir/list.json).
+void list_runs(const std::string& dir, const std::string& db, json& runs) {
+  const std::string list = dir + "/list.json";
+  ASSERT_EQ(std::system((mplan_bin() + " runs list --db " + db + " --format json >" + list + " 2>&1").c_str()), 0) << slurp(list);
+  runs = json::parse(slurp(list));
+}
+
 // Processes whose command line mentions `marker` (the unique plan path): the launcher, mpirun, ranks.
 std::vector<pid_t> processes_with(const std::string& marker) {
   std::vector<pid_t> out;
@@ -103,9 +110,8 @@ TEST(TrainAbort, KilledLauncherTakesItsJobDownAndTheRunIsRecorded) {
   EXPECT_TRUE(gone) << left.size() << " process(es) still running 10 s after the launcher was killed";
   EXPECT_LT(took, 10.0);
   // the run is in the database, marked aborted, with the steps it made
-  std::string list = dir + "/list.json";
-  ASSERT_EQ(std::system((mplan_bin() + " runs list --db " + db + " --format json >" + list + " 2>&1").c_str()), 0) << slurp(list);
-  json runs = json::parse(slurp(list));
+  json runs;
+  ASSERT_NO_FATAL_FAILURE(list_runs(dir, db, runs));
   ASSERT_EQ(runs.size(), 1u) << runs.dump(1);
   EXPECT_EQ(runs[0]["status"], "aborted");
   EXPECT_GE(runs[0]["summary"]["steps_total"].get<int>(), 3);
@@ -124,10 +130,9 @@ TEST(TrainAbort, SigtermToASingleProcessRunIsRecorded) {
   EXPECT_TRUE(WIFEXITED(st));
   EXPECT_EQ(WEXITSTATUS(st), 128 + SIGTERM);
   EXPECT_NE(slurp(dir + "/err").find("recorded with status 'aborted'"), std::string::npos) << slurp(dir + "/err");
-  std::string list = dir + "/list.json";
-  ASSERT_EQ(std::system((mplan_bin() + " runs list --db " + db + " --format json >" + list + " 2>&1").c_str()), 0);
-  json runs = json::parse(slurp(list));
-  ASSERT_EQ(runs.size(), 1u);
+  json runs;
+  ASSERT_NO_FATAL_FAILURE(list_runs(dir, db, runs));
+  ASSERT_EQ(runs.size(), 1u) << runs.dump(1);
   EXPECT_EQ(runs[0]["status"], "aborted");
   // aborted runs are not regression baselines
   std::string reg = dir + "/reg.txt";
@@ -144,10 +149,9 @@ TEST(TrainAbort, DivergedRunIsRecordedAndStaleTmpCheckpointsAreRemoved) {
   EXPECT_EQ(WEXITSTATUS(st), 3) << slurp(dir + "/out");
   EXPECT_FALSE(fs::exists(ck + "/step_00000007.tmp"));
   EXPECT_NE(slurp(dir + "/out").find("removed 1 partial checkpoint directory"), std::string::npos) << slurp(dir + "/out");
-  std::string list = dir + "/list.json";
-  ASSERT_EQ(std::system((mplan_bin() + " runs list --db " + db + " --format json >" + list + " 2>&1").c_str()), 0);
-  json runs = json::parse(slurp(list));
-  ASSERT_EQ(runs.size(), 1u);
+  json runs;
+  ASSERT_NO_FATAL_FAILURE(list_runs(dir, db, runs));
+  ASSERT_EQ(runs.size(), 1u) << runs.dump(1);
   EXPECT_EQ(runs[0]["status"], "diverged");
   EXPECT_EQ(runs[0]["summary"]["steps_total"], 2);
 }

@@ -70,22 +70,11 @@ TEST(Params, SharedInitFunctionReproducesThePreviousValuesBitForBit) {
 TEST(Params, InitialisationDependsOnlyOnNameAndGlobalIndex) {
   CpuBackend be;
   ParamStore whole, rows0, rows1, cols1;
-  ParamSpec s;
-  s.name = "w";
-  s.rows = 6;
-  s.cols = 4;
-  s.map = ShardMap::whole(6, 4);
-  whole.add(s);
-  s.rows = 3;
-  s.map = ShardMap::rows(6, 4, 0, 3);
-  rows0.add(s);
-  s.rows = 4;  // one padding row (like a padded vocabulary shard)
-  s.map = ShardMap::rows(6, 4, 3, 6);
-  rows1.add(s);
-  s.rows = 6;
-  s.cols = 2;
-  s.map = ShardMap::cols(6, 4, 2);
-  cols1.add(s);
+  whole.add({.name = "w", .rows = 6, .cols = 4, .map = ShardMap::whole(6, 4)});
+  rows0.add({.name = "w", .rows = 3, .cols = 4, .map = ShardMap::rows(6, 4, 0, 3)});
+  // one padding row (like a padded vocabulary shard)
+  rows1.add({.name = "w", .rows = 4, .cols = 4, .map = ShardMap::rows(6, 4, 3, 6)});
+  cols1.add({.name = "w", .rows = 6, .cols = 2, .map = ShardMap::cols(6, 4, 2)});
   for (ParamStore* p : {&whole, &rows0, &rows1, &cols1}) p->allocate(be, 1, 1, 99);
   const float* w = whole.w(0);
   for (int i = 0; i < 3; ++i)
@@ -101,11 +90,7 @@ TEST(Params, InitialisationDependsOnlyOnNameAndGlobalIndex) {
   for (int i = 0; i < 24; ++i) EXPECT_EQ(full["w"][size_t(i)], w[i]);
   double mean = 0, var = 0;
   ParamStore big;
-  s.name = "stats";
-  s.rows = 200;
-  s.cols = 200;
-  s.map = ShardMap::whole(200, 200);
-  big.add(s);
+  big.add({.name = "stats", .rows = 200, .cols = 200, .map = ShardMap::whole(200, 200)});
   big.allocate(be, 1, 1, 5);
   for (int i = 0; i < 40000; ++i) mean += big.w(0)[i] / 40000.0;
   for (int i = 0; i < 40000; ++i) var += (big.w(0)[i] - mean) * (big.w(0)[i] - mean) / 40000.0;

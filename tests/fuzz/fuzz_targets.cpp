@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/counting.h"
 #include "core/hf_import.h"
@@ -70,6 +72,20 @@ struct TempFile {
   }
 };
 
+// What a JSON input `file` reads into, written back once (the writer must take whatever the reader
+// accepted); nothing when the text is not JSON or the reader refuses it.
+template <class Read, class Write>
+auto read_and_write(const uint8_t* d, size_t n, const char* file, const Read& read, const Write& write) {
+  using T = std::decay_t<decltype(read(nlohmann::json()).value())>;
+  std::vector<std::string> problems;
+  auto j = parse_json_text(text_of(d, n), file, problems);
+  if (!j) return std::optional<T>();
+  auto v = read(*j);
+  if (!v) return std::optional<T>();
+  (void)dump_json(write(*v));
+  return std::optional<T>(std::move(*v));
+}
+
 // What the CLI does with an accepted model: count, FLOPs, print, simulate a small job.
 void use_model(const ModelSpec& m) {
   auto c = count_params(m);
@@ -117,12 +133,8 @@ int hf_config(const uint8_t* d, size_t n) {
 }
 
 int cluster_json(const uint8_t* d, size_t n) {
-  std::vector<std::string> problems;
-  auto j = parse_json_text(text_of(d, n), "cluster.json", problems);
-  if (!j) return 0;
-  auto c = cluster_from_json(*j);
+  auto c = read_and_write(d, n, "cluster.json", cluster_from_json, cluster_to_json);
   if (!c) return 0;
-  (void)dump_json(cluster_to_json(*c));
   Plan p = small_plan();
   p.cluster = *c;
   if (p.cluster.gpu.peak(p.training.precision)) {
@@ -132,12 +144,8 @@ int cluster_json(const uint8_t* d, size_t n) {
 }
 
 int plan_json(const uint8_t* d, size_t n) {
-  std::vector<std::string> problems;
-  auto j = parse_json_text(text_of(d, n), "plan.json", problems);
-  if (!j) return 0;
-  auto p = plan_from_json(*j);
+  auto p = read_and_write(d, n, "plan.json", plan_from_json, plan_to_json);
   if (!p) return 0;
-  (void)dump_json(plan_to_json(*p));
   SimOptions so;
   so.trace = true;
   if (auto r = simulate(*p, default_cost_params(p->cluster), so)) {
@@ -148,12 +156,10 @@ int plan_json(const uint8_t* d, size_t n) {
 }
 
 int calibration_json(const uint8_t* d, size_t n) {
-  std::vector<std::string> problems;
-  auto j = parse_json_text(text_of(d, n), "calibration.json", problems);
-  if (!j) return 0;
-  auto c = calibration_from_json(*j, shipped_calibration().params);
+  auto c = read_and_write(
+      d, n, "calibration.json", [](const nlohmann::json& j) { return calibration_from_json(j, shipped_calibration().params); },
+      calibration_to_json);
   if (!c) return 0;
-  (void)dump_json(calibration_to_json(*c));
   (void)calibration_mismatch(*c, small_plan().cluster.gpu);
   if (auto r = simulate(small_plan(), c->params_for(small_plan().cluster.gpu))) check_finite_report(*r);
   return 0;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/file_bytes.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace fs = std::filesystem;
@@ -34,13 +35,6 @@ std::vector<fs::path> inputs(const std::string& target) {
   return out;
 }
 
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class Replay : public ::testing::TestWithParam<mplan::fuzz::Target> {};
 
 TEST_P(Replay, CorpusAndReproducers) {
@@ -48,7 +42,7 @@ TEST_P(Replay, CorpusAndReproducers) {
   auto files = inputs(t.name);
   ASSERT_FALSE(files.empty()) << "no seed corpus for " << t.name << " under tests/fuzz/corpus/" << t.name;
   for (const auto& f : files) {
-    std::string data = bytes_of(f);
+    std::string data = mplan::test::file_bytes(f.string());
     auto t0 = std::chrono::steady_clock::now();
     try {
       t.entry(reinterpret_cast<const uint8_t*>(data.data()), data.size());

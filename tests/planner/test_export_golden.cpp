@@ -5,30 +5,19 @@
 // MPLAN_UPDATE_GOLDEN=1 to rewrite the file, and review its diff.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "core/json_fields.h"
-#include "core/presets.h"
 #include "planner/planner.h"
+#include "tests/golden_jobs.h"
 
 namespace mplan {
 namespace {
 
-struct Job {
-  const char* name;
-  const char* model;
-  const char* cluster;
-  int gpus;
-  int64_t gbs, seq;
-  Precision prec;
-  nlohmann::json parallel;  // read by parallel_from_json; "balanced" pipeline_layout expands
-};
+using golden::J;
+using golden::Job;
 
+// The canonical jobs of this golden file.
 std::vector<Job> jobs() {
-  using J = nlohmann::json;
   return {
       {"llama3-8b dp8", "llama3-8b", "dgx-h100", 8, 64, 8192, Precision::bf16, J{}},
       {"llama3-70b tp8 pp4 vpp5 tpov", "llama3-70b", "dgx-h100", 512, 1024, 8192, Precision::bf16,
@@ -82,49 +71,22 @@ std::vector<Job> jobs() {
   };
 }
 
-Plan plan_of(const Job& j) {
-  Plan p;
-  p.model = *model_preset(j.model);
-  p.cluster = *cluster_preset(j.cluster);
-  p.training = {j.gbs, j.seq, j.prec};
-  nlohmann::json par = j.parallel;
-  par["world_size"] = j.gpus;
-  bool balanced = par.contains("pipeline_layout") && par["pipeline_layout"] == "balanced";
-  if (balanced) par.erase("pipeline_layout");
-  auto q = parallel_from_json(par);
-  EXPECT_TRUE(q) << j.name << ": " << (q ? "" : q.error().message());
-  if (q) p.parallel = *q;
-  if (balanced) p.parallel.pipeline_layout = balanced_pipeline_layout(p.model, p.parallel.pp, p.parallel.vpp);
-  return p;
-}
-
 TEST(GoldenExports, PlanJsonAndMegatronArgumentsAreByteIdentical) {
-  const std::string path = std::string(MPLAN_SOURCE_DIR) + "/tests/data/golden_exports.json";
-  const bool update = std::getenv("MPLAN_UPDATE_GOLDEN") != nullptr;
-  nlohmann::json golden = nlohmann::json::object();
-  if (!update) {
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << path << " missing: run with MPLAN_UPDATE_GOLDEN=1";
-    std::stringstream ss;
-    ss << in.rdbuf();
-    golden = nlohmann::json::parse(ss.str());
-  }
+  const golden::File golden("golden_exports.json");
+  ASSERT_EQ(golden.missing(), "");
   nlohmann::json now = nlohmann::json::object();
   for (const Job& j : jobs()) {
-    Plan p = plan_of(j);
+    Plan p = golden::plan_with(j, j.parallel);
     std::string text = export_megatron_args(p);
     auto back = parse_megatron_args(text);
     ASSERT_TRUE(back) << j.name << ": " << back.error().message();
     now[j.name] = {
         {"plan", parallel_to_json(p.parallel).dump()}, {"megatron", text}, {"parsed", parallel_to_json(back->parallel).dump()}};
-    if (update) continue;
-    ASSERT_TRUE(golden.contains(j.name)) << j.name << " not in " << path << ": run with MPLAN_UPDATE_GOLDEN=1";
-    for (const char* k : {"plan", "megatron", "parsed"}) EXPECT_EQ(now[j.name][k], golden[j.name][k]) << j.name << " " << k;
+    if (golden.updating()) continue;
+    ASSERT_EQ(golden.lacks(j.name), "");
+    for (const char* k : {"plan", "megatron", "parsed"}) EXPECT_EQ(now[j.name][k], golden.at(j.name)[k]) << j.name << " " << k;
   }
-  if (update) {
-    std::string err = write_text_file_atomic(path, now.dump(2) + "\n");
-    ASSERT_TRUE(err.empty()) << err;
-  }
+  EXPECT_EQ(golden.write(now), "");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "core/presets.h"
 #include "profiles/cost_eval.h"
@@ -25,24 +26,20 @@ TEST(CostEval, RingAllReduceIsAlphaBeta) {
 }
 
 TEST(CostEval, OpClasses) {
-  EXPECT_EQ(op_kind_of("fc1_gemm"), OpKind::gemm);
-  EXPECT_EQ(op_kind_of("gemm"), OpKind::gemm);
-  EXPECT_EQ(op_kind_of("router"), OpKind::gemm);
-  EXPECT_EQ(op_kind_of("attn_core"), OpKind::attention);
-  EXPECT_EQ(op_kind_of("final_norm"), OpKind::norm);
-  EXPECT_EQ(op_kind_of("dispatch_a2a"), OpKind::comm);
-  EXPECT_EQ(op_kind_of("adamw"), OpKind::optimizer);
-  EXPECT_EQ(op_kind_of("rope"), OpKind::elementwise);
+  const std::pair<const char*, OpKind> kinds[] = {{"fc1_gemm", OpKind::gemm},   {"gemm", OpKind::gemm},
+                                                  {"router", OpKind::gemm},     {"attn_core", OpKind::attention},
+                                                  {"final_norm", OpKind::norm}, {"dispatch_a2a", OpKind::comm},
+                                                  {"adamw", OpKind::optimizer}, {"rope", OpKind::elementwise}};
+  for (const auto& [name, kind] : kinds) EXPECT_EQ(op_kind_of(name), kind) << name;
   for (const auto& name : op_vocabulary()) EXPECT_FALSE(to_string(op_kind_of(name)).empty()) << name;
 }
 
 TEST(CostEval, RowsCostLikeTheSimulatorsOps) {
   ClusterSpec c = *cluster_preset("dgx-h100");
   CostParams p = default_cost_params(c);
-  ModelSpec m = *model_preset("llama3-8b");
   OpContext ctx;
   ctx.seq = 4096;
-  for (const Op& op : layer_ops(m, 0, ctx)) {
+  for (const Op& op : layer_ops(*model_preset("llama3-8b"), 0, ctx)) {
     if (op.kind == OpKind::comm) continue;
     OpCost want = compute_op_cost(op, Precision::bf16, c, p);
     KernelRow r;

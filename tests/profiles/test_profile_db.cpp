@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "profiles/profile_db.h"
+#include "tests/file_bytes.h"
 
 using namespace mplan;
 using namespace mplan::profiles;
@@ -22,12 +23,7 @@ std::string temp_path(const std::string& name) {
   return p;
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::file_bytes;
 
 Device some_device() {
   Device d;

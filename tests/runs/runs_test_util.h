@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "runs/log_jobs.h"
 #include "runs/runs_db.h"
+#include "tests/file_bytes.h"
 
 namespace runs_test {
 
@@ -26,12 +27,7 @@ inline std::string temp_dir() {
   return dir.string();
 }
 
-inline std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_bytes(const std::string& path) { return mplan::test::file_bytes(path); }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/counting.h"
 #include "runs/import.h"
@@ -86,28 +88,30 @@ TEST(MegatronLine, IterationLinesOfEveryVersion) {
 }
 
 TEST(MegatronLine, MemoryReports) {
-  auto old = parse_megatron_memory_line(
-      "after 100 iterations memory (MB) | allocated: 3286.48583984375 | max allocated: 5461.34814453125 | cached: "
-      "6542.0 | max cached: 6542.0");
-  ASSERT_TRUE(old);
-  EXPECT_EQ(old->rank, -1);
-  EXPECT_EQ(old->after_iteration, 100);
-  EXPECT_DOUBLE_EQ(old->max_reserved_mib, 6542.0);
-  EXPECT_DOUBLE_EQ(old->max_allocated_mib, 5461.34814453125);
-
-  auto now = parse_megatron_memory_line(
-      "[default1]:[Rank 17] (after 5 iterations) memory (MB) | allocated: 31137.25 | max allocated: 52933.32 | "
-      "reserved: 57910.62 | max reserved: 57910.62");
-  ASSERT_TRUE(now);
-  EXPECT_EQ(now->rank, 17);
-  EXPECT_EQ(now->after_iteration, 5);
-  EXPECT_DOUBLE_EQ(now->max_reserved_mib, 57910.62);
-
-  auto gb = parse_megatron_memory_line(
-      "[Rank 0] (after 1 iterations) memory (GB) | allocated: 20.5 | max allocated: 40.0 | reserved: 44.0 | max "
-      "reserved: 45.0");
-  ASSERT_TRUE(gb);
-  EXPECT_DOUBLE_EQ(gb->max_reserved_mib, 45.0 * 1024);
+  struct Case {
+    std::string line;
+    int rank, after_iteration;
+    double max_allocated_mib, max_reserved_mib;
+  };
+  const std::vector<Case> cases = {
+      {"after 100 iterations memory (MB) | allocated: 3286.48583984375 | max allocated: 5461.34814453125 | cached: "
+       "6542.0 | max cached: 6542.0",
+       -1, 100, 5461.34814453125, 6542.0},
+      {"[default1]:[Rank 17] (after 5 iterations) memory (MB) | allocated: 31137.25 | max allocated: 52933.32 | "
+       "reserved: 57910.62 | max reserved: 57910.62",
+       17, 5, 52933.32, 57910.62},
+      {"[Rank 0] (after 1 iterations) memory (GB) | allocated: 20.5 | max allocated: 40.0 | reserved: 44.0 | max "
+       "reserved: 45.0",
+       0, 1, 40.0 * 1024, 45.0 * 1024},
+  };
+  for (const Case& c : cases) {
+    auto m = parse_megatron_memory_line(c.line);
+    ASSERT_TRUE(m) << c.line;
+    EXPECT_EQ(m->rank, c.rank) << c.line;
+    EXPECT_EQ(m->after_iteration, c.after_iteration) << c.line;
+    EXPECT_DOUBLE_EQ(m->max_allocated_mib, c.max_allocated_mib) << c.line;
+    EXPECT_DOUBLE_EQ(m->max_reserved_mib, c.max_reserved_mib) << c.line;
+  }
 
   EXPECT_FALSE(parse_megatron_memory_line(
       "[Rank 0] (before save_checkpoint for iteration 100) memory (MB) | allocated: 1.0 | max allocated: 2.0"));

@@ -36,10 +36,22 @@ std::vector<RunRecord> series(const std::vector<double>& mfus, const std::string
   return v;
 }
 
-// Appends n runs at MFU `level`, each off by a draw of the relative run-to-run noise.
-void add_runs(std::vector<double>& m, int n, double level, std::mt19937& rng, std::normal_distribution<double>& noise) {
-  for (int i = 0; i < n; ++i) m.push_back(level * (1 + noise(rng)));
-}
+// MFU of runs with relative run-to-run noise: level * (1 + a draw of N(0, sigma)), from a seeded generator.
+struct NoisyMfu {
+  NoisyMfu(uint32_t seed, double sigma) : rng(seed), noise(0.0, sigma) {}
+  double at(double level) { return level * (1 + noise(rng)); }
+  // Appends n runs at `level`.
+  void add(std::vector<double>& m, int n, double level) {
+    for (int i = 0; i < n; ++i) m.push_back(at(level));
+  }
+  std::vector<double> runs(int n, double level) {
+    std::vector<double> m;
+    add(m, n, level);
+    return m;
+  }
+  std::mt19937 rng;
+  std::normal_distribution<double> noise;
+};
 
 RegressReport detect(const std::vector<RunRecord>& runs, const std::string& baseline = "last-5", double threshold = 5) {
   RegressOptions o;
@@ -104,14 +116,12 @@ TEST(Regress, WithinRunNoiseFloorWhenRunToRunSpreadIsUnknown) {
 }
 
 TEST(Regress, NoFalseAlarmsOnNoiseAndAllDropsFoundOnSyntheticSeries) {
-  std::mt19937 rng(42);
-  std::normal_distribution<double> noise(0.0, 0.01);  // 1% run-to-run noise
+  NoisyMfu mfu(42, 0.01);  // 1% run-to-run noise
   int false_alarms = 0, found = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
-    std::vector<double> m;
-    add_runs(m, 8, 0.45, rng, noise);
+    std::vector<double> m = mfu.runs(8, 0.45);
     false_alarms += detect(series(m)).regressions();
-    m.push_back(0.45 * 0.88 * (1 + noise(rng)));  // a real 12% drop
+    m.push_back(mfu.at(0.45 * 0.88));  // a real 12% drop
     found += detect(series(m)).regressions();
   }
   EXPECT_EQ(false_alarms, 0);
@@ -121,12 +131,10 @@ TEST(Regress, NoFalseAlarmsOnNoiseAndAllDropsFoundOnSyntheticSeries) {
 TEST(Regress, NoisierHistoryRaisesTheBar) {
   // 4% run-to-run noise: drops beyond the 5% threshold happen by chance; the noise band (3 sigma of
   // the run-to-run noise) keeps most of them from failing CI while a 30% drop is still caught.
-  std::mt19937 rng(7);
-  std::normal_distribution<double> noise(0.0, 0.04);
+  NoisyMfu mfu(7, 0.04);
   int beyond_threshold = 0, flagged = 0, caught = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
-    std::vector<double> m;
-    add_runs(m, 6, 0.40, rng, noise);
+    std::vector<double> m = mfu.runs(6, 0.40);
     auto p = detect(series(m)).plans[0];
     beyond_threshold += p.change_pct < -5;
     flagged += p.failed();
@@ -238,14 +246,12 @@ TEST(Regress, RunToRunNoiseIgnoresLevelShifts) {
 TEST(Regress, FivePercentDropAfterTwentyFivePercentGainIsFound) {
   // 0.5% noise: five runs at 0.40, tuned over three runs to 0.50 (+25%), four runs there, then a run
   // 6% below that level (a drop just beyond the 5% threshold, whatever the noise of the baseline).
-  std::mt19937 rng(3);
-  std::normal_distribution<double> noise(0.0, 0.005);
+  NoisyMfu mfu(3, 0.005);
   int found_last = 0, found_tag = 0, found_best = 0, trials = 200;
   for (int t = 0; t < trials; ++t) {
-    std::vector<double> m;
-    add_runs(m, 5, 0.40, rng, noise);
-    for (double v : {0.43, 0.47, 0.50}) m.push_back(v * (1 + noise(rng)));
-    add_runs(m, 4, 0.50, rng, noise);
+    std::vector<double> m = mfu.runs(5, 0.40);
+    for (double v : {0.43, 0.47, 0.50}) m.push_back(mfu.at(v));
+    mfu.add(m, 4, 0.50);
     std::vector<RunRecord> runs = series(m);
     auto best = std::max_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.summary.mfu < b.summary.mfu; });
     best->tags = {"golden"};
@@ -288,14 +294,12 @@ TEST(Regress, SlowSlideAgainstATagIsNotAbsorbedAsNoise) {
 }
 
 TEST(Regress, FlatSeriesWithTwoPercentNoiseStaysOk) {
-  std::mt19937 rng(11);
-  std::normal_distribution<double> noise(0.0, 0.02);
+  NoisyMfu mfu(11, 0.02);
   int alarms_last = 0, alarms_best = 0, trials = 400;
   for (int t = 0; t < trials; ++t) {
-    std::vector<double> m;
-    add_runs(m, 10, 0.40, rng, noise);
-    alarms_last += detect(series(m)).regressions();
-    alarms_best += detect(series(m), "best-of-last-5").regressions();
+    const std::vector<RunRecord> runs = series(mfu.runs(10, 0.40));
+    alarms_last += detect(runs).regressions();
+    alarms_best += detect(runs, "best-of-last-5").regressions();
   }
   std::printf("flat series, 2%% noise, %d trials: %d false alarms (last-5), %d (best-of-last-5)\n", trials, alarms_last,
               alarms_best);

@@ -144,6 +144,17 @@ const char* kSchema2Sql = R"sql(
     ALTER TABLE runs ADD COLUMN predicted_mfu REAL NOT NULL DEFAULT 0;
 )sql";
 
+// Run 1 of the database that `sql` (an older schema, as mplan wrote it) made at `path`, read by this
+// mplan, which migrates the file on opening it.
+void read_old_run(const std::string& path, const std::string& sql, RunRecord& run) {
+  exec(path, sql.c_str());
+  auto db = open_ok(path);
+  ASSERT_TRUE(db);
+  auto r = db->get_run(1);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  run = *r;
+}
+
 }  // namespace
 
 TEST(RunsDb, RoundTripWithSummaryTagsAndOrder) {
@@ -237,30 +248,29 @@ TEST(RunsDb, CreatesSchemaInEmptyExistingFile) {
 
 TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
   std::string path = runs_test::temp_dir() + "/v1.db";
-  exec(path, (std::string(kSchema1Sql) + R"sql(
+  RunRecord r;
+  ASSERT_NO_FATAL_FAILURE(read_old_run(path, std::string(kSchema1Sql) + R"sql(
     PRAGMA user_version = 1;
     INSERT INTO runs (plan_key, plan_json, source, started_at, prediction_json)
       VALUES ('tiny-old', '{"model":{"name":"tiny"}}', 'megatron-log', '2023-01-01T00:00:00Z', '{"mfu":0.5}');
     INSERT INTO steps (run_id, idx, step, step_time_s, mfu, peak_memory_gib) VALUES
       (1, 0, 10, 2.0, 0.30, 40), (1, 1, 20, 1.5, 0.40, 41), (1, 2, 30, 1.5, 0.41, 42);
     INSERT INTO tags VALUES (1, 'baseline');
-  )sql")
-                 .c_str());
+  )sql",
+                                       r));
+  EXPECT_EQ(r.plan_key, "tiny-old");
+  EXPECT_EQ(r.tags, std::vector<std::string>{"baseline"});
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_FALSE(r.steps[0].warmup);  // schema 1 had no flags: every step counts
+  EXPECT_EQ(r.summary.steps_measured, 3);
+  EXPECT_NEAR(r.summary.mfu, 0.40, 1e-12);
+  EXPECT_NEAR(r.summary.peak_memory_gib, 42, 1e-12);
+  EXPECT_NEAR(r.summary.predicted_mfu, 0.5, 1e-12);
+  EXPECT_TRUE(r.source_file.empty());
+  EXPECT_FALSE(r.steps[0].loss);  // schema 1's placeholder 0 became NULL in schema 3
+  EXPECT_NEAR(*r.steps[0].peak_memory_gib, 40, 1e-12);
   auto db = open_ok(path);
   ASSERT_TRUE(db);
-  auto r = db->get_run(1);
-  ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(r->plan_key, "tiny-old");
-  EXPECT_EQ(r->tags, std::vector<std::string>{"baseline"});
-  ASSERT_EQ(r->steps.size(), 3u);
-  EXPECT_FALSE(r->steps[0].warmup);  // schema 1 had no flags: every step counts
-  EXPECT_EQ(r->summary.steps_measured, 3);
-  EXPECT_NEAR(r->summary.mfu, 0.40, 1e-12);
-  EXPECT_NEAR(r->summary.peak_memory_gib, 42, 1e-12);
-  EXPECT_NEAR(r->summary.predicted_mfu, 0.5, 1e-12);
-  EXPECT_TRUE(r->source_file.empty());
-  EXPECT_FALSE(r->steps[0].loss);  // schema 1's placeholder 0 became NULL in schema 3
-  EXPECT_NEAR(*r->steps[0].peak_memory_gib, 40, 1e-12);
   EXPECT_TRUE(db->add_run(make_run("2024-01-01T00:00:00Z", 0.4)).ok());
   db.reset();
   EXPECT_EQ(scalar(path, "PRAGMA user_version"), mplan::runs::kRunsSchemaVersion);
@@ -273,31 +283,27 @@ TEST(RunsDb, MigratesSchema1KeepingRunsAndBackfillingSummaries) {
 // new columns take their defaults, summaries and tags stay.
 TEST(RunsDb, MigratesSchema2ZerosToNull) {
   std::string path = runs_test::temp_dir() + "/v2.db";
-  exec(path, (std::string(kSchema1Sql) + kSchema2Sql + R"sql(
+  RunRecord r;
+  ASSERT_NO_FATAL_FAILURE(read_old_run(path, std::string(kSchema1Sql) + kSchema2Sql + R"sql(
     PRAGMA user_version = 2;
     INSERT INTO runs (plan_key, plan_json, source, started_at, steps_total, steps_measured, mfu)
       VALUES ('tiny-v2', '{"model":{"name":"tiny"}}', 'megatron-log', '2024-01-01T00:00:00Z', 2, 1, 0.4);
     INSERT INTO steps (run_id, idx, step, loss, step_time_s, mfu, peak_memory_gib, warmup, reported_tflops_per_gpu)
       VALUES (1, 0, 10, 0, 2.0, 0.3, 0, 1, 0), (1, 1, 20, 4.5, 1.5, 0.4, 50, 0, 410);
     INSERT INTO tags VALUES (1, 'golden');
-  )sql")
-                 .c_str());
-  auto db = open_ok(path);
-  ASSERT_TRUE(db);
-  auto r = db->get_run(1);
-  ASSERT_TRUE(r.ok()) << r.error().message();
-  ASSERT_EQ(r->steps.size(), 2u);
-  EXPECT_FALSE(r->steps[0].loss);
-  EXPECT_FALSE(r->steps[0].peak_memory_gib);
-  EXPECT_FALSE(r->steps[0].reported_tflops_per_gpu);
-  EXPECT_TRUE(r->steps[0].warmup);
-  EXPECT_FALSE(r->steps[1].skipped);
-  EXPECT_DOUBLE_EQ(*r->steps[1].loss, 4.5);
-  EXPECT_DOUBLE_EQ(*r->steps[1].reported_tflops_per_gpu, 410);
-  EXPECT_EQ(r->source_job, 0);
-  EXPECT_NEAR(r->summary.mfu, 0.4, 1e-12);
-  EXPECT_EQ(r->tags, std::vector<std::string>{"golden"});
-  db.reset();
+  )sql",
+                                       r));
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_FALSE(r.steps[0].loss);
+  EXPECT_FALSE(r.steps[0].peak_memory_gib);
+  EXPECT_FALSE(r.steps[0].reported_tflops_per_gpu);
+  EXPECT_TRUE(r.steps[0].warmup);
+  EXPECT_FALSE(r.steps[1].skipped);
+  EXPECT_DOUBLE_EQ(*r.steps[1].loss, 4.5);
+  EXPECT_DOUBLE_EQ(*r.steps[1].reported_tflops_per_gpu, 410);
+  EXPECT_EQ(r.source_job, 0);
+  EXPECT_NEAR(r.summary.mfu, 0.4, 1e-12);
+  EXPECT_EQ(r.tags, std::vector<std::string>{"golden"});
   EXPECT_EQ(scalar(path, "PRAGMA user_version"), mplan::runs::kRunsSchemaVersion);  // through 3 and later
   EXPECT_EQ(scalar(path, "SELECT count(*) FROM steps WHERE loss IS NULL"), 1);
 }

@@ -5,10 +5,14 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/counting.h"
 #include "core/plan.h"
 #include "core/presets.h"
 #include "simulator/cost_params.h"
+#include "simulator/published.h"
 #include "simulator/simulator.h"
 #include "tests/core/plan_fixture.h"
 
@@ -46,6 +50,17 @@ inline StepReport simulate_ok(const Plan& p, const CostParams& c) {
   auto r = simulate(p, c);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? r.value() : StepReport{};
+}
+
+// A row of the published CSVs' columns: the Llama-3-8B shape on 8 H100s with mbs 1, tp 1 and pp 1,
+// and the columns `more` on top.
+inline CsvRow llama3_8b_h100_row(const std::map<std::string, std::string>& more) {
+  CsvRow r;
+  r.f = {{"layers", "32"},    {"hidden", "4096"},   {"ffn_hidden", "14336"}, {"heads", "32"}, {"kv_heads", "8"},
+         {"vocab", "128256"}, {"gpu_type", "H100"}, {"num_gpus", "8"},       {"mbs", "1"},    {"tp", "1"},
+         {"pp", "1"}};
+  for (const auto& [k, v] : more) r.f[k] = v;
+  return r;
 }
 
 inline CostParams no_comm_params(ClusterSpec& c) {

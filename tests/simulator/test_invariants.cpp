@@ -1,6 +1,9 @@
 // Simulator invariants, monotonicity, determinism, trace and bad input.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+
 #include "core/presets.h"
 #include "sim_fixtures.h"
 #include "simulator/simulator.h"
@@ -12,6 +15,15 @@ Plan llama70b(int gpus, int tp, int pp, int vpp, int mbs, int64_t gbs) {
   Plan p = preset_plan("llama3-70b", gpus, gbs, 8192, tp, pp, vpp);
   p.parallel.micro_batch_size = mbs;
   return p;
+}
+
+// The reports (which must simulate) of plan `a` and of `a` after `change`, with the default cost
+// parameters of its cluster.
+std::pair<StepReport, StepReport> before_after(const Plan& a, const std::function<void(Plan&)>& change) {
+  Plan b = a;
+  change(b);
+  const CostParams p = default_cost_params(a.cluster);
+  return {simulate_ok(a, p), simulate_ok(b, p)};
 }
 }  // namespace
 
@@ -37,15 +49,10 @@ TEST(Simulator, MoreMicrobatchesSmallerBubble) {
 }
 
 TEST(Simulator, FullRecomputeTradesTimeForMemory) {
-  Plan a = llama70b(512, 8, 4, 1, 1, 1024);
-  Plan b = a;
-  b.parallel.recompute = Recompute::full;
-  auto p = default_cost_params(a.cluster);
-  auto ra = simulate(a, p), rb = simulate(b, p);
-  ASSERT_TRUE(ra.ok() && rb.ok());
-  EXPECT_LT(rb->memory.activations, 0.3 * ra->memory.activations);
-  EXPECT_GT(rb->step_time_s, ra->step_time_s);
-  EXPECT_GT(rb->time.recompute, 0);
+  auto [ra, rb] = before_after(llama70b(512, 8, 4, 1, 1, 1024), [](Plan& b) { b.parallel.recompute = Recompute::full; });
+  EXPECT_LT(rb.memory.activations, 0.3 * ra.memory.activations);
+  EXPECT_GT(rb.step_time_s, ra.step_time_s);
+  EXPECT_GT(rb.time.recompute, 0);
 }
 
 TEST(Simulator, DeterministicOutput) {
@@ -88,14 +95,9 @@ TEST(Simulator, InvalidLayoutIsAnErrorNamingTheRule) {
 }
 
 TEST(Simulator, LoraSkipsWeightGradients) {
-  Plan a = llama70b(64, 8, 1, 1, 1, 64);
-  Plan b = a;
-  b.training.method = TrainingMethod::lora;
-  auto p = default_cost_params(a.cluster);
-  auto ra = simulate(a, p), rb = simulate(b, p);
-  ASSERT_TRUE(ra.ok() && rb.ok());
-  EXPECT_LT(rb->time.compute, 0.8 * ra->time.compute);
-  EXPECT_EQ(rb->memory.optimizer, 0);
+  auto [ra, rb] = before_after(llama70b(64, 8, 1, 1, 1, 64), [](Plan& b) { b.training.method = TrainingMethod::lora; });
+  EXPECT_LT(rb.time.compute, 0.8 * ra.time.compute);
+  EXPECT_EQ(rb.memory.optimizer, 0);
 }
 
 TEST(Simulator, TritonAttentionIsSlowerWithTheSameMemory) {

@@ -246,27 +246,15 @@ TEST(Memory, ReservedAndAllocatedAreConsistent) {
 TEST(PublishedRuns, NemoLlama3EightBillionWithContextParallelFits) {
   // NeMo 24.07, Llama-3-8B on 8 H100 80GB, tp1 cp2, fp8, mbs 1, seq 8192 (the row as the table states
   // it; the recipe's optimizer storage and gradient dtype come from data/run_facts): a run that ran
-  CsvRow r;
-  r.f = {{"row_id", "test-nemo2407-llama3-8b"},
-         {"source_id", "nemo_2407_perf_summary"},
-         {"framework", "NeMo 1.0 / Megatron-Core (NeMo container)"},
-         {"workload", "pretrain"},
-         {"model", "LLAMA3-8B"},
-         {"layers", "32"},
-         {"hidden", "4096"},
-         {"ffn_hidden", "14336"},
-         {"heads", "32"},
-         {"kv_heads", "8"},
-         {"vocab", "128256"},
-         {"seq_len", "8192"},
-         {"gpu_type", "H100"},
-         {"num_gpus", "8"},
-         {"gbs", "128"},
-         {"mbs", "1"},
-         {"tp", "1"},
-         {"pp", "1"},
-         {"cp", "2"},
-         {"precision", "fp8"}};
+  CsvRow r = llama3_8b_h100_row({{"row_id", "test-nemo2407-llama3-8b"},
+                                 {"source_id", "nemo_2407_perf_summary"},
+                                 {"framework", "NeMo 1.0 / Megatron-Core (NeMo container)"},
+                                 {"workload", "pretrain"},
+                                 {"model", "LLAMA3-8B"},
+                                 {"seq_len", "8192"},
+                                 {"gbs", "128"},
+                                 {"cp", "2"},
+                                 {"precision", "fp8"}});
   auto run = published_run_from_row(r);
   ASSERT_TRUE(run) << run.error().message();
   const ParallelConfig& p = run->plan.parallel;

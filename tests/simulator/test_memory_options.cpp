@@ -94,28 +94,15 @@ namespace {
 // A Llama-3-8B-shaped row of the published CSVs' columns, on 8 H100s
 CsvRow row_of(const std::string& source, const std::string& framework, const std::string& version, const std::string& precision,
               const std::string& recompute) {
-  CsvRow r;
-  r.f = {{"row_id", "T-1"},
-         {"source_id", source},
-         {"model", "Llama 3.1 8B"},
-         {"framework", framework},
-         {"framework_version", version},
-         {"layers", "32"},
-         {"hidden", "4096"},
-         {"ffn_hidden", "14336"},
-         {"heads", "32"},
-         {"kv_heads", "8"},
-         {"vocab", "128256"},
-         {"seq_len", "4096"},
-         {"gpu_type", "H100"},
-         {"num_gpus", "8"},
-         {"gbs", "64"},
-         {"mbs", "1"},
-         {"tp", "1"},
-         {"pp", "1"},
-         {"precision", precision},
-         {"recompute", recompute}};
-  return r;
+  return llama3_8b_h100_row({{"row_id", "T-1"},
+                             {"source_id", source},
+                             {"model", "Llama 3.1 8B"},
+                             {"framework", framework},
+                             {"framework_version", version},
+                             {"seq_len", "4096"},
+                             {"gbs", "64"},
+                             {"precision", precision},
+                             {"recompute", recompute}});
 }
 }  // namespace
 

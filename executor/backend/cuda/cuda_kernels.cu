@@ -387,19 +387,22 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
   for (int64_t i = gtid(); i < n; i += gstride()) km::adamw_update(&p[i], g[i], &m[i], &v[i], c);
 }
 
+// Launches `kernel` on a grid of `grid` blocks of `block` threads (nothing for an empty grid).
 template <class Kernel, class... Args>
-void launch_1d(const char* what, int64_t n, cudaStream_t s, Kernel kernel, Args... args) {
-  Launch1D l = elementwise_launch(n);
-  if (l.grid == 0) return;
-  kernel<<<unsigned(l.grid), l.block, 0, s>>>(args...);
+void launch_grid(const char* what, int64_t grid, int block, cudaStream_t s, Kernel kernel, Args... args) {
+  if (grid == 0) return;
+  kernel<<<unsigned(grid), block, 0, s>>>(args...);
   check_launch(what);
 }
 template <class Kernel, class... Args>
+void launch_1d(const char* what, int64_t n, cudaStream_t s, Kernel kernel, Args... args) {
+  const Launch1D l = elementwise_launch(n);
+  launch_grid(what, l.grid, l.block, s, kernel, args...);
+}
+template <class Kernel, class... Args>
 void launch_rows(const char* what, int64_t rows, cudaStream_t s, Kernel kernel, Args... args) {
-  RowLaunch l = warp_per_row_launch(rows);
-  if (l.grid == 0) return;
-  kernel<<<unsigned(l.grid), l.block, 0, s>>>(args...);
-  check_launch(what);
+  const RowLaunch l = warp_per_row_launch(rows);
+  launch_grid(what, l.grid, l.block, s, kernel, args...);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "executor/backend/cuda/cuda_check.h"
@@ -85,6 +87,14 @@ class Materializer {
     check(cudnnBackendSetAttribute(d, a, t, n, v), "cudnnBackendSetAttribute");
   }
   void finalize(cudnnBackendDescriptor_t d) { check(cudnnBackendFinalize(d), "cudnnBackendFinalize"); }
+  // A finalized descriptor of `type` whose attributes are the descriptors `refs` (one each).
+  cudnnBackendDescriptor_t linked(cudnnBackendDescriptorType_t type,
+                                  std::initializer_list<std::pair<cudnnBackendAttributeName_t, cudnnBackendDescriptor_t>> refs) {
+    cudnnBackendDescriptor_t d = make(type);
+    for (const auto& [a, ref] : refs) set(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ref);
+    finalize(d);
+    return d;
+  }
 
   cudnnBackendDescriptor_t tensor(const sdpa::TensorDesc& t) {
     cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
@@ -109,13 +119,10 @@ class Materializer {
       cudnnBackendDescriptor_t mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
       set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
       finalize(mm);
-      cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-      set(d, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t.at(o.in[0]));
-      set(d, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t.at(o.in[1]));
-      set(d, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-      set(d, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
-      finalize(d);
-      return d;
+      return linked(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, t.at(o.in[0])},
+                                                                {CUDNN_ATTR_OPERATION_MATMUL_BDESC, t.at(o.in[1])},
+                                                                {CUDNN_ATTR_OPERATION_MATMUL_CDESC, y},
+                                                                {CUDNN_ATTR_OPERATION_MATMUL_DESC, mm}});
     }
     if (o.kind == sdpa::OpKind::reduction) {
       cudnnBackendDescriptor_t r = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
@@ -123,20 +130,13 @@ class Materializer {
       set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &rop);
       set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
       finalize(r);
-      cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-      set(d, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t.at(o.in[0]));
-      set(d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-      set(d, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
-      finalize(d);
-      return d;
+      return linked(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, t.at(o.in[0])},
+                                                                   {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y},
+                                                                   {CUDNN_ATTR_OPERATION_REDUCTION_DESC, r}});
     }
-    if (o.kind == sdpa::OpKind::reshape) {
-      cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
-      set(d, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t.at(o.in[0]));
-      set(d, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-      finalize(d);
-      return d;
-    }
+    if (o.kind == sdpa::OpKind::reshape)
+      return linked(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR,
+                    {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, t.at(o.in[0])}, {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y}});
     cudnnBackendDescriptor_t pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     const cudnnPointwiseMode_t mode = pointwise_mode(o.pw);
     set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);

@@ -173,14 +173,20 @@ Graph backward_graph(const Shape& s) {
   const int64_t sub = b.pw(Pw::sub, {masked, stats}, b.virt("s_minus_stats", sd, ss), "sub_stats");
   const int64_t p = b.pw(Pw::exp, {sub}, b.virt("p", sd, ss), "exp_p");
 
-  // dV = P^T dO (summed over the query heads of a group under GQA)
+  // A key/value gradient `out` = x y of head size `hd`, summed over the query heads of a group under GQA
+  // (through the per-query-head product `full`).
+  auto kv_grad = [&](int64_t x, int64_t y, int64_t out, int64_t hd, const char* mm, const char* full, const char* sum) {
+    if (!gqa) {
+      b.matmul(x, y, out, mm);
+      return;
+    }
+    const Dims fd = {s.B, s.Hq, s.Tk, hd}, fs = {s.Hq * s.Tk * hd, s.Tk * hd, hd, 1};
+    b.reduce(Red::add, b.matmul(x, y, b.virt(full, fd, fs), mm), out, sum);
+  };
+
+  // dV = P^T dO
   const int64_t pt = b.reshape(p, b.virt("p_t", sdt, sst, bf), "reshape_p");
-  const Dims dvf = {s.B, s.Hq, s.Tk, s.Dv}, dvfs = {s.Hq * s.Tk * s.Dv, s.Tk * s.Dv, s.Dv, 1};
-  if (gqa) {
-    b.reduce(Red::add, b.matmul(pt, dout, b.virt("dV_fullhead", dvf, dvfs), "matmul_pt_dO"), dv, "reduce_dV_heads");
-  } else {
-    b.matmul(pt, dout, dv, "matmul_pt_dO");
-  }
+  kv_grad(pt, dout, dv, s.Dv, "matmul_pt_dO", "dV_fullhead", "reduce_dV_heads");
 
   // dS = P * (dO V^T - softmax_sum) * scale
   const int64_t dp = b.matmul(dout, vt, b.virt("dP", sd, ss), "matmul_dO_vt");
@@ -190,12 +196,7 @@ Graph backward_graph(const Shape& s) {
 
   // dK = dS^T Q
   const int64_t dst = b.reshape(ds, b.virt("dS_t", sdt, sst, bf), "reshape_dS");
-  const Dims dkf = {s.B, s.Hq, s.Tk, s.D}, dkfs = {s.Hq * s.Tk * s.D, s.Tk * s.D, s.D, 1};
-  if (gqa) {
-    b.reduce(Red::add, b.matmul(dst, q, b.virt("dK_fullhead", dkf, dkfs), "matmul_dSt_q"), dk, "reduce_dK_heads");
-  } else {
-    b.matmul(dst, q, dk, "matmul_dSt_q");
-  }
+  kv_grad(dst, q, dk, s.D, "matmul_dSt_q", "dK_fullhead", "reduce_dK_heads");
 
   // dQ = dS K (fp32 accumulator, then bf16)
   const int64_t k = b.reshape(kt, b.virt("K", bhtd(s.B, s.Tk, s.Hkv, s.D), bhtd_strides(s.Tk, s.Hkv, s.D), bf), "reshape_k");

@@ -2,6 +2,7 @@
 #include "executor/comm/nccl/nccl_comm.h"
 
 #include <string>
+#include <type_traits>
 
 #include "executor/backend/cuda/cuda_check.h"
 
@@ -56,32 +57,20 @@ void NcclComm::begin() {
 
 void NcclComm::finish() { MPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-void NcclComm::all_reduce(void* x, int64_t n, ncclDataType_t t, ncclRedOp_t op) {
+template <class T>
+void NcclComm::all_reduce(T* x, int64_t n, ncclRedOp_t op) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if (n <= 0) return;
+  if (!is_device_pointer(x)) return op == ncclSum ? mpi_->all_reduce_sum(x, n) : mpi_->all_reduce_max(x, n);
   begin();
-  MPLAN_NCCL(ncclAllReduce(x, x, size_t(n), t, op, nccl_, stream_));
+  MPLAN_NCCL(ncclAllReduce(x, x, size_t(n), std::is_same_v<T, float> ? ncclFloat : ncclDouble, op, nccl_, stream_));
   finish();
 }
 
-void NcclComm::all_reduce_sum(float* x, int64_t n) {
-  if (n <= 0) return;
-  if (!is_device_pointer(x)) return mpi_->all_reduce_sum(x, n);
-  all_reduce(x, n, ncclFloat, ncclSum);
-}
-void NcclComm::all_reduce_sum(double* x, int64_t n) {
-  if (n <= 0) return;
-  if (!is_device_pointer(x)) return mpi_->all_reduce_sum(x, n);
-  all_reduce(x, n, ncclDouble, ncclSum);
-}
-void NcclComm::all_reduce_max(float* x, int64_t n) {
-  if (n <= 0) return;
-  if (!is_device_pointer(x)) return mpi_->all_reduce_max(x, n);
-  all_reduce(x, n, ncclFloat, ncclMax);
-}
-void NcclComm::all_reduce_max(double* x, int64_t n) {
-  if (n <= 0) return;
-  if (!is_device_pointer(x)) return mpi_->all_reduce_max(x, n);
-  all_reduce(x, n, ncclDouble, ncclMax);
-}
+void NcclComm::all_reduce_sum(float* x, int64_t n) { all_reduce(x, n, ncclSum); }
+void NcclComm::all_reduce_sum(double* x, int64_t n) { all_reduce(x, n, ncclSum); }
+void NcclComm::all_reduce_max(float* x, int64_t n) { all_reduce(x, n, ncclMax); }
+void NcclComm::all_reduce_max(double* x, int64_t n) { all_reduce(x, n, ncclMax); }
 
 void NcclComm::all_gather(const float* send, float* recv, int64_t n_each) {
   if (n_each <= 0) return;

@@ -38,7 +38,10 @@ class NcclComm final : public Comm {
  private:
   void begin();   // the communication stream waits for the compute stream
   void finish();  // blocks until the communication stream is done
-  void all_reduce(void* x, int64_t n, ncclDataType_t t, ncclRedOp_t op);
+  // An all-reduce of `n` values (float or double) with `op` (ncclSum or ncclMax): NCCL on the
+  // communication stream when `x` is device memory, else the MPI communicator's.
+  template <class T>
+  void all_reduce(T* x, int64_t n, ncclRedOp_t op);
 
   std::unique_ptr<MpiComm> mpi_;
   ncclComm_t nccl_ = nullptr;

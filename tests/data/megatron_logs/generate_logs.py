@@ -38,6 +38,19 @@ def loss_at(rng, it, start, end, tau):
     return end + (start - end) * math.exp(-it / tau) + rng.uniform(-0.02, 0.02)
 
 
+def iteration_tail(lr, gbs, loss, extra, grad_norm):
+    """The columns that end an iteration line since 2023, from the learning rate (formatted) on; `extra`
+    (formatted columns, or "") stands between the loss and the loss scale."""
+    return (" learning rate: {} |".format(lr)
+            + " global batch size: {:5d} |".format(gbs)
+            + " lm loss: {:.6E} |".format(loss)
+            + extra
+            + " loss scale: {:.1f} |".format(1.0)
+            + " grad norm: {:.3f} |".format(grad_norm)
+            + " number of skipped iterations: {:3d} |".format(0)
+            + " number of nan iterations: {:3d} |".format(0))
+
+
 # ---------------------------------------------------------------- 2020 (Megatron-LM v1/v2 era)
 def log_2020():
     rng = random.Random(2020)
@@ -111,13 +124,8 @@ def log_2023():
             L.append(" iteration {:8d}/{:8d} |".format(it, 5000)
                      + " consumed samples: {:12d} |".format(it * 256)
                      + " elapsed time per iteration (ms): {:.1f} |".format(ms)
-                     + " learning rate: {:.3E} |".format(lr_at(it, 2000, 0.0003))
-                     + " global batch size: {:5d} |".format(256)
-                     + " lm loss: {:.6E} |".format(loss_at(rng, it, 10.4, 2.6, 80))
-                     + " loss scale: {:.1f} |".format(1.0)
-                     + " grad norm: {:.3f} |".format(rng.uniform(0.8, 3.0))
-                     + " number of skipped iterations: {:3d} |".format(0)
-                     + " number of nan iterations: {:3d} |".format(0))
+                     + iteration_tail(e3(lr_at(it, 2000, 0.0003)), 256, loss_at(rng, it, 10.4, 2.6, 80), "",
+                                      rng.uniform(0.8, 3.0)))
             if n == 0:
                 for rank, alloc, peak, res in ((0, 19123.4580078125, 41234.1171875, 45210.0),
                                                (1, 19123.4580078125, 41198.8671875, 45190.0),
@@ -161,13 +169,8 @@ def log_2024():
                  + " consumed samples: {:12d} |".format(it * 128)
                  + " elapsed time per iteration (ms): {:.1f} |".format(ms)
                  + " throughput per GPU (TFLOP/s/GPU): {:.1f} |".format(tflops)
-                 + " learning rate: {:.6E} |".format(lr_at(it, 10, 0.0003))
-                 + " global batch size: {:5d} |".format(128)
-                 + " lm loss: {:.6E} |".format(loss_at(rng, it, 11.8, 7.2, 12))
-                 + " loss scale: {:.1f} |".format(1.0)
-                 + " grad norm: {:.3f} |".format(rng.uniform(1.0, 9.0))
-                 + " number of skipped iterations: {:3d} |".format(0)
-                 + " number of nan iterations: {:3d} |".format(0))
+                 + iteration_tail("{:.6E}".format(lr_at(it, 10, 0.0003)), 128, loss_at(rng, it, 11.8, 7.2, 12), "",
+                                  rng.uniform(1.0, 9.0)))
         if it == 1:
             L.append("[Rank 0] (after 1 iterations) memory (MB) | allocated: 36418.77783203125 | max allocated: "
                      "61823.09765625 | reserved: 66830.0 | max reserved: 66830.0")
@@ -204,14 +207,9 @@ def log_2025():
                  + " consumed samples: {:12d} |".format(it * 256)
                  + " elapsed time per iteration (ms): {:.1f} |".format(ms)
                  + " throughput per GPU (TFLOP/s/GPU): {:.1f} |".format(tflops)
-                 + " learning rate: {:.6E} |".format(lr_at(it, 100, 0.0002))
-                 + " global batch size: {:5d} |".format(256)
-                 + " lm loss: {:.6E} |".format(loss_at(rng, it, 10.6, 6.9, 30))
-                 + " load_balancing_loss: {:.6E} |".format(1.0 + rng.uniform(0.0, 0.05))
-                 + " loss scale: {:.1f} |".format(1.0)
-                 + " grad norm: {:.3f} |".format(rng.uniform(0.5, 4.0))
-                 + " number of skipped iterations: {:3d} |".format(0)
-                 + " number of nan iterations: {:3d} |".format(0))
+                 + iteration_tail("{:.6E}".format(lr_at(it, 100, 0.0002)), 256, loss_at(rng, it, 10.6, 6.9, 30),
+                                  " load_balancing_loss: {:.6E} |".format(1.0 + rng.uniform(0.0, 0.05)),
+                                  rng.uniform(0.5, 4.0)))
         if it in (1, 5):
             for rank, base in ((0, 30212.45), (1, 30212.45), (16, 27801.12), (17, 27801.12), (32, 27801.12),
                                (33, 27801.12), (48, 31877.90), (49, 31877.90)):
