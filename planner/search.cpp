@@ -76,6 +76,7 @@ struct Item {
 struct Evaluated {
   Candidate cand;
   bool fits = false, simulated = false, pruned_memory = false, pruned_bound = false;
+  double rebound = -1;  // > 0: not simulated, its bound with the selective probe's costs exceeds the limit
   int64_t violations = 0;
   double mem_gib = 0;
   std::string invalid;  // validate_layout's first complaint (the planner's rules should make this impossible)
@@ -115,7 +116,10 @@ class Searcher {
   // Memory (GiB) with the activations each stage holds at its first backward: a lower bound.
   double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms,
                    bool ct_ready = false) const;
-  Evaluated evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const;
+  // `limit`: the step time above which the node cannot matter (the threshold, or the member limit of
+  // its group in complete_groups()).
+  // `closest_gib`: the closest layout's memory noted before this batch (closest_gib_).
+  Evaluated evaluate(const Node& n, double threshold, double limit, double closest_gib, Bounds::MemScratch& ms) const;
   void flush();
   // After the top K groups are known: simulate the candidates that may still fold into one of them
   // (same structure, bound within the group's member limit); everything else is pruned.
@@ -165,6 +169,12 @@ class Searcher {
     return it;
   }
   std::vector<int64_t> batch_;
+  std::vector<double> batch_limit_;  // per batch entry: its limit (evaluate), kUseThreshold = threshold()
+  static constexpr double kUseThreshold = -1;
+  void add_to_batch(int64_t node, double limit) {
+    batch_.push_back(node);
+    batch_limit_.push_back(limit);
+  }
   SearchStats st_;
   double closest_gib_ = kInf;
   Layout closest_;
@@ -368,14 +378,46 @@ double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vec
   return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act, ct_ready);
 }
 
-Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const {
+Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, double closest_gib, Bounds::MemScratch& ms) const {
   Evaluated ev;
   const Frame& f = frames_[n.frame];
   const PipeShape& ps = space_.pipes[f.pipe_id];
   std::vector<ChunkTotals> ct;
   bounds_.chunk_totals(n.l, ps, costs_.get(shape_of(n.l), n.l.recompute == Recompute::selective), ct);
+  if (!opt_.exhaustive && !mem_obj_ && n.l.recompute == Recompute::selective) {
+    // The node's bound took the plain costs (relaxation R5); with the selective probe's costs (the
+    // chunk totals above needed the probe) the bound is exact. Above the limit the node goes back
+    // with it (flush()) instead of being checked and simulated.
+    std::vector<double> tail;
+    std::vector<ChunkTotals> ct2;
+    double tb = std::max(n.bound, node_bound(n, ct2, tail, true));
+    if (tb > limit) {
+      ev.rebound = tb;
+      return ev;
+    }
+  }
   std::vector<double> act;
-  bounds_.peak_activations(n.l, ps, ct, act);
+  if (!opt_.exhaustive) {
+    // Walk each stage's activations only until the stage is known not to fit: above the GPU and above
+    // the closest layout noted so far (so the pruned layout cannot be the closest one: flush() then
+    // never needs its exact peak). Stage memory grows with the activations; the frame's linear form
+    // says where to look, stage_memory_gib decides.
+    const double lim = std::max(cap_ * (1 + kSlack), closest_gib);
+    std::vector<double> budget(size_t(ps.pp));
+    for (int s = 0; s < ps.pp; ++s) {
+      double slope = f.mem_slope[n.l.zero][size_t(s)];
+      budget[size_t(s)] = slope > 0 ? (lim - f.mem_base[n.l.zero][size_t(s)]) / slope : kInf;
+    }
+    double over_gib = 0;
+    auto over = [&](int s, double pk) { return (over_gib = bounds_.stage_memory_gib(n.l, ps, s, pk, ms)) > lim; };
+    if (bounds_.peak_activations_until(n.l, ps, ct, budget, over, act) >= 0) {
+      ev.pruned_memory = true;
+      ev.mem_gib = over_gib;  // at most the exact peak memory, above the closest noted
+      return ev;
+    }
+  } else {
+    bounds_.peak_activations(n.l, ps, ct, act);
+  }
   double mem = bounds_.peak_memory_gib(n.l, ps, act, ms);
   ev.mem_gib = mem;
   bool fits_lb = mem <= cap_ * (1 + kSlack);
@@ -423,15 +465,22 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
 void Searcher::flush() {
   if (batch_.empty()) return;
   std::vector<Evaluated> out(batch_.size());
-  double thr = threshold();
+  const double thr = threshold(), closest = closest_gib_;
   parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
-    for (size_t k = b; k < e; ++k) out[k] = evaluate(nodes_[size_t(batch_[k])], thr, ms);
+    for (size_t k = b; k < e; ++k)
+      out[k] = evaluate(nodes_[size_t(batch_[k])], thr, batch_limit_[k] == kUseThreshold ? thr : batch_limit_[k], closest, ms);
   });
   for (size_t k = 0; k < out.size(); ++k) {
     Evaluated& ev = out[k];
     const Layout& l = nodes_[size_t(batch_[k])].l;
     st_.bound_violations += ev.violations;
+    if (ev.rebound > 0) {  // back on the heap with its tighter bound
+      Node& n = nodes_[size_t(batch_[k])];
+      n.bound = ev.rebound;
+      heap_.push({n.bound, batch_[k], batch_[k], true});
+      continue;
+    }
     if (ev.pruned_memory) {
       ++st_.pruned_memory;
       note_closest(ev.mem_gib, l);
@@ -453,6 +502,7 @@ void Searcher::flush() {
   }
   top_.settle();
   batch_.clear();
+  batch_limit_.clear();
 }
 
 SearchResult Searcher::run() {
@@ -479,7 +529,7 @@ SearchResult Searcher::run() {
     }
     Item it = pop();
     if (it.is_node) {
-      batch_.push_back(it.index);
+      add_to_batch(it.index, kUseThreshold);
       if (batch_.size() >= kBatch) {
         flush();
         report(search_progress(popped_structs));
@@ -547,11 +597,12 @@ void Searcher::complete_groups() {
       continue;
     }
     const Node& n = nodes_[size_t(it.index)];
-    if (n.bound > node_limit(n.l)) {
+    const double lim = node_limit(n.l);
+    if (n.bound > lim) {
       ++st_.pruned_by_bound;
       continue;
     }
-    batch_.push_back(it.index);
+    add_to_batch(it.index, lim);
     if (batch_.size() >= kBatch) flush();
   }
   flush();
