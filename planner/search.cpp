@@ -73,6 +73,19 @@ struct Item {
   bool operator>(const Item& o) const { return bound != o.bound ? bound > o.bound : order > o.order; }
 };
 
+// The candidates' heap, smallest bound on top; complete_groups() takes out every item under a bound at once.
+struct ItemHeap : std::priority_queue<Item, std::vector<Item>, std::greater<Item>> {
+  // The items with a bound at most `b`, best first; the rest stay a heap.
+  std::vector<Item> take_up_to(double b) {
+    auto mid = std::partition(c.begin(), c.end(), [b](const Item& it) { return it.bound <= b; });
+    std::vector<Item> out(c.begin(), mid);
+    c.erase(c.begin(), mid);
+    std::make_heap(c.begin(), c.end(), comp);
+    std::sort(out.begin(), out.end(), [](const Item& x, const Item& y) { return y > x; });
+    return out;
+  }
+};
+
 struct Evaluated {
   Candidate cand;
   bool fits = false, simulated = false, pruned_memory = false, pruned_bound = false;
@@ -151,8 +164,8 @@ class Searcher {
   std::vector<Frame> frames_;
   std::vector<StructInfo> structs_;
   std::vector<Node> nodes_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;  // candidates
-  std::vector<Item> order_;                                                // structures, best bound first
+  ItemHeap heap_;            // candidates
+  std::vector<Item> order_;  // structures, best bound first
   size_t next_struct_ = 0;
   // the smallest item of the heap and the structure list
   bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
@@ -545,15 +558,11 @@ SearchResult Searcher::run() {
     }
   }
   if (!res.cancelled && !opt_.exhaustive) complete_groups();
-  // whatever is left was pruned by its bound
-  while (have_next()) {
-    Item it = pop();
-    if (it.is_node) {
-      ++st_.pruned_by_bound;
-    } else {
-      const StructInfo& si = structs_[size_t(it.index)];
-      st_.pruned_by_bound += si.variants * si.zeros_fit;
-    }
+  // whatever is left was pruned by its bound (counted without popping: the heap holds candidates only)
+  st_.pruned_by_bound += int64_t(heap_.size());
+  for (; next_struct_ < order_.size(); ++next_struct_) {
+    const StructInfo& si = structs_[size_t(order_[next_struct_].index)];
+    st_.pruned_by_bound += si.variants * si.zeros_fit;
   }
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes();
@@ -586,23 +595,35 @@ void Searcher::complete_groups() {
       if (gk == k) lim = std::max(lim, gl * (1 + kSlack));
     return lim;
   };
-  while (have_next() && peek().bound <= most && !cancelled()) {
-    Item it = pop();
-    if (!it.is_node) {
-      const StructInfo& si = structs_[size_t(it.index)];
-      if (structure_matches(space_.structures[size_t(it.index)].base))
-        expand({it.index});
-      else
-        st_.pruned_by_bound += si.variants * si.zeros_fit;
+  // the structures that may still hold members (their nodes join the heap), then every candidate under
+  // the largest limit, best first; those under their own group's limit are evaluated (the set does
+  // not depend on the order: the limits are fixed, and a candidate whose exact bound exceeds its limit
+  // goes back to the heap)
+  std::vector<int64_t> group;
+  for (; next_struct_ < order_.size() && order_[next_struct_].bound <= most && !cancelled(); ++next_struct_) {
+    const int64_t i = order_[next_struct_].index;
+    const StructInfo& si = structs_[size_t(i)];
+    if (!structure_matches(space_.structures[size_t(i)].base)) {
+      st_.pruned_by_bound += si.variants * si.zeros_fit;
       continue;
     }
-    const Node& n = nodes_[size_t(it.index)];
+    group.push_back(i);
+    if (group.size() >= kExpandGroup) expand(group), group.clear();
+  }
+  if (!group.empty()) expand(group);
+  std::vector<Item> todo = heap_.take_up_to(most);
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (cancelled()) {  // the rest stays on the heap (counted as pruned)
+      for (; k < todo.size(); ++k) heap_.push(todo[k]);
+      break;
+    }
+    const Node& n = nodes_[size_t(todo[k].index)];
     const double lim = node_limit(n.l);
     if (n.bound > lim) {
       ++st_.pruned_by_bound;
       continue;
     }
-    add_to_batch(it.index, lim);
+    add_to_batch(todo[k].index, lim);
     if (batch_.size() >= kBatch) flush();
   }
   flush();

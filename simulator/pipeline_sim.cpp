@@ -181,6 +181,31 @@ struct SimState {
   double *free_at, *link_fwd, *link_bwd, *act, *dur;
 };
 
+// What a stage's actions add up to in its list order whatever their times: the busy parts and the
+// activation peak, with the event simulation's expressions in the same order (the same doubles).
+void stage_sums(const std::vector<Action>& list, const std::vector<ChunkCost>& chunks, StageResult& sr) {
+  PhaseCost busy = sr.busy;
+  double act = 0, peak = sr.peak_act_bytes;
+  for (const Action& a : list) {
+    const ChunkCost& ch = chunks[size_t(a.chunk)];
+    if (a.phase == Phase::F) {
+      busy += ch.F;
+      act += ch.act_bytes;
+      peak = std::max(peak, act + ch.fwd_transient_bytes);
+    } else if (a.phase == Phase::B) {
+      busy += ch.B;
+      peak = std::max(peak, act + ch.transient_bytes);
+      act -= ch.act_bytes - ch.act_w_bytes;
+    } else {
+      busy += ch.W;
+      act -= ch.act_w_bytes;
+    }
+    peak = std::max(peak, act);
+  }
+  sr.busy = busy;
+  sr.peak_act_bytes = peak;
+}
+
 // The event simulation along the table's dependency order, for when nothing records the order of
 // events (no trace, memory trace or DAG). Every value a stage computes depends only on its own list
 // order and on the values its producers wrote (each written once, before it is read), so this gives
@@ -191,34 +216,33 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
     throw std::logic_error("pipeline schedule deadlocked at stage " + std::to_string(table.stuck_stage));
   std::vector<const Action*> next(static_cast<size_t>(pp));
   for (int s = 0; s < pp; ++s) next[size_t(s)] = table.actions[size_t(s)].data();
+  for (int s = 0; s < pp; ++s) stage_sums(table.actions[size_t(s)], w.stages[size_t(s)].chunks, res.stages[size_t(s)]);
   const size_t stride = size_t(vpp) * m;
   const double p2p = w.p2p_s;
   for (const uint32_t su : table.order) {
     const int s = int(su);
     const Action& a = *next[su]++;
-    const ChunkCost& ch = w.stages[su].chunks[size_t(a.chunk)];
     StageResult& sr = res.stages[su];
     const size_t sc = size_t(su) * vpp + a.chunk, sl = sc * m + a.microbatch;
     const bool last = s == pp - 1 && a.chunk == vpp - 1;
     double ready = 0, produced = 0;  // arrival of the input, and when its producer finished
-    const PhaseCost* pc;
     double d;
     if (a.phase == Phase::F) {
       if (s > 0 || a.chunk > 0) {
         ready = x.f_arr.v[sl];
         produced = s > 0 ? x.f_end.v[sl - stride] : x.f_end.at(pp - 1, a.chunk - 1, a.microbatch);
       }
-      pc = &ch.F, d = x.dur[sc * 3];
+      d = x.dur[sc * 3];
     } else if (a.phase == Phase::B) {
       ready = produced = x.f_end.v[sl];
       if (!last) {
         produced = s < pp - 1 ? x.b_end.v[sl + stride] : x.b_end.at(0, a.chunk + 1, a.microbatch);
         ready = std::max(ready, x.b_arr.v[sl]);
       }
-      pc = &ch.B, d = x.dur[sc * 3 + 1];
+      d = x.dur[sc * 3 + 1];
     } else {
       ready = produced = x.b_end.v[sl];
-      pc = &ch.W, d = x.dur[sc * 3 + 2];
+      d = x.dur[sc * 3 + 2];
     }
     double& free_at = x.free_at[su];
     const double start = std::max(free_at, ready);
@@ -229,19 +253,7 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
       sr.idle_bubble_s += gap - p2p_wait;
     }
     const double end = start + d;
-    sr.busy += *pc;
     free_at = end;
-    double& act = x.act[su];
-    if (a.phase == Phase::F) {
-      act += ch.act_bytes;
-      sr.peak_act_bytes = std::max(sr.peak_act_bytes, act + ch.fwd_transient_bytes);
-    } else if (a.phase == Phase::B) {
-      sr.peak_act_bytes = std::max(sr.peak_act_bytes, act + ch.transient_bytes);
-      act -= ch.act_bytes - ch.act_w_bytes;
-    } else {
-      act -= ch.act_w_bytes;
-    }
-    sr.peak_act_bytes = std::max(sr.peak_act_bytes, act);
     if (a.phase == Phase::F) {
       x.f_end.v[sl] = end;
       if (!last) {
