@@ -32,7 +32,8 @@
 //     floor chunk 0's bucket share is bounded below by its smallest backward over the largest of all;
 //  R4 ZeRO-3: chunk compute g is a lower bound and g + exposed_comm_s(c, g) grows with g;
 //  R5 selective recompute before its probe exists: the plain (none) costs and the frame's static
-//     memory (recompute only adds time and never memory below it);
+//     memory (recompute only adds time and never memory below it); search.cpp replaces the time bound
+//     by the exact one (with the probe) before it would simulate the candidate;
 //  R6 activation memory before simulating: what each stage holds at its first backward (closed forms
 //     of the schedule tables), a subset of what it holds at its peak.
 // tests/planner/test_bound_property.cpp checks every bound against simulate() on >= 10,000 random
