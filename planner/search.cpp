@@ -357,18 +357,22 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
           Node n{v, si.frame, 0.0, group[g]};
           n.l.zero = z;
-          const bool plain = n.l.recompute != Recompute::selective;  // selective: its bounds take other totals
-          if (plain) {
-            if (!have_base) bounds_.chunk_totals(n.l, space_.pipes[f.pipe_id], costs_.get(shape_of(n.l)), base);
-            have_base = true;
-            ct = base;
+          // the chunk totals without selective recomputation (a selective candidate's time bound before
+          // its probe, R5), the same for every ZeRO level
+          const bool plain = n.l.recompute != Recompute::selective;
+          if (!have_base) {
+            Layout lp = n.l;
+            if (!plain) lp.recompute = Recompute::none;
+            bounds_.chunk_totals(lp, space_.pipes[f.pipe_id], costs_.get(shape_of(lp)), base);
           }
+          have_base = true;
+          ct = base;
           double mem = memory_lb(n, ct, tail, ms, plain);
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
             n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack)
-                               : std::max(si.bound, node_bound(n, ct, tail, false, plain));
+                               : std::max(si.bound, node_bound(n, ct, tail, false, true));
           made[g].push_back(n);
         }
       }
