@@ -3,6 +3,7 @@
 #include "planner/bounds.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/schedule.h"
 #include "core/units.h"
@@ -129,27 +130,59 @@ double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vec
   return tail.empty() ? best + std::max(0.0, prm_.optimizer_overhead_s) : best;
 }
 
+namespace {
+
+// The activation walk of one stage's action list, exactly as the event simulation accounts it; stops
+// early (returning the peak so far) once the peak passes `budget` and `over(peak)` says so.
+template <class Over>
+double walk_peak(const std::vector<Action>& actions, const ChunkTotals* ct, double budget, Over over, bool& stopped) {
+  double act = 0, pk = 0;
+  int confirms = 0;
+  stopped = false;
+  for (const Action& a : actions) {
+    const ChunkTotals& ch = ct[a.chunk];
+    if (a.phase == Phase::F) {
+      act += ch.act;
+      pk = std::max(pk, act + ch.fwd_transient);
+    } else if (a.phase == Phase::B) {
+      pk = std::max(pk, act + ch.transient);
+      act -= ch.act - ch.act_w;
+    } else {
+      act -= ch.act_w;
+    }
+    pk = std::max(pk, act);
+    if (pk > budget) {
+      if (over(pk)) {
+        stopped = true;
+        return pk;
+      }
+      budget = ++confirms < 4 ? pk : std::numeric_limits<double>::infinity();  // not yet: look again further on
+    }
+  }
+  return pk;
+}
+
+}  // namespace
+
 void Bounds::peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                               std::vector<double>& peak) const {
+  const std::vector<double> none(size_t(ps.pp), std::numeric_limits<double>::infinity());
+  peak_activations_until(
+      l, ps, ct, none, [](int, double) { return false; }, peak);
+}
+
+int Bounds::peak_activations_until(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                                   const std::vector<double>& budget, const std::function<bool(int, double)>& over,
+                                   std::vector<double>& peak) const {
   peak.assign(ps.pp, 0.0);
   const ScheduleInfo& si = schedule(l.schedule, ps.pp, ps.vpp, microbatches(l));
   for (int s = 0; s < ps.pp; ++s) {
-    double act = 0, pk = 0;
-    for (const Action& a : si.actions[s]) {
-      const ChunkTotals& ch = ct[size_t(s) * ps.vpp + a.chunk];
-      if (a.phase == Phase::F) {
-        act += ch.act;
-        pk = std::max(pk, act + ch.fwd_transient);
-      } else if (a.phase == Phase::B) {
-        pk = std::max(pk, act + ch.transient);
-        act -= ch.act - ch.act_w;
-      } else {
-        act -= ch.act_w;
-      }
-      pk = std::max(pk, act);
-    }
-    peak[s] = pk;
+    bool stopped = false;
+    peak[s] = walk_peak(
+        si.actions[s], ct.data() + size_t(s) * ps.vpp, budget[size_t(s)], [&](double pk) { return over(s, pk); }, stopped);
+    if (stopped) return s;
   }
+  return -1;
 }
 
 void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, int stage, std::vector<int64_t>& per_chunk,

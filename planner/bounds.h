@@ -32,12 +32,14 @@
 //     floor chunk 0's bucket share is bounded below by its smallest backward over the largest of all;
 //  R4 ZeRO-3: chunk compute g is a lower bound and g + exposed_comm_s(c, g) grows with g;
 //  R5 selective recompute before its probe exists: the plain (none) costs and the frame's static
-//     memory (recompute only adds time and never memory below it);
+//     memory (recompute only adds time and never memory below it); search.cpp replaces the time bound
+//     by the exact one (with the probe) before it would simulate the candidate;
 //  R6 activation memory before simulating: what each stage holds at its first backward (closed forms
 //     of the schedule tables), a subset of what it holds at its peak.
 // tests/planner/test_bound_property.cpp checks every bound against simulate() on >= 10,000 random
 // layouts; docs/planner.md states the same list.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,6 +93,12 @@ class Bounds {
   // Peak activation bytes per stage, exactly as the event simulation accounts them.
   void peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                         std::vector<double>& peak) const;
+  // The same, walking stage s only until its running peak passes budget[s] and `over(s, peak so far)`
+  // says the stage cannot fit (a check that must grow with the peak, such as stage_memory_gib): returns
+  // that stage (`peak` is then incomplete), or -1 when every stage was walked (`peak` complete).
+  int peak_activations_until(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                             const std::vector<double>& budget, const std::function<bool(int, double)>& over,
+                             std::vector<double>& peak) const;
   // A lower bound of the same: what is held when each stage starts its first backward.
   void activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                                      std::vector<double>& out) const;

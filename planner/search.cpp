@@ -73,9 +73,23 @@ struct Item {
   bool operator>(const Item& o) const { return bound != o.bound ? bound > o.bound : order > o.order; }
 };
 
+// The candidates' heap, smallest bound on top; complete_groups() takes out every item under a bound at once.
+struct ItemHeap : std::priority_queue<Item, std::vector<Item>, std::greater<Item>> {
+  // The items with a bound at most `b`, best first; the rest stay a heap.
+  std::vector<Item> take_up_to(double b) {
+    auto mid = std::partition(c.begin(), c.end(), [b](const Item& it) { return it.bound <= b; });
+    std::vector<Item> out(c.begin(), mid);
+    c.erase(c.begin(), mid);
+    std::make_heap(c.begin(), c.end(), comp);
+    std::sort(out.begin(), out.end(), [](const Item& x, const Item& y) { return y > x; });
+    return out;
+  }
+};
+
 struct Evaluated {
   Candidate cand;
   bool fits = false, simulated = false, pruned_memory = false, pruned_bound = false;
+  double rebound = -1;  // > 0: not simulated, its bound with the selective probe's costs exceeds the limit
   int64_t violations = 0;
   double mem_gib = 0;
   std::string invalid;  // validate_layout's first complaint (the planner's rules should make this impossible)
@@ -115,7 +129,10 @@ class Searcher {
   // Memory (GiB) with the activations each stage holds at its first backward: a lower bound.
   double memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vector<double>& act, Bounds::MemScratch& ms,
                    bool ct_ready = false) const;
-  Evaluated evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const;
+  // `limit`: the step time above which the node cannot matter (the threshold, or the member limit of
+  // its group in complete_groups()).
+  // `closest_gib`: the closest layout's memory noted before this batch (closest_gib_).
+  Evaluated evaluate(const Node& n, double threshold, double limit, double closest_gib, Bounds::MemScratch& ms) const;
   void flush();
   // After the top K groups are known: simulate the candidates that may still fold into one of them
   // (same structure, bound within the group's member limit); everything else is pruned.
@@ -147,8 +164,8 @@ class Searcher {
   std::vector<Frame> frames_;
   std::vector<StructInfo> structs_;
   std::vector<Node> nodes_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;  // candidates
-  std::vector<Item> order_;                                                // structures, best bound first
+  ItemHeap heap_;            // candidates
+  std::vector<Item> order_;  // structures, best bound first
   size_t next_struct_ = 0;
   // the smallest item of the heap and the structure list
   bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
@@ -165,6 +182,12 @@ class Searcher {
     return it;
   }
   std::vector<int64_t> batch_;
+  std::vector<double> batch_limit_;  // per batch entry: its limit (evaluate), kUseThreshold = threshold()
+  static constexpr double kUseThreshold = -1;
+  void add_to_batch(int64_t node, double limit) {
+    batch_.push_back(node);
+    batch_limit_.push_back(limit);
+  }
   SearchStats st_;
   double closest_gib_ = kInf;
   Layout closest_;
@@ -334,18 +357,22 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
           Node n{v, si.frame, 0.0, group[g]};
           n.l.zero = z;
-          const bool plain = n.l.recompute != Recompute::selective;  // selective: its bounds take other totals
-          if (plain) {
-            if (!have_base) bounds_.chunk_totals(n.l, space_.pipes[f.pipe_id], costs_.get(shape_of(n.l)), base);
-            have_base = true;
-            ct = base;
+          // the chunk totals without selective recomputation (a selective candidate's time bound before
+          // its probe, R5), the same for every ZeRO level
+          const bool plain = n.l.recompute != Recompute::selective;
+          if (!have_base) {
+            Layout lp = n.l;
+            if (!plain) lp.recompute = Recompute::none;
+            bounds_.chunk_totals(lp, space_.pipes[f.pipe_id], costs_.get(shape_of(lp)), base);
           }
+          have_base = true;
+          ct = base;
           double mem = memory_lb(n, ct, tail, ms, plain);
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
             n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack)
-                               : std::max(si.bound, node_bound(n, ct, tail, false, plain));
+                               : std::max(si.bound, node_bound(n, ct, tail, false, true));
           made[g].push_back(n);
         }
       }
@@ -368,14 +395,46 @@ double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vec
   return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act, ct_ready);
 }
 
-Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch& ms) const {
+Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, double closest_gib, Bounds::MemScratch& ms) const {
   Evaluated ev;
   const Frame& f = frames_[n.frame];
   const PipeShape& ps = space_.pipes[f.pipe_id];
   std::vector<ChunkTotals> ct;
   bounds_.chunk_totals(n.l, ps, costs_.get(shape_of(n.l), n.l.recompute == Recompute::selective), ct);
+  if (!opt_.exhaustive && !mem_obj_ && n.l.recompute == Recompute::selective) {
+    // The node's bound took the plain costs (relaxation R5); with the selective probe's costs (the
+    // chunk totals above needed the probe) the bound is exact. Above the limit the node goes back
+    // with it (flush()) instead of being checked and simulated.
+    std::vector<double> tail;
+    std::vector<ChunkTotals> ct2;
+    double tb = std::max(n.bound, node_bound(n, ct2, tail, true));
+    if (tb > limit) {
+      ev.rebound = tb;
+      return ev;
+    }
+  }
   std::vector<double> act;
-  bounds_.peak_activations(n.l, ps, ct, act);
+  if (!opt_.exhaustive) {
+    // Walk each stage's activations only until the stage is known not to fit: above the GPU and above
+    // the closest layout noted so far (so the pruned layout cannot be the closest one: flush() then
+    // never needs its exact peak). Stage memory grows with the activations; the frame's linear form
+    // says where to look, stage_memory_gib decides.
+    const double lim = std::max(cap_ * (1 + kSlack), closest_gib);
+    std::vector<double> budget(size_t(ps.pp));
+    for (int s = 0; s < ps.pp; ++s) {
+      double slope = f.mem_slope[n.l.zero][size_t(s)];
+      budget[size_t(s)] = slope > 0 ? (lim - f.mem_base[n.l.zero][size_t(s)]) / slope : kInf;
+    }
+    double over_gib = 0;
+    auto over = [&](int s, double pk) { return (over_gib = bounds_.stage_memory_gib(n.l, ps, s, pk, ms)) > lim; };
+    if (bounds_.peak_activations_until(n.l, ps, ct, budget, over, act) >= 0) {
+      ev.pruned_memory = true;
+      ev.mem_gib = over_gib;  // at most the exact peak memory, above the closest noted
+      return ev;
+    }
+  } else {
+    bounds_.peak_activations(n.l, ps, ct, act);
+  }
   double mem = bounds_.peak_memory_gib(n.l, ps, act, ms);
   ev.mem_gib = mem;
   bool fits_lb = mem <= cap_ * (1 + kSlack);
@@ -423,15 +482,22 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, Bounds::MemScratch
 void Searcher::flush() {
   if (batch_.empty()) return;
   std::vector<Evaluated> out(batch_.size());
-  double thr = threshold();
+  const double thr = threshold(), closest = closest_gib_;
   parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
-    for (size_t k = b; k < e; ++k) out[k] = evaluate(nodes_[size_t(batch_[k])], thr, ms);
+    for (size_t k = b; k < e; ++k)
+      out[k] = evaluate(nodes_[size_t(batch_[k])], thr, batch_limit_[k] == kUseThreshold ? thr : batch_limit_[k], closest, ms);
   });
   for (size_t k = 0; k < out.size(); ++k) {
     Evaluated& ev = out[k];
     const Layout& l = nodes_[size_t(batch_[k])].l;
     st_.bound_violations += ev.violations;
+    if (ev.rebound > 0) {  // back on the heap with its tighter bound
+      Node& n = nodes_[size_t(batch_[k])];
+      n.bound = ev.rebound;
+      heap_.push({n.bound, batch_[k], batch_[k], true});
+      continue;
+    }
     if (ev.pruned_memory) {
       ++st_.pruned_memory;
       note_closest(ev.mem_gib, l);
@@ -453,6 +519,7 @@ void Searcher::flush() {
   }
   top_.settle();
   batch_.clear();
+  batch_limit_.clear();
 }
 
 SearchResult Searcher::run() {
@@ -479,7 +546,7 @@ SearchResult Searcher::run() {
     }
     Item it = pop();
     if (it.is_node) {
-      batch_.push_back(it.index);
+      add_to_batch(it.index, kUseThreshold);
       if (batch_.size() >= kBatch) {
         flush();
         report(search_progress(popped_structs));
@@ -495,15 +562,11 @@ SearchResult Searcher::run() {
     }
   }
   if (!res.cancelled && !opt_.exhaustive) complete_groups();
-  // whatever is left was pruned by its bound
-  while (have_next()) {
-    Item it = pop();
-    if (it.is_node) {
-      ++st_.pruned_by_bound;
-    } else {
-      const StructInfo& si = structs_[size_t(it.index)];
-      st_.pruned_by_bound += si.variants * si.zeros_fit;
-    }
+  // whatever is left was pruned by its bound (counted without popping: the heap holds candidates only)
+  st_.pruned_by_bound += int64_t(heap_.size());
+  for (; next_struct_ < order_.size(); ++next_struct_) {
+    const StructInfo& si = structs_[size_t(order_[next_struct_].index)];
+    st_.pruned_by_bound += si.variants * si.zeros_fit;
   }
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes();
@@ -536,22 +599,35 @@ void Searcher::complete_groups() {
       if (gk == k) lim = std::max(lim, gl * (1 + kSlack));
     return lim;
   };
-  while (have_next() && peek().bound <= most && !cancelled()) {
-    Item it = pop();
-    if (!it.is_node) {
-      const StructInfo& si = structs_[size_t(it.index)];
-      if (structure_matches(space_.structures[size_t(it.index)].base))
-        expand({it.index});
-      else
-        st_.pruned_by_bound += si.variants * si.zeros_fit;
+  // the structures that may still hold members (their nodes join the heap), then every candidate under
+  // the largest limit, best first; those under their own group's limit are evaluated (the set does
+  // not depend on the order: the limits are fixed, and a candidate whose exact bound exceeds its limit
+  // goes back to the heap)
+  std::vector<int64_t> group;
+  for (; next_struct_ < order_.size() && order_[next_struct_].bound <= most && !cancelled(); ++next_struct_) {
+    const int64_t i = order_[next_struct_].index;
+    const StructInfo& si = structs_[size_t(i)];
+    if (!structure_matches(space_.structures[size_t(i)].base)) {
+      st_.pruned_by_bound += si.variants * si.zeros_fit;
       continue;
     }
-    const Node& n = nodes_[size_t(it.index)];
-    if (n.bound > node_limit(n.l)) {
+    group.push_back(i);
+    if (group.size() >= kExpandGroup) expand(group), group.clear();
+  }
+  if (!group.empty()) expand(group);
+  std::vector<Item> todo = heap_.take_up_to(most);
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (cancelled()) {  // the rest stays on the heap (counted as pruned)
+      for (; k < todo.size(); ++k) heap_.push(todo[k]);
+      break;
+    }
+    const Node& n = nodes_[size_t(todo[k].index)];
+    const double lim = node_limit(n.l);
+    if (n.bound > lim) {
       ++st_.pruned_by_bound;
       continue;
     }
-    batch_.push_back(it.index);
+    add_to_batch(todo[k].index, lim);
     if (batch_.size() >= kBatch) flush();
   }
   flush();

@@ -128,6 +128,151 @@ void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather
   }
 }
 
+// ScheduleTable::order: the stages run from a worklist, each as far as its inputs allow (the event
+// simulation's readiness rules: a forward needs its input's forward on the previous stage, or on the
+// last stage for the previous chunk; a backward its own forward and its gradient's backward on the
+// next stage, or on the first stage for the next chunk; W its own B).
+void build_order(ScheduleTable& t, int pp, int vpp, int m) {
+  const size_t n = size_t(pp) * vpp * m, stride = size_t(vpp) * m;
+  std::vector<char> f_done(n, 0), b_done(n, 0), queued(size_t(pp), 1);
+  size_t total = 0;
+  for (const std::vector<Action>& l : t.actions) total += l.size();
+  t.order.reserve(total);
+  std::vector<size_t> pos(size_t(pp), 0);
+  std::vector<int> work;
+  for (int s = pp - 1; s >= 0; --s) work.push_back(s);
+  auto wake = [&](int s) {
+    if (!queued[size_t(s)]) queued[size_t(s)] = 1, work.push_back(s);
+  };
+  while (!work.empty()) {
+    const int s = work.back();
+    work.pop_back();
+    queued[size_t(s)] = 0;
+    const std::vector<Action>& list = t.actions[size_t(s)];
+    for (size_t& i = pos[size_t(s)]; i < list.size(); ++i) {
+      const Action& a = list[i];
+      const size_t sl = (size_t(s) * vpp + a.chunk) * m + a.microbatch;
+      const bool last = s == pp - 1 && a.chunk == vpp - 1;
+      bool ok;
+      if (a.phase == Phase::F)
+        ok = (s == 0 && a.chunk == 0) || f_done[s > 0 ? sl - stride : (size_t(pp - 1) * vpp + a.chunk - 1) * m + a.microbatch];
+      else if (a.phase == Phase::B)
+        ok = f_done[sl] && (last || b_done[s < pp - 1 ? sl + stride : size_t(a.chunk + 1) * m + a.microbatch]);
+      else
+        ok = b_done[sl];
+      if (!ok) break;
+      t.order.push_back(uint32_t(s));
+      if (a.phase == Phase::F) {
+        f_done[sl] = 1;
+        if (!last) wake(s < pp - 1 ? s + 1 : 0);
+      } else if (a.phase == Phase::B) {
+        b_done[sl] = 1;
+        if (s > 0 || a.chunk > 0) wake(s > 0 ? s - 1 : pp - 1);
+      }
+    }
+  }
+  for (int s = 0; s < pp && t.stuck_stage < 0; ++s)
+    if (pos[size_t(s)] != t.actions[size_t(s)].size()) t.stuck_stage = s;
+}
+
+// The times and accumulators of one event simulation (buffers of simulate_pipeline).
+struct SimState {
+  Grid3 f_end, b_end, f_arr, b_arr;
+  double *free_at, *link_fwd, *link_bwd, *act, *dur;
+};
+
+// What a stage's actions add up to in its list order whatever their times: the busy parts and the
+// activation peak, with the event simulation's expressions in the same order (the same doubles).
+void stage_sums(const std::vector<Action>& list, const std::vector<ChunkCost>& chunks, StageResult& sr) {
+  PhaseCost busy = sr.busy;
+  double act = 0, peak = sr.peak_act_bytes;
+  for (const Action& a : list) {
+    const ChunkCost& ch = chunks[size_t(a.chunk)];
+    if (a.phase == Phase::F) {
+      busy += ch.F;
+      act += ch.act_bytes;
+      peak = std::max(peak, act + ch.fwd_transient_bytes);
+    } else if (a.phase == Phase::B) {
+      busy += ch.B;
+      peak = std::max(peak, act + ch.transient_bytes);
+      act -= ch.act_bytes - ch.act_w_bytes;
+    } else {
+      busy += ch.W;
+      act -= ch.act_w_bytes;
+    }
+    peak = std::max(peak, act);
+  }
+  sr.busy = busy;
+  sr.peak_act_bytes = peak;
+}
+
+// The event simulation along the table's dependency order, for when nothing records the order of
+// events (no trace, memory trace or DAG). Every value a stage computes depends only on its own list
+// order and on the values its producers wrote (each written once, before it is read), so this gives
+// the numbers of the (time, sequence) order bit for bit, with the same expressions.
+void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp, int m, const SimState& x, PipelineResult& res,
+                  std::vector<std::vector<std::pair<double, double>>>& last_b, std::vector<int>& b_count) {
+  if (table.stuck_stage >= 0)
+    throw std::logic_error("pipeline schedule deadlocked at stage " + std::to_string(table.stuck_stage));
+  std::vector<const Action*> next(static_cast<size_t>(pp));
+  for (int s = 0; s < pp; ++s) next[size_t(s)] = table.actions[size_t(s)].data();
+  for (int s = 0; s < pp; ++s) stage_sums(table.actions[size_t(s)], w.stages[size_t(s)].chunks, res.stages[size_t(s)]);
+  const size_t stride = size_t(vpp) * m;
+  const double p2p = w.p2p_s;
+  for (const uint32_t su : table.order) {
+    const int s = int(su);
+    const Action& a = *next[su]++;
+    StageResult& sr = res.stages[su];
+    const size_t sc = size_t(su) * vpp + a.chunk, sl = sc * m + a.microbatch;
+    const bool last = s == pp - 1 && a.chunk == vpp - 1;
+    double ready = 0, produced = 0;  // arrival of the input, and when its producer finished
+    double d;
+    if (a.phase == Phase::F) {
+      if (s > 0 || a.chunk > 0) {
+        ready = x.f_arr.v[sl];
+        produced = s > 0 ? x.f_end.v[sl - stride] : x.f_end.at(pp - 1, a.chunk - 1, a.microbatch);
+      }
+      d = x.dur[sc * 3];
+    } else if (a.phase == Phase::B) {
+      ready = produced = x.f_end.v[sl];
+      if (!last) {
+        produced = s < pp - 1 ? x.b_end.v[sl + stride] : x.b_end.at(0, a.chunk + 1, a.microbatch);
+        ready = std::max(ready, x.b_arr.v[sl]);
+      }
+      d = x.dur[sc * 3 + 1];
+    } else {
+      ready = produced = x.b_end.v[sl];
+      d = x.dur[sc * 3 + 2];
+    }
+    double& free_at = x.free_at[su];
+    const double start = std::max(free_at, ready);
+    const double gap = start - free_at;
+    if (gap > 0) {
+      double p2p_wait = std::clamp(start - std::max(free_at, produced), 0.0, gap);
+      sr.idle_p2p_s += p2p_wait;
+      sr.idle_bubble_s += gap - p2p_wait;
+    }
+    const double end = start + d;
+    free_at = end;
+    if (a.phase == Phase::F) {
+      x.f_end.v[sl] = end;
+      if (!last) {
+        const double arr = std::max(end, x.link_fwd[su]) + p2p;
+        x.link_fwd[su] = arr;
+        x.f_arr.v[s < pp - 1 ? sl + stride : size_t(a.chunk + 1) * m + a.microbatch] = arr;
+      }
+    } else if (a.phase == Phase::B) {
+      x.b_end.v[sl] = end;
+      if (++b_count[sc] == m) last_b[su][size_t(a.chunk)] = {start, end};
+      if (s > 0 || a.chunk > 0) {
+        const double arr = std::max(end, x.link_bwd[su]) + p2p;
+        x.link_bwd[su] = arr;
+        x.b_arr.v[s > 0 ? sl - stride : (size_t(pp - 1) * vpp + a.chunk - 1) * m + a.microbatch] = arr;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
@@ -138,6 +283,7 @@ ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches)
     t.actions[size_t(st)] = schedule_actions(s, pp, vpp, microbatches, st);
     t.max_in_flight[size_t(st)] = max_in_flight(t.actions[size_t(st)]);
   }
+  build_order(t, pp, vpp, microbatches);
   return t;
 }
 
@@ -180,11 +326,19 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   // free, when its forward and backward links are free, and the activations it holds (buffers of the
   // cache when there is one; separate blocks: one large block is returned to the system and faulted
   // in again every simulation)
+  // Without the (time, sequence) order the grids need no initial value: the dependency order reads
+  // each entry after it is written.
+  const bool ordered = trace || mem || graph;
   const size_t n = size_t(pp) * vpp * m;
   std::vector<double> bufs[5];
   for (std::vector<double>& b : bufs) {
     if (cache) b = cache->take_buffer();
-    b.assign(&b == &bufs[4] ? 4 * size_t(pp) + 3 * size_t(pp) * vpp : n, &b == &bufs[4] ? 0.0 : kUnset);
+    if (&b == &bufs[4])
+      b.assign(4 * size_t(pp) + 3 * size_t(pp) * vpp, 0.0);
+    else if (ordered)
+      b.assign(n, kUnset);
+    else if (b.size() < n)
+      b.resize(n);
   }
   Grid3 f_end{vpp, m, bufs[0].data()}, b_end{vpp, m, bufs[1].data()}, f_arr{vpp, m, bufs[2].data()},
       b_arr{vpp, m, bufs[3].data()};
@@ -226,35 +380,21 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   // Which stage runs next. Every value a stage computes depends only on its own list order and on
   // its producers' values, so any order that respects the dependencies gives the same numbers; the
   // (time, sequence) queue is kept where the order is visible (trace, memory trace, DAG node ids),
-  // and otherwise a plain worklist of stages that may have become ready (no heap, no times).
-  const bool ordered = trace || mem || graph;
+  // and otherwise the table's dependency order runs (run_in_order: no queue, no readiness checks).
+  if (!ordered) {
+    run_in_order(w, table, pp, vpp, m, SimState{f_end, b_end, f_arr, b_arr, free_at, link_fwd, link_bwd, act, dur}, res, last_b,
+                 b_count);
+    for (int s = 0; s < pp; ++s) pos[size_t(s)] = lists[size_t(s)].size();
+  }
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q;
-  std::vector<int> ready_stages;
-  std::vector<char> queued(size_t(pp), 1);
-  ready_stages.reserve(size_t(pp));
   long seq = 0;
-  for (int s = pp - 1; s >= 0; --s) ready_stages.push_back(s);
   if (ordered)
     for (int s = 0; s < pp; ++s) q.push({0.0, seq++, s});
-  auto wake = [&](double t, int st) {
-    if (ordered) {
-      q.push({t, seq++, st});
-    } else if (!queued[size_t(st)]) {
-      queued[size_t(st)] = 1;
-      ready_stages.push_back(st);
-    }
-  };
+  auto wake = [&](double t, int st) { q.push({t, seq++, st}); };
   auto next_stage = [&](int& st) {
-    if (ordered) {
-      if (q.empty()) return false;
-      st = q.top().stage;
-      q.pop();
-      return true;
-    }
-    if (ready_stages.empty()) return false;
-    st = ready_stages.back();
-    ready_stages.pop_back();
-    queued[size_t(st)] = 0;
+    if (q.empty()) return false;
+    st = q.top().stage;
+    q.pop();
     return true;
   };
 

@@ -148,9 +148,15 @@ struct StepReport {
 };
 
 // The action lists of one schedule shape, all stages (core/schedule.h), and each list's max_in_flight.
+// `order`: the stages' actions in one sequence that respects every dependency between them (a stage's
+// list order, a forward after its input's forward, a backward after its forward and its gradient's
+// backward, W after B): the stage whose next action runs, one entry per action. `stuck_stage`: the
+// first stage whose list cannot finish (a deadlocked table), -1 when none.
 struct ScheduleTable {
   std::vector<std::vector<Action>> actions;  // [stage]
   std::vector<int> max_in_flight;            // [stage]
+  std::vector<uint32_t> order;
+  int stuck_stage = -1;
 };
 
 struct WorkloadMemo;  // simulator/workload.cpp
