@@ -119,7 +119,9 @@ TEST(CliProfile, QuickCpuProfileKernelsAndCollectivesAndLocalCluster) {
   ASSERT_EQ(devs->size(), 1u);
   EXPECT_EQ(devs->front().kind, "cpu");
   EXPECT_FALSE(devs->front().libraries["openblas_core"].get<std::string>().empty());
-  for (const auto& s : *pdb.sessions()) EXPECT_EQ(s.status, "complete") << s.kind;
+  auto sessions = pdb.sessions();  // held: `*pdb.sessions()` in the for would dangle
+  ASSERT_TRUE(sessions);
+  for (const auto& s : *sessions) EXPECT_EQ(s.status, "complete") << s.kind;
 #ifdef MPLAN_PROFILES_HAVE_MPI
   if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
     auto cs = pdb.collectives(0);

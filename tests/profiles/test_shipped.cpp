@@ -38,11 +38,15 @@ TEST(Shipped, EveryProfileLoadsWithSources) {
     EXPECT_FALSE(d.source.empty());
     EXPECT_EQ(d.sm_count, preset->gpu.sm_count);
     EXPECT_DOUBLE_EQ(d.peak_tflops.at("bf16"), *preset->gpu.peak(Precision::bf16)) << name;
-    for (const auto& k : *db->kernels(0)) {
+    auto kernels = db->kernels(0);  // held: `*db->kernels(0)` in the for would dangle (ASan)
+    ASSERT_TRUE(kernels) << name;
+    for (const auto& k : *kernels) {
       EXPECT_FALSE(k.source.empty()) << name << " kernel row " << k.id << " has no source";
       EXPECT_GT(k.median_us, 0);
     }
-    for (const auto& c : *db->collectives(0)) {
+    auto collectives = db->collectives(0);
+    ASSERT_TRUE(collectives) << name;
+    for (const auto& c : *collectives) {
       EXPECT_FALSE(c.source.empty()) << name << " collective row " << c.id << " has no source";
       // rows state busbw as published; the time must agree with it (within the rounding of printed tables)
       double busbw = double(c.bytes) / (c.median_us * 1e-6) / 1e9 * (c.busbw_gbps / c.algbw_gbps);
