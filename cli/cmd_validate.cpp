@@ -41,6 +41,8 @@ nlohmann::json report_json(const ValidationReport& r) {
     nlohmann::json j = {{"row_id", x.row_id}, {"model", x.model}, {"gpu", x.gpu}, {"skipped", x.skipped}};
     if (x.skipped) {
       j["reason"] = x.reason;
+      if (x.predicted > 0)  // a known regression: predicted and reported, not scored
+        j.update({{"measured", x.measured}, {"predicted", x.predicted}, {"error_pct", x.error_pct}});
     } else if (x.expect_oom) {
       j.update({{"expect_oom", true},
                 {"peak_memory_gib", x.peak_memory_gib},

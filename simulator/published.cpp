@@ -221,6 +221,8 @@ std::optional<std::string> doubtful_flag(const CsvRow& r) {
   return std::nullopt;
 }
 
+bool known_regression(const CsvRow& r) { return r.get("flags").find("known_regression") != std::string::npos; }
+
 namespace {
 constexpr const char* kModelColumns[] = {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"};
 

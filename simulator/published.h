@@ -46,4 +46,9 @@ std::optional<double> measured_tokens_per_s_per_gpu(const CsvRow& r, const Publi
 // parallel_config_not_stated), with the flag that caused it.
 std::optional<std::string> doubtful_flag(const CsvRow& r);
 
+// Rows whose source documents a performance regression of that software release (flag
+// `known_regression`, with the source's footnote in the row's notes): they measure a bug, not the
+// system, so they are predicted and reported with their error but neither scored nor fitted.
+bool known_regression(const CsvRow& r);
+
 }  // namespace mplan

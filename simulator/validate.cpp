@@ -131,6 +131,12 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
     row.predicted = r->tokens_per_s_per_gpu;
     record_memory(row, *r);
     row.error_pct = (row.predicted - row.measured) / row.measured * 100.0;
+    if (known_regression(c)) {
+      row.skipped = true;
+      row.reason = "flagged known_regression (the source documents a regression of this release): predicted " +
+                   std::to_string(int(std::lround(row.predicted))) + " vs measured " +
+                   std::to_string(int(std::lround(row.measured))) + " tokens/s/GPU, not scored";
+    }
     rep.rows.push_back(row);
   }
   summarise(rep);
@@ -140,7 +146,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
 std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows) {
   std::vector<MeasuredRun> out;
   for (const auto& c : rows) {
-    if (doubtful_flag(c)) continue;
+    if (doubtful_flag(c) || known_regression(c)) continue;
     auto run = published_run_from_row(c);
     if (!run) continue;
     auto meas = measured_tokens_per_s_per_gpu(c, *run, nullptr);
@@ -214,6 +220,12 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
       row.how = "peak device memory";
     }
     row.error_pct = (row.predicted - row.measured) / row.measured * 100.0;
+    if (known_regression(c)) {
+      row.skipped = true;
+      row.reason = "flagged known_regression (the source documents a regression of this release): predicted " +
+                   std::to_string(int(std::lround(row.predicted))) + " vs measured " +
+                   std::to_string(int(std::lround(row.measured))) + " tokens/s/GPU, not scored";
+    }
     rep.rows.push_back(row);
   }
   summarise(rep);

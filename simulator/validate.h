@@ -50,11 +50,13 @@ using ParamsFor = std::function<CostParams(const Plan&)>;
 
 ErrorStats error_stats(const std::vector<double>& abs_errors_pct);
 // Throughput rows: predicted vs measured tokens/s per GPU. Doubtful rows (see doubtful_flag) are
-// skipped with their flag as the reason.
+// skipped with their flag as the reason; known regressions (see known_regression) are predicted and
+// reported with their error but skipped from the scores.
 // `settings`: with the recipe facts behind each row (default) or as the row states it (RowSettings).
 ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const ParamsFor& params,
                                      RowSettings settings = RowSettings::with_run_facts);
-// The clean, expressible throughput rows as measured runs (input of fit_cost_params).
+// The clean, expressible throughput rows as measured runs (input of fit_cost_params); known
+// regressions are left out.
 std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows);
 // Memory rows: predicted peak memory of the worst rank vs mem_total_gib.
 ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFor& params,

@@ -1,6 +1,7 @@
 // Cross-validation of the cost model: a parameter that only the held-out source informs falls back to
 // its prior instead of keeping the value fitted with that source; residual quantiles; interval bounds
-// read from a calibration file (current and older keys).
+// read from a calibration file (current and older keys); rows whose source documents a regression are
+// reported with their error but neither scored nor fitted.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "simulator/cross_validate.h"
 #include "simulator/simulator.h"
+#include "simulator/validate.h"
 
 namespace mplan {
 namespace {
@@ -98,6 +100,27 @@ TEST(CrossValidate, IntervalBoundsReadCurrentAndOlderKeysAndRefuseDisorder) {
   EXPECT_FALSE(interval_bounds(nlohmann::json{{"lo", 0.3}, {"hi", 0.2}}));
   EXPECT_FALSE(interval_bounds(nlohmann::json{{"lo", "x"}, {"hi", 0.2}}));
   EXPECT_FALSE(interval_bounds(nlohmann::json::array()));
+}
+
+TEST(CrossValidate, KnownRegressionRowsAreReportedButNeitherScoredNorFitted) {
+  Calibration truth = shipped_calibration();
+  auto rows = synthetic_rows(truth);
+  ASSERT_EQ(rows.size(), 6u);
+  // M-2 measured at half its throughput, and its source says that release regressed
+  rows[1].f["tokens_per_sec_per_gpu"] = std::to_string(std::stod(rows[1].get("tokens_per_sec_per_gpu")) / 2);
+  rows[1].f["flags"] = "known_regression";
+  auto params = [&](const Plan& p) { return truth.params_for(p.cluster.gpu); };
+  ValidationReport rep = validate_throughput(rows, params);
+  EXPECT_EQ(rep.overall.n, 5);
+  EXPECT_EQ(rep.skipped, 1);
+  EXPECT_LT(rep.overall.mape, 1.0);  // the other rows are exact
+  const ValidationRow& m2 = rep.rows[1];
+  EXPECT_TRUE(m2.skipped);
+  EXPECT_NE(m2.reason.find("known_regression"), std::string::npos) << m2.reason;
+  EXPECT_NEAR(m2.error_pct, 100.0, 2.0);  // predicted and reported: twice the regressed measurement
+  auto runs = measured_runs_from_rows(rows);
+  EXPECT_EQ(runs.size(), 5u);
+  for (const MeasuredRun& m : runs) EXPECT_NE(m.id, "M-2");
 }
 
 }  // namespace

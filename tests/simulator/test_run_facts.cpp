@@ -97,6 +97,39 @@ TEST(RunFacts, StatedColumnsWinAndRuleBreakingFactsAreSkipped) {
   EXPECT_FALSE(plan.parallel.moe_a2a_overlap);
 }
 
+// Facts a recipe helper sets together are recorded together: Megatron-Bridge 26.08's MXFP8 Qwen3 recipes
+// call _enable_hybridep_full_iteration_mxfp8, which turns on full-iteration CUDA graphs and the EP
+// all-to-all overlap; and DeepSeek-V3 (MLA, head_dim_qk 192) on GB200 under NeMo r2.3.0's Transformer
+// Engine runs unfused attention while the H100 run of the same release keeps cuDNN's fused kernel.
+TEST(RunFacts, RecipeHelperFactsAndTheBlackwellMlaAttentionKernel) {
+  CsvRow r;
+  r.f = {{"source_id", "mbridge_perf_summary"},
+         {"framework_version", "NeMo 26.08"},
+         {"workload", "pretrain"},
+         {"model", "Qwen3_30B_a3B"},
+         {"gpu_type", "GB300"},
+         {"num_gpus", "8"},
+         {"precision", "mxfp8"}};
+  std::map<std::string, std::string> got;
+  for (const auto& f : run_facts_for(r)) got[f.fact] = f.value;
+  EXPECT_EQ(got["cuda_graph_impl"], "full_iteration");
+  EXPECT_EQ(got["overlap_moe_expert_parallel_comm"], "True");
+  CsvRow d;
+  d.f = {{"source_id", "dgxc_benchmarking"},
+         {"url", "https://github.com/NVIDIA/dgxc-benchmarking/blob/8a983f7baecdf284862ffff21eeb0dc8d571fe3f/x"},
+         {"model", "DeepSeek-V3 671B"},
+         {"gpu_type", "GB200"},
+         {"precision", "bf16"}};
+  got.clear();
+  for (const auto& f : run_facts_for(d)) got[f.fact] = f.value;
+  EXPECT_EQ(got["attention_backend"], "unfused");
+  d.f["gpu_type"] = "H100";
+  got.clear();
+  for (const auto& f : run_facts_for(d)) got[f.fact] = f.value;
+  EXPECT_FALSE(got.count("attention_backend"));
+  EXPECT_EQ(got["recompute_modules"], "mla_up_proj");
+}
+
 TEST(RunFacts, MegatronPipelineLayoutStrings) {
   auto l = parse_megatron_pipeline_layout("Et*4|(t*4|)*14tmL", 4, 4);
   ASSERT_EQ(l.size(), 4u);
