@@ -16,6 +16,8 @@ TEST(FrameworkData, EveryFrameworkHasItsDocumentedPerStepDefaults) {
     EXPECT_EQ(s.optimizer_bytes_per_param, f == Framework::megatron ? 34.0 : 28.0) << to_string(f);
     EXPECT_GE(s.logging_s, 0.0) << to_string(f);
   }
+  // MaxText's one measured per-step gap (maxtext pull request #324: 3.8 ms between steps)
+  EXPECT_DOUBLE_EQ(framework_step(Framework::maxtext).data_loading_s, 0.0038);
 }
 
 }  // namespace
