@@ -123,8 +123,8 @@ std::string precision(const Plan& p) {
   return p.training.precision == Precision::tf32 ? "fp32" : std::string(to_string(p.training.precision));
 }
 std::string moe_layers(const Plan& p) {
-  std::vector<int> pat;
-  for (int i = 0; i < p.model.num_layers; ++i) pat.push_back(p.model.is_moe_layer(i) ? 1 : 0);
+  std::vector<int> pat(size_t(std::max(0, p.model.num_layers)));
+  for (size_t i = 0; i < pat.size(); ++i) pat[i] = p.model.is_moe_layer(int(i)) ? 1 : 0;
   return "pattern:" + join_ints(pat);
 }
 
@@ -434,7 +434,8 @@ std::vector<std::string> check_plan(const LogConfig& log, const Plan& plan) {
   for (const auto& [key, f] : log.fields) {
     auto it = pv.find(key);
     if (it == pv.end()) continue;
-    const Only only = std::find_if(log_keys().begin(), log_keys().end(), [&](const LogKey& k) { return k.key == key; })->only;
+    const std::string& k = key;  // clang does not capture structured bindings in lambdas
+    const Only only = std::find_if(log_keys().begin(), log_keys().end(), [&k](const LogKey& r) { return r.key == k; })->only;
     if ((only == Only::moe && !both_moe) || (only == Only::mla && !both_mla)) continue;
     if (agrees(key, f.normalized, it->second.value)) continue;
     out.push_back(what + f.name + " = " + f.printed + " but the plan has " + it->second.field + " = " +
