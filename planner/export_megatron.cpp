@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "core/megatron_rules.h"
@@ -412,11 +413,29 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   bool bf16 = false, fp16 = false, precision_aware = false;
   std::vector<std::string> problems;
   TrainingSpec training;
+  // the flags read as they are, resolved into fields after the loop: switches and texts
+  const std::map<std::string, bool*> switches = {{"--account-for-embedding-in-pipeline-split", &account_emb},
+                                                 {"--account-for-loss-in-pipeline-split", &account_loss},
+                                                 {"--use-distributed-optimizer", &dist_opt},
+                                                 {"--use-megatron-fsdp", &fsdp},
+                                                 {"--bf16", &bf16},
+                                                 {"--fp16", &fp16},
+                                                 {"--use-precision-aware-optimizer", &precision_aware}};
+  const std::map<std::string, std::string*> texts = {{"--pipeline-model-parallel-layout", &layout},
+                                                     {"--data-parallel-sharding-strategy", &sharding},
+                                                     {"--fp8-format", &fp8},
+                                                     {"--fp8-recipe", &fp8_recipe},
+                                                     {"--fp4-format", &fp4},
+                                                     {"--main-params-dtype", &main_dtype}};
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 30); };
-    if (const ParallelField* f = megatron_field(k)) {  // one flag with the member's value
+    if (auto s = switches.find(k); s != switches.end())
+      *s->second = true;
+    else if (auto t = texts.find(k); t != texts.end())
+      *t->second = val();
+    else if (const ParallelField* f = megatron_field(k)) {  // one flag with the member's value
       std::string v;
       if (f->type() == FieldType::boolean)
         v = "true";
@@ -430,22 +449,10 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       nlpvs = int(ival());
     else if (k == "--num-virtual-stages-per-pipeline-rank")
       p.vpp = int(ival());
-    else if (k == "--pipeline-model-parallel-layout")
-      layout = val();
-    else if (k == "--account-for-embedding-in-pipeline-split")
-      account_emb = true;
-    else if (k == "--account-for-loss-in-pipeline-split")
-      account_loss = true;
     else if (const TrainingField* tf = training_field_of_flag(k)) {
       if (std::string bad = set_training_field_text(*tf, training, val()); !bad.empty()) problems.push_back(k + ": " + bad);
     } else if (k == "--num-layers")
       r.num_layers = int(ival());
-    else if (k == "--use-distributed-optimizer")
-      dist_opt = true;
-    else if (k == "--use-megatron-fsdp")
-      fsdp = true;
-    else if (k == "--data-parallel-sharding-strategy")
-      sharding = val();
     else if (k == "--recompute-granularity")
       p.recompute = parse_recompute(val()).value_or(Recompute::none);
     else if (k == "--recompute-method") {
@@ -454,17 +461,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     } else if (k == "--recompute-num-layers") {
       int v = int(ival());
       if (p.recompute_num_layers != -1) p.recompute_num_layers = v;
-    } else if (k == "--bf16")
-      bf16 = true;
-    else if (k == "--fp16")
-      fp16 = true;
-    else if (k == "--fp8-format")
-      fp8 = val();
-    else if (k == "--fp8-recipe")
-      fp8_recipe = val();
-    else if (k == "--fp4-format")
-      fp4 = val();
-    else if (k == "--attention-backend")
+    } else if (k == "--attention-backend")
       p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
     else if (k == "--moe-flex-dispatcher-backend") {
       std::string b = val();
@@ -474,10 +471,6 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
         problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");
     } else if (k == "--moe-enable-deepep")
       p.moe_dispatcher = MoeDispatcher::deepep;
-    else if (k == "--use-precision-aware-optimizer")
-      precision_aware = true;
-    else if (k == "--main-params-dtype")
-      main_dtype = val();
     else if (k == "--exp-avg-dtype")
       p.adam_states_bf16 = val() == "bf16";
     else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
