@@ -14,51 +14,48 @@
 namespace mplan::cli {
 
 namespace {
+// The option of a descriptor-table row, storing its value as text under `key`: a boolean as a flag
+// ("--x" sets, "--no-x" clears, "--x/--no-x" gives both), an integer or a number checked against its
+// range, a choice against its names, a module list with its names in the help.
+CLI::Option* add_text_option(CLI::App* sub, const std::string& cli, FieldType type, const std::string& doc, double min,
+                             double max, const std::vector<std::string>& choices, FieldTexts& given, const std::string& key) {
+  auto store = [&given, key](const std::string& v) { given[key] = v; };
+  if (type == FieldType::boolean) {
+    const size_t slash = cli.find('/');
+    const bool clears = cli.rfind("--no-", 0) == 0;
+    auto* on = sub->add_flag_function(
+        cli.substr(0, slash), [store, clears](int64_t) { store(clears ? "false" : "true"); }, clears ? "do not " + doc : doc);
+    if (slash != std::string::npos)
+      on->excludes(sub->add_flag_function(
+          cli.substr(slash + 1), [store](int64_t) { store("false"); }, "no " + doc));
+    return on;
+  }
+  if (type == FieldType::integer)
+    return sub
+        ->add_option_function<int64_t>(
+            cli, [store](int64_t v) { store(std::to_string(v)); }, doc)
+        ->check(int_range(int64_t(min), int64_t(max)));
+  if (type == FieldType::number)
+    return sub->add_option_function<std::string>(cli, store, doc)->type_name("FLOAT")->check(real_range(min, max, true));
+  auto* o = sub->add_option_function<std::string>(cli, store, doc);
+  if (type == FieldType::choice) o->check(CLI::IsMember(choices));
+  if (type == FieldType::modules) o->description(doc + ": " + join_names(choices));
+  return o;
+}
+
 // The options of the plan fields of `group`, each storing its text under the plan key.
 void add_field_options(CLI::App* sub, CliGroup group, FieldTexts& given) {
-  for (const ParallelField& f : parallel_fields()) {
-    if (f.group != group) continue;
-    const std::string cli = f.cli, key = f.json, doc = f.doc;
-    auto store = [&given, key](const std::string& v) { given[key] = v; };
-    if (f.type() == FieldType::boolean) {
-      const size_t slash = cli.find('/');
-      const bool clears = cli.rfind("--no-", 0) == 0;
-      auto* on = sub->add_flag_function(
-          cli.substr(0, slash), [store, clears](int64_t) { store(clears ? "false" : "true"); }, clears ? "do not " + doc : doc);
-      if (slash != std::string::npos)
-        on->excludes(sub->add_flag_function(
-            cli.substr(slash + 1), [store](int64_t) { store("false"); }, "no " + doc));
-    } else if (f.type() == FieldType::integer) {
-      sub->add_option_function<int64_t>(
-             cli, [store](int64_t v) { store(std::to_string(v)); }, doc)
-          ->check(int_range(int64_t(f.min), int64_t(f.max)));
-    } else if (f.type() == FieldType::number) {
-      sub->add_option_function<std::string>(cli, store, doc)->type_name("FLOAT")->check(real_range(f.min, f.max, true));
-    } else {
-      auto* o = sub->add_option_function<std::string>(cli, store, doc);
-      if (f.type() == FieldType::choice) o->check(CLI::IsMember(f.access.choices()));
-      if (f.type() == FieldType::modules) o->description(doc + ": " + join_names(f.access.choices()));
-    }
-  }
+  for (const ParallelField& f : parallel_fields())
+    if (f.group == group)
+      add_text_option(sub, f.cli, f.type(), f.doc, f.min, f.max,
+                      f.access.choices ? f.access.choices() : std::vector<std::string>{}, given, f.json);
 }
 
 // The options of the training fields, each storing its text under the plan key (or the option).
 void add_training_options(CLI::App* sub, FieldTexts& given, bool required) {
   for (const TrainingField& f : training_fields()) {
-    const std::string key = *f.json ? f.json : f.cli;
-    auto store = [&given, key](const std::string& v) { given[key] = v; };
-    if (f.type == FieldType::boolean) {
-      sub->add_flag_function(
-          f.cli, [store](int64_t) { store("true"); }, f.doc);
-      continue;
-    }
-    CLI::Option* o = nullptr;
-    if (f.type == FieldType::integer)
-      o = sub->add_option_function<int64_t>(
-                 f.cli, [store](int64_t v) { store(std::to_string(v)); }, f.doc)
-              ->check(int_range(f.min, f.max));
-    else
-      o = sub->add_option_function<std::string>(f.cli, store, f.doc)->check(CLI::IsMember(f.choices()));
+    CLI::Option* o = add_text_option(sub, f.cli, f.type, f.doc, double(f.min), double(f.max),
+                                     f.choices ? f.choices() : std::vector<std::string>{}, given, *f.json ? f.json : f.cli);
     if (required && f.cli_required()) o->required();
   }
 }

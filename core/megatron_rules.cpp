@@ -2,6 +2,7 @@
 #include "core/megatron_rules.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace mplan {
 
@@ -23,6 +24,33 @@ struct Dims {
     if (problem.empty() && v % 8 != 0) problem = what + " = " + s(v) + " is not divisible by 8";
   }
 };
+
+// Expands Megatron's layout grammar into a flat string of symbols.
+bool expand(const std::string& s, size_t& i, std::string& out, int depth) {
+  if (depth > 8) return false;
+  while (i < s.size() && s[i] != ')') {
+    std::string item;
+    if (s[i] == '(') {
+      ++i;
+      if (!expand(s, i, item, depth + 1) || i >= s.size() || s[i] != ')') return false;
+      ++i;
+    } else {
+      item = std::string(1, s[i++]);
+    }
+    int rep = 1;
+    if (i < s.size() && s[i] == '*') {
+      ++i;
+      size_t j = i;
+      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+      if (j == i || j - i > 4) return false;
+      rep = std::stoi(s.substr(i, j - i));
+      i = j;
+    }
+    for (int k = 0; k < rep; ++k) out += item;
+    if (out.size() > 100000) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -95,9 +123,64 @@ int megatron_vpp_of(int num_layers, int pp, int layers_per_virtual_stage) {
   return pp > 0 && layers_per_virtual_stage > 0 ? num_layers / pp / layers_per_virtual_stage : 0;
 }
 
+std::string megatron_pipeline_layout(const std::vector<std::vector<int>>& layers, int mtp_layers) {
+  const int pp = int(layers.size()), total = pp > 0 ? pp * int(layers[0].size()) : 0;
+  std::string out;
+  for (int k = 0; k < total; ++k) {
+    const int t = layers[size_t(k % pp)][size_t(k / pp)];
+    out += std::string(k ? "|" : "") + (k == 0 ? "E" : "") + (t == 1 ? "t" : t > 1 ? "t*" + s(t) : "");
+    if (k == total - 1) out += std::string(size_t(mtp_layers), 'm') + "L";
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& s, int pp, int vpp) {
+  std::string flat;
+  size_t i = 0;
+  if (!expand(s, i, flat, 0) || i != s.size()) return {};
+  std::vector<int> segments(1, 0);
+  for (char c : flat) {
+    if (c == '|')
+      segments.push_back(0);
+    else if (c == 't')
+      ++segments.back();
+    else if (c != 'E' && c != 'L' && c != 'm')
+      return {};
+  }
+  if (pp > 0 && vpp == 0 && segments.size() % size_t(pp) == 0) vpp = int(segments.size()) / pp;
+  if (pp < 1 || vpp < 1 || int(segments.size()) != pp * vpp) return {};
+  std::vector<std::vector<int>> out(size_t(pp), std::vector<int>(size_t(vpp), 0));
+  for (int k = 0; k < pp * vpp; ++k) out[size_t(k % pp)][size_t(k / pp)] = segments[size_t(k)];  // model order is chunk-major
+  return out;
+}
+
 bool megatron_fp8_tensorwise(Precision prec, const ParallelConfig& p) {
   const RecomputeModules r = p.effective_recompute_modules();
   return prec == Precision::fp8 && (r.has(RecomputeModule::layernorm) || r.has(RecomputeModule::moe_act));
+}
+
+std::vector<std::string> megatron_precision_args(Precision prec, const ParallelConfig& p) {
+  switch (prec) {
+    case Precision::bf16:
+      return {"--bf16"};
+    case Precision::fp16:
+      return {"--fp16"};
+    case Precision::fp8:
+      if (megatron_fp8_tensorwise(prec, p)) return {"--bf16", "--fp8-format hybrid", "--fp8-recipe tensorwise"};
+      return {"--bf16", "--fp8-format hybrid"};
+    case Precision::mxfp8:
+      return {"--bf16", "--fp8-format e4m3", "--fp8-recipe mxfp8"};
+    case Precision::nvfp4:
+      return {"--bf16", "--fp4-format e2m1"};
+    default:
+      return {};  // fp32: Megatron's default
+  }
+}
+
+Precision megatron_precision(bool bf16, bool fp16, bool fp8, const std::string& fp8_recipe, bool fp4) {
+  if (fp4) return Precision::nvfp4;
+  if (fp8) return fp8_recipe == "mxfp8" ? Precision::mxfp8 : Precision::fp8;
+  return bf16 ? Precision::bf16 : fp16 ? Precision::fp16 : Precision::fp32;
 }
 
 void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e) {

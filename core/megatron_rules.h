@@ -52,6 +52,20 @@ const char* megatron_fsdp_strategy(int zero);
 int megatron_layers_per_virtual_stage(int num_layers, int pp, int vpp);
 int megatron_vpp_of(int num_layers, int pp, int layers_per_virtual_stage);
 
+// Megatron's --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py):
+// the pp*vpp stages in model order (chunk-major), '|' between them; E embedding, t decoder layer,
+// m MTP layer, L loss; "x*N" and "(...)*N" repeat. The writer gives layers per [stage][chunk] (the
+// last stage adds `mtp_layers` m's); the reader returns them for pp ranks (vpp 0: as many chunks as
+// the stages make), empty when the text is not that grammar or its stages are not pp*vpp.
+std::string megatron_pipeline_layout(const std::vector<std::vector<int>>& layers, int mtp_layers);
+std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& s, int pp, int vpp);
+
+// The precision flags Megatron-LM trains `prec` with (fp32 and tf32: none; fp8 with the tensorwise
+// recipe where megatron_fp8_tensorwise), and the precision a run's flags select: --fp4-format, then
+// --fp8-format (mxfp8 with --fp8-recipe mxfp8), --bf16, --fp16, else fp32.
+std::vector<std::string> megatron_precision_args(Precision prec, const ParallelConfig& p);
+Precision megatron_precision(bool bf16, bool fp16, bool fp8, const std::string& fp8_recipe, bool fp4);
+
 // Megatron-LM's and Transformer Engine's assertions above as messages naming the field, appended to e.
 void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e);
 

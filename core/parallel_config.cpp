@@ -280,17 +280,12 @@ int first_layer_of(const ModelSpec& m, const ParallelConfig& p, int stage, int c
 std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t,
                                          const ParallelConfig& p) {
   std::vector<std::string> e;
-  auto positive = [&](const char* name, int v) {
-    if (v < 1) e.push_back(std::string(name) + "=" + s(v) + " must be >= 1");
-  };
-  positive("world_size", p.world_size);
-  positive("tp", p.tp);
-  positive("pp", p.pp);
-  positive("vpp", p.vpp);
-  positive("cp", p.cp);
-  positive("ep", p.ep);
-  positive("etp", p.etp);
-  positive("micro_batch_size", p.micro_batch_size);
+  for (const ParallelField& f : parallel_fields()) {  // the integer ranges of the descriptor table
+    const int v = f.type() == FieldType::integer ? p.*f.access.i : 0;
+    if (f.type() == FieldType::integer && (v < f.min || v > f.max))
+      e.push_back(std::string(f.json) + "=" + s(v) +
+                  (v < 1 && f.min == 1 ? " must be >= 1" : " must be in " + s(int64_t(f.min)) + ".." + s(int64_t(f.max))));
+  }
   if (t.global_batch_size < 1) e.push_back("global_batch_size=" + s(t.global_batch_size) + " must be >= 1");
   if (t.seq_length < 1) e.push_back("seq_length=" + s(t.seq_length) + " must be >= 1");
   if (!e.empty()) return e;
@@ -305,13 +300,10 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
     return e;
   }
   int dp = p.dp();
-  if (!m.mla && m.num_attention_heads % p.tp != 0)
-    e.push_back("tp=" + s(p.tp) + " does not divide num_attention_heads=" + s(m.num_attention_heads));
-  if (m.mla && m.num_attention_heads % p.tp != 0)
-    e.push_back("tp=" + s(p.tp) + " does not divide num_attention_heads=" + s(m.num_attention_heads));
-  if (!m.mla && m.num_query_groups % p.tp != 0)
-    e.push_back("tp=" + s(p.tp) + " does not divide num_query_groups=" + s(m.num_query_groups));
-  if (m.ffn_hidden_size % p.tp != 0) e.push_back("tp=" + s(p.tp) + " does not divide ffn_hidden_size=" + s(m.ffn_hidden_size));
+  for (auto [what, v, applies] : {std::tuple{"num_attention_heads", int64_t(m.num_attention_heads), true},
+                                  {"num_query_groups", int64_t(m.num_query_groups), !m.mla},
+                                  {"ffn_hidden_size", m.ffn_hidden_size, true}})
+    if (applies && v % p.tp != 0) e.push_back("tp=" + s(p.tp) + " does not divide " + what + "=" + s(v));
   if (p.sp && p.tp == 1) e.push_back("sequence parallel needs tp > 1 (sp=true with tp=1); turn sp off");
   if (p.sp && t.seq_length % (int64_t(p.tp) * p.cp) != 0)
     e.push_back("seq_length=" + s(t.seq_length) + " is not divisible by tp*cp=" + s(p.tp * p.cp) +
@@ -413,7 +405,6 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
     e.push_back("the interleaved schedule needs the number of micro-batches (" + s(t.global_batch_size / per_step) +
                 ") to be a multiple of pp=" + s(p.pp));
   // memory/optimizer
-  if (p.zero < 0 || p.zero > 3) e.push_back("zero=" + s(p.zero) + " must be 0, 1, 2 or 3");
   if (p.recompute != Recompute::full && p.recompute_num_layers > 0) e.push_back("recompute_num_layers needs recompute=full");
   if (!st.empty() && p.recompute_num_layers > 0) {
     int min_chunk = INT32_MAX;

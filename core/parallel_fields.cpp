@@ -89,7 +89,7 @@ using G = CliGroup;
 using M = MegatronMap;
 
 // choice accessors from the member and its parser
-template <auto Member, auto Parse>
+template <auto Member>
 std::string get_choice(const P& p) {
   return to_string(p.*Member);
 }
@@ -115,7 +115,7 @@ std::vector<std::string> remat_choices() {
 }
 
 // module sets: "a,b,c" <-> bits, with the messages naming the table the name is missing from
-template <auto Member, auto Table>
+template <auto Table>
 std::vector<std::string> module_choices() {
   std::vector<std::string> n;
   for (const auto& [name, e] : Table()) n.push_back(name);
@@ -125,21 +125,16 @@ template <auto Member>
 std::string get_modules(const P& p) {
   return join_names(to_names(p.*Member));
 }
-template <auto Member, auto Table, auto Parse>
-std::string set_modules(P& p, const std::string& s, const char* what) {
+template <auto Member, auto Table, auto Parse, const char* What>
+std::string set_modules(P& p, const std::string& s) {
   std::string bad;
   auto set = Parse(split_list(s), &bad);
-  if (!set) return "'" + bad + "' is not " + what + "; valid: " + join_names(module_choices<Member, Table>(), "|");
+  if (!set) return "'" + bad + "' is not " + What + "; valid: " + join_names(module_choices<Table>(), "|");
   p.*Member = *set;
   return "";
 }
-std::string set_recompute_modules(P& p, const std::string& s) {
-  return set_modules<&P::recompute_modules, &recompute_module_names, &parse_recompute_modules>(p, s,
-                                                                                               "a Megatron recompute module");
-}
-std::string set_offload_modules(P& p, const std::string& s) {
-  return set_modules<&P::offload_modules, &offload_module_names, &parse_offload_modules>(p, s, "an activation offloading module");
-}
+const char kRecomputeModule[] = "a Megatron recompute module";
+const char kOffloadModule[] = "an activation offloading module";
 
 // pipeline_layout: "a,b;c,d" (stages by ';', chunks by ',')
 std::string get_layout(const P& p) {
@@ -181,49 +176,29 @@ bool pad_written(const P& p) { return p.moe_capacity_factor > 0; }
 FieldAccess I(int P::*m) { return {T::integer, m}; }
 FieldAccess B(bool P::*m) { return {T::boolean, nullptr, m}; }
 FieldAccess D(double P::*m) { return {T::number, nullptr, nullptr, m}; }
-template <auto Member, auto Parse>
+// a value reached through its text: get, set (with the valid names) and copy
+template <auto Member, auto Get, auto Set, auto Choices>
+FieldAccess Text(T type) {
+  FieldAccess a{type};
+  a.get = Get, a.set = Set, a.choices = Choices, a.copy = copy_member<Member>;
+  return a;
+}
+// a module set from the member, its name table and parser, and what its names are
+template <auto Member, auto Table, auto Parse, const char* What>
+FieldAccess Mods() {
+  return Text<Member, get_modules<Member>, set_modules<Member, Table, Parse, What>, module_choices<Table>>(T::modules);
+}
+// a choice from the member and its parser (the choices: the enum's names)
+template <auto Member, auto Parse, auto Choices = choices_of<std::remove_reference_t<decltype(std::declval<P>().*Member)>>>
 FieldAccess C() {
-  using E = std::remove_reference_t<decltype(std::declval<P>().*Member)>;
-  return {T::choice,
-          nullptr,
-          nullptr,
-          nullptr,
-          nullptr,
-          get_choice<Member, Parse>,
-          set_choice<Member, Parse, choices_of<E>>,
-          choices_of<E>,
-          copy_member<Member>};
+  return Text<Member, get_choice<Member>, set_choice<Member, Parse, Choices>, Choices>(T::choice);
 }
 
 std::vector<ParallelField> make_fields() {
   const double G_ = kMaxGpus, L = kMaxLayers, X = 0;  // X: no range
-  const auto remat = FieldAccess{T::choice,
-                                 nullptr,
-                                 nullptr,
-                                 nullptr,
-                                 nullptr,
-                                 get_choice<&P::remat_policy, 0>,
-                                 set_choice<&P::remat_policy, parse_remat_policy, remat_choices>,
-                                 remat_choices,
-                                 copy_member<&P::remat_policy>};
-  const auto rmods = FieldAccess{T::modules,
-                                 nullptr,
-                                 nullptr,
-                                 nullptr,
-                                 nullptr,
-                                 get_modules<&P::recompute_modules>,
-                                 set_recompute_modules,
-                                 module_choices<&P::recompute_modules, &recompute_module_names>,
-                                 copy_member<&P::recompute_modules>};
-  const auto omods = FieldAccess{T::modules,
-                                 nullptr,
-                                 nullptr,
-                                 nullptr,
-                                 nullptr,
-                                 get_modules<&P::offload_modules>,
-                                 set_offload_modules,
-                                 module_choices<&P::offload_modules, &offload_module_names>,
-                                 copy_member<&P::offload_modules>};
+  const auto remat = C<&P::remat_policy, parse_remat_policy, remat_choices>();
+  const auto rmods = Mods<&P::recompute_modules, &recompute_module_names, &parse_recompute_modules, kRecomputeModule>();
+  const auto omods = Mods<&P::offload_modules, &offload_module_names, &parse_offload_modules, kOffloadModule>();
   const auto layout = FieldAccess{T::layout, nullptr, nullptr, nullptr, &P::pipeline_layout, get_layout, set_layout};
   const Presence opt = Presence::if_set;
   // clang-format off
@@ -338,19 +313,23 @@ const ParallelField* parallel_field(const std::string& json_key) {
   return nullptr;
 }
 
-std::string field_text(const ParallelField& f, const ParallelConfig& p) {
+std::string shortest_decimal(double v) {
   char b[40];
+  for (int digits : {6, 10, 15, 17}) {
+    std::snprintf(b, sizeof b, "%.*g", digits, v);
+    if (std::strtod(b, nullptr) == v) break;
+  }
+  return b;
+}
+
+std::string field_text(const ParallelField& f, const ParallelConfig& p) {
   switch (f.type()) {
     case T::integer:
       return std::to_string(p.*f.access.i);
     case T::boolean:
       return p.*f.access.b ? "true" : "false";
     case T::number:
-      for (int digits : {6, 10, 15, 17}) {  // the shortest decimal that reads back as the same double
-        std::snprintf(b, sizeof b, "%.*g", digits, p.*f.access.d);
-        if (std::strtod(b, nullptr) == p.*f.access.d) break;
-      }
-      return b;
+      return shortest_decimal(p.*f.access.d);
     default:
       return f.access.get(p);
   }

@@ -64,6 +64,8 @@ const std::vector<ParallelField>& parallel_fields();
 const ParallelField* parallel_field(const std::string& json_key);
 // The value as text ("4", "true", "interleaved", "core_attn,mlp", "4,4;4,3").
 std::string field_text(const ParallelField& f, const ParallelConfig& p);
+// The shortest decimal ("%g" with 6, 10, 15 or 17 digits) that reads back as the same double.
+std::string shortest_decimal(double v);
 // Sets the value from text; "" or what would be valid ("expected an integer in 1..16384").
 std::string set_field_text(const ParallelField& f, ParallelConfig& p, const std::string& text);
 // `--flag value` / `--flag` of a direct Megatron field ("" for a false boolean; modules space-separated).

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "core/megatron_rules.h"
@@ -25,37 +26,7 @@ namespace mplan {
 namespace {
 
 // the shortest decimal that reads back as the same double (so the import round-trips exactly)
-std::string num(double v) {
-  char b[40];
-  for (int digits : {6, 10, 15, 17}) {
-    std::snprintf(b, sizeof b, "%.*g", digits, v);
-    if (std::strtod(b, nullptr) == v) break;
-  }
-  return b;
-}
-
-// Megatron's --pipeline-model-parallel-layout: stages in model order (chunk-major), '|' between
-// them; E = embedding, t = decoder layer, m = MTP layer, L = loss.
-std::string layout_string(const ModelSpec& m, const ParallelConfig& p) {
-  auto n = layers_per_stage_chunk(m, p);
-  std::string out;
-  int total = p.pp * p.vpp;
-  for (int k = 0; k < total; ++k) {
-    int s = k % p.pp, c = k / p.pp;
-    if (k) out += "|";
-    if (k == 0) out += "E";
-    int t = n[s][c];
-    if (t == 1)
-      out += "t";
-    else if (t > 1)
-      out += "t*" + std::to_string(t);
-    if (k == total - 1) {
-      for (int i = 0; i < m.mtp_num_layers; ++i) out += "m";
-      out += "L";
-    }
-  }
-  return out;
-}
+std::string num(double v) { return shortest_decimal(v); }
 
 // The layers per [stage][chunk] that Megatron-LM builds with --account-for-embedding-in-pipeline-split
 // (embedding) and --account-for-loss-in-pipeline-split (loss): num_layers plus one per flag, split
@@ -269,7 +240,7 @@ std::string export_megatron_args(const Plan& plan) {
     if (account_loss) arg("--account-for-loss-in-pipeline-split");
     if (p.vpp > 1) iarg("--num-virtual-stages-per-pipeline-rank", p.vpp);
   } else if (!p.pipeline_layout.empty()) {
-    arg("--pipeline-model-parallel-layout", "\"" + layout_string(m, p) + "\"");
+    arg("--pipeline-model-parallel-layout", "\"" + megatron_pipeline_layout(p.pipeline_layout, m.mtp_num_layers) + "\"");
   } else if (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage) {
     if (p.num_layers_in_first_pipeline_stage) put("num_layers_in_first_pipeline_stage");
     if (p.num_layers_in_last_pipeline_stage) put("num_layers_in_last_pipeline_stage");
@@ -313,31 +284,7 @@ std::string export_megatron_args(const Plan& plan) {
       iarg("--recompute-num-layers", 1);
     }
   }
-  // precision
-  switch (t.precision) {
-    case Precision::bf16:
-      arg("--bf16");
-      break;
-    case Precision::fp16:
-      arg("--fp16");
-      break;
-    case Precision::fp8:
-      arg("--bf16");
-      arg("--fp8-format", "hybrid");
-      if (megatron_fp8_tensorwise(t.precision, p)) arg("--fp8-recipe", "tensorwise");
-      break;
-    case Precision::mxfp8:
-      arg("--bf16");
-      arg("--fp8-format", "e4m3");
-      arg("--fp8-recipe", "mxfp8");
-      break;
-    case Precision::nvfp4:
-      arg("--bf16");
-      arg("--fp4-format", "e2m1");
-      break;
-    default:
-      break;  // fp32: Megatron's default
-  }
+  for (const std::string& flag : megatron_precision_args(t.precision, p)) a.push_back(flag);
   put("fp8_param_gather");
   put("grad_reduce_in_bf16");
   if (p.main_params != MainParams::fp32 || p.adam_states_bf16) {
@@ -462,15 +409,33 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   int nlpvs = 0;
   bool account_emb = false, account_loss = false;
   bool fsdp = false, dist_opt = false;
-  std::string fp8, fp4, main_dtype;
+  std::string fp8, fp8_recipe, fp4, main_dtype;
   bool bf16 = false, fp16 = false, precision_aware = false;
   std::vector<std::string> problems;
   TrainingSpec training;
+  // the flags read as they are, resolved into fields after the loop: switches and texts
+  const std::map<std::string, bool*> switches = {{"--account-for-embedding-in-pipeline-split", &account_emb},
+                                                 {"--account-for-loss-in-pipeline-split", &account_loss},
+                                                 {"--use-distributed-optimizer", &dist_opt},
+                                                 {"--use-megatron-fsdp", &fsdp},
+                                                 {"--bf16", &bf16},
+                                                 {"--fp16", &fp16},
+                                                 {"--use-precision-aware-optimizer", &precision_aware}};
+  const std::map<std::string, std::string*> texts = {{"--pipeline-model-parallel-layout", &layout},
+                                                     {"--data-parallel-sharding-strategy", &sharding},
+                                                     {"--fp8-format", &fp8},
+                                                     {"--fp8-recipe", &fp8_recipe},
+                                                     {"--fp4-format", &fp4},
+                                                     {"--main-params-dtype", &main_dtype}};
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 30); };
-    if (const ParallelField* f = megatron_field(k)) {  // one flag with the member's value
+    if (auto s = switches.find(k); s != switches.end())
+      *s->second = true;
+    else if (auto t = texts.find(k); t != texts.end())
+      *t->second = val();
+    else if (const ParallelField* f = megatron_field(k)) {  // one flag with the member's value
       std::string v;
       if (f->type() == FieldType::boolean)
         v = "true";
@@ -484,22 +449,10 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       nlpvs = int(ival());
     else if (k == "--num-virtual-stages-per-pipeline-rank")
       p.vpp = int(ival());
-    else if (k == "--pipeline-model-parallel-layout")
-      layout = val();
-    else if (k == "--account-for-embedding-in-pipeline-split")
-      account_emb = true;
-    else if (k == "--account-for-loss-in-pipeline-split")
-      account_loss = true;
     else if (const TrainingField* tf = training_field_of_flag(k)) {
       if (std::string bad = set_training_field_text(*tf, training, val()); !bad.empty()) problems.push_back(k + ": " + bad);
     } else if (k == "--num-layers")
       r.num_layers = int(ival());
-    else if (k == "--use-distributed-optimizer")
-      dist_opt = true;
-    else if (k == "--use-megatron-fsdp")
-      fsdp = true;
-    else if (k == "--data-parallel-sharding-strategy")
-      sharding = val();
     else if (k == "--recompute-granularity")
       p.recompute = parse_recompute(val()).value_or(Recompute::none);
     else if (k == "--recompute-method") {
@@ -508,17 +461,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     } else if (k == "--recompute-num-layers") {
       int v = int(ival());
       if (p.recompute_num_layers != -1) p.recompute_num_layers = v;
-    } else if (k == "--bf16")
-      bf16 = true;
-    else if (k == "--fp16")
-      fp16 = true;
-    else if (k == "--fp8-format")
-      fp8 = val();
-    else if (k == "--fp8-recipe") {
-      if (val() == "mxfp8") fp8 = "mxfp8";
-    } else if (k == "--fp4-format")
-      fp4 = val();
-    else if (k == "--attention-backend")
+    } else if (k == "--attention-backend")
       p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
     else if (k == "--moe-flex-dispatcher-backend") {
       std::string b = val();
@@ -528,10 +471,6 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
         problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");
     } else if (k == "--moe-enable-deepep")
       p.moe_dispatcher = MoeDispatcher::deepep;
-    else if (k == "--use-precision-aware-optimizer")
-      precision_aware = true;
-    else if (k == "--main-params-dtype")
-      main_dtype = val();
     else if (k == "--exp-avg-dtype")
       p.adam_states_bf16 = val() == "bf16";
     else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
@@ -543,39 +482,11 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
   if (p.recompute_num_layers == -1) p.recompute_num_layers = 0;
   if (!p.sp) p.tp_comm_overlap = false;
   if (!layout.empty()) {
-    // stages in model order (chunk-major); count t (t*n) per stage
-    std::vector<int> stage;
-    size_t i = 0;
-    int cur = 0;
-    while (i <= layout.size()) {
-      if (i == layout.size() || layout[i] == '|') {
-        stage.push_back(cur);
-        cur = 0;
-        ++i;
-        continue;
-      }
-      if (layout[i] == 't') {
-        int cnt = 1;
-        if (i + 1 < layout.size() && layout[i + 1] == '*') {
-          size_t j = i + 2;
-          std::string d;
-          while (j < layout.size() && std::isdigit(static_cast<unsigned char>(layout[j]))) d += layout[j++];
-          if (d.size() > 6) return Error("--pipeline-model-parallel-layout: t*" + d + " is more layers than any model has");
-          cnt = d.empty() ? 1 : std::stoi(d);
-          i = j;
-        } else {
-          ++i;
-        }
-        cur += cnt;
-        continue;
-      }
-      ++i;  // E, L, m, commas
-    }
-    if (p.pp < 1 || stage.size() % size_t(p.pp) != 0)
-      return Error("--pipeline-model-parallel-layout has " + std::to_string(stage.size()) + " stages, not a multiple of pp");
-    p.vpp = int(stage.size()) / p.pp;
-    p.pipeline_layout.assign(p.pp, std::vector<int>(p.vpp, 0));
-    for (size_t k = 0; k < stage.size(); ++k) p.pipeline_layout[k % p.pp][k / p.pp] = stage[k];
+    p.pipeline_layout = parse_megatron_pipeline_layout(layout, p.pp, 0);
+    if (p.pipeline_layout.empty())
+      return Error("--pipeline-model-parallel-layout: '" + layout +
+                   "' is not a layout of a multiple of pp=" + std::to_string(p.pp) + " stages (E, t, m, L, '|', x*N)");
+    p.vpp = int(p.pipeline_layout[0].size());
   } else if (account_emb || account_loss) {
     p.pipeline_layout = account_split(r.num_layers, p.pp, p.vpp, account_emb, account_loss);
     if (p.pipeline_layout.empty())
@@ -590,18 +501,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     return Error("--data-parallel-sharding-strategy: '" + sharding +
                  "' is not one of no_shard, optim, optim_grads, optim_grads_params");
   p.zero = fsdp ? megatron_fsdp_zero(sharding).value_or(0) : dist_opt ? 1 : 0;  // Megatron's default: no_shard
-  if (!fp4.empty())
-    r.precision = Precision::nvfp4;
-  else if (fp8 == "mxfp8")
-    r.precision = Precision::mxfp8;
-  else if (!fp8.empty())
-    r.precision = Precision::fp8;
-  else if (bf16)
-    r.precision = Precision::bf16;
-  else if (fp16)
-    r.precision = Precision::fp16;
-  else
-    r.precision = Precision::fp32;
+  r.precision = megatron_precision(bf16, fp16, !fp8.empty() || fp8_recipe == "mxfp8", fp8_recipe, !fp4.empty());
   return r;
 }
 

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <regex>
+#include <utility>
 
 #include "planner/planner.h"
 
@@ -122,12 +124,26 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   ModelParts parts{m, e, a};
   bool moe = false, mla = false, qkv_bias = false;
   std::string moe_freq, window, rope_type;
+  // the flags that set a boolean (to the value given), and those whose text is resolved after the loop
+  const std::map<std::string, std::pair<bool*, bool>> switches = {
+      {"--untie-embeddings-and-output-weights", {&m.tied_embeddings, false}},
+      {"--disable-bias-linear", {&m.add_bias_linear, false}},
+      {"--add-qkv-bias", {&qkv_bias, true}},
+      {"--qk-layernorm", {&m.qk_layernorm, true}},
+      {"--multi-latent-attention", {&mla, true}},
+      {"--moe-router-enable-expert-bias", {&e.router_enable_expert_bias, true}}};
+  const std::map<std::string, std::string*> texts = {
+      {"--rope-type", &rope_type}, {"--window-size", &window}, {"--moe-layer-freq", &moe_freq}};
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
     auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 40); };
     auto dval = [&] { return megatron_arg_number(tok, i, problems); };
-    if (const ModelFlag* f = model_flag(k))
+    if (auto s = switches.find(k); s != switches.end())
+      *s->second.first = s->second.second;
+    else if (auto t = texts.find(k); t != texts.end())
+      *t->second = val();
+    else if (const ModelFlag* f = model_flag(k))
       f->set(parts, f->integer ? double(ival()) : dval());
     else if (k == "--swiglu")
       m.activation = Activation::swiglu;
@@ -142,17 +158,7 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
         rope_type = "yarn";
       else if (t != "rope" && t != "learned_absolute")
         problems.push_back("--position-embedding-type: '" + t + "' is not one mplan models");
-    } else if (k == "--rope-type")
-      rope_type = val();
-    else if (k == "--untie-embeddings-and-output-weights")
-      m.tied_embeddings = false;
-    else if (k == "--disable-bias-linear")
-      m.add_bias_linear = false;
-    else if (k == "--add-qkv-bias")
-      qkv_bias = true;
-    else if (k == "--qk-layernorm")
-      m.qk_layernorm = true;
-    else if (k == "--use-rope-scaling") {
+    } else if (k == "--use-rope-scaling") {
       m.rope_scaling.type = RopeScalingType::llama3;
       m.rope_scaling.original_max_position_embeddings = 8192;
       if (m.rope_scaling.factor == 1.0) m.rope_scaling.factor = 8.0;  // Megatron's --rope-scaling-factor default
@@ -163,22 +169,14 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
                                            : SoftmaxType::vanilla;
       if (t != "learnable" && t != "off-by-one" && t != "vanilla")
         problems.push_back("--softmax-type: '" + t + "' is not vanilla, off-by-one or learnable");
-    } else if (k == "--window-size")
-      window = val();
-    else if (k == "--multi-latent-attention")
-      mla = true;
-    else if (k == "--num-experts")
+    } else if (k == "--num-experts")
       moe = true, e.num_experts = int(ival());
-    else if (k == "--moe-layer-freq")
-      moe_freq = val();
     else if (k == "--moe-router-score-function") {
       std::string t = val();
       e.router_score_function = t == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
       if (t != "sigmoid" && t != "softmax")
         problems.push_back("--moe-router-score-function: '" + t + "' is not softmax or sigmoid");
-    } else if (k == "--moe-router-enable-expert-bias")
-      e.router_enable_expert_bias = true;
-    else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
+    } else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
       ++i;  // another option's value
   }
   if (m.num_query_groups == 0) m.num_query_groups = m.num_attention_heads;

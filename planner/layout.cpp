@@ -1,9 +1,35 @@
 // Layout <-> ParallelConfig and the short layout names used in messages.
 #include "planner/layout.h"
 
+#include <type_traits>
+
 #include "core/parallel_fields.h"
 
 namespace mplan::planner {
+
+namespace {
+// The members a Layout and a ParallelConfig both hold, once, for both directions: f(layout member,
+// plan member) for each pair (the pipeline split and the module sets, which depend on other members,
+// are mapped by the callers).
+template <class F>
+void each_shared_member(F&& f) {
+  f(&Layout::tp, &ParallelConfig::tp);
+  f(&Layout::sp, &ParallelConfig::sp);
+  f(&Layout::pp, &ParallelConfig::pp);
+  f(&Layout::vpp, &ParallelConfig::vpp);
+  f(&Layout::cp, &ParallelConfig::cp);
+  f(&Layout::cp_comm, &ParallelConfig::cp_comm_type);
+  f(&Layout::ep, &ParallelConfig::ep);
+  f(&Layout::etp, &ParallelConfig::etp);
+  f(&Layout::zero, &ParallelConfig::zero);
+  f(&Layout::mbs, &ParallelConfig::micro_batch_size);
+  f(&Layout::recompute, &ParallelConfig::recompute);
+  f(&Layout::recompute_layers, &ParallelConfig::recompute_num_layers);
+  f(&Layout::overlap, &ParallelConfig::tp_comm_overlap);
+  f(&Layout::schedule, &ParallelConfig::schedule);
+  f(&Layout::a2a, &ParallelConfig::moe_a2a_overlap);
+}
+}  // namespace
 
 void copy_job_runtime(ParallelConfig& dst, const ParallelConfig& job) { copy_fields(dst, job, FieldScope::job); }
 
@@ -11,23 +37,9 @@ ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, const
   ParallelConfig p;
   copy_job_runtime(p, job);
   p.world_size = world;
-  p.tp = l.tp;
-  p.sp = l.sp != 0;
-  p.pp = l.pp;
-  p.vpp = l.vpp;
-  p.cp = l.cp;
-  p.cp_comm_type = l.cp_comm;
-  p.ep = l.ep;
-  p.etp = l.etp;
-  p.zero = l.zero;
-  p.micro_batch_size = l.mbs;
-  p.recompute = l.recompute;
-  p.recompute_num_layers = l.recompute_layers;
-  p.tp_comm_overlap = l.overlap != 0;
-  p.schedule = l.schedule;
+  each_shared_member([&](auto lm, auto pm) { p.*pm = static_cast<std::remove_reference_t<decltype(p.*pm)>>(l.*lm); });
   if (l.recompute == Recompute::selective) p.recompute_modules.bits = l.rmods;
   p.offload_modules.bits = l.offload;
-  p.moe_a2a_overlap = l.a2a != 0;
   if (l.pipe == PipeLayout::balanced) p.pipeline_layout = balanced_pipeline_layout(m, l.pp, l.vpp);
   if (l.pipe == PipeLayout::first_last) {
     p.num_layers_in_first_pipeline_stage = l.first_layers;
@@ -38,24 +50,10 @@ ParallelConfig to_parallel(const Layout& l, const ModelSpec& m, int world, const
 
 Layout from_parallel(const ParallelConfig& p) {
   Layout l;
-  l.tp = p.tp;
-  l.sp = p.sp ? 1 : 0;
-  l.pp = p.pp;
-  l.vpp = p.vpp;
-  l.cp = p.cp;
-  l.cp_comm = p.cp_comm_type;
-  l.ep = p.ep;
-  l.etp = p.etp;
+  each_shared_member([&](auto lm, auto pm) { l.*lm = static_cast<std::remove_reference_t<decltype(l.*lm)>>(p.*pm); });
   l.dp = p.dp();
-  l.zero = p.zero;
-  l.mbs = p.micro_batch_size;
-  l.recompute = p.recompute;
-  l.recompute_layers = p.recompute_num_layers;
   l.rmods = p.recompute == Recompute::selective ? p.recompute_modules.bits : 0;
   l.offload = p.offload_modules.bits;
-  l.a2a = p.moe_a2a_overlap ? 1 : 0;
-  l.overlap = p.tp_comm_overlap ? 1 : 0;
-  l.schedule = p.schedule;
   l.pipe = p.pipeline_layout.empty() ? PipeLayout::even : PipeLayout::balanced;
   if (p.pipeline_layout.empty() && (p.num_layers_in_first_pipeline_stage || p.num_layers_in_last_pipeline_stage)) {
     l.pipe = PipeLayout::first_last;

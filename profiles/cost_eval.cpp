@@ -10,20 +10,15 @@ namespace mplan::profiles {
 
 OpKind op_kind_of(const std::string& op) {
   if (auto id = op_id(op)) return op_info(*id).kind;  // a vocabulary op: its kind from the one table
-  // any other name by its suffix
+  // any other name by its suffix ("gemm": a plain GEMM benchmark not tied to a layer, published GEMM sweeps)
   auto ends_with = [&](const char* suf) {
     std::string s(suf);
     return op.size() >= s.size() && op.compare(op.size() - s.size(), s.size(), s) == 0;
   };
-  // "gemm": a plain GEMM benchmark not tied to a layer (published GEMM sweeps)
-  if (ends_with("_gemm") || op == "router" || op == "gemm") return OpKind::gemm;
-  if (op == "attn_core") return OpKind::attention;
+  if (ends_with("_gemm") || op == "gemm") return OpKind::gemm;
   if (ends_with("_norm")) return OpKind::norm;
-  if (op == "embedding") return OpKind::embedding;
-  if (op == "cross_entropy") return OpKind::loss;
-  if (op == "adamw") return OpKind::optimizer;
   if (ends_with("_a2a") || ends_with("_allgather") || ends_with("_reduce_scatter") || ends_with("_allreduce") ||
-      ends_with("_exchange") || op == "pp_send_recv")
+      ends_with("_exchange"))
     return OpKind::comm;
   return OpKind::elementwise;
 }

@@ -29,7 +29,7 @@ Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec& 
   start.by_arch.clear();  // the kernel fit is this GPU's own: no per-architecture overrides on top
   auto params_of = [](const Calibration& c) { return [c](const Plan&) { return c.params; }; };
   ValidationReport before = validate_throughput(mine, params_of(start));
-  std::vector<FitParamSpec> which = {{"overlap_slowdown", 0.0, 0.5}, {"optimizer_overhead_s", 0.0, 0.5}};
+  std::vector<FitParamSpec> which = {fit_param("overlap_slowdown"), fit_param("optimizer_overhead_s")};
   mplan::FitResult fr = fit_cost_params(runs, start, which, 2);
   cal = fr.calibration;
   ValidationReport after = validate_throughput(mine, params_of(cal));

@@ -3,8 +3,6 @@
 #include "runs/plan_check.h"
 
 #include <algorithm>
-#include <cmath>
-#include <set>
 
 #include "core/megatron_rules.h"
 #include "core/parallel_fields.h"
@@ -15,10 +13,6 @@ namespace mplan::runs {
 namespace {
 
 using Map = std::map<std::string, std::string>;
-
-// Plan fields whose canonical key is their plan key, read from their printed-argument name
-// (core/parallel_fields.h).
-constexpr const char* kLayoutKeys[] = {"world_size", "micro_batch_size", "tp", "pp", "vpp", "cp", "ep"};
 
 std::optional<std::string> get(const Map& m, const std::string& k) {
   auto it = m.find(k);
@@ -62,11 +56,9 @@ std::string join_ints(const std::vector<int>& v) {
 std::string precision_of(const std::optional<std::string>& bf16, const std::optional<std::string>& fp16,
                          const std::optional<std::string>& fp8, const std::optional<std::string>& recipe,
                          const std::optional<std::string>& fp4) {
-  if (!is_none(fp4) && *fp4 != "False") return "nvfp4";
-  if (!is_none(fp8) && *fp8 != "False") return recipe && *recipe == "mxfp8" ? "mxfp8" : "fp8";
-  if (bf16 && norm_bool(*bf16) == "True") return "bf16";
-  if (fp16 && norm_bool(*fp16) == "True") return "fp16";
-  return "fp32";
+  auto on = [](const std::optional<std::string>& v) { return !is_none(v) && *v != "False"; };
+  return std::string(to_string(megatron_precision(bf16 && norm_bool(*bf16) == "True", fp16 && norm_bool(*fp16) == "True", on(fp8),
+                                                  recipe.value_or(""), on(fp4))));
 }
 
 // Megatron-Bridge mixed-precision recipe names ("bf16_with_fp8_delayed_scaling_mixed").
@@ -107,6 +99,84 @@ class Reader {
 
 std::string norm_text(const std::string& s) { return s; }
 
+// Which models a key is compared for: every model, mixture-of-experts ones (when the log has experts
+// too), multi-latent-attention ones (when the log has MLA too).
+enum class Only { all, moe, mla };
+
+// The values compared one to one: canonical key, Megatron-LM's printed-argument name, Megatron-Bridge's
+// YAML name ("" = read by a rule of its own below), the plan field it is compared with (its path in
+// the plan JSON, or the `value` rule), the value's form and what an absent ("None") print means.
+struct LogKey {
+  std::string key, args, bridge, plan;
+  Only only = Only::all;
+  std::string (*norm)(const std::string&) = norm_int;
+  const char* none_as = nullptr;
+  std::string (*value)(const Plan&) = nullptr;
+  const char* label = nullptr;  // the plan side as messages name it (default: plan)
+};
+
+std::string b(bool v) { return v ? "True" : "False"; }
+std::string gated(const Plan& p) { return b(p.model.activation == Activation::swiglu); }
+std::string untied(const Plan& p) { return b(!p.model.tied_embeddings); }
+std::string has_mla(const Plan& p) { return b(p.model.mla.has_value()); }
+std::string precision(const Plan& p) {
+  return p.training.precision == Precision::tf32 ? "fp32" : std::string(to_string(p.training.precision));
+}
+std::string moe_layers(const Plan& p) {
+  std::vector<int> pat(size_t(std::max(0, p.model.num_layers)));
+  for (size_t i = 0; i < pat.size(); ++i) pat[i] = p.model.is_moe_layer(int(i)) ? 1 : 0;
+  return "pattern:" + join_ints(pat);
+}
+
+const std::vector<LogKey>& log_keys() {
+  static const std::vector<LogKey> keys = [] {
+    const auto T = Only::all, E = Only::moe, A = Only::mla;
+    std::vector<LogKey> k = {
+        {"global_batch_size", "global_batch_size", "train.global_batch_size", "training.global_batch_size"},
+        {"seq_length", "seq_length", "", "training.seq_length"},
+        {"dp", "data_parallel_size", "", "parallel.dp", T, norm_int, nullptr, nullptr, "parallel (dp = world / (tp*pp*cp))"},
+        {"sequence_parallel", "sequence_parallel", "model.sequence_parallel", "parallel.sp", T, norm_bool},
+        {"num_query_groups", "", "", "model.num_query_groups"},
+        {"kv_channels", "kv_channels", "", "model.kv_channels"},
+        {"vocab", "", "", "model.vocab_size"},
+        {"num_experts", "num_experts", "model.num_moe_experts", "model.moe.num_experts", T, norm_int, "0"},
+        {"etp", parallel_field("etp")->log, "", "parallel.etp", E},
+        {"moe_router_topk", "moe_router_topk", "model.moe_router_topk", "model.moe.top_k", E},
+        {"moe_ffn_hidden_size", "moe_ffn_hidden_size", "model.moe_ffn_hidden_size", "model.moe.moe_ffn_hidden_size", E},
+        {"moe_shared_expert_ffn", "moe_shared_expert_intermediate_size", "model.moe_shared_expert_intermediate_size",
+         "model.moe.shared_expert_ffn_hidden_size", E, norm_int, "0"},
+        {"moe_layers", "", "", "", E, norm_int, nullptr, moe_layers, "model.moe (first_k_dense_layers, moe_layer_freq)"},
+        {"precision", "", "", "training.precision", T, norm_int, nullptr, precision},
+        {"gated_mlp", "swiglu", "model.gated_linear_unit", "model.activation", T, norm_bool, nullptr, gated},
+        {"untied_embeddings", "untie_embeddings_and_output_weights", "", "model.tied_embeddings", T, norm_bool, nullptr, untied},
+        {"mla", "multi_latent_attention", "", "model.mla", T, norm_bool, nullptr, has_mla},
+        {"q_lora_rank", "q_lora_rank", "model.q_lora_rank", "model.mla.q_lora_rank", A, norm_int, "0"},
+        {"qk_pos_emb_head_dim", "qk_pos_emb_head_dim", "model.qk_pos_emb_head_dim", "model.mla.qk_rope_head_dim", A},
+        {"recompute", "recompute_granularity", "model.recompute_granularity", "parallel.recompute", T, norm_text, "none"},
+        {"zero", "", "", "parallel.zero"},
+    };
+    for (const char* m : {"num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "mtp_num_layers"})
+      k.push_back({m, m, std::string("model.") + m, std::string("model.") + m});
+    for (const char* m : {"kv_lora_rank", "qk_head_dim", "v_head_dim"})
+      k.push_back({m, m, std::string("model.") + m, std::string("model.mla.") + m, A});
+    for (const char* f : {"world_size", "micro_batch_size", "tp", "pp", "vpp", "cp", "ep"}) {  // plan fields: their log names
+      const std::string log = parallel_field(f)->log;
+      const std::string bridge = *f == 'w' ? "" : *f == 'm' ? "train." + log : "model." + log;
+      k.push_back({f, log, bridge, std::string("parallel.") + f, T, norm_int, *f == 'v' ? "1" : nullptr});
+    }
+    return k;
+  }();
+  return keys;
+}
+
+// The printed values of the keys of `only` whose log name this source has (Megatron's or Bridge's).
+void read_keys(Reader& r, Only only, bool bridge) {
+  for (const LogKey& k : log_keys()) {
+    const std::string& name = bridge ? k.bridge : k.args;
+    if (k.only == only && !name.empty()) r.put(k.key, name, k.norm, k.none_as);
+  }
+}
+
 void read_vocab(Reader& r, const std::optional<PaddedVocab>& padded, const std::string& vocab_name, const std::string& div_name,
                 const std::string& tp_key) {
   if (padded) {
@@ -146,10 +216,7 @@ void read_moe_freq(Reader& r, const std::string& name) {
 void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVocab>& padded) {
   Reader r(c, a);
   c.source = ConfigSource::megatron_args;
-  for (const char* k : {"global_batch_size", "seq_length", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
-                        "kv_channels", "mtp_num_layers"})
-    r.put(k, k);
-  for (const char* k : kLayoutKeys) r.put(k, parallel_field(k)->log, norm_int, std::string(k) == "vpp" ? "1" : nullptr);
+  read_keys(r, Only::all, false);
   if (!r.has("vpp") || r.norm("vpp") == "1") {
     auto per = r.raw("num_layers_per_virtual_pipeline_stage");
     auto L = to_int(r.norm("num_layers")), pp = to_int(r.norm("pp"));
@@ -157,34 +224,21 @@ void read_megatron_args(LogConfig& c, const Map& a, const std::optional<PaddedVo
       r.set("vpp", "num_layers_per_virtual_pipeline_stage", *per,
             std::to_string(megatron_vpp_of(int(*L), int(*pp), int(*to_int(*per)))));
   }
-  r.put("dp", "data_parallel_size");
-  r.put("sequence_parallel", "sequence_parallel", norm_bool);
   auto gqa = r.raw("group_query_attention");
   if (gqa && norm_bool(*gqa) == "False" && r.has("num_attention_heads"))
     r.set("num_query_groups", "group_query_attention", "False (one group per head: " + r.norm("num_attention_heads") + ")",
           r.norm("num_attention_heads"));
   else
     r.put("num_query_groups", "num_query_groups");
-  r.put("num_experts", "num_experts", norm_int, "0");
   if (r.norm("num_experts") != "0" && r.has("num_experts")) {
-    r.put("etp", parallel_field("etp")->log);
-    r.put("moe_router_topk", "moe_router_topk");
-    r.put("moe_ffn_hidden_size", "moe_ffn_hidden_size");
-    r.put("moe_shared_expert_ffn", "moe_shared_expert_intermediate_size", norm_int, "0");
+    read_keys(r, Only::moe, false);
     read_moe_freq(r, "moe_layer_freq");
   }
   read_vocab(r, padded, "vocab_size", "make_vocab_size_divisible_by", "tp");
   if (r.raw("bf16") || r.raw("fp16"))
     r.set("precision", "bf16/fp16/fp8/fp4", "bf16=" + r.raw("bf16").value_or("-") + " fp8=" + r.raw("fp8").value_or("-"),
           precision_of(r.raw("bf16"), r.raw("fp16"), r.raw("fp8"), r.raw("fp8_recipe"), r.raw("fp4")));
-  r.put("gated_mlp", "swiglu", norm_bool);
-  r.put("untied_embeddings", "untie_embeddings_and_output_weights", norm_bool);
-  r.put("mla", "multi_latent_attention", norm_bool);
-  if (r.norm("mla") == "True") {
-    r.put("q_lora_rank", "q_lora_rank", norm_int, "0");
-    for (const char* k : {"kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"}) r.put(k, k);
-  }
-  r.put("recompute", "recompute_granularity", norm_text, "none");
+  if (r.norm("mla") == "True") read_keys(r, Only::mla, false);
   auto ckpt = r.raw("checkpoint_activations");  // Megatron-LM before recompute_granularity (2020-2021)
   if (!r.raw("recompute_granularity") && ckpt)
     r.set("recompute", "checkpoint_activations", *ckpt, norm_bool(*ckpt) == "True" ? "full" : "none");
@@ -235,16 +289,7 @@ void read_deepspeed_args(LogConfig& c, const Map& a, const std::optional<PaddedV
 void read_bridge_yaml(LogConfig& c, const Map& y, const std::optional<PaddedVocab>& padded) {
   Reader r(c, y);
   c.source = ConfigSource::bridge_yaml;
-  for (const char* k : {"num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "mtp_num_layers"})
-    r.put(k, std::string("model.") + k);
-  r.put("tp", "model.tensor_model_parallel_size");
-  r.put("pp", "model.pipeline_model_parallel_size");
-  r.put("vpp", "model.virtual_pipeline_model_parallel_size", norm_int, "1");
-  r.put("cp", "model.context_parallel_size");
-  r.put("ep", "model.expert_model_parallel_size");
-  r.put("sequence_parallel", "model.sequence_parallel", norm_bool);
-  r.put("micro_batch_size", "train.micro_batch_size");
-  r.put("global_batch_size", "train.global_batch_size");
+  read_keys(r, Only::all, true);
   r.put("seq_length", "dataset.seq_length");
   if (!r.has("seq_length")) r.put("seq_length", "dataset.sequence_length");
   if (!r.has("seq_length")) {
@@ -263,13 +308,10 @@ void read_bridge_yaml(LogConfig& c, const Map& y, const std::optional<PaddedVoca
                         ? std::to_string(*to_int(hidden) / *to_int(heads))
                         : "";
   r.put("kv_channels", "model.kv_channels", norm_int, kvc.empty() ? nullptr : kvc.c_str());
-  r.put("num_experts", "model.num_moe_experts", norm_int, "0");
   if (r.has("num_experts") && r.norm("num_experts") != "0") {
     std::string tp = r.norm("tp");
     r.put("etp", "model.expert_tensor_parallel_size", norm_int, tp.empty() ? nullptr : tp.c_str());
-    r.put("moe_router_topk", "model.moe_router_topk");
-    r.put("moe_ffn_hidden_size", "model.moe_ffn_hidden_size");
-    r.put("moe_shared_expert_ffn", "model.moe_shared_expert_intermediate_size", norm_int, "0");
+    read_keys(r, Only::moe, true);
     read_moe_freq(r, "model.moe_layer_freq");
   }
   read_vocab(r, padded, "model.vocab_size", "model.make_vocab_size_divisible_by", "tp");
@@ -283,17 +325,13 @@ void read_bridge_yaml(LogConfig& c, const Map& y, const std::optional<PaddedVoca
     r.set("precision", "model.bf16/fp16/fp8", "bf16=" + r.raw("model.bf16").value_or("-"),
           precision_of(r.raw("model.bf16"), r.raw("model.fp16"), r.raw("model.fp8"), r.raw("model.fp8_recipe"),
                        r.raw("model.fp4")));
-  r.put("gated_mlp", "model.gated_linear_unit", norm_bool);
   if (auto share = r.raw("model.share_embeddings_and_output_weights"))
     r.set("untied_embeddings", "model.share_embeddings_and_output_weights", *share,
           norm_bool(*share) == "True" ? "False" : "True");
   if (r.raw("model.kv_lora_rank") && !is_none(r.raw("model.kv_lora_rank"))) {
     r.set("mla", "model.kv_lora_rank", *r.raw("model.kv_lora_rank"), "True");
-    r.put("q_lora_rank", "model.q_lora_rank", norm_int, "0");
-    for (const char* k : {"kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"})
-      r.put(k, std::string("model.") + k);
+    read_keys(r, Only::mla, true);
   }
-  r.put("recompute", "model.recompute_granularity", norm_text, "none");
   auto mf = r.raw("ddp.use_megatron_fsdp"), cf = r.raw("ddp.use_custom_fsdp");
   if ((mf && norm_bool(*mf) == "True") || (cf && norm_bool(*cf) == "True"))
     r.set("zero", "ddp.use_megatron_fsdp", "True", "3");
@@ -312,50 +350,19 @@ struct PlanValue {
   std::string field, value;
 };
 
+// The plan's value of every key: its `value` rule, or the plan JSON at its path (absent: 0), in the
+// log's form (True/False for booleans).
 std::map<std::string, PlanValue> plan_values(const Plan& p) {
-  const ModelSpec& m = p.model;
-  const ParallelConfig& q = p.parallel;
-  auto s = [](int64_t v) { return std::to_string(v); };
-  auto b = [](bool v) { return std::string(v ? "True" : "False"); };
-  std::map<std::string, PlanValue> v = {
-      {"etp", {"parallel.etp", s(q.etp)}},
-      {"dp", {"parallel (dp = world / (tp*pp*cp))", s(q.dp())}},
-      {"sequence_parallel", {"parallel.sp", b(q.sp)}},
-      {"global_batch_size", {"training.global_batch_size", s(p.training.global_batch_size)}},
-      {"seq_length", {"training.seq_length", s(p.training.seq_length)}},
-      {"num_layers", {"model.num_layers", s(m.num_layers)}},
-      {"hidden_size", {"model.hidden_size", s(m.hidden_size)}},
-      {"ffn_hidden_size", {"model.ffn_hidden_size", s(m.ffn_hidden_size)}},
-      {"num_attention_heads", {"model.num_attention_heads", s(m.num_attention_heads)}},
-      {"num_query_groups", {"model.num_query_groups", s(m.num_query_groups)}},
-      {"kv_channels", {"model.kv_channels", s(m.kv_channels)}},
-      {"vocab", {"model.vocab_size", s(m.vocab_size)}},
-      {"num_experts", {"model.moe.num_experts", s(m.moe ? m.moe->num_experts : 0)}},
-      {"gated_mlp", {"model.activation", b(m.activation == Activation::swiglu)}},
-      {"untied_embeddings", {"model.tied_embeddings", b(!m.tied_embeddings)}},
-      {"mla", {"model.mla", b(m.mla.has_value())}},
-      {"mtp_num_layers", {"model.mtp_num_layers", s(m.mtp_num_layers)}},
-      {"precision", {"training.precision", std::string(to_string(p.training.precision))}},
-      {"recompute", {"parallel.recompute", to_string(q.recompute)}},
-      {"zero", {"parallel.zero", s(q.zero)}},
-  };
-  for (const char* k : kLayoutKeys) v[k] = {"parallel." + std::string(k), field_text(*parallel_field(k), q)};
-  if (p.training.precision == Precision::tf32) v["precision"].value = "fp32";
-  if (m.moe) {
-    v["moe_router_topk"] = {"model.moe.top_k", s(m.moe->top_k)};
-    v["moe_ffn_hidden_size"] = {"model.moe.moe_ffn_hidden_size", s(m.moe->moe_ffn_hidden_size)};
-    v["moe_shared_expert_ffn"] = {"model.moe.shared_expert_ffn_hidden_size", s(m.moe->shared_expert_ffn_hidden_size)};
-    std::vector<int> pat;
-    pat.reserve(size_t(m.num_layers));
-    for (int i = 0; i < m.num_layers; ++i) pat.push_back(m.is_moe_layer(i) ? 1 : 0);
-    v["moe_layers"] = {"model.moe (first_k_dense_layers, moe_layer_freq)", "pattern:" + join_ints(pat)};
-  }
-  if (m.mla) {
-    v["q_lora_rank"] = {"model.mla.q_lora_rank", s(m.mla->q_lora_rank)};
-    v["kv_lora_rank"] = {"model.mla.kv_lora_rank", s(m.mla->kv_lora_rank)};
-    v["qk_head_dim"] = {"model.mla.qk_head_dim", s(m.mla->qk_head_dim)};
-    v["qk_pos_emb_head_dim"] = {"model.mla.qk_rope_head_dim", s(m.mla->qk_rope_head_dim)};
-    v["v_head_dim"] = {"model.mla.v_head_dim", s(m.mla->v_head_dim)};
+  const nlohmann::json j = plan_to_json(p);
+  std::map<std::string, PlanValue> v;
+  for (const LogKey& k : log_keys()) {
+    std::string value = "0", pointer = "/" + k.plan;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    if (k.value)
+      value = k.value(p);
+    else if (const auto at = nlohmann::json::json_pointer(pointer); j.contains(at))
+      value = j[at].is_boolean() ? b(j[at].get<bool>()) : j[at].is_string() ? j[at].get<std::string>() : j[at].dump();
+    v[k.key] = {k.label ? k.label : k.plan, value};
   }
   return v;
 }
@@ -419,10 +426,6 @@ LogConfig read_log_config(const Map& args, const Map& yaml, const std::optional<
 }
 
 std::vector<std::string> check_plan(const LogConfig& log, const Plan& plan) {
-  static const std::set<std::string> moe_only = {"etp", "moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_ffn",
-                                                 "moe_layers"};
-  static const std::set<std::string> mla_only = {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
-                                                 "v_head_dim"};
   auto pv = plan_values(plan);
   bool both_moe = plan.model.moe && log.fields.count("num_experts") && log.fields.at("num_experts").normalized != "0";
   bool both_mla = plan.model.mla && log.fields.count("mla") && log.fields.at("mla").normalized == "True";
@@ -431,8 +434,9 @@ std::vector<std::string> check_plan(const LogConfig& log, const Plan& plan) {
   for (const auto& [key, f] : log.fields) {
     auto it = pv.find(key);
     if (it == pv.end()) continue;
-    if (moe_only.count(key) && !both_moe) continue;
-    if (mla_only.count(key) && !both_mla) continue;
+    const std::string& k = key;  // clang does not capture structured bindings in lambdas
+    const Only only = std::find_if(log_keys().begin(), log_keys().end(), [&k](const LogKey& r) { return r.key == k; })->only;
+    if ((only == Only::moe && !both_moe) || (only == Only::mla && !both_mla)) continue;
     if (agrees(key, f.normalized, it->second.value)) continue;
     out.push_back(what + f.name + " = " + f.printed + " but the plan has " + it->second.field + " = " +
                   describe_plan_value(key, it->second.value));

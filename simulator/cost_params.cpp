@@ -50,25 +50,32 @@ CostParams default_cost_params(const ClusterSpec& c) { return shipped_calibratio
 const std::vector<CostParamRow>& cost_param_table() {
   using P = CostParams;
   const ParamRange eff{0, 1, true};  // efficiencies are fractions of a peak: (0, 1]
+  const FitBounds fraction{0.3, 1.0}, per_arch{0.4, 1.0, "ampere,hopper,blackwell"};
   // clang-format off
   static const std::vector<CostParamRow> rows = {
-      {"gemm_eff_max", &P::gemm_eff_max, eff, true, "largest GEMMs' fraction of the dense peak"},
-      {"gemm_half_flops", &P::gemm_half_flops, {0, 1e15, false}, true, "GEMM work (FLOPs) at which efficiency is half its maximum"},
-      {"grouped_gemm_eff", &P::grouped_gemm_eff, eff, true, "grouped expert GEMMs relative to plain GEMMs"},
+      {"gemm_eff_max", &P::gemm_eff_max, eff, true, "largest GEMMs' fraction of the dense peak", per_arch},
+      {"gemm_half_flops", &P::gemm_half_flops, {0, 1e15, false}, true, "GEMM work (FLOPs) at which efficiency is half its maximum", {1e7, 1e11}},
+      {"grouped_gemm_eff", &P::grouped_gemm_eff, eff, true, "grouped expert GEMMs relative to plain GEMMs", fraction},
       {"attn_fwd_eff", &P::attn_fwd_eff, eff, true, "flash attention forward, fraction of the dense peak"},
-      {"attn_bwd_eff", &P::attn_bwd_eff, eff, true, "flash attention backward, fraction of the dense peak"},
+      {"attn_bwd_eff", &P::attn_bwd_eff, eff, true, "flash attention backward, fraction of the dense peak", {0.15, 0.85, "blackwell"}},
       {"attn_fa2_fwd_eff", &P::attn_fa2_fwd_eff, eff, false, "FlashAttention-2 forward, fraction of the dense peak (per architecture; 0 = the fused rate)"},
       {"attn_fa2_bwd_eff", &P::attn_fa2_bwd_eff, eff, false, "FlashAttention-2 backward, fraction of the dense peak (per architecture; 0 = the fused rate)"},
-      {"triton_attn_eff", &P::triton_attn_eff, eff, true, "the 2022 Triton flash-attention kernel relative to fused flash attention"},
-      {"hbm_eff", &P::hbm_eff, eff, true, "memory-bound kernels' fraction of HBM bandwidth"},
-      {"kernel_overhead_us", &P::kernel_overhead_us, {0, 1e6, false}, true, "fixed cost per kernel (launch and tail), microseconds"},
-      {"nvlink_eff", &P::nvlink_eff, eff, true, "achieved NVLink bus bandwidth fraction"},
-      {"network_eff", &P::network_eff, eff, true, "achieved scale-out bus bandwidth fraction"},
-      {"a2a_eff", &P::a2a_eff, eff, true, "all-to-all relative to the other collectives"},
+      {"triton_attn_eff", &P::triton_attn_eff, eff, true, "the 2022 Triton flash-attention kernel relative to fused flash attention", {0.2, 1.0}},
+      {"hbm_eff", &P::hbm_eff, eff, true, "memory-bound kernels' fraction of HBM bandwidth", fraction},
+      {"kernel_overhead_us", &P::kernel_overhead_us, {0, 1e6, false}, true, "fixed cost per kernel (launch and tail), microseconds", {0.5, 40}},
+      {"nvlink_eff", &P::nvlink_eff, eff, true, "achieved NVLink bus bandwidth fraction", fraction},
+      {"network_eff", &P::network_eff, eff, true, "achieved scale-out bus bandwidth fraction", fraction},
+      {"a2a_eff", &P::a2a_eff, eff, true, "all-to-all relative to the other collectives", {0.1, 1.0}},
       {"moe_expert_cv", &P::moe_expert_cv, {0, 100, false}, true, "coefficient of variation of tokens per expert under learned routing"},
-      {"overlap_slowdown", &P::overlap_slowdown, {0, 1, false}, true, "compute slowdown beside an overlapped collective"},
+      {"overlap_slowdown", &P::overlap_slowdown, {0, 1, false}, true, "compute slowdown beside an overlapped collective", {0.0, 0.5}},
       {"comm_overlap", &P::comm_overlap, {0, 1, false}, true, "1: communication on its own stream beside compute; 0: every collective blocks"},
-      {"optimizer_overhead_s", &P::optimizer_overhead_s, {0, 1e4, false}, true, "fixed per-step cost (data loading, logging, sync), seconds"},
+      {"precision_eff.fp8", nullptr, eff, false, "FP8 GEMM efficiency relative to BF16's", fraction},
+      {"precision_eff.mxfp8", nullptr, eff, false, "MXFP8 GEMM efficiency relative to BF16's", fraction},
+      {"precision_eff.nvfp4", nullptr, eff, false, "NVFP4 GEMM efficiency relative to BF16's", {0.2, 1.0}},
+      {"optimizer_overhead_s", &P::optimizer_overhead_s, {0, 1e4, false}, true, "fixed per-step cost (data loading, logging, sync), seconds", {0.0, 0.5}},
+      // frameworks with at least ten development rows (MaxText has nine: it keeps 1)
+      {"framework_eff.torchtitan", nullptr, eff, false, "torchtitan's kernels (torch.compile, SDPA) relative to Megatron-Core's", fraction},
+      {"framework_eff.llm-foundry", nullptr, eff, false, "llm-foundry's kernels (Composer FSDP) relative to Megatron-Core's", fraction},
       {"allocator_overhead_frac", &P::allocator_overhead_frac, {0, 10, false}, true, "caching-allocator slack as a fraction of the allocated peak"},
       {"reserved_gib", &P::reserved_gib, {0, 1e4, false}, true, "process memory outside the tensor allocator (CUDA context), GiB"},
       {"comm_buffer_bytes", &P::comm_buffer_bytes, {0, 1e13, false}, true, "NCCL buffers per communicator, bytes"},
@@ -86,20 +93,25 @@ const CostParamRow* cost_param_row(const std::string& name) {
 }  // namespace
 
 std::string cost_params_markdown() {
-  std::string s = "| parameter | range | prior | in `params` | what it is |\n|---|---|---|---|---|\n";
-  const CostParams prior;
+  std::string s = "| parameter | range | prior | in `params` | fitted in | what it is |\n|---|---|---|---|---|---|\n";
   for (const CostParamRow& r : cost_param_table()) {
-    char range[64], value[32];
+    CostParams prior;
+    char range[64], value[32], fit[96] = "";
     std::snprintf(range, sizeof range, "%s%g, %g]", r.range.lo_open ? "(" : "[", r.range.lo, r.range.hi);
-    std::snprintf(value, sizeof value, "%g", prior.*r.member);
-    s += "| `" + std::string(r.name) + "` | " + range + " | " + value + " | " + (r.global ? "yes" : "by_arch only") + " | " +
-         r.doc + " |\n";
+    std::snprintf(value, sizeof value, "%g", *cost_param_ref(prior, r.name));
+    if (r.fit.fitted())
+      std::snprintf(fit, sizeof fit, "[%g, %g]%s%s", r.fit.lo, r.fit.hi, *r.fit.archs ? " per architecture: " : "", r.fit.archs);
+    s += "| `" + std::string(r.name) + "` | " + range + " | " + value + " | " +
+         (r.global   ? "yes"
+          : r.member ? "by_arch only"
+                     : "map entry") +
+         " | " + fit + " | " + r.doc + " |\n";
   }
   return s;
 }
 
 double* cost_param_ref(CostParams& p, const std::string& n) {
-  if (const CostParamRow* r = cost_param_row(n)) return &(p.*r->member);
+  if (const CostParamRow* r = cost_param_row(n); r && r->member) return &(p.*r->member);
   if (n.rfind("framework_eff.", 0) == 0) {
     auto fw = parse_framework(n.substr(14));
     if (!fw) return nullptr;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/parallel_for.h"
+#include "simulator/cost_param_table.h"
 #include "simulator/simulator.h"
 
 namespace mplan {
@@ -25,33 +26,27 @@ double* calibration_param(Calibration& c, const std::string& name) {
 }
 
 std::vector<FitParamSpec> default_fit_params() {
+  // The bounds are the cost-parameter table's (simulator/cost_params.cpp); per-architecture overrides
+  // first, then the global parameters, each in table order. The attention kernels' efficiencies are
+  // measured constants of the calibration (kernel benchmarks: FlashAttention-2 on A100, cuDNN on H100
+  // and B200; docs/cost_model.md), not fitted: the published runs cannot tell the forward from the
+  // backward apart. Blackwell's backward has no published kernel measurement, so it is fitted, with
+  // its forward fixed.
   std::vector<FitParamSpec> v;
-  for (const char* arch : {"ampere", "hopper", "blackwell"})
-    v.push_back({std::string(arch) + "/gemm_eff_max", 0.4, 1.0, "largest GEMMs' fraction of the dense peak"});
-  // The attention kernels' efficiencies are measured constants of the calibration (kernel benchmarks:
-  // FlashAttention-2 on A100, cuDNN on H100 and B200; docs/cost_model.md), not fitted: the published
-  // runs cannot tell the forward from the backward apart. Blackwell's backward has no published kernel
-  // measurement, so it is fitted, with its forward fixed.
-  v.push_back({"blackwell/attn_bwd_eff", 0.15, 0.85, "flash attention backward, fraction of the peak"});
-  std::vector<FitParamSpec> global = {
-      {"gemm_half_flops", 1e7, 1e11, "GEMM work at which efficiency is half its maximum"},
-      {"grouped_gemm_eff", 0.3, 1.0, "grouped expert GEMMs relative to plain GEMMs"},
-      {"triton_attn_eff", 0.2, 1.0, "the 2022 Triton flash-attention kernel relative to fused flash attention"},
-      {"hbm_eff", 0.3, 1.0, "memory-bound kernels' fraction of HBM bandwidth"},
-      {"kernel_overhead_us", 0.5, 40, "fixed cost per kernel"},
-      {"nvlink_eff", 0.3, 1.0, "achieved NVLink bus bandwidth fraction"},
-      {"network_eff", 0.3, 1.0, "achieved scale-out bus bandwidth fraction"},
-      {"a2a_eff", 0.1, 1.0, "all-to-all relative to the other collectives"},
-      {"overlap_slowdown", 0.0, 0.5, "compute slowdown beside an overlapped collective"},
-      {"precision_eff.fp8", 0.3, 1.0, "FP8 GEMM efficiency relative to BF16's"},
-      {"precision_eff.mxfp8", 0.3, 1.0, "MXFP8 GEMM efficiency relative to BF16's"},
-      {"precision_eff.nvfp4", 0.2, 1.0, "NVFP4 GEMM efficiency relative to BF16's"},
-      {"optimizer_overhead_s", 0.0, 0.5, "fixed per-step cost (data loading, logging, sync)"},
-      // frameworks with at least ten development rows (MaxText has nine: it keeps 1)
-      {"framework_eff.torchtitan", 0.3, 1.0, "torchtitan's kernels (torch.compile, SDPA) relative to Megatron-Core's"},
-      {"framework_eff.llm-foundry", 0.3, 1.0, "llm-foundry's kernels (Composer FSDP) relative to Megatron-Core's"}};
-  v.insert(v.end(), global.begin(), global.end());
+  for (bool per_arch : {true, false})
+    for (const CostParamRow& r : cost_param_table()) {
+      if (!r.fit.fitted() || per_arch != (*r.fit.archs != '\0')) continue;
+      if (!per_arch) v.push_back({r.name, r.fit.lo, r.fit.hi, r.doc});
+      for (const std::string& arch : per_arch ? split_list(r.fit.archs) : std::vector<std::string>{})
+        v.push_back({arch + "/" + r.name, r.fit.lo, r.fit.hi, r.doc});
+    }
   return v;
+}
+
+FitParamSpec fit_param(const std::string& name) {
+  for (const FitParamSpec& s : default_fit_params())
+    if (s.name == name) return s;
+  throw std::logic_error("fit_param: '" + name + "' is not a fitted parameter of the cost-parameter table");
 }
 
 FitLoss fit_loss(const std::vector<MeasuredRun>& runs, const Calibration& cal, int threads) {

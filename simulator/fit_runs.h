@@ -26,11 +26,12 @@ struct FitParamSpec {
   std::string why = "";  // what the parameter is (docs/cost_model.md lists them)
 };
 
-// The default set: per architecture (ampere, hopper, blackwell) the GEMM and attention kernel
-// efficiencies; globally the GEMM size scale, HBM, kernel overhead, NVLink, network, all-to-all,
-// MoE load spread, overlap slowdown, FP8/MXFP8/NVFP4 GEMM efficiency, the framework efficiency factors
-// and the fixed per-step overhead.
+// The default set: the parameters the cost-parameter table gives fit bounds (simulator/cost_params.cpp,
+// docs/cost_params.md), per architecture (ampere, hopper, blackwell) first, then the global ones.
 std::vector<FitParamSpec> default_fit_params();
+// The default set's entry of a parameter (its bounds from the cost-parameter table); throws
+// std::logic_error for a parameter that is not fitted (a programming error).
+FitParamSpec fit_param(const std::string& name);
 
 // |ln(pred/meas)| charged for a row that fails to simulate (as if off by 10x).
 constexpr double kFailedRowPenalty = 2.302585092994046;

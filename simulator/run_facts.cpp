@@ -85,53 +85,7 @@ bool matches(const FactRun& run, const CsvRow& row) {
   return !run.conditions.empty();
 }
 
-// Expands Megatron's layout grammar into a flat string of symbols.
-bool expand(const std::string& s, size_t& i, std::string& out, int depth) {
-  if (depth > 8) return false;
-  while (i < s.size() && s[i] != ')') {
-    std::string item;
-    if (s[i] == '(') {
-      ++i;
-      if (!expand(s, i, item, depth + 1) || i >= s.size() || s[i] != ')') return false;
-      ++i;
-    } else {
-      item = std::string(1, s[i++]);
-    }
-    int rep = 1;
-    if (i < s.size() && s[i] == '*') {
-      ++i;
-      size_t j = i;
-      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      if (j == i || j - i > 4) return false;
-      rep = std::stoi(s.substr(i, j - i));
-      i = j;
-    }
-    for (int k = 0; k < rep; ++k) out += item;
-    if (out.size() > 100000) return false;
-  }
-  return true;
-}
-
 }  // namespace
-
-std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& s, int pp, int vpp) {
-  std::string flat;
-  size_t i = 0;
-  if (!expand(s, i, flat, 0) || i != s.size()) return {};
-  std::vector<int> segments(1, 0);
-  for (char c : flat) {
-    if (c == '|')
-      segments.push_back(0);
-    else if (c == 't')
-      ++segments.back();
-    else if (c != 'E' && c != 'L' && c != 'm')
-      return {};
-  }
-  if (int(segments.size()) != pp * vpp) return {};
-  std::vector<std::vector<int>> out(pp, std::vector<int>(vpp, 0));
-  for (int k = 0; k < pp * vpp; ++k) out[k % pp][k / pp] = segments[k];  // model order is chunk-major
-  return out;
-}
 
 std::vector<RunFact> run_facts_for(const CsvRow& row) {
   std::vector<std::pair<size_t, const FactRun*>> hit;

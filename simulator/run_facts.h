@@ -38,9 +38,4 @@ void apply_run_facts(const std::vector<RunFact>& facts, const CsvRow& row, Plan&
 inline constexpr std::array<std::string_view, 9> kPublishedRowFacts = {
     "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len", "framework", "tflops_flop_convention"};
 
-// Parses Megatron's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL": E embedding, t layer,
-// m MTP, L loss, | stage boundary, x*N repeat) into layers per [stage][chunk]; empty when it does not
-// parse or does not fit pp x vpp.
-std::vector<std::vector<int>> parse_megatron_pipeline_layout(const std::string& s, int pp, int vpp);
-
 }  // namespace mplan

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/counting.h"
+#include "core/ops.h"
 #include "core/rank_grid.h"
 #include "core/units.h"
 #include "simulator/bubbles.h"
@@ -164,14 +165,15 @@ Expected<StepReport> simulate(const Plan& plan, const CostParams& params, const 
       x.time_s += o.time_s * w.microbatches;
       x.calls += int64_t(o.calls) * w.microbatches;
     }
-  auto add = [&](const std::string& n, double tsec, int64_t calls) {
+  auto add = [&](OpId id, double tsec, int64_t calls) {  // the step's ops outside the layers, by their vocabulary names
     if (tsec <= 0) return;
+    const std::string n(op_name(id));
     op_named(n) = {n, tsec, calls};
   };
-  add(p.zero == 0 ? "dp_allreduce" : "dp_reduce_scatter", st.dp_grad_s, st.dp_buckets);
-  add("dp_allgather", st.dp_param_gather_s, st.dp_buckets);
-  add("adamw", st.optimizer_s, 1);
-  if (p.pp > 1) add("pp_send_recv", w.p2p_s * 2 * w.microbatches * p.vpp, 2 * int64_t(w.microbatches) * p.vpp);
+  add(p.zero == 0 ? OpId::dp_allreduce : OpId::dp_reduce_scatter, st.dp_grad_s, st.dp_buckets);
+  add(OpId::dp_allgather, st.dp_param_gather_s, st.dp_buckets);
+  add(OpId::adamw, st.optimizer_s, 1);
+  if (p.pp > 1) add(OpId::pp_send_recv, w.p2p_s * 2 * w.microbatches * p.vpp, 2 * int64_t(w.microbatches) * p.vpp);
   std::sort(r.ops.begin(), r.ops.end(),
             [](const OpTime& a, const OpTime& b) { return a.time_s != b.time_s ? a.time_s > b.time_s : a.name < b.name; });
   r.warnings = w.warnings;

@@ -163,5 +163,34 @@ TEST(MegatronValueMaps, VirtualPipelineSizeAndLayersPerVirtualStageInvert) {
   EXPECT_EQ(megatron_layers_per_virtual_stage(80, 4, 0), 0);
 }
 
+TEST(MegatronValueMaps, PipelineLayoutWritesAndReadsBack) {
+  // DeepSeek-V3's 61 layers over pp 4 x vpp 2 with one MTP layer, a chunk without layers included
+  const std::vector<std::vector<int>> layers = {{7, 8}, {8, 8}, {8, 8}, {8, 6}}, empty_chunk = {{0, 2}, {1, 1}};
+  EXPECT_EQ(megatron_pipeline_layout(layers, 1), "Et*7|t*8|t*8|t*8|t*8|t*8|t*8|t*6mL");
+  EXPECT_EQ(parse_megatron_pipeline_layout(megatron_pipeline_layout(layers, 1), 4, 2), layers);
+  EXPECT_EQ(parse_megatron_pipeline_layout(megatron_pipeline_layout(layers, 1), 4, 0), layers);  // vpp from the stages
+  EXPECT_EQ(parse_megatron_pipeline_layout(megatron_pipeline_layout(empty_chunk, 0), 2, 0), empty_chunk);
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Et|t|tL", 2, 0).empty());  // 3 stages are not a multiple of pp 2
+  EXPECT_TRUE(parse_megatron_pipeline_layout("Et|tX", 2, 1).empty());    // not a symbol of the grammar
+}
+
+TEST(MegatronValueMaps, PrecisionFlagsReadBack) {
+  ParallelConfig p;
+  for (Precision prec : {Precision::bf16, Precision::fp16, Precision::fp8, Precision::mxfp8, Precision::nvfp4, Precision::fp32}) {
+    bool bf16 = false, fp16 = false, fp8 = false, fp4 = false;
+    std::string recipe;
+    for (const std::string& flag : megatron_precision_args(prec, p)) {
+      bf16 |= flag == "--bf16", fp16 |= flag == "--fp16", fp4 |= flag.rfind("--fp4-format", 0) == 0;
+      fp8 |= flag.rfind("--fp8-format", 0) == 0;
+      if (flag.rfind("--fp8-recipe ", 0) == 0) recipe = flag.substr(13);
+    }
+    EXPECT_EQ(megatron_precision(bf16, fp16, fp8, recipe, fp4), prec) << to_string(prec);
+  }
+  p.recompute = Recompute::selective;
+  p.recompute_modules = *parse_recompute_modules({"layernorm"}, nullptr);  // delayed scaling rejects it: tensorwise
+  EXPECT_EQ(megatron_precision_args(Precision::fp8, p).back(), "--fp8-recipe tensorwise");
+  EXPECT_TRUE(megatron_precision_args(Precision::tf32, p).empty());  // Megatron's default
+}
+
 }  // namespace
 }  // namespace mplan

@@ -8,11 +8,14 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <tuple>
 
 #include "core/json_fields.h"
 #include "core/presets.h"
 #include "simulator/cost_param_table.h"
 #include "simulator/cost_params.h"
+#include "simulator/fit_runs.h"
 #include "simulator/simulator.h"
 #include "tests/generated_doc.h"
 #include "tests/simulator/sim_fixtures.h"
@@ -100,7 +103,13 @@ TEST(CostParamTable, RowsRoundTripAndTheDocsListThem) {
   for (const CostParamRow& r : cost_param_table()) {
     EXPECT_TRUE(names.insert(r.name).second) << r.name;
     CostParams p;
+    if (!r.member) {  // a map entry: reached by name, fitted, never a scalar of "params"
+      EXPECT_NE(cost_param_ref(p, r.name), nullptr) << r.name;
+      EXPECT_TRUE(r.fit.fitted() && !r.global) << r.name;
+      continue;
+    }
     EXPECT_EQ(cost_param_ref(p, r.name), &(p.*r.member)) << r.name;
+    if (r.fit.fitted()) EXPECT_TRUE(r.range.lo <= r.fit.lo && r.fit.hi <= r.range.hi) << r.name;  // fits stay valid
     const double v = prior.*r.member;
     EXPECT_TRUE(v <= r.range.hi && (r.range.lo_open ? v > r.range.lo || !r.global : v >= r.range.lo)) << r.name;
     EXPECT_EQ(cost_param_range(r.name).hi, r.range.hi) << r.name;
@@ -121,6 +130,43 @@ TEST(CostParamTable, RowsRoundTripAndTheDocsListThem) {
       "refused naming the field); the prior is the uncalibrated default, which cross-validation resets a parameter to "
       "when a fold lacks its rows. What each one means, how it is fitted and its fitted value: docs/cost_model.md. "
       "Per-precision GEMM factors (`precision_eff.<precision>`, range (0, 1]), per-framework kernel factors "
-      "(`framework_eff.<framework>`) and the GEMM tile sizes are read beside them.\n\n",
+      "(`framework_eff.<framework>`) and the GEMM tile sizes are read beside them; the fitted entries of those maps are "
+      "rows of the table too (a map entry). The fit column is the interval a fit searches (`default_fit_params()` in "
+      "`simulator/fit_runs.cpp`: `mplan validate --fit`, which fits them all unless `--fit-params` names some, and "
+      "`mplan calibrate --runs`, which fits `overlap_slowdown` and `optimizer_overhead_s`), per architecture as one "
+      "`by_arch` override each; a parameter without one is not fitted.\n\n",
       cost_params_markdown());
+}
+
+// The fitted parameters, their order (the fit's coordinates) and bounds, as default_fit_params()
+// listed them before the bounds moved into the cost-parameter table.
+TEST(CostParamTable, FitBoundsAreTheTablesInTheFitOrder) {
+  const std::vector<std::tuple<std::string, double, double>> expected = {{"ampere/gemm_eff_max", 0.4, 1.0},
+                                                                         {"hopper/gemm_eff_max", 0.4, 1.0},
+                                                                         {"blackwell/gemm_eff_max", 0.4, 1.0},
+                                                                         {"blackwell/attn_bwd_eff", 0.15, 0.85},
+                                                                         {"gemm_half_flops", 1e7, 1e11},
+                                                                         {"grouped_gemm_eff", 0.3, 1.0},
+                                                                         {"triton_attn_eff", 0.2, 1.0},
+                                                                         {"hbm_eff", 0.3, 1.0},
+                                                                         {"kernel_overhead_us", 0.5, 40},
+                                                                         {"nvlink_eff", 0.3, 1.0},
+                                                                         {"network_eff", 0.3, 1.0},
+                                                                         {"a2a_eff", 0.1, 1.0},
+                                                                         {"overlap_slowdown", 0.0, 0.5},
+                                                                         {"precision_eff.fp8", 0.3, 1.0},
+                                                                         {"precision_eff.mxfp8", 0.3, 1.0},
+                                                                         {"precision_eff.nvfp4", 0.2, 1.0},
+                                                                         {"optimizer_overhead_s", 0.0, 0.5},
+                                                                         {"framework_eff.torchtitan", 0.3, 1.0},
+                                                                         {"framework_eff.llm-foundry", 0.3, 1.0}};
+  const auto got = default_fit_params();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, std::get<0>(expected[i])) << i;
+    EXPECT_EQ(got[i].lo, std::get<1>(expected[i])) << got[i].name;
+    EXPECT_EQ(got[i].hi, std::get<2>(expected[i])) << got[i].name;
+  }
+  EXPECT_EQ(fit_param("hbm_eff").lo, 0.3);
+  EXPECT_THROW(fit_param("comm_overlap"), std::logic_error);  // in the table, not fitted
 }

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/megatron_rules.h"
 #include "core/presets.h"
 #include "simulator/published.h"
 #include "simulator/run_facts.h"
