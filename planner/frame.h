@@ -64,6 +64,16 @@ void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, const CostPa
 // bucket's share of the gradient reduction is not known).
 void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                  std::vector<double>& out, bool with_grad_bucket = true);
+// What stage_tails takes from the chunk costs, per stage (the same for every ZeRO level without FSDP
+// traffic): chunk 0's share of the backward work and its buckets, its final backward, the first forwards.
+struct TailParts {
+  double share = 0, d0 = 0, window = 0;
+  int k = 1, buckets = 1;
+};
+void tail_parts(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                std::vector<TailParts>& out);
+// stage_tails' value of stage `s` at ZeRO level `z` from its parts.
+double stage_tail(const Frame& f, int z, int s, const TailParts& p, bool with_grad_bucket);
 // Lower bound of the simulated step time of candidate `l` of frame `f` (chunk costs from the probes,
 // FSDP traffic, stage tails, bounds.h's chain). Without `exact`, a selective-recompute candidate is
 // bounded by its plain costs (its own probe is not needed). `ct`/`tail`: scratch; `ct_ready`: `ct`
@@ -76,6 +86,30 @@ double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const
 // comes later). `ct`/`act`: scratch; `ct_ready`: `ct` already holds `l`'s chunk totals.
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
                            std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready = false);
+// candidate_memory_lb and candidate_time_lb (without `exact`) of one variant at each ZeRO level, the
+// same doubles, with what does not depend on the level (activations at the first backward, the
+// chain's stage ends, the tails' chunk parts) computed once. Not thread-safe: one per thread.
+class LevelBounds {
+ public:
+  // `v`: the variant (zero unset); `ct`: its chunk totals without selective recompute (kept by reference).
+  void reset(const Bounds& b, const Frame& f, const Layout& v, const PipeShape& ps, const CostParams& prm, double p2p_s,
+             const std::vector<ChunkTotals>& ct);
+  double memory_lb(int z);
+  double time_lb(int z);
+
+ private:
+  const Bounds* b_ = nullptr;
+  const Frame* f_ = nullptr;
+  const PipeShape* ps_ = nullptr;
+  const CostParams* prm_ = nullptr;
+  const std::vector<ChunkTotals>* ct_ = nullptr;
+  Layout l_;  // the variant, without selective recompute
+  bool approx_ = false, have_act_ = false, have_chain_ = false;
+  double p2p_s_ = 0;
+  std::vector<double> act_, ends_, tail_;
+  std::vector<TailParts> parts_;
+  std::vector<ChunkTotals> z3_;
+};
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 

@@ -34,6 +34,7 @@
 #include "planner/layer_costs.h"
 #include "planner/planner.h"
 #include "planner/ranking.h"
+#include "planner/search_shared.h"
 #include "planner/space.h"
 
 namespace mplan {
@@ -97,20 +98,21 @@ struct Evaluated {
 
 class Searcher {
  public:
-  Searcher(const Plan& job, const CostParams& prm, const SearchOptions& opt)
+  Searcher(const Plan& job, const CostParams& prm, const SearchOptions& opt, SearchShared& shared)
       : job_(job),
         prm_(prm),
         opt_(opt),
         J_(job_),
         lim_{opt.fix, opt.max},
-        bounds_(J_, prm_),
+        bounds_(J_, prm_, &shared.sim()),
         frames_b_(J_, prm_, bounds_),
-        floors_(J_, prm_),
-        costs_(job_, prm_),
+        floors_(shared.floors()),
+        costs_(shared.costs()),
         top_(opt.objective, std::max(1, opt.top_k), opt.distinct) {
     threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     mem_obj_ = opt.objective == Objective::memory_headroom;
     cap_ = job.cluster.gpu.memory_gib;
+    probes_before_ = costs_.probes();
   }
   SearchResult run();
 
@@ -153,8 +155,8 @@ class Searcher {
   Limits lim_;
   Bounds bounds_;
   FrameBuilder frames_b_;
-  FloorCache floors_;
-  mutable LayerCostCache costs_;
+  FloorCache& floors_;      // shared by the searches of a sweep (SearchShared)
+  LayerCostCache& costs_;  // likewise
   GroupedTop top_;
   int threads_ = 1;
   bool mem_obj_ = false;
@@ -192,6 +194,7 @@ class Searcher {
   double closest_gib_ = kInf;
   Layout closest_;
   int64_t nonfit_sim_ = 0;
+  int64_t probes_before_ = 0;
 };
 
 bool Searcher::prepare() {
@@ -344,35 +347,36 @@ void Searcher::expand(const std::vector<int64_t>& group) {
   // candidate bounds, one structure per task
   std::vector<std::vector<Node>> made(group.size());
   parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
-    std::vector<ChunkTotals> ct;
-    std::vector<double> tail;
     std::vector<ChunkTotals> base;  // a variant's chunk totals: the same for every ZeRO level
-    Bounds::MemScratch ms;
+    LevelBounds lb;
+    ShapeKey last_key{};
+    const ShapeCosts* last_sc = nullptr;  // the costs of last_key (consecutive variants mostly share a shape)
     for (size_t g = b; g < e; ++g) {
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
+      const PipeShape& ps = space_.pipes[f.pipe_id];
       for (const Layout& v : vars[g]) {
         bool have_base = false;
         for (int z : zeros_) {
           if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
           Node n{v, si.frame, 0.0, group[g]};
           n.l.zero = z;
-          // the chunk totals without selective recomputation (a selective candidate's time bound before
-          // its probe, R5), the same for every ZeRO level
-          const bool plain = n.l.recompute != Recompute::selective;
           if (!have_base) {
+            // the chunk totals without selective recomputation (a selective candidate's time bound
+            // before its probe, R5), the same for every ZeRO level
             Layout lp = n.l;
-            if (!plain) lp.recompute = Recompute::none;
-            bounds_.chunk_totals(lp, space_.pipes[f.pipe_id], costs_.get(shape_of(lp)), base);
+            if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
+            const ShapeKey k = shape_of(lp);
+            if (!last_sc || k.tie() != last_key.tie()) last_sc = &costs_.get(k), last_key = k;
+            bounds_.chunk_totals(lp, ps, *last_sc, base);
+            lb.reset(bounds_, f, v, ps, prm_, p2p_time(J_, prm_, v), base);
+            have_base = true;
           }
-          have_base = true;
-          ct = base;
-          double mem = memory_lb(n, ct, tail, ms, plain);
+          double mem = lb.memory_lb(z);
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
-            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack)
-                               : std::max(si.bound, node_bound(n, ct, tail, false, true));
+            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb.time_lb(z) * (1 - kSlack));
           made[g].push_back(n);
         }
       }
@@ -569,7 +573,7 @@ SearchResult Searcher::run() {
     st_.pruned_by_bound += si.variants * si.zeros_fit;
   }
   st_.pruned_by_bound += int64_t(batch_.size());
-  st_.probes = costs_.probes();
+  st_.probes = costs_.probes() - probes_before_;  // this search's (the cache may be a sweep's)
   GroupedResult g = top_.take();
   res.top = std::move(g.best);
   res.folded = std::move(g.folded);
@@ -658,7 +662,13 @@ std::vector<std::string> Searcher::reasons() const {
 
 }  // namespace
 
-Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const SearchOptions& opt) {
+Expected<SearchResult> search(const Plan& job, const Calibration& cal, const SearchOptions& opt) {
+  SearchShared shared;
+  return search_shared(job, cal, opt, shared);
+}
+
+Expected<SearchResult> planner::search_shared(const Plan& job_in, const Calibration& cal, const SearchOptions& opt,
+                                              SearchShared& shared) {
   Plan job = job_in;
   // the job's runtime choices carried into every candidate; the rest of the layout is searched
   ParallelConfig keep = job.parallel;
@@ -685,7 +695,9 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
   // a job that asks for the MoE all-to-all overlap keeps it; otherwise the search tries both
   SearchOptions o = opt;
   if (keep.moe_a2a_overlap && !o.fix.count("moe_a2a_overlap")) o.fix["moe_a2a_overlap"] = 1;
-  Searcher s(job, cal.params_for(job.cluster.gpu), o);
+  const CostParams prm = cal.params_for(job.cluster.gpu);
+  shared.bind(job, prm);
+  Searcher s(job, prm, o, shared);
   return s.run();
 }
 
