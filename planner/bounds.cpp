@@ -58,7 +58,10 @@ void add(ChunkTotals& t, const PieceCost& p, double count) {
 }  // namespace
 
 Bounds::Bounds(const Job& job, const CostParams& prm, SimCache* shared)
-    : job_(job), prm_(prm), own_cache_(shared ? nullptr : std::make_unique<SimCache>()), cache_(shared ? shared : own_cache_.get()) {
+    : job_(job),
+      prm_(prm),
+      own_cache_(shared ? nullptr : std::make_unique<SimCache>()),
+      cache_(shared ? shared : own_cache_.get()) {
   const ModelSpec& m = job.model();
   moe_prefix_.assign(size_t(m.num_layers) + 1, 0);
   for (int i = 0; i < m.num_layers; ++i) moe_prefix_[i + 1] = moe_prefix_[i] + (m.is_moe_layer(i) ? 1 : 0);

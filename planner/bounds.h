@@ -132,7 +132,7 @@ class Bounds {
  private:
   const Job& job_;
   CostParams prm_;
-  std::vector<int> moe_prefix_;  // MoE layers among the first i layers
+  std::vector<int> moe_prefix_;          // MoE layers among the first i layers
   std::unique_ptr<SimCache> own_cache_;  // when none is shared
   SimCache* cache_;
   bool mtp_moe_ = false;

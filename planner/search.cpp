@@ -155,7 +155,7 @@ class Searcher {
   Limits lim_;
   Bounds bounds_;
   FrameBuilder frames_b_;
-  FloorCache& floors_;      // shared by the searches of a sweep (SearchShared)
+  FloorCache& floors_;     // shared by the searches of a sweep (SearchShared)
   LayerCostCache& costs_;  // likewise
   GroupedTop top_;
   int threads_ = 1;
