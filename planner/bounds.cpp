@@ -3,6 +3,7 @@
 #include "planner/bounds.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 
@@ -274,6 +275,25 @@ double Bounds::stage_memory_gib(const Layout& l, const PipeShape& ps, int s, dou
   for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
   fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);
   return stage_memory(sc.plan, st, act_bytes, prm_).total();
+}
+
+void Bounds::stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double probe,
+                                MemScratch& sc, std::array<std::vector<double>, 4>& at_zero,
+                                std::array<std::vector<double>, 4>& at_probe) const {
+  set_layout(sc.plan.parallel, base, job_.world);
+  StageWork& st = sc.st;
+  st.chunks.resize(ps.vpp);
+  for (int z : zeros) at_zero[size_t(z)].assign(ps.pp, 0.0), at_probe[size_t(z)].assign(ps.pp, 0.0);
+  for (int s = 0; s < ps.pp; ++s) {
+    int layers = 0;
+    for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
+    fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);  // the same at every level
+    for (int z : zeros) {
+      sc.plan.parallel.zero = z;
+      at_zero[size_t(z)][s] = stage_memory(sc.plan, st, 0.0, prm_).total();
+      at_probe[size_t(z)][s] = stage_memory(sc.plan, st, probe, prm_).total();
+    }
+  }
 }
 
 double Bounds::peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& sc,

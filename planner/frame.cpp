@@ -25,17 +25,14 @@ Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, 
   const double overhead = prm_.optimizer_overhead_s;  // as simulator/dp_costs.h charges it
   const int dp = std::max(1, base.dp), edp = std::max(1, (base.tp * base.cp * base.dp) / (base.ep * base.etp));
   f.static_mem.fill(std::numeric_limits<double>::infinity());
+  const double probe = 1e9;
+  std::array<std::vector<double>, 4> at_probe;
+  bounds_.stage_memory_lines(base, ps, zeros, probe, ms, f.mem_base, at_probe);
   for (int z : zeros) {
-    Layout l = base;
-    l.zero = z;
-    f.static_mem[z] = bounds_.peak_memory_gib(l, ps, {}, ms);
-    f.mem_base[z].assign(ps.pp, 0.0);
+    // the peak over stages without activations (peak_memory_gib's value)
+    f.static_mem[z] = *std::max_element(f.mem_base[z].begin(), f.mem_base[z].end());
     f.mem_slope[z].assign(ps.pp, 0.0);
-    for (int s = 0; s < ps.pp; ++s) {
-      const double probe = 1e9;
-      f.mem_base[z][s] = bounds_.stage_memory_gib(l, ps, s, 0.0, ms);
-      f.mem_slope[z][s] = (bounds_.stage_memory_gib(l, ps, s, probe, ms) - f.mem_base[z][s]) / probe;
-    }
+    for (int s = 0; s < ps.pp; ++s) f.mem_slope[z][s] = (at_probe[z][s] - f.mem_base[z][s]) / probe;
     f.opt[z].assign(ps.pp, overhead);
     if (frozen) continue;
     for (int s = 0; s < ps.pp; ++s) {

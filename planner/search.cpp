@@ -16,6 +16,7 @@
 // those still able to beat the current top K (the threshold falls as results come in, so the
 // estimate rises steadily instead of jumping to the end when the rest is pruned).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -46,6 +47,9 @@ namespace {
 constexpr size_t kBatch = 32;        // candidates per evaluation round (fixed: results do not depend on threads)
 constexpr size_t kExpandGroup = 16;  // structures expanded together
 constexpr double kSlack = 1e-9;      // relative slack of bounds against rounding
+// Relative margin over GroupedTop::keep_limit() (the threshold times the interval ratio) beyond which a
+// candidate is dropped when made: above the member limits' kSlack and the ratio's rounding.
+constexpr double kDropSlack = 1e-6;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPrepareShare = 0.1;  // progress reported by the enumeration (step 1)
 
@@ -349,8 +353,18 @@ void Searcher::expand(const std::vector<int64_t>& group) {
   parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
     std::vector<ChunkTotals> base;  // a variant's chunk totals: the same for every ZeRO level
     LevelBounds lb;
-    ShapeKey last_key{};
-    const ShapeCosts* last_sc = nullptr;  // the costs of last_key (consecutive variants mostly share a shape)
+    // the costs of the last few shapes (a structure's variants cycle through a handful: the schedule
+    // changes fastest), without the cache's lock and lookup
+    constexpr size_t kRecent = 8;
+    std::array<std::pair<ShapeKey, const ShapeCosts*>, kRecent> recent{};
+    size_t next_recent = 0;
+    auto costs_of = [&](const ShapeKey& k) -> const ShapeCosts& {
+      for (const auto& [rk, sc] : recent)
+        if (sc && rk.tie() == k.tie()) return *sc;
+      const ShapeCosts& sc = costs_.get(k);
+      recent[next_recent++ % kRecent] = {k, &sc};
+      return sc;
+    };
     for (size_t g = b; g < e; ++g) {
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
@@ -366,9 +380,7 @@ void Searcher::expand(const std::vector<int64_t>& group) {
             // before its probe, R5), the same for every ZeRO level
             Layout lp = n.l;
             if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
-            const ShapeKey k = shape_of(lp);
-            if (!last_sc || k.tie() != last_key.tie()) last_sc = &costs_.get(k), last_key = k;
-            bounds_.chunk_totals(lp, ps, *last_sc, base);
+            bounds_.chunk_totals(lp, ps, costs_of(shape_of(lp)), base);
             lb.reset(bounds_, f, v, ps, prm_, p2p_time(J_, prm_, v), base);
             have_base = true;
           }
@@ -382,10 +394,17 @@ void Searcher::expand(const std::vector<int64_t>& group) {
       }
     }
   });
+  // A candidate above every limit a later step can use (the threshold and the group members' limits,
+  // which never rise) would stay on the heap until the end: counted as pruned now.
+  const double drop = opt_.exhaustive ? kInf : (top_.distinct() ? top_.keep_limit() : top_.threshold()) * (1 + kDropSlack);
   for (auto& list : made)
     for (Node& n : list) {
       if (n.bound == kInf) {
         ++st_.pruned_memory;
+        continue;
+      }
+      if (n.bound > drop) {
+        ++st_.pruned_by_bound;
         continue;
       }
       nodes_.push_back(n);
