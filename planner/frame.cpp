@@ -175,18 +175,16 @@ double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, con
   return m;
 }
 
-void LevelBounds::reset(const Bounds& b, const Frame& f, const Layout& v, const PipeShape& ps, const CostParams& prm,
+void LevelBounds::reset(const Bounds& b, const Frame& f, const Layout& plain, const PipeShape& ps, const CostParams& prm,
                         double p2p_s, const std::vector<ChunkTotals>& ct) {
   b_ = &b, f_ = &f, ps_ = &ps, prm_ = &prm, ct_ = &ct;
-  l_ = v;
-  approx_ = v.recompute == Recompute::selective;
-  if (approx_) l_.recompute = Recompute::none;
+  l_ = plain;
   p2p_s_ = p2p_s;
   have_act_ = have_chain_ = false;
 }
 
-double LevelBounds::memory_lb(int z) {
-  if (approx_) return f_->static_mem[z];
+double LevelBounds::memory_lb(int z, bool selective) {
+  if (selective) return f_->static_mem[z];
   if (!have_act_) {
     b_->activations_at_first_backward(l_, *ps_, *ct_, act_);
     have_act_ = true;
@@ -196,13 +194,13 @@ double LevelBounds::memory_lb(int z) {
   return m;
 }
 
-double LevelBounds::time_lb(int z) {
+double LevelBounds::time_lb(int z, bool selective) {
   Layout l = l_;
   l.zero = z;
   if (z == 3 && !f_->fsdp_ag.empty()) {  // FSDP traffic changes the chunk costs: the whole bound
     z3_ = *ct_;
     add_fsdp(*f_, l, *ps_, *prm_, z3_);
-    stage_tails(*f_, l, *ps_, z3_, tail_, !approx_);
+    stage_tails(*f_, l, *ps_, z3_, tail_, !selective);
     return b_->step_time_lb(l, *ps_, z3_, tail_, p2p_s_);
   }
   if (!have_chain_) {
@@ -211,7 +209,7 @@ double LevelBounds::time_lb(int z) {
     have_chain_ = true;
   }
   double best = 0;
-  for (int s = ps_->pp - 1; s >= 0; --s) best = std::max(best, ends_[s] + stage_tail(*f_, z, s, parts_[size_t(s)], !approx_));
+  for (int s = ps_->pp - 1; s >= 0; --s) best = std::max(best, ends_[s] + stage_tail(*f_, z, s, parts_[size_t(s)], !selective));
   return best;
 }
 

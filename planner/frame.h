@@ -86,16 +86,20 @@ double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const
 // comes later). `ct`/`act`: scratch; `ct_ready`: `ct` already holds `l`'s chunk totals.
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
                            std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready = false);
-// candidate_memory_lb and candidate_time_lb (without `exact`) of one variant at each ZeRO level, the
-// same doubles, with what does not depend on the level (activations at the first backward, the
-// chain's stage ends, the tails' chunk parts) computed once. Not thread-safe: one per thread.
+// candidate_memory_lb and candidate_time_lb (without `exact`) at each ZeRO level, the same doubles, with
+// what does not depend on the level (activations at the first backward, the chain's stage ends, the
+// tails' chunk parts) computed once. One serves every variant with the same chunk totals without
+// selective recompute: a selective variant shares them with the plain variant of its shape. Not
+// thread-safe: one per thread.
 class LevelBounds {
  public:
-  // `v`: the variant (zero unset); `ct`: its chunk totals without selective recompute (kept by reference).
-  void reset(const Bounds& b, const Frame& f, const Layout& v, const PipeShape& ps, const CostParams& prm, double p2p_s,
+  // `plain`: the variant with selective recompute replaced by none (zero unset); `ct`: its chunk totals
+  // (kept by reference).
+  void reset(const Bounds& b, const Frame& f, const Layout& plain, const PipeShape& ps, const CostParams& prm, double p2p_s,
              const std::vector<ChunkTotals>& ct);
-  double memory_lb(int z);
-  double time_lb(int z);
+  // `selective`: the bounds of the selective variant (the frame's static memory; no gradient bucket).
+  double memory_lb(int z, bool selective);
+  double time_lb(int z, bool selective);
 
  private:
   const Bounds* b_ = nullptr;
@@ -103,13 +107,14 @@ class LevelBounds {
   const PipeShape* ps_ = nullptr;
   const CostParams* prm_ = nullptr;
   const std::vector<ChunkTotals>* ct_ = nullptr;
-  Layout l_;  // the variant, without selective recompute
-  bool approx_ = false, have_act_ = false, have_chain_ = false;
+  Layout l_;  // the plain variant
+  bool have_act_ = false, have_chain_ = false;
   double p2p_s_ = 0;
   std::vector<double> act_, ends_, tail_;
   std::vector<TailParts> parts_;
   std::vector<ChunkTotals> z3_;
 };
+
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 

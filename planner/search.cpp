@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <thread>
@@ -351,8 +352,20 @@ void Searcher::expand(const std::vector<int64_t>& group) {
   // candidate bounds, one structure per task
   std::vector<std::vector<Node>> made(group.size());
   parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
-    std::vector<ChunkTotals> base;  // a variant's chunk totals: the same for every ZeRO level
-    LevelBounds lb;
+    // A variant's chunk totals without selective recomputation (a selective candidate's time bound
+    // before its probe, R5) and the bounds made from them: the same for every ZeRO level, and for the
+    // variants of a structure with the same shape costs, recompute mode and schedule (the selective
+    // variants share the plain one's).
+    struct Base {
+      const ShapeCosts* sc = nullptr;
+      Recompute rc = Recompute::none;
+      int layers = 0;
+      Schedule sched = Schedule::one_f_one_b;
+      std::vector<ChunkTotals> ct;
+      LevelBounds lb;
+    };
+    std::vector<std::unique_ptr<Base>> bases;  // the first `used` serve the current structure
+    size_t used = 0;
     // the costs of the last few shapes (a structure's variants cycle through a handful: the schedule
     // changes fastest), without the cache's lock and lookup
     constexpr size_t kRecent = 8;
@@ -369,26 +382,38 @@ void Searcher::expand(const std::vector<int64_t>& group) {
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
       const PipeShape& ps = space_.pipes[f.pipe_id];
+      used = 0;
       for (const Layout& v : vars[g]) {
-        bool have_base = false;
+        const bool sel = v.recompute == Recompute::selective;
+        LevelBounds* lb = nullptr;
         for (int z : zeros_) {
           if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
           Node n{v, si.frame, 0.0, group[g]};
           n.l.zero = z;
-          if (!have_base) {
-            // the chunk totals without selective recomputation (a selective candidate's time bound
-            // before its probe, R5), the same for every ZeRO level
-            Layout lp = n.l;
-            if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
-            bounds_.chunk_totals(lp, ps, costs_of(shape_of(lp)), base);
-            lb.reset(bounds_, f, v, ps, prm_, p2p_time(J_, prm_, v), base);
-            have_base = true;
+          if (!lb) {
+            Layout lp = v;
+            if (sel) lp.recompute = Recompute::none;
+            const ShapeCosts* sc = &costs_of(shape_of(lp));
+            for (size_t i = 0; i < used && !lb; ++i) {
+              const Base& e = *bases[i];
+              if (e.sc == sc && e.rc == lp.recompute && e.layers == lp.recompute_layers && e.sched == lp.schedule)
+                lb = &bases[i]->lb;
+            }
+            if (!lb) {
+              if (used == bases.size()) bases.push_back(std::make_unique<Base>());
+              Base& e = *bases[used++];
+              e.sc = sc, e.rc = lp.recompute, e.layers = lp.recompute_layers, e.sched = lp.schedule;
+              bounds_.chunk_totals(lp, ps, *sc, e.ct);
+              e.lb.reset(bounds_, f, lp, ps, prm_, p2p_time(J_, prm_, lp), e.ct);
+              lb = &e.lb;
+            }
           }
-          double mem = lb.memory_lb(z);
+          double mem = lb->memory_lb(z, sel);
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
-            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb.time_lb(z) * (1 - kSlack));
+            n.bound =
+                mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb->time_lb(z, sel) * (1 - kSlack));
           made[g].push_back(n);
         }
       }

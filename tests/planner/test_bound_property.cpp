@@ -127,9 +127,11 @@ TEST(BoundProperty, BoundsNeverExceedSimulationOnRandomLayouts) {
         std::vector<ChunkTotals> plain;
         bounds.chunk_totals(lp, ps, costs.get(shape_of(lp)), plain);
         LevelBounds lb;
-        lb.reset(bounds, f, l, ps, prm, p2p, plain);
-        EXPECT_EQ(lb.memory_lb(l.zero), candidate_memory_lb(bounds, f, l, ps, costs, ct, act)) << at << " (LevelBounds memory)";
-        EXPECT_EQ(lb.time_lb(l.zero), approx_lb) << at << " (LevelBounds time)";
+        lb.reset(bounds, f, lp, ps, prm, p2p_time(J, prm, lp), plain);
+        const bool sel = l.recompute == Recompute::selective;
+        EXPECT_EQ(lb.memory_lb(l.zero, sel), candidate_memory_lb(bounds, f, l, ps, costs, ct, act))
+            << at << " (LevelBounds memory)";
+        EXPECT_EQ(lb.time_lb(l.zero, sel), approx_lb) << at << " (LevelBounds time)";
         EXPECT_EQ(f.static_mem[l.zero], bounds.peak_memory_gib(l, ps, {}, ms)) << at << " (frame's static memory)";
       }
       bounds.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
