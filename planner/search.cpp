@@ -346,7 +346,17 @@ void Searcher::expand(const std::vector<int64_t>& group) {
     const PipeShape& ps = space_.pipes[s.pipe_id];
     frames_b_.add_collectives(frames_[si.frame], ps, zeros_);
     structure_variants(J_, lim_, s, ps, &vars[g], nullptr);
-    for (const Layout& v : vars[g]) keys.push_back(shape_of(v));
+    // the shapes the candidate bounds read: without selective recomputation (a selective variant's
+    // own probe is made when it is evaluated); the last few are skipped (prefill deduplicates the rest)
+    const size_t first = keys.size();
+    for (const Layout& v : vars[g]) {
+      Layout lp = v;
+      if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
+      const ShapeKey k = shape_of(lp);
+      bool seen = false;
+      for (size_t i = keys.size(); i > first && i + 8 > keys.size() && !seen; --i) seen = keys[i - 1].tie() == k.tie();
+      if (!seen) keys.push_back(k);
+    }
   }
   costs_.prefill(keys, threads_);
   // candidate bounds, one structure per task
