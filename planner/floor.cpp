@@ -117,8 +117,9 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
           for (bool a2a_ovl : a2a) {
             v.split_w = split;
             v.moe_a2a_overlap = a2a_ovl;
-            out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
             if (m.moe) out.moe = min_piece(out.moe, piece_of(moe_ops, moe_c, v));
+            if (a2a_ovl) continue;  // the overlap changes only lists with the MoE all-to-alls (time_op_list)
+            out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
             out.emb = min_piece(out.emb, piece_of(emb, emb_c, v));
             out.head = min_piece(out.head, piece_of(head, head_c, v));
           }

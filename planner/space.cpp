@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "core/framework_profile.h"
 #include "core/megatron_rules.h"
@@ -346,11 +347,20 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   };
   thread_local std::vector<Rc> rcs;
   rcs.clear();
-  const std::vector<uint32_t> offloads = offload_module_sets(job);
+  // the module sets depend on the framework, the precision and the model's kind only: made once per
+  // thread and such job
+  struct Sets {
+    std::tuple<int, int, bool, bool> key{-1, -1, false, false};
+    std::vector<uint32_t> offloads, rmods;
+  };
+  thread_local Sets sets;
+  const auto key = std::make_tuple(int(fw), int(job.plan->training.precision), job.moe, job.mla);
+  if (sets.key != key) sets = {key, offload_module_sets(job), recompute_module_sets(job)};
+  const std::vector<uint32_t>& offloads = sets.offloads;
   if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0))
     for (uint32_t off : offloads) rcs.push_back({Recompute::none, 0, 0, off});
   if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0))
-    for (uint32_t mods : recompute_module_sets(job))
+    for (uint32_t mods : sets.rmods)
       for (uint32_t off : offloads) {
         const bool moe_rc = (mods & uint32_t(RecomputeModule::moe)) != 0;
         const bool moe_off = (off & (uint32_t(OffloadModule::expert_fc1) | uint32_t(OffloadModule::moe_act))) != 0;
