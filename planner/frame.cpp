@@ -180,7 +180,7 @@ void LevelBounds::reset(const Bounds& b, const Frame& f, const Layout& plain, co
   b_ = &b, f_ = &f, ps_ = &ps, prm_ = &prm, ct_ = &ct;
   l_ = plain;
   p2p_s_ = p2p_s;
-  have_act_ = have_chain_ = false;
+  have_act_ = have_chain_ = have_z3_ = false;
 }
 
 double LevelBounds::memory_lb(int z, bool selective) {
@@ -197,19 +197,25 @@ double LevelBounds::memory_lb(int z, bool selective) {
 double LevelBounds::time_lb(int z, bool selective) {
   Layout l = l_;
   l.zero = z;
-  if (z == 3 && !f_->fsdp_ag.empty()) {  // FSDP traffic changes the chunk costs: the whole bound
-    z3_ = *ct_;
-    add_fsdp(*f_, l, *ps_, *prm_, z3_);
-    stage_tails(*f_, l, *ps_, z3_, tail_, !selective);
-    return b_->step_time_lb(l, *ps_, z3_, tail_, p2p_s_);
-  }
-  if (!have_chain_) {
-    b_->compute_ends(l, *ps_, *ct_, p2p_s_, ends_);
-    tail_parts(*f_, l, *ps_, *ct_, parts_);
-    have_chain_ = true;
+  // FSDP traffic changes the chunk costs of ZeRO 3: its own chain and tail parts (step_time_lb of
+  // stage_tails, in pieces)
+  const bool fsdp = z == 3 && !f_->fsdp_ag.empty();
+  bool& have = fsdp ? have_z3_ : have_chain_;
+  std::vector<double>& ends = fsdp ? ends_z3_ : ends_;
+  std::vector<TailParts>& parts = fsdp ? parts_z3_ : parts_;
+  if (!have) {
+    const std::vector<ChunkTotals>* ct = ct_;
+    if (fsdp) {
+      z3_ = *ct_;
+      add_fsdp(*f_, l, *ps_, *prm_, z3_);
+      ct = &z3_;
+    }
+    b_->compute_ends(l, *ps_, *ct, p2p_s_, ends);
+    tail_parts(*f_, l, *ps_, *ct, parts);
+    have = true;
   }
   double best = 0;
-  for (int s = ps_->pp - 1; s >= 0; --s) best = std::max(best, ends_[s] + stage_tail(*f_, z, s, parts_[size_t(s)], !selective));
+  for (int s = ps_->pp - 1; s >= 0; --s) best = std::max(best, ends[s] + stage_tail(*f_, z, s, parts[size_t(s)], !selective));
   return best;
 }
 

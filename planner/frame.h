@@ -108,11 +108,11 @@ class LevelBounds {
   const CostParams* prm_ = nullptr;
   const std::vector<ChunkTotals>* ct_ = nullptr;
   Layout l_;  // the plain variant
-  bool have_act_ = false, have_chain_ = false;
+  bool have_act_ = false, have_chain_ = false, have_z3_ = false;
   double p2p_s_ = 0;
-  std::vector<double> act_, ends_, tail_;
-  std::vector<TailParts> parts_;
-  std::vector<ChunkTotals> z3_;
+  std::vector<double> act_, ends_, ends_z3_;
+  std::vector<TailParts> parts_, parts_z3_;
+  std::vector<ChunkTotals> z3_;  // the chunk totals with ZeRO 3's FSDP traffic
 };
 
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.

@@ -651,6 +651,12 @@ void Searcher::complete_groups() {
     return false;
   };
   auto node_limit = [&](const Layout& l) {
+    // group_key keeps these sizes: without a limit that has them, no group's key can match
+    bool sizes = false;
+    for (const auto& [gk, gl] : limits)
+      sizes = sizes || (gk.tp == l.tp && gk.pp == l.pp && gk.cp == l.cp && gk.dp == l.dp && gk.ep == l.ep && gk.etp == l.etp &&
+                        gk.mbs == l.mbs && gk.zero == l.zero);
+    if (!sizes) return -kInf;
     Layout k = group_key(l);
     double lim = -kInf;
     for (const auto& [gk, gl] : limits)
