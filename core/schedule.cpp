@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "core/schedule_stages.h"
+
 namespace mplan {
 
 namespace {
@@ -19,6 +21,7 @@ std::vector<Action> gpipe(int m) {
 // PipeDream-flush 1F1B: pp-stage-1 warm-up forwards, then one forward one backward, then cool-down.
 std::vector<Action> one_f_one_b(int pp, int m, int stage) {
   std::vector<Action> a;
+  a.reserve(2 * size_t(m));
   int warmup = std::min(pp - stage - 1, m);
   int f = 0, b = 0;
   for (; f < warmup; ++f) a.push_back({Phase::F, f, 0});
@@ -49,6 +52,7 @@ std::vector<Action> interleaved(int pp, int vpp, int m, int stage) {
   // forward first when m == pp)
   int warmup = std::min(total, (pp - stage - 1) * 2 + (vpp - 1) * pp);
   std::vector<Action> a;
+  a.reserve(2 * size_t(total));
   int f = 0, b = 0;
   for (; f < warmup; ++f) a.push_back(fwd(f));
   while (f < total) {
@@ -64,15 +68,17 @@ std::vector<Action> interleaved(int pp, int vpp, int m, int stage) {
 // passes (the paper's T_F = T_B = T_W setting): each step a stage runs, in priority order, a W when
 // more than pp-1-stage are pending, else a ready B, else an F if fewer than pp-stage micro-batches are
 // in flight (1F1B's memory bound), else a pending W (filling what would be a bubble), else idles.
-std::vector<Action> zero_bubble_h1(int pp, int m, int want_stage) {
+std::vector<std::vector<Action>> zero_bubble_h1(int pp, int m) {
   std::vector<std::vector<Action>> out(pp);
+  for (std::vector<Action>& o : out) o.reserve(3 * size_t(m));
   std::vector<int> next_f(pp, 0), next_b(pp, 0);
   std::vector<std::deque<int>> pending(pp);
   // completion step of F/B per (stage, micro-batch); -1 = not yet
   std::vector<std::vector<int>> f_done(pp, std::vector<int>(m, -1)), b_done(pp, std::vector<int>(m, -1));
   int finished = 0;
+  std::vector<Action> step(pp);
   for (int t = 0; finished < pp && t < 16 * (m + pp) + 16; ++t) {
-    std::vector<Action> step(pp, Action{Phase::F, -1, 0});
+    std::fill(step.begin(), step.end(), Action{Phase::F, -1, 0});
     for (int s = 0; s < pp; ++s) {
       int cap = pp - 1 - s;
       int in_flight = next_f[s] - next_b[s];
@@ -104,7 +110,7 @@ std::vector<Action> zero_bubble_h1(int pp, int m, int want_stage) {
       if (int(out[s].size()) == 3 * m) ++finished;
     }
   }
-  return out[want_stage];
+  return out;
 }
 
 }  // namespace
@@ -118,9 +124,16 @@ std::vector<Action> schedule_actions(Schedule s, int pp, int vpp, int microbatch
     case Schedule::interleaved:
       return interleaved(pp, vpp, microbatches, stage);
     case Schedule::zero_bubble:
-      return zero_bubble_h1(pp, microbatches, stage);
+      return zero_bubble_h1(pp, microbatches)[size_t(stage)];
   }
   return {};
+}
+
+std::vector<std::vector<Action>> schedule_all_stages(Schedule s, int pp, int vpp, int microbatches) {
+  if (s == Schedule::zero_bubble) return zero_bubble_h1(pp, microbatches);  // one lock-step run makes every stage's list
+  std::vector<std::vector<Action>> out(static_cast<size_t>(pp));
+  for (int st = 0; st < pp; ++st) out[size_t(st)] = schedule_actions(s, pp, vpp, microbatches, st);
+  return out;
 }
 
 bool schedule_splits_weight_grad(Schedule s) { return s == Schedule::zero_bubble; }

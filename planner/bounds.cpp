@@ -3,6 +3,8 @@
 #include "planner/bounds.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <limits>
 
 #include "core/schedule.h"
@@ -56,7 +58,11 @@ void add(ChunkTotals& t, const PieceCost& p, double count) {
 
 }  // namespace
 
-Bounds::Bounds(const Job& job, const CostParams& prm) : job_(job), prm_(prm) {
+Bounds::Bounds(const Job& job, const CostParams& prm, SimCache* shared)
+    : job_(job),
+      prm_(prm),
+      own_cache_(shared ? nullptr : std::make_unique<SimCache>()),
+      cache_(shared ? shared : own_cache_.get()) {
   const ModelSpec& m = job.model();
   moe_prefix_.assign(size_t(m.num_layers) + 1, 0);
   for (int i = 0; i < m.num_layers; ++i) moe_prefix_[i + 1] = moe_prefix_[i] + (m.is_moe_layer(i) ? 1 : 0);
@@ -68,6 +74,10 @@ void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts
   const ModelSpec& m = job_.model();
   out.assign(size_t(ps.pp) * ps.vpp, ChunkTotals{});
   const bool sel = l.recompute == Recompute::selective;
+  // a chunk with the same layer counts as the last inner chunk (not the first or the last: they add the
+  // embedding or the head) has the same totals, summed by the same expressions: copied
+  size_t prev = SIZE_MAX;
+  int prev_n = -1, prev_moe = -1, prev_r = -1, prev_moe_r = -1;
   for (int s = 0; s < ps.pp; ++s)
     for (int c = 0; c < ps.vpp; ++c) {
       size_t i = size_t(s) * ps.vpp + c;
@@ -77,6 +87,14 @@ void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts
       int r = 0;
       if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
       int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
+      const bool edge = (s == 0 && c == 0) || (s == ps.pp - 1 && c == ps.vpp - 1);
+      if (!edge) {
+        if (prev != SIZE_MAX && n == prev_n && moe == prev_moe && r == prev_r && moe_r == prev_moe_r) {
+          t = out[prev];
+          continue;
+        }
+        prev = i, prev_n = n, prev_moe = moe, prev_r = r, prev_moe_r = moe_r;
+      }
       int dense_r = r - moe_r;
       if (sel) {
         add(t, sc.dense.selective, n - moe);
@@ -96,14 +114,16 @@ void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts
     }
 }
 
-double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
-                            const std::vector<double>& tail, double p2p_s) const {
+void Bounds::compute_ends(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, double p2p_s,
+                          std::vector<double>& end) const {
   const double m = double(microbatches(l));
   const bool zb = l.schedule == Schedule::zero_bubble;
   const int pp = ps.pp, vpp = ps.vpp;
   // per stage: arrival of micro-batch 0 (pref_f), all work (busy), forwards+backwards only (fb)
   double pref_f = 0;
-  std::vector<double> start(pp), busy(pp), fb(pp);
+  thread_local std::vector<double> start, busy, fb;
+  start.resize(size_t(pp)), busy.resize(size_t(pp)), fb.resize(size_t(pp));
+  end.resize(size_t(pp));
   for (int s = 0; s < pp; ++s) {
     double b = 0, f = 0;
     for (int c = 0; c < vpp; ++c) {
@@ -118,15 +138,22 @@ double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vec
   }
   // walking from the last stage to the first: `last_b` bounds the end of the stage's final backward
   // (micro-batch m-1, chunk 0), which needs the same backward of the next stage first
-  double best = 0, last_b_next = 0;
+  double last_b_next = 0;
   for (int s = pp - 1; s >= 0; --s) {
     const ChunkTotals& c0 = ct[size_t(s) * vpp];
     double own = start[s] + (zb ? fb[s] : busy[s]);
     double last_b = s == pp - 1 ? own : std::max(own, last_b_next + c0.B + p2p_s);
-    double compute_end = std::max(start[s] + busy[s], last_b + (zb ? c0.W : 0.0));
-    best = std::max(best, compute_end + (tail.empty() ? 0.0 : tail[s]));
+    end[s] = std::max(start[s] + busy[s], last_b + (zb ? c0.W : 0.0));
     last_b_next = last_b;
   }
+}
+
+double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                            const std::vector<double>& tail, double p2p_s) const {
+  thread_local std::vector<double> end;
+  compute_ends(l, ps, ct, p2p_s, end);
+  double best = 0;
+  for (int s = ps.pp - 1; s >= 0; --s) best = std::max(best, end[s] + (tail.empty() ? 0.0 : tail[s]));
   return tail.empty() ? best + std::max(0.0, prm_.optimizer_overhead_s) : best;
 }
 
@@ -248,6 +275,25 @@ double Bounds::stage_memory_gib(const Layout& l, const PipeShape& ps, int s, dou
   for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
   fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);
   return stage_memory(sc.plan, st, act_bytes, prm_).total();
+}
+
+void Bounds::stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double probe,
+                                MemScratch& sc, std::array<std::vector<double>, 4>& at_zero,
+                                std::array<std::vector<double>, 4>& at_probe) const {
+  set_layout(sc.plan.parallel, base, job_.world);
+  StageWork& st = sc.st;
+  st.chunks.resize(ps.vpp);
+  for (int z : zeros) at_zero[size_t(z)].assign(ps.pp, 0.0), at_probe[size_t(z)].assign(ps.pp, 0.0);
+  for (int s = 0; s < ps.pp; ++s) {
+    int layers = 0;
+    for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
+    fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);  // the same at every level
+    for (int z : zeros) {
+      sc.plan.parallel.zero = z;
+      at_zero[size_t(z)][s] = stage_memory(sc.plan, st, 0.0, prm_).total();
+      at_probe[size_t(z)][s] = stage_memory(sc.plan, st, probe, prm_).total();
+    }
+  }
 }
 
 double Bounds::peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& sc,

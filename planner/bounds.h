@@ -39,6 +39,7 @@
 // tests/planner/test_bound_property.cpp checks every bound against simulate() on >= 10,000 random
 // layouts; docs/planner.md states the same list.
 #pragma once
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -83,13 +84,18 @@ void forwards_before_first_backward(Schedule s, int pp, int vpp, int64_t microba
 
 class Bounds {
  public:
-  Bounds(const Job& job, const CostParams& prm);
+  // `shared`: a simulation cache of the same job (any GPU count) to use instead of an own one.
+  Bounds(const Job& job, const CostParams& prm, SimCache* shared = nullptr);
   // Chunk totals of `l` (its recompute, schedule and shape) on `ps`.
   void chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const;
   // Lower bound of the simulated step time, seconds. `tail[s]`: time stage s needs after its last
   // backward (frame.h, stage_tails; empty = none); `p2p_s`: one pipeline transfer.
   double step_time_lb(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, const std::vector<double>& tail,
                       double p2p_s) const;
+  // The chain's part of it: per stage, when its compute can end at the earliest (step_time_lb is the
+  // largest end + tail).
+  void compute_ends(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, double p2p_s,
+                    std::vector<double>& end) const;
   // Peak activation bytes per stage, exactly as the event simulation accounts them.
   void peak_activations(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                         std::vector<double>& peak) const;
@@ -104,10 +110,10 @@ class Bounds {
                                      std::vector<double>& out) const;
   // Cached action lists (thread-safe).
   const ScheduleInfo& schedule(Schedule s, int pp, int vpp, int64_t microbatches) const {
-    return cache_.schedule(s, pp, vpp, microbatches);
+    return cache_->schedule(s, pp, vpp, microbatches);
   }
   // The job's simulation cache (schedule tables, op-list costs, buffers), shared with simulate().
-  SimCache& sim_cache() const { return cache_; }
+  SimCache& sim_cache() const { return *cache_; }
   // Scratch of one thread for peak_memory_gib (a plan copy whose layout fields are overwritten).
   struct MemScratch {
     Plan plan;
@@ -116,6 +122,10 @@ class Bounds {
   MemScratch scratch() const;
   // Memory (GiB) of stage `s` of `l` holding `act_bytes` of activations at its peak.
   double stage_memory_gib(const Layout& l, const PipeShape& ps, int s, double act_bytes, MemScratch& sc) const;
+  // stage_memory_gib of every stage of `base` at each ZeRO level of `zeros` with no activations
+  // (at_zero[z][s]) and with `probe` bytes of them (at_probe[z][s]).
+  void stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double probe, MemScratch& sc,
+                          std::array<std::vector<double>, 4>& at_zero, std::array<std::vector<double>, 4>& at_probe) const;
   // Peak memory (GiB, max over stages) for `l` with per-stage activation peaks (empty = none);
   // `worst` receives the breakdown of the worst stage and its index when non-null.
   double peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& s,
@@ -127,8 +137,9 @@ class Bounds {
  private:
   const Job& job_;
   CostParams prm_;
-  std::vector<int> moe_prefix_;  // MoE layers among the first i layers
-  mutable SimCache cache_;
+  std::vector<int> moe_prefix_;          // MoE layers among the first i layers
+  std::unique_ptr<SimCache> own_cache_;  // when none is shared
+  SimCache* cache_;
   bool mtp_moe_ = false;
   ParamCounts counts_;  // the model's parameter counts (for fill_stage_params)
 };

@@ -32,6 +32,10 @@ struct Limits {
     return m == max.end() || v <= m->second;
   }
   bool fixed(const std::string& key) const { return fix.count(key) > 0; }
+  // The same for a literal key, without making a string when nothing is fixed or limited (the search
+  // asks this for every structure and variant).
+  bool allows(const char* key, int v) const { return (fix.empty() && max.empty()) || allows(std::string(key), v); }
+  bool fixed(const char* key) const { return !fix.empty() && fixed(std::string(key)); }
 };
 
 // Unknown keys, out-of-range values and contradictions between --fix and --max (or within --fix)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 
@@ -117,8 +118,9 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
           for (bool a2a_ovl : a2a) {
             v.split_w = split;
             v.moe_a2a_overlap = a2a_ovl;
-            out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
             if (m.moe) out.moe = min_piece(out.moe, piece_of(moe_ops, moe_c, v));
+            if (a2a_ovl) continue;  // the overlap changes only lists with the MoE all-to-alls (time_op_list)
+            out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
             out.emb = min_piece(out.emb, piece_of(emb, emb_c, v));
             out.head = min_piece(out.head, piece_of(head, head_c, v));
           }
@@ -137,12 +139,21 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   thread_local std::vector<FloorPiece> ch, z3;
   thread_local std::vector<double> tail, starts;
   ch.assign(size_t(pp) * vpp, FloorPiece{});
+  // an inner chunk (not the first or the last) with the last inner one's layer counts: the same sums, copied
+  size_t prev = SIZE_MAX;
   for (int s = 0; s < pp; ++s)
     for (int c = 0; c < vpp; ++c) {
       size_t i = size_t(s) * vpp + c;
       int n = ps.layers[i], first = ps.first[i];
       int moe = moe_prefix[first + n] - moe_prefix[first];
       FloorPiece& t = ch[i];
+      const bool inner = !(s == 0 && c == 0) && !(s == pp - 1 && c == vpp - 1);
+      if (inner && prev != SIZE_MAX && ps.layers[prev] == n &&
+          moe_prefix[ps.first[prev] + n] - moe_prefix[ps.first[prev]] == moe) {
+        t = ch[prev];
+        continue;
+      }
+      if (inner) prev = i;
       auto add = [&](const FloorPiece& p, double k) {
         t.F += k * p.F;
         t.B += k * p.B;

@@ -25,17 +25,14 @@ Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, 
   const double overhead = prm_.optimizer_overhead_s;  // as simulator/dp_costs.h charges it
   const int dp = std::max(1, base.dp), edp = std::max(1, (base.tp * base.cp * base.dp) / (base.ep * base.etp));
   f.static_mem.fill(std::numeric_limits<double>::infinity());
+  const double probe = 1e9;
+  std::array<std::vector<double>, 4> at_probe;
+  bounds_.stage_memory_lines(base, ps, zeros, probe, ms, f.mem_base, at_probe);
   for (int z : zeros) {
-    Layout l = base;
-    l.zero = z;
-    f.static_mem[z] = bounds_.peak_memory_gib(l, ps, {}, ms);
-    f.mem_base[z].assign(ps.pp, 0.0);
+    // the peak over stages without activations (peak_memory_gib's value)
+    f.static_mem[z] = *std::max_element(f.mem_base[z].begin(), f.mem_base[z].end());
     f.mem_slope[z].assign(ps.pp, 0.0);
-    for (int s = 0; s < ps.pp; ++s) {
-      const double probe = 1e9;
-      f.mem_base[z][s] = bounds_.stage_memory_gib(l, ps, s, 0.0, ms);
-      f.mem_slope[z][s] = (bounds_.stage_memory_gib(l, ps, s, probe, ms) - f.mem_base[z][s]) / probe;
-    }
+    for (int s = 0; s < ps.pp; ++s) f.mem_slope[z][s] = (at_probe[z][s] - f.mem_base[z][s]) / probe;
     f.opt[z].assign(ps.pp, overhead);
     if (frozen) continue;
     for (int s = 0; s < ps.pp; ++s) {
@@ -115,10 +112,9 @@ void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, const CostPa
   }
 }
 
-void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
-                 std::vector<double>& out, bool with_grad_bucket) {
-  out.assign(ps.pp, 0.0);
-  const int z = l.zero;
+void tail_parts(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                std::vector<TailParts>& out) {
+  out.resize(size_t(ps.pp));
   for (int s = 0; s < ps.pp; ++s) {
     double bw_total = 0, window = 0;
     for (int c = 0; c < ps.vpp; ++c) {
@@ -127,17 +123,31 @@ void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std
       window += t.F;
     }
     const ChunkTotals& c0 = ct[size_t(s) * ps.vpp];
-    double grad = f.grad[z][s], gather = f.gather[z][s];
-    int buckets = f.buckets[s];
-    double share = bw_total > 0 ? (c0.B + c0.W) / bw_total : 1.0 / ps.vpp;
-    int k = std::max(1, int(std::lround(buckets * share)));
+    TailParts& p = out[size_t(s)];
+    p.buckets = f.buckets[s];
+    p.share = bw_total > 0 ? (c0.B + c0.W) / bw_total : 1.0 / ps.vpp;
+    p.k = std::max(1, int(std::lround(p.buckets * p.share)));
     // chunk 0's k buckets become ready during its final backward, which (with the weight-gradient
     // passes a zero-bubble stage still owes, at most pp - s) ends the stage's compute
-    double d0 = c0.B + (l.schedule == Schedule::zero_bubble ? double(ps.pp - s) * c0.W : 0.0);
-    double grad_tail = grad > 0 && with_grad_bucket ? std::max(grad * share / k, grad * share - d0 * (k - 1) / k) : 0.0;
-    double gather_tail = gather > 0 ? std::max(gather / buckets, gather - window) : 0.0;
-    out[s] = grad_tail + f.opt[z][s] + gather_tail;
+    p.d0 = c0.B + (l.schedule == Schedule::zero_bubble ? double(ps.pp - s) * c0.W : 0.0);
+    p.window = window;
   }
+}
+
+double stage_tail(const Frame& f, int z, int s, const TailParts& p, bool with_grad_bucket) {
+  const double grad = f.grad[z][s], gather = f.gather[z][s];
+  const int k = p.k;
+  double grad_tail = grad > 0 && with_grad_bucket ? std::max(grad * p.share / k, grad * p.share - p.d0 * (k - 1) / k) : 0.0;
+  double gather_tail = gather > 0 ? std::max(gather / p.buckets, gather - p.window) : 0.0;
+  return grad_tail + f.opt[z][s] + gather_tail;
+}
+
+void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                 std::vector<double>& out, bool with_grad_bucket) {
+  thread_local std::vector<TailParts> parts;
+  tail_parts(f, l, ps, ct, parts);
+  out.assign(ps.pp, 0.0);
+  for (int s = 0; s < ps.pp; ++s) out[s] = stage_tail(f, l.zero, s, parts[size_t(s)], with_grad_bucket);
 }
 
 double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& cand, const PipeShape& ps, LayerCostCache& costs,
@@ -163,6 +173,50 @@ double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, con
   const int z = l.zero;
   for (int s = 0; s < ps.pp; ++s) m = std::max(m, f.mem_base[z][s] + f.mem_slope[z][s] * act[s]);
   return m;
+}
+
+void LevelBounds::reset(const Bounds& b, const Frame& f, const Layout& plain, const PipeShape& ps, const CostParams& prm,
+                        double p2p_s, const std::vector<ChunkTotals>& ct) {
+  b_ = &b, f_ = &f, ps_ = &ps, prm_ = &prm, ct_ = &ct;
+  l_ = plain;
+  p2p_s_ = p2p_s;
+  have_act_ = have_chain_ = have_z3_ = false;
+}
+
+double LevelBounds::memory_lb(int z, bool selective) {
+  if (selective) return f_->static_mem[z];
+  if (!have_act_) {
+    b_->activations_at_first_backward(l_, *ps_, *ct_, act_);
+    have_act_ = true;
+  }
+  double m = 0;
+  for (int s = 0; s < ps_->pp; ++s) m = std::max(m, f_->mem_base[z][s] + f_->mem_slope[z][s] * act_[s]);
+  return m;
+}
+
+double LevelBounds::time_lb(int z, bool selective) {
+  Layout l = l_;
+  l.zero = z;
+  // FSDP traffic changes the chunk costs of ZeRO 3: its own chain and tail parts (step_time_lb of
+  // stage_tails, in pieces)
+  const bool fsdp = z == 3 && !f_->fsdp_ag.empty();
+  bool& have = fsdp ? have_z3_ : have_chain_;
+  std::vector<double>& ends = fsdp ? ends_z3_ : ends_;
+  std::vector<TailParts>& parts = fsdp ? parts_z3_ : parts_;
+  if (!have) {
+    const std::vector<ChunkTotals>* ct = ct_;
+    if (fsdp) {
+      z3_ = *ct_;
+      add_fsdp(*f_, l, *ps_, *prm_, z3_);
+      ct = &z3_;
+    }
+    b_->compute_ends(l, *ps_, *ct, p2p_s_, ends);
+    tail_parts(*f_, l, *ps_, *ct, parts);
+    have = true;
+  }
+  double best = 0;
+  for (int s = ps_->pp - 1; s >= 0; --s) best = std::max(best, ends[s] + stage_tail(*f_, z, s, parts[size_t(s)], !selective));
+  return best;
 }
 
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l) {

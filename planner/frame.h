@@ -64,6 +64,16 @@ void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, const CostPa
 // bucket's share of the gradient reduction is not known).
 void stage_tails(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                  std::vector<double>& out, bool with_grad_bucket = true);
+// What stage_tails takes from the chunk costs, per stage (the same for every ZeRO level without FSDP
+// traffic): chunk 0's share of the backward work and its buckets, its final backward, the first forwards.
+struct TailParts {
+  double share = 0, d0 = 0, window = 0;
+  int k = 1, buckets = 1;
+};
+void tail_parts(const Frame& f, const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
+                std::vector<TailParts>& out);
+// stage_tails' value of stage `s` at ZeRO level `z` from its parts.
+double stage_tail(const Frame& f, int z, int s, const TailParts& p, bool with_grad_bucket);
 // Lower bound of the simulated step time of candidate `l` of frame `f` (chunk costs from the probes,
 // FSDP traffic, stage tails, bounds.h's chain). Without `exact`, a selective-recompute candidate is
 // bounded by its plain costs (its own probe is not needed). `ct`/`tail`: scratch; `ct_ready`: `ct`
@@ -76,6 +86,35 @@ double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const
 // comes later). `ct`/`act`: scratch; `ct_ready`: `ct` already holds `l`'s chunk totals.
 double candidate_memory_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
                            std::vector<ChunkTotals>& ct, std::vector<double>& act, bool ct_ready = false);
+// candidate_memory_lb and candidate_time_lb (without `exact`) at each ZeRO level, the same doubles, with
+// what does not depend on the level (activations at the first backward, the chain's stage ends, the
+// tails' chunk parts) computed once. One serves every variant with the same chunk totals without
+// selective recompute: a selective variant shares them with the plain variant of its shape. Not
+// thread-safe: one per thread.
+class LevelBounds {
+ public:
+  // `plain`: the variant with selective recompute replaced by none (zero unset); `ct`: its chunk totals
+  // (kept by reference).
+  void reset(const Bounds& b, const Frame& f, const Layout& plain, const PipeShape& ps, const CostParams& prm, double p2p_s,
+             const std::vector<ChunkTotals>& ct);
+  // `selective`: the bounds of the selective variant (the frame's static memory; no gradient bucket).
+  double memory_lb(int z, bool selective);
+  double time_lb(int z, bool selective);
+
+ private:
+  const Bounds* b_ = nullptr;
+  const Frame* f_ = nullptr;
+  const PipeShape* ps_ = nullptr;
+  const CostParams* prm_ = nullptr;
+  const std::vector<ChunkTotals>* ct_ = nullptr;
+  Layout l_;  // the plain variant
+  bool have_act_ = false, have_chain_ = false, have_z3_ = false;
+  double p2p_s_ = 0;
+  std::vector<double> act_, ends_, ends_z3_;
+  std::vector<TailParts> parts_, parts_z3_;
+  std::vector<ChunkTotals> z3_;  // the chunk totals with ZeRO 3's FSDP traffic
+};
+
 // One pipeline transfer (activation tensor of one micro-batch), 0 when pp == 1.
 double p2p_time(const Job& job, const CostParams& prm, const Layout& l);
 

@@ -229,8 +229,11 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   return *entry;
 }
 
-void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
-  std::vector<ShapeKey> todo, derived;
+void LayerCostCache::prefill(const std::vector<ShapeKey>& keys_in, int threads) {
+  auto same = [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); };
+  std::vector<ShapeKey> keys = keys_in, todo, derived;  // each shape once (a structure's variants repeat them)
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end(), same), keys.end());
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& k : keys) {
@@ -246,8 +249,7 @@ void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
     }
   }
   std::sort(todo.begin(), todo.end());
-  todo.erase(std::unique(todo.begin(), todo.end(), [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); }),
-             todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end(), same), todo.end());
   std::vector<std::unique_ptr<ShapeCosts>> out(todo.size());
   // a worker's exception (e.g. std::bad_alloc) reaches the caller once all workers have stopped
   parallel_for(todo.size(), threads, [&](size_t b, size_t e) {

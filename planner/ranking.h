@@ -41,6 +41,9 @@ class GroupedTop {
   // The K-th group's best key (step time or peak memory); +inf while fewer than K groups are held.
   // Never rises as candidates are offered: a candidate whose bound exceeds it cannot lead a top group.
   double threshold() const { return threshold_; }
+  // The step time beyond which nothing can lead or join a top group (+inf while fewer than K groups are
+  // held; the distinct mode only). Never rises either.
+  double keep_limit() const { return keep_limit_; }
   // Per top group: its key and the largest step time a member can have (the best's interval end
   // converted back to a step time); empty when nothing folds.
   std::vector<std::pair<Layout, double>> member_limits();

@@ -16,6 +16,7 @@
 // those still able to beat the current top K (the threshold falls as results come in, so the
 // estimate rises steadily instead of jumping to the end when the rest is pruned).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <thread>
@@ -34,6 +36,7 @@
 #include "planner/layer_costs.h"
 #include "planner/planner.h"
 #include "planner/ranking.h"
+#include "planner/search_shared.h"
 #include "planner/space.h"
 
 namespace mplan {
@@ -45,6 +48,9 @@ namespace {
 constexpr size_t kBatch = 32;        // candidates per evaluation round (fixed: results do not depend on threads)
 constexpr size_t kExpandGroup = 16;  // structures expanded together
 constexpr double kSlack = 1e-9;      // relative slack of bounds against rounding
+// Relative margin over GroupedTop::keep_limit() (the threshold times the interval ratio) beyond which a
+// candidate is dropped when made: above the member limits' kSlack and the ratio's rounding.
+constexpr double kDropSlack = 1e-6;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPrepareShare = 0.1;  // progress reported by the enumeration (step 1)
 
@@ -97,20 +103,21 @@ struct Evaluated {
 
 class Searcher {
  public:
-  Searcher(const Plan& job, const CostParams& prm, const SearchOptions& opt)
+  Searcher(const Plan& job, const CostParams& prm, const SearchOptions& opt, SearchShared& shared)
       : job_(job),
         prm_(prm),
         opt_(opt),
         J_(job_),
         lim_{opt.fix, opt.max},
-        bounds_(J_, prm_),
+        bounds_(J_, prm_, &shared.sim()),
         frames_b_(J_, prm_, bounds_),
-        floors_(J_, prm_),
-        costs_(job_, prm_),
+        floors_(shared.floors()),
+        costs_(shared.costs()),
         top_(opt.objective, std::max(1, opt.top_k), opt.distinct) {
     threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     mem_obj_ = opt.objective == Objective::memory_headroom;
     cap_ = job.cluster.gpu.memory_gib;
+    probes_before_ = costs_.probes();
   }
   SearchResult run();
 
@@ -153,8 +160,8 @@ class Searcher {
   Limits lim_;
   Bounds bounds_;
   FrameBuilder frames_b_;
-  FloorCache floors_;
-  mutable LayerCostCache costs_;
+  FloorCache& floors_;     // shared by the searches of a sweep (SearchShared)
+  LayerCostCache& costs_;  // likewise
   GroupedTop top_;
   int threads_ = 1;
   bool mem_obj_ = false;
@@ -192,6 +199,7 @@ class Searcher {
   double closest_gib_ = kInf;
   Layout closest_;
   int64_t nonfit_sim_ = 0;
+  int64_t probes_before_ = 0;
 };
 
 bool Searcher::prepare() {
@@ -338,50 +346,100 @@ void Searcher::expand(const std::vector<int64_t>& group) {
     const PipeShape& ps = space_.pipes[s.pipe_id];
     frames_b_.add_collectives(frames_[si.frame], ps, zeros_);
     structure_variants(J_, lim_, s, ps, &vars[g], nullptr);
-    for (const Layout& v : vars[g]) keys.push_back(shape_of(v));
+    // the shapes the candidate bounds read: without selective recomputation (a selective variant's
+    // own probe is made when it is evaluated); the last few are skipped (prefill deduplicates the rest)
+    const size_t first = keys.size();
+    for (const Layout& v : vars[g]) {
+      Layout lp = v;
+      if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
+      const ShapeKey k = shape_of(lp);
+      bool seen = false;
+      for (size_t i = keys.size(); i > first && i + 8 > keys.size() && !seen; --i) seen = keys[i - 1].tie() == k.tie();
+      if (!seen) keys.push_back(k);
+    }
   }
   costs_.prefill(keys, threads_);
   // candidate bounds, one structure per task
   std::vector<std::vector<Node>> made(group.size());
   parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
-    std::vector<ChunkTotals> ct;
-    std::vector<double> tail;
-    std::vector<ChunkTotals> base;  // a variant's chunk totals: the same for every ZeRO level
-    Bounds::MemScratch ms;
+    // A variant's chunk totals without selective recomputation (a selective candidate's time bound
+    // before its probe, R5) and the bounds made from them: the same for every ZeRO level, and for the
+    // variants of a structure with the same shape costs, recompute mode and schedule (the selective
+    // variants share the plain one's).
+    struct Base {
+      const ShapeCosts* sc = nullptr;
+      Recompute rc = Recompute::none;
+      int layers = 0;
+      Schedule sched = Schedule::one_f_one_b;
+      std::vector<ChunkTotals> ct;
+      LevelBounds lb;
+    };
+    std::vector<std::unique_ptr<Base>> bases;  // the first `used` serve the current structure
+    size_t used = 0;
+    // the costs of the last few shapes (a structure's variants cycle through a handful: the schedule
+    // changes fastest), without the cache's lock and lookup
+    constexpr size_t kRecent = 8;
+    std::array<std::pair<ShapeKey, const ShapeCosts*>, kRecent> recent{};
+    size_t next_recent = 0;
+    auto costs_of = [&](const ShapeKey& k) -> const ShapeCosts& {
+      for (const auto& [rk, sc] : recent)
+        if (sc && rk.tie() == k.tie()) return *sc;
+      const ShapeCosts& sc = costs_.get(k);
+      recent[next_recent++ % kRecent] = {k, &sc};
+      return sc;
+    };
     for (size_t g = b; g < e; ++g) {
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
+      const PipeShape& ps = space_.pipes[f.pipe_id];
+      used = 0;
       for (const Layout& v : vars[g]) {
-        bool have_base = false;
+        const bool sel = v.recompute == Recompute::selective;
+        LevelBounds* lb = nullptr;
         for (int z : zeros_) {
           if (!opt_.exhaustive && f.static_mem[z] > cap_ * (1 + kSlack)) continue;
           Node n{v, si.frame, 0.0, group[g]};
           n.l.zero = z;
-          // the chunk totals without selective recomputation (a selective candidate's time bound before
-          // its probe, R5), the same for every ZeRO level
-          const bool plain = n.l.recompute != Recompute::selective;
-          if (!have_base) {
-            Layout lp = n.l;
-            if (!plain) lp.recompute = Recompute::none;
-            bounds_.chunk_totals(lp, space_.pipes[f.pipe_id], costs_.get(shape_of(lp)), base);
+          if (!lb) {
+            Layout lp = v;
+            if (sel) lp.recompute = Recompute::none;
+            const ShapeCosts* sc = &costs_of(shape_of(lp));
+            for (size_t i = 0; i < used && !lb; ++i) {
+              const Base& e = *bases[i];
+              if (e.sc == sc && e.rc == lp.recompute && e.layers == lp.recompute_layers && e.sched == lp.schedule)
+                lb = &bases[i]->lb;
+            }
+            if (!lb) {
+              if (used == bases.size()) bases.push_back(std::make_unique<Base>());
+              Base& e = *bases[used++];
+              e.sc = sc, e.rc = lp.recompute, e.layers = lp.recompute_layers, e.sched = lp.schedule;
+              bounds_.chunk_totals(lp, ps, *sc, e.ct);
+              e.lb.reset(bounds_, f, lp, ps, prm_, p2p_time(J_, prm_, lp), e.ct);
+              lb = &e.lb;
+            }
           }
-          have_base = true;
-          ct = base;
-          double mem = memory_lb(n, ct, tail, ms, plain);
+          double mem = lb->memory_lb(z, sel);
           if (!opt_.exhaustive && mem > cap_ * (1 + kSlack))
             n.bound = kInf;  // activations at the first backward already exceed the GPU
           else
-            n.bound = mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack)
-                               : std::max(si.bound, node_bound(n, ct, tail, false, true));
+            n.bound =
+                mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb->time_lb(z, sel) * (1 - kSlack));
           made[g].push_back(n);
         }
       }
     }
   });
+  // A candidate above every limit a later step can use (the threshold and the group members' limits,
+  // which never rise) would stay on the heap until the end: counted as pruned now.
+  const double drop = opt_.exhaustive ? kInf : (top_.distinct() ? top_.keep_limit() : top_.threshold()) * (1 + kDropSlack);
   for (auto& list : made)
     for (Node& n : list) {
       if (n.bound == kInf) {
         ++st_.pruned_memory;
+        continue;
+      }
+      if (n.bound > drop) {
+        ++st_.pruned_by_bound;
         continue;
       }
       nodes_.push_back(n);
@@ -569,7 +627,7 @@ SearchResult Searcher::run() {
     st_.pruned_by_bound += si.variants * si.zeros_fit;
   }
   st_.pruned_by_bound += int64_t(batch_.size());
-  st_.probes = costs_.probes();
+  st_.probes = costs_.probes() - probes_before_;  // this search's (the cache may be a sweep's)
   GroupedResult g = top_.take();
   res.top = std::move(g.best);
   res.folded = std::move(g.folded);
@@ -593,6 +651,12 @@ void Searcher::complete_groups() {
     return false;
   };
   auto node_limit = [&](const Layout& l) {
+    // group_key keeps these sizes: without a limit that has them, no group's key can match
+    bool sizes = false;
+    for (const auto& [gk, gl] : limits)
+      sizes = sizes || (gk.tp == l.tp && gk.pp == l.pp && gk.cp == l.cp && gk.dp == l.dp && gk.ep == l.ep && gk.etp == l.etp &&
+                        gk.mbs == l.mbs && gk.zero == l.zero);
+    if (!sizes) return -kInf;
     Layout k = group_key(l);
     double lim = -kInf;
     for (const auto& [gk, gl] : limits)
@@ -658,7 +722,13 @@ std::vector<std::string> Searcher::reasons() const {
 
 }  // namespace
 
-Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const SearchOptions& opt) {
+Expected<SearchResult> search(const Plan& job, const Calibration& cal, const SearchOptions& opt) {
+  SearchShared shared;
+  return search_shared(job, cal, opt, shared);
+}
+
+Expected<SearchResult> planner::search_shared(const Plan& job_in, const Calibration& cal, const SearchOptions& opt,
+                                              SearchShared& shared) {
   Plan job = job_in;
   // the job's runtime choices carried into every candidate; the rest of the layout is searched
   ParallelConfig keep = job.parallel;
@@ -685,7 +755,9 @@ Expected<SearchResult> search(const Plan& job_in, const Calibration& cal, const 
   // a job that asks for the MoE all-to-all overlap keeps it; otherwise the search tries both
   SearchOptions o = opt;
   if (keep.moe_a2a_overlap && !o.fix.count("moe_a2a_overlap")) o.fix["moe_a2a_overlap"] = 1;
-  Searcher s(job, cal.params_for(job.cluster.gpu), o);
+  const CostParams prm = cal.params_for(job.cluster.gpu);
+  shared.bind(job, prm);
+  Searcher s(job, prm, o, shared);
   return s.run();
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "core/framework_profile.h"
 #include "core/megatron_rules.h"
@@ -298,7 +299,9 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   };
   Layout l = st.base;
   // sequence parallel / TP-comm overlap
-  std::vector<std::pair<uint8_t, uint8_t>> tpv;
+  // the choice lists are per-thread buffers: this runs for every structure of the space
+  thread_local std::vector<std::pair<uint8_t, uint8_t>> tpv;
+  tpv.clear();
   if (l.tp == 1) {
     tpv = {{0, 0}};
   } else {
@@ -309,13 +312,15 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   // only the CP exchanges and schedules the job's framework runs (core/framework.h)
   const Framework fw = job.plan->training.framework;
   const bool megatron = framework_profile(fw).megatron_core_rules;
-  std::vector<CpCommType> cps = {CpCommType::p2p};
+  thread_local std::vector<CpCommType> cps;
+  cps.assign(1, CpCommType::p2p);
   if (l.cp > 1) {
     cps.clear();
     for (CpCommType c : {CpCommType::p2p, CpCommType::a2a, CpCommType::allgather})
       if (runs_cp_comm(fw, c)) cps.push_back(c);
   }
-  std::vector<Schedule> scheds;
+  thread_local std::vector<Schedule> scheds;
+  scheds.clear();
   if (l.vpp > 1)
     scheds = {Schedule::interleaved};
   else if (l.pp > 1)
@@ -340,12 +345,22 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
     int layers;
     uint32_t rmods, offload;
   };
-  std::vector<Rc> rcs;
-  const std::vector<uint32_t> offloads = offload_module_sets(job);
+  thread_local std::vector<Rc> rcs;
+  rcs.clear();
+  // the module sets depend on the framework, the precision and the model's kind only: made once per
+  // thread and such job
+  struct Sets {
+    std::tuple<int, int, bool, bool> key{-1, -1, false, false};
+    std::vector<uint32_t> offloads, rmods;
+  };
+  thread_local Sets sets;
+  const auto key = std::make_tuple(int(fw), int(job.plan->training.precision), job.moe, job.mla);
+  if (sets.key != key) sets = {key, offload_module_sets(job), recompute_module_sets(job)};
+  const std::vector<uint32_t>& offloads = sets.offloads;
   if (lim.allows("recompute", 0) && lim.allows("recompute_layers", 0))
     for (uint32_t off : offloads) rcs.push_back({Recompute::none, 0, 0, off});
   if (lim.allows("recompute", 1) && lim.allows("recompute_layers", 0))
-    for (uint32_t mods : recompute_module_sets(job))
+    for (uint32_t mods : sets.rmods)
       for (uint32_t off : offloads) {
         const bool moe_rc = (mods & uint32_t(RecomputeModule::moe)) != 0;
         const bool moe_off = (off & (uint32_t(OffloadModule::expert_fc1) | uint32_t(OffloadModule::moe_act))) != 0;
@@ -365,7 +380,8 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   }
   // MoE all-to-all overlap (Megatron's --overlap-moe-expert-parallel-comm): with expert parallelism,
   // pp = 1 or interleaving, and neither full recompute nor the 'moe' recompute module
-  std::vector<uint8_t> a2as;
+  thread_local std::vector<uint8_t> a2as;
+  a2as.clear();
   for (uint8_t a : {uint8_t(0), uint8_t(1)})
     if ((a == 0 || (job.moe && l.ep > 1 && (l.pp == 1 || l.vpp > 1))) && lim.allows("moe_a2a_overlap", a)) a2as.push_back(a);
   int64_t count = 0;

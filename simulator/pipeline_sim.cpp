@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/schedule.h"
+#include "core/schedule_stages.h"
 #include "simulator/comm_events.h"
 #include "simulator/critical_path.h"
 
@@ -277,12 +278,9 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
 
 ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
   ScheduleTable t;
-  t.actions.resize(size_t(pp));
+  t.actions = schedule_all_stages(s, pp, vpp, microbatches);
   t.max_in_flight.resize(size_t(pp));
-  for (int st = 0; st < pp; ++st) {
-    t.actions[size_t(st)] = schedule_actions(s, pp, vpp, microbatches, st);
-    t.max_in_flight[size_t(st)] = max_in_flight(t.actions[size_t(st)]);
-  }
+  for (int st = 0; st < pp; ++st) t.max_in_flight[size_t(st)] = max_in_flight(t.actions[size_t(st)]);
   build_order(t, pp, vpp, microbatches);
   return t;
 }

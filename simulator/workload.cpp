@@ -366,6 +366,8 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
       idx += n[s][c];
     }
   w.stages.resize(p.pp);
+  std::optional<ChunkCost> inner_chunk;  // the last inner chunk computed and its layer counts
+  int inner_count[8] = {};
   for (int s = 0; s < p.pp; ++s) {
     StageWork& st = w.stages[s];
     st.chunks.resize(p.vpp);
@@ -412,10 +414,18 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
         }
         add_tally(ch.ops, lc, k);
       };
-      if (s == 0 && c == 0) add_list(emb, false, 1);
       int count[2][2][2] = {};  // [moe][window][recomputed]
       for (int i = first; i < first + ch.layers; ++i)
         count[m.is_moe_layer(i) ? 1 : 0][m.is_window_layer(i) ? 1 : 0][i - first < recompute_layers ? 1 : 0]++;
+      // a chunk of the same lists as the last inner one (not the first or the last chunk: they add the
+      // embedding or the head; no layer-wise offloading) costs the same, by the same expressions: copied
+      const bool inner = !(s == 0 && c == 0) && !(s == p.pp - 1 && c == p.vpp - 1) && p.cpu_offload_layers == 0;
+      if (inner && inner_chunk && ch.layers == inner_chunk->layers &&
+          std::equal(&count[0][0][0], &count[0][0][0] + 8, inner_count)) {
+        ch = *inner_chunk;
+        continue;
+      }
+      if (s == 0 && c == 0) add_list(emb, false, 1);
       for (int e = 0; e < 2; ++e)
         for (int wi = 0; wi < 2; ++wi)
           for (int r = 0; r < 2; ++r) add_list(e ? (wi ? moe_win : moe) : (wi ? dense_win : dense), r == 1, count[e][wi][r]);
@@ -433,6 +443,10 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
           ch.B.host += host_transfer(x, lc.saved, lc.B.compute);
         }
         ch.act_bytes = std::max(0.0, ch.act_bytes);
+      }
+      if (inner) {  // as computed, before a stage's FSDP traffic is added below
+        inner_chunk = ch;
+        std::copy(&count[0][0][0], &count[0][0][0] + 8, inner_count);
       }
     }
     // parameters on this rank

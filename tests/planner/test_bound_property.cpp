@@ -121,6 +121,19 @@ TEST(BoundProperty, BoundsNeverExceedSimulationOnRandomLayouts) {
       const double m = r->peak_memory_gib * (1 + kRel);
       EXPECT_LE(f.static_mem[l.zero], m) << at << " (static memory)";
       EXPECT_LE(candidate_memory_lb(bounds, f, l, ps, costs, ct, act), m) << at << " (memory at the first backward)";
+      {  // the search computes a variant's bounds at every ZeRO level at once (LevelBounds): the same doubles
+        Layout lp = l;
+        if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
+        std::vector<ChunkTotals> plain;
+        bounds.chunk_totals(lp, ps, costs.get(shape_of(lp)), plain);
+        LevelBounds lb;
+        lb.reset(bounds, f, lp, ps, prm, p2p_time(J, prm, lp), plain);
+        const bool sel = l.recompute == Recompute::selective;
+        EXPECT_EQ(lb.memory_lb(l.zero, sel), candidate_memory_lb(bounds, f, l, ps, costs, ct, act))
+            << at << " (LevelBounds memory)";
+        EXPECT_EQ(lb.time_lb(l.zero, sel), approx_lb) << at << " (LevelBounds time)";
+        EXPECT_EQ(f.static_mem[l.zero], bounds.peak_memory_gib(l, ps, {}, ms)) << at << " (frame's static memory)";
+      }
       bounds.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
       bounds.peak_activations(l, ps, ct, act);
       EXPECT_LE(bounds.peak_memory_gib(l, ps, act, ms), m) << at << " (peak memory)";

@@ -146,6 +146,44 @@ TEST(Scaling, SweepRanksEachCountAndRefusesWhatTheClusterCannotHold) {
   EXPECT_NE(bad.error().message().find("GPU count 32"), std::string::npos) << bad.error().message();
 }
 
+// Every kept layout (each group's best and its folded members) with its full report.
+std::string result_text(const SearchResult& r) {
+  std::string out;
+  for (size_t g = 0; g < r.top.size(); ++g) {
+    out += report_to_json(r.top[g].report).dump() + "\n";
+    for (const Candidate& c : r.folded[g]) out += "  " + report_to_json(c.report).dump() + "\n";
+  }
+  return out;
+}
+
+// A sweep shares its caches (simulation cache, probes, floors) between the GPU counts: each count's
+// result is the one a search of that count alone gives, in either order of the counts.
+void expect_sweep_equals_searches(const Plan& job, const std::vector<int>& counts, const std::string& what) {
+  SearchOptions o;
+  o.top_k = 4;
+  o.threads = 2;
+  auto pts = search_scaling(job, counts, shipped_calibration(), o);
+  ASSERT_TRUE(pts.ok()) << what << ": " << pts.error().message();
+  std::vector<int> reversed(counts.rbegin(), counts.rend());
+  auto back = search_scaling(job, reversed, shipped_calibration(), o);
+  ASSERT_TRUE(back.ok()) << what;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    Plan j = job;
+    j.parallel.world_size = counts[i];
+    auto one = search(j, shipped_calibration(), o);
+    ASSERT_TRUE(one.ok()) << what;
+    ASSERT_FALSE(one->top.empty()) << what << " " << counts[i];
+    const std::string want = result_text(*one);
+    EXPECT_EQ(result_text((*pts)[i].result), want) << what << " at " << counts[i] << " GPUs";
+    EXPECT_EQ(result_text((*back)[counts.size() - 1 - i].result), want) << what << " at " << counts[i] << " GPUs (reversed)";
+  }
+}
+
+TEST(Scaling, SweepEqualsSingleSearches) {
+  expect_sweep_equals_searches(test::job(test::tiny_dense(), test::cluster("dgx-h100"), 8, 64, 2048), {8, 16, 32}, "tiny dense");
+  expect_sweep_equals_searches(test::job(test::tiny_moe(), test::cluster("dgx-h100"), 8, 32, 2048), {8, 16}, "tiny moe");
+}
+
 TEST(Scaling, MtNlg530bModelFile) {
   // data/models/mt-nlg-530b.json: Smith et al. 2022's 530B parameters
   auto m = resolve_model(std::string(MPLAN_SOURCE_DIR) + "/data/models/mt-nlg-530b.json");

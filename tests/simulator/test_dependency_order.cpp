@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule_stages.h"
 #include "simulator/pipeline_sim.h"
 #include "tests/simulator/sim_fixtures.h"
 
@@ -25,6 +26,20 @@ const std::vector<Shape>& shapes() {
       {Schedule::zero_bubble, 4, 1, 5},  {Schedule::zero_bubble, 6, 1, 12}, {Schedule::zero_bubble, 2, 1, 1},
   };
   return v;
+}
+
+// A table holds each stage's own list (schedule_all_stages makes ZB-H1's lists in one run).
+TEST(DependencyOrder, TablesHoldEachStagesList) {
+  for (const Shape& sh : shapes()) {
+    SCOPED_TRACE(to_string(sh.s) + " pp" + std::to_string(sh.pp) + " vpp" + std::to_string(sh.vpp) + " m" + std::to_string(sh.m));
+    ScheduleTable t = make_schedule_table(sh.s, sh.pp, sh.vpp, sh.m);
+    ASSERT_EQ(t.actions.size(), size_t(sh.pp));
+    EXPECT_EQ(schedule_all_stages(sh.s, sh.pp, sh.vpp, sh.m), t.actions);
+    for (int st = 0; st < sh.pp; ++st) {
+      EXPECT_EQ(t.actions[size_t(st)], schedule_actions(sh.s, sh.pp, sh.vpp, sh.m, st)) << "stage " << st;
+      EXPECT_EQ(t.max_in_flight[size_t(st)], max_in_flight(t.actions[size_t(st)]));
+    }
+  }
 }
 
 TEST(DependencyOrder, EveryActionOnceAfterWhatItReads) {
