@@ -50,6 +50,7 @@ Status write_rank_file(const std::string& path, const nlohmann::json& header, co
       std::fwrite(kMagic, 1, 8, f) == 8 && std::fwrite(&hlen, 8, 1, f) == 1 && std::fwrite(h.data(), 1, h.size(), f) == h.size();
   for (const ArrayRef& a : arrays) {
     if (!ok) break;
+    if (a.n == 0) continue;  // an empty array may have no storage: fwrite(nullptr, ...) is undefined (UBSan)
     ok = std::fwrite(a.data, sizeof(float), size_t(a.n), f) == size_t(a.n);
     sum = fnv1a(sum, a.data, size_t(a.n) * sizeof(float));
   }
@@ -88,6 +89,7 @@ Status read_rank_file(const std::string& path, nlohmann::json* header, const std
   }
   uint64_t sum = kFnv1aOffset, stored = 0;
   for (const ArrayRef& a : arrays) {
+    if (a.n == 0) continue;  // nothing stored (and possibly no storage), as in write_rank_file
     in.read(reinterpret_cast<char*>(a.data), std::streamsize(size_t(a.n) * sizeof(float)));
     sum = fnv1a(sum, a.data, size_t(a.n) * sizeof(float));
   }
