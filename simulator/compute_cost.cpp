@@ -18,19 +18,17 @@ double peak_flops(const ClusterSpec& c, Precision p) {
   if (!v) v = c.gpu.peak_tflops.begin()->second;
   return *v * 1e12;
 }
-double hbm(const ClusterSpec& c, const CostParams& p) { return c.gpu.hbm_gbps * 1e9 * p.hbm_eff; }
-double overhead(const CostParams& p) { return p.kernel_overhead_us * 1e-6; }
-}  // namespace
 
-double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return p.gemm_eff_max;
+// Efficiency of one GEMM with `eff_max` in place of p.gemm_eff_max (grouped GEMMs scale it).
+double gemm_eff(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return eff_max;
   double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
   double padded = W;  // a CPU (sm_count 1) has no tiles to quantize: its BLAS blocks are small
-  if (c.gpu.sm_count > 1) {
+  if (r.sm_count > 1) {
     // the GPU does the work of every SM slot of every wave with whole output tiles (tile
     // quantization: padded edge tiles; wave quantization: idle SMs of the last wave); like a BLAS
     // heuristic, the tile shape that wastes least is used: the configured one, transposed, halved
-    const double sms = c.gpu.sm_count, TM = p.gemm_tile_m, TN = p.gemm_tile_n;
+    const double sms = r.sm_count, TM = p.gemm_tile_m, TN = p.gemm_tile_n;
     padded = std::numeric_limits<double>::infinity();
     for (auto [tm, tn] : {std::pair{TM, TN}, {TN, TM}, {TM, TN / 2}, {TM / 2, TN / 2}, {TM / 2, TN / 4}}) {
       double tiles = std::ceil(double(s.m) / tm) * std::ceil(double(s.n) / tn) * double(s.groups);
@@ -38,60 +36,87 @@ double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c,
     }
   }
   // plus a fixed ramp worth gemm_half_flops (at bf16 rate): small GEMMs are less efficient
-  double ramp = p.gemm_half_flops * (peak_flops(c, prec) / peak_flops(c, Precision::bf16));
-  return p.gemm_eff_max * p.eff_for(prec) * W / (padded + ramp);
+  double ramp = p.gemm_half_flops * (r.peak / r.peak_bf16);
+  return eff_max * r.prec_eff * W / (padded + ramp);
+}
+
+double gemm_time(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
+  if (W <= 0) return 0;
+  double bytes = gemm_input_bytes(r.prec) * double(s.groups) * (double(s.m) * s.k + double(s.k) * s.n) +
+                 2.0 * double(s.groups) * double(s.m) * s.n;
+  double t = W / (r.peak * gemm_eff(s, eff_max, r, p));
+  return std::max(t, bytes / r.hbm) + r.overhead;
+}
+}  // namespace
+
+ComputeRates compute_rates(Precision prec, const ClusterSpec& c, const CostParams& p) {
+  ComputeRates r;
+  r.prec = prec;
+  r.peak = peak_flops(c, prec);
+  r.peak_bf16 = peak_flops(c, Precision::bf16);
+  auto fp32 = c.gpu.peak(Precision::fp32);
+  r.vec_peak = (fp32 ? *fp32 : 1e3) * 1e12;
+  r.prec_eff = p.eff_for(prec);
+  r.hbm = c.gpu.hbm_gbps * 1e9 * p.hbm_eff;
+  r.overhead = p.kernel_overhead_us * 1e-6;
+  r.sm_count = c.gpu.sm_count;
+  return r;
+}
+
+double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
+  return gemm_eff(s, p.gemm_eff_max, compute_rates(prec, c, p), p);
 }
 
 double gemm_time_s(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
-  double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
-  if (W <= 0) return 0;
-  double bytes = gemm_input_bytes(prec) * double(s.groups) * (double(s.m) * s.k + double(s.k) * s.n) +
-                 2.0 * double(s.groups) * double(s.m) * s.n;
-  double t = W / (peak_flops(c, prec) * gemm_efficiency(s, prec, c, p));
-  return std::max(t, bytes / hbm(c, p)) + overhead(p);
+  return gemm_time(s, p.gemm_eff_max, compute_rates(prec, c, p), p);
 }
 
 OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const CostParams& p) {
+  return compute_op_cost(op, compute_rates(gp, c, p), p);
+}
+
+OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p) {
   OpCost r;
+  const double hbm = rt.hbm, overhead = rt.overhead;
   switch (op.kind) {
     case OpKind::gemm: {
       const GemmShape& s = op.gemm;
       // MoE experts run as grouped GEMMs, less efficient than one dense GEMM of the same work
-      CostParams pg = p;
-      if (op_has_role(op.id, kGroupedGemm)) pg.gemm_eff_max *= p.grouped_gemm_eff;
-      r.fwd_s = gemm_time_s(s, gp, c, pg);
-      r.bwd_input_s = gemm_time_s({s.m, s.k, s.n, s.groups}, gp, c, pg);
-      r.bwd_weight_s = gemm_time_s({s.k, s.n, s.m, s.groups}, gp, c, pg);
-      if (is_fp8_family(gp)) {
+      double eff_max = p.gemm_eff_max;
+      if (op_has_role(op.id, kGroupedGemm)) eff_max *= p.grouped_gemm_eff;
+      r.fwd_s = gemm_time(s, eff_max, rt, p);
+      r.bwd_input_s = gemm_time({s.m, s.k, s.n, s.groups}, eff_max, rt, p);
+      r.bwd_weight_s = gemm_time({s.k, s.n, s.m, s.groups}, eff_max, rt, p);
+      if (is_fp8_family(rt.prec)) {
         // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
         double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;
-        r.fwd_s += in / hbm(c, p) + overhead(p);
-        r.bwd_input_s += gout / hbm(c, p) + overhead(p);
+        r.fwd_s += in / hbm + overhead;
+        r.bwd_input_s += gout / hbm + overhead;
       }
       break;
     }
     case OpKind::attention: {
-      double pk = peak_flops(c, Precision::bf16);  // attention runs in bf16 even in FP8 recipes
+      double pk = rt.peak_bf16;  // attention runs in bf16 even in FP8 recipes
       double sat = op.fwd_flops / (op.fwd_flops + p.gemm_half_flops);
-      r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead(p);
-      r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead(p);
+      r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead;
+      r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead;
       if (op.attn.triton_kernel) {  // the 2022 Triton kernel reaches triton_attn_eff of the fused rate
-        r.fwd_s = (r.fwd_s - overhead(p)) / p.triton_attn_eff + overhead(p);
-        r.bwd_input_s = (r.bwd_input_s - overhead(p)) / p.triton_attn_eff + overhead(p);
+        r.fwd_s = (r.fwd_s - overhead) / p.triton_attn_eff + overhead;
+        r.bwd_input_s = (r.bwd_input_s - overhead) / p.triton_attn_eff + overhead;
       }
       // memory-bound work around the kernel (PyTorch ring attention's merges and fp32 accumulation)
-      r.fwd_s += op.side_fwd_bytes / hbm(c, p);
-      r.bwd_input_s += op.side_bwd_bytes / hbm(c, p);
+      r.fwd_s += op.side_fwd_bytes / hbm;
+      r.bwd_input_s += op.side_bwd_bytes / hbm;
       break;
     }
     case OpKind::comm:
       break;
     default: {
       // memory-bound on GPUs; on CPUs the transcendental work of some ops can dominate, hence the max
-      double vec_peak = (c.gpu.peak(Precision::fp32) ? *c.gpu.peak(Precision::fp32) : 1e3) * 1e12;
-      double t = std::max(op.fwd_bytes / hbm(c, p), op.fwd_flops / vec_peak);
-      r.fwd_s = t + overhead(p);
-      r.bwd_input_s = 2.0 * t + overhead(p);
+      double t = std::max(op.fwd_bytes / hbm, op.fwd_flops / rt.vec_peak);
+      r.fwd_s = t + overhead;
+      r.bwd_input_s = 2.0 * t + overhead;
       if (op.kind == OpKind::embedding) r.bwd_weight_s = 0;
       break;
     }

@@ -2,6 +2,7 @@
 #include "simulator/layer_cost.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/framework_profile.h"
 #include "simulator/collectives.h"
@@ -98,10 +99,15 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
 
 std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTimingContext& x) {
   std::vector<OpCost> oc(ops.size());
+  // the rates of the list's precision and of bf16, looked up once for all its ops
+  const bool fp8 = is_fp8_family(x.prec);
+  const ComputeRates rates = compute_rates(x.prec, *x.cl, *x.prm);
+  std::optional<ComputeRates> bf16_rates;
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind != OpKind::comm) {
-      bool bf16 = is_fp8_family(x.prec) && op_has_role(ops[i].id, kBf16UnderFp8);
-      oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : x.prec, *x.cl, *x.prm);
+      bool bf16 = fp8 && op_has_role(ops[i].id, kBf16UnderFp8);
+      if (bf16 && !bf16_rates) bf16_rates = compute_rates(Precision::bf16, *x.cl, *x.prm);
+      oc[i] = compute_op_cost(ops[i], bf16 ? *bf16_rates : rates, *x.prm);
       if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
     }
   return oc;
