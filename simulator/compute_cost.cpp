@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <utility>
 
 namespace mplan {
 
@@ -29,10 +28,19 @@ double gemm_eff(const GemmShape& s, double eff_max, const ComputeRates& r, const
     // quantization: padded edge tiles; wave quantization: idle SMs of the last wave); like a BLAS
     // heuristic, the tile shape that wastes least is used: the configured one, transposed, halved
     const double sms = r.sm_count, TM = p.gemm_tile_m, TN = p.gemm_tile_n;
+    const double m = double(s.m), n = double(s.n);
+    // tile counts along m and n, each edge length divided once: m by TM, TN, TM/2; n by TN, TM, TN/2, TN/4
+    const double m_tm = std::ceil(m / TM), m_tn = std::ceil(m / TN), m_tm2 = std::ceil(m / (TM / 2));
+    const double n_tn = std::ceil(n / TN), n_tm = std::ceil(n / TM), n_tn2 = std::ceil(n / (TN / 2)),
+                 n_tn4 = std::ceil(n / (TN / 4));
+    const struct {
+      double tm, tn, tiles_m, tiles_n;
+    } shapes[] = {{TM, TN, m_tm, n_tn}, {TN, TM, m_tn, n_tm}, {TM, TN / 2, m_tm, n_tn2}, {TM / 2, TN / 2, m_tm2, n_tn2},
+                  {TM / 2, TN / 4, m_tm2, n_tn4}};
     padded = std::numeric_limits<double>::infinity();
-    for (auto [tm, tn] : {std::pair{TM, TN}, {TN, TM}, {TM, TN / 2}, {TM / 2, TN / 2}, {TM / 2, TN / 4}}) {
-      double tiles = std::ceil(double(s.m) / tm) * std::ceil(double(s.n) / tn) * double(s.groups);
-      padded = std::min(padded, 2.0 * std::ceil(tiles / sms) * sms * tm * tn * double(s.k));
+    for (const auto& t : shapes) {
+      double tiles = t.tiles_m * t.tiles_n * double(s.groups);
+      padded = std::min(padded, 2.0 * std::ceil(tiles / sms) * sms * t.tm * t.tn * double(s.k));
     }
   }
   // plus a fixed ramp worth gemm_half_flops (at bf16 rate): small GEMMs are less efficient

@@ -31,13 +31,6 @@ const GroupPlacement& placement_of(const ListTimingContext& x, CommGroup g) {
 
 }  // namespace
 
-double exposed_comm_s(double c, double g, int n, const CostParams& prm) {
-  if (c <= 0) return 0;
-  if (prm.comm_overlap < 0.5) return c;  // blocking communication: nothing hides
-  double gs = g * (1.0 + prm.overlap_slowdown);
-  return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
-}
-
 CostParams framework_params(const CostParams& prm_in, Framework fw) {
   CostParams prm = prm_in;
   // the framework's attention kernel: FlashAttention-2 where it has a measured rate on this architecture
