@@ -5,7 +5,10 @@
 #include "simulator/compute_cost.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace mplan {
@@ -35,7 +38,10 @@ double gemm_eff(const GemmShape& s, double eff_max, const ComputeRates& r, const
                  n_tn4 = std::ceil(n / (TN / 4));
     const struct {
       double tm, tn, tiles_m, tiles_n;
-    } shapes[] = {{TM, TN, m_tm, n_tn}, {TN, TM, m_tn, n_tm}, {TM, TN / 2, m_tm, n_tn2}, {TM / 2, TN / 2, m_tm2, n_tn2},
+    } shapes[] = {{TM, TN, m_tm, n_tn},
+                  {TN, TM, m_tn, n_tm},
+                  {TM, TN / 2, m_tm, n_tn2},
+                  {TM / 2, TN / 2, m_tm2, n_tn2},
                   {TM / 2, TN / 4, m_tm2, n_tn4}};
     padded = std::numeric_limits<double>::infinity();
     for (const auto& t : shapes) {
@@ -48,13 +54,62 @@ double gemm_eff(const GemmShape& s, double eff_max, const ComputeRates& r, const
   return eff_max * r.prec_eff * W / (padded + ramp);
 }
 
-double gemm_time(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+double gemm_time_uncached(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
   double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
   if (W <= 0) return 0;
   double bytes = gemm_input_bytes(r.prec) * double(s.groups) * (double(s.m) * s.k + double(s.k) * s.n) +
                  2.0 * double(s.groups) * double(s.m) * s.n;
   double t = W / (r.peak * gemm_eff(s, eff_max, r, p));
   return std::max(t, bytes / r.hbm) + r.overhead;
+}
+// A memo of GEMM times per thread: a search costs the same few GEMMs under the same rates hundreds
+// of thousands of times. An entry keeps every input gemm_time_uncached reads (doubles by their bits),
+// so a hit returns the very double the computation would.
+class GemmMemo {
+ public:
+  double time(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+    Key key{s.m,
+            s.n,
+            s.k,
+            s.groups,
+            p.gemm_tile_m,
+            p.gemm_tile_n,
+            r.sm_count,
+            int(r.prec),
+            {bits(eff_max), bits(r.peak), bits(r.peak_bf16), bits(r.prec_eff), bits(r.hbm), bits(r.overhead),
+             bits(p.gemm_half_flops)}};
+    Entry& e = table_[slot(key)];
+    if (e.used && e.key == key) return e.t;
+    e = {key, gemm_time_uncached(s, eff_max, r, p), true};
+    return e.t;
+  }
+
+ private:
+  struct Key {
+    int64_t m, n, k, groups;
+    int tile_m, tile_n, sm_count, prec;
+    std::array<uint64_t, 7> d;  // eff_max, peak, peak_bf16, prec_eff, hbm, overhead, gemm_half_flops
+    bool operator==(const Key&) const = default;
+  };
+  struct Entry {
+    Key key{};
+    double t = 0;
+    bool used = false;
+  };
+  static constexpr size_t kSlots = 1024;
+  static uint64_t bits(double v) { return std::bit_cast<uint64_t>(v); }
+  static size_t slot(const Key& k) {
+    uint64_t h = uint64_t(k.m) * 0x9E3779B97F4A7C15ull;
+    for (uint64_t v : {uint64_t(k.n), uint64_t(k.k), uint64_t(k.groups), k.d[0], uint64_t(k.prec)})
+      h = (h ^ v) * 0x100000001B3ull + (h >> 29);
+    return size_t(h ^ (h >> 32)) % kSlots;
+  }
+  std::array<Entry, kSlots> table_{};
+};
+
+double gemm_time(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  thread_local GemmMemo memo;
+  return memo.time(s, eff_max, r, p);
 }
 }  // namespace
 

@@ -119,11 +119,6 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
       if (ops[j].kind == OpKind::gemm) return &oc[j];
     return nullptr;
   };
-  auto prev_gemm = [&](size_t i) -> const OpCost* {
-    for (size_t j = i; j-- > 0;)
-      if (ops[j].kind == OpKind::gemm) return &oc[j];
-    return nullptr;
-  };
   ListTiming lt;
   if (per_op) {
     lt.comm_s.assign(ops.size(), 0.0);
@@ -133,11 +128,13 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
   // MoE all-to-all overlap: compute before the dispatch ("attention" piece) and after it ("MLP")
   double attnF = 0, attnB = 0, mlpF = 0, mlpB = 0, dispatch_t = 0, combine_t = 0;
   bool after_dispatch = false;
+  const OpCost* pv = nullptr;  // the last GEMM before op i
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     if (op.id == OpId::dispatch_a2a) after_dispatch = true;
     if (op.kind != OpKind::comm) {
       const OpCost& c = oc[i];
+      if (op.kind == OpKind::gemm) pv = &c;
       lt.F.compute += c.fwd_s;
       lt.B.compute += c.bwd_input_s;
       (x.split_w ? lt.W : lt.B).compute += c.bwd_weight_s;
@@ -150,14 +147,13 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
     if (per_op) lt.comm_s[i] = t;
     if (op.id == OpId::dispatch_a2a) dispatch_t = t;
     if (op.id == OpId::combine_a2a) combine_t = t;
-    const OpCost* nx = next_gemm(i);
-    const OpCost* pv = prev_gemm(i);
     const bool ovl = x.tp_comm_overlap;
     const int tpn = x.tp;
     // the framework's TP overlap hides this share of what the full chunked overlap hides beyond the
     // `plain` cost the collective has without it
     auto tp_ovl = [&](double plain, double c, double g) { return plain - x.tp_overlap_share * (plain - overlapped(c, g, tpn)); };
     if (op.id == OpId::tp_allgather) {
+      const OpCost* nx = next_gemm(i);
       double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
       const double grad_rs = overlapped(t, x.split_w ? 0 : wg);
       lt.F.tp += ovl ? tp_ovl(t, t, g) : t;
