@@ -62,12 +62,20 @@ double gemm_time_uncached(const GemmShape& s, double eff_max, const ComputeRates
   double t = W / (r.peak * gemm_eff(s, eff_max, r, p));
   return std::max(t, bytes / r.hbm) + r.overhead;
 }
+// The forward, dgrad and wgrad times of one GEMM: dgrad is m x k from m x n and n x k, wgrad k x n
+// from k x m and m x n.
+using GemmTimes = std::array<double, 3>;
+GemmTimes gemm_times_uncached(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  return {gemm_time_uncached(s, eff_max, r, p), gemm_time_uncached({s.m, s.k, s.n, s.groups}, eff_max, r, p),
+          gemm_time_uncached({s.k, s.n, s.m, s.groups}, eff_max, r, p)};
+}
+
 // A memo of GEMM times per thread: a search costs the same few GEMMs under the same rates hundreds
 // of thousands of times. An entry keeps every input gemm_time_uncached reads (doubles by their bits),
-// so a hit returns the very double the computation would.
+// so a hit returns the very doubles the computation would.
 class GemmMemo {
  public:
-  double time(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  GemmTimes times(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
     Key key{s.m,
             s.n,
             s.k,
@@ -80,7 +88,7 @@ class GemmMemo {
              bits(p.gemm_half_flops)}};
     Entry& e = table_[slot(key)];
     if (e.used && e.key == key) return e.t;
-    e = {key, gemm_time_uncached(s, eff_max, r, p), true};
+    e = {key, gemm_times_uncached(s, eff_max, r, p), true};
     return e.t;
   }
 
@@ -93,7 +101,7 @@ class GemmMemo {
   };
   struct Entry {
     Key key{};
-    double t = 0;
+    GemmTimes t{};
     bool used = false;
   };
   static constexpr size_t kSlots = 1024;
@@ -107,9 +115,9 @@ class GemmMemo {
   std::array<Entry, kSlots> table_{};
 };
 
-double gemm_time(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+GemmTimes gemm_times(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
   thread_local GemmMemo memo;
-  return memo.time(s, eff_max, r, p);
+  return memo.times(s, eff_max, r, p);
 }
 }  // namespace
 
@@ -132,7 +140,7 @@ double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c,
 }
 
 double gemm_time_s(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
-  return gemm_time(s, p.gemm_eff_max, compute_rates(prec, c, p), p);
+  return gemm_time_uncached(s, p.gemm_eff_max, compute_rates(prec, c, p), p);
 }
 
 OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const CostParams& p) {
@@ -148,9 +156,10 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       // MoE experts run as grouped GEMMs, less efficient than one dense GEMM of the same work
       double eff_max = p.gemm_eff_max;
       if (op_has_role(op.id, kGroupedGemm)) eff_max *= p.grouped_gemm_eff;
-      r.fwd_s = gemm_time(s, eff_max, rt, p);
-      r.bwd_input_s = gemm_time({s.m, s.k, s.n, s.groups}, eff_max, rt, p);
-      r.bwd_weight_s = gemm_time({s.k, s.n, s.m, s.groups}, eff_max, rt, p);
+      const GemmTimes t = gemm_times(s, eff_max, rt, p);
+      r.fwd_s = t[0];
+      r.bwd_input_s = t[1];
+      r.bwd_weight_s = t[2];
       if (is_fp8_family(rt.prec)) {
         // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
         double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;

@@ -56,6 +56,18 @@ double expert_shard_group(const Plan& plan) {
 
 namespace {
 
+// framework_profile(f), remembered per thread for the last framework asked (the profiles are an
+// immutable table loaded once): the planner's memory bounds ask it for every stage of every layout.
+const FrameworkProfile& profile_of(Framework f) {
+  thread_local Framework last{};
+  thread_local const FrameworkProfile* hit = nullptr;
+  if (!hit || last != f) {
+    hit = &framework_profile(f);
+    last = f;
+  }
+  return *hit;
+}
+
 struct Ctx {
   const Plan& plan;
   const StageWork& st;
@@ -139,7 +151,7 @@ ModelStateBytes sharded_fp32(const Ctx& x) {
 ModelStateBytes model_state_bytes(const Plan& plan, const StageWork& st) {
   Ctx x{plan,
         st,
-        framework_profile(plan.training.framework),
+        profile_of(plan.training.framework),
         dense_shard_group(plan),
         expert_shard_group(plan),
         plan.training.precision == Precision::fp32,
