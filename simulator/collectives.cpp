@@ -25,7 +25,8 @@ Link network(const ClusterSpec& c, const CostParams& p) {
 }
 
 // Flat collective among n ranks on one kind of link: ring (n-1 steps per phase) or tree (log depth).
-double flat(Collective c, double bytes, int n, const Link& l) {
+// Inlined into collective_time_s: the planner's bounds cost millions of collectives per search.
+[[gnu::always_inline]] inline double flat(Collective c, double bytes, int n, const Link& l) {
   if (n <= 1 || bytes <= 0) return 0;
   double f = collective_busbw_factor(c, n);
   double ring_steps = c == Collective::all_reduce ? 2.0 * (n - 1) : double(n - 1);

@@ -5,9 +5,11 @@
 #include "simulator/compute_cost.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
-#include <utility>
 
 namespace mplan {
 
@@ -18,80 +20,175 @@ double peak_flops(const ClusterSpec& c, Precision p) {
   if (!v) v = c.gpu.peak_tflops.begin()->second;
   return *v * 1e12;
 }
-double hbm(const ClusterSpec& c, const CostParams& p) { return c.gpu.hbm_gbps * 1e9 * p.hbm_eff; }
-double overhead(const CostParams& p) { return p.kernel_overhead_us * 1e-6; }
-}  // namespace
 
-double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return p.gemm_eff_max;
+// Efficiency of one GEMM with `eff_max` in place of p.gemm_eff_max (grouped GEMMs scale it).
+double gemm_eff(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return eff_max;
   double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
   double padded = W;  // a CPU (sm_count 1) has no tiles to quantize: its BLAS blocks are small
-  if (c.gpu.sm_count > 1) {
+  if (r.sm_count > 1) {
     // the GPU does the work of every SM slot of every wave with whole output tiles (tile
     // quantization: padded edge tiles; wave quantization: idle SMs of the last wave); like a BLAS
     // heuristic, the tile shape that wastes least is used: the configured one, transposed, halved
-    const double sms = c.gpu.sm_count, TM = p.gemm_tile_m, TN = p.gemm_tile_n;
+    const double sms = r.sm_count, TM = p.gemm_tile_m, TN = p.gemm_tile_n;
+    const double m = double(s.m), n = double(s.n);
+    // tile counts along m and n, each edge length divided once: m by TM, TN, TM/2; n by TN, TM, TN/2, TN/4
+    const double m_tm = std::ceil(m / TM), m_tn = std::ceil(m / TN), m_tm2 = std::ceil(m / (TM / 2));
+    const double n_tn = std::ceil(n / TN), n_tm = std::ceil(n / TM), n_tn2 = std::ceil(n / (TN / 2)),
+                 n_tn4 = std::ceil(n / (TN / 4));
+    const struct {
+      double tm, tn, tiles_m, tiles_n;
+    } shapes[] = {{TM, TN, m_tm, n_tn},
+                  {TN, TM, m_tn, n_tm},
+                  {TM, TN / 2, m_tm, n_tn2},
+                  {TM / 2, TN / 2, m_tm2, n_tn2},
+                  {TM / 2, TN / 4, m_tm2, n_tn4}};
     padded = std::numeric_limits<double>::infinity();
-    for (auto [tm, tn] : {std::pair{TM, TN}, {TN, TM}, {TM, TN / 2}, {TM / 2, TN / 2}, {TM / 2, TN / 4}}) {
-      double tiles = std::ceil(double(s.m) / tm) * std::ceil(double(s.n) / tn) * double(s.groups);
-      padded = std::min(padded, 2.0 * std::ceil(tiles / sms) * sms * tm * tn * double(s.k));
+    for (const auto& t : shapes) {
+      double tiles = t.tiles_m * t.tiles_n * double(s.groups);
+      padded = std::min(padded, 2.0 * std::ceil(tiles / sms) * sms * t.tm * t.tn * double(s.k));
     }
   }
   // plus a fixed ramp worth gemm_half_flops (at bf16 rate): small GEMMs are less efficient
-  double ramp = p.gemm_half_flops * (peak_flops(c, prec) / peak_flops(c, Precision::bf16));
-  return p.gemm_eff_max * p.eff_for(prec) * W / (padded + ramp);
+  double ramp = p.gemm_half_flops * (r.peak / r.peak_bf16);
+  return eff_max * r.prec_eff * W / (padded + ramp);
+}
+
+double gemm_time_uncached(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
+  if (W <= 0) return 0;
+  double bytes = gemm_input_bytes(r.prec) * double(s.groups) * (double(s.m) * s.k + double(s.k) * s.n) +
+                 2.0 * double(s.groups) * double(s.m) * s.n;
+  double t = W / (r.peak * gemm_eff(s, eff_max, r, p));
+  return std::max(t, bytes / r.hbm) + r.overhead;
+}
+// The forward, dgrad and wgrad times of one GEMM: dgrad is m x k from m x n and n x k, wgrad k x n
+// from k x m and m x n.
+using GemmTimes = std::array<double, 3>;
+GemmTimes gemm_times_uncached(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  return {gemm_time_uncached(s, eff_max, r, p), gemm_time_uncached({s.m, s.k, s.n, s.groups}, eff_max, r, p),
+          gemm_time_uncached({s.k, s.n, s.m, s.groups}, eff_max, r, p)};
+}
+
+// A memo of GEMM times per thread: a search costs the same few GEMMs under the same rates hundreds
+// of thousands of times. An entry keeps every input gemm_time_uncached reads (doubles by their bits),
+// so a hit returns the very doubles the computation would.
+class GemmMemo {
+ public:
+  GemmTimes times(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+    Key key{s.m,
+            s.n,
+            s.k,
+            s.groups,
+            p.gemm_tile_m,
+            p.gemm_tile_n,
+            r.sm_count,
+            int(r.prec),
+            {bits(eff_max), bits(r.peak), bits(r.peak_bf16), bits(r.prec_eff), bits(r.hbm), bits(r.overhead),
+             bits(p.gemm_half_flops)}};
+    Entry& e = table_[slot(key)];
+    if (e.used && e.key == key) return e.t;
+    e = {key, gemm_times_uncached(s, eff_max, r, p), true};
+    return e.t;
+  }
+
+ private:
+  struct Key {
+    int64_t m, n, k, groups;
+    int tile_m, tile_n, sm_count, prec;
+    std::array<uint64_t, 7> d;  // eff_max, peak, peak_bf16, prec_eff, hbm, overhead, gemm_half_flops
+    bool operator==(const Key&) const = default;
+  };
+  struct Entry {
+    Key key{};
+    GemmTimes t{};
+    bool used = false;
+  };
+  static constexpr size_t kSlots = 1024;
+  static uint64_t bits(double v) { return std::bit_cast<uint64_t>(v); }
+  static size_t slot(const Key& k) {
+    uint64_t h = uint64_t(k.m) * 0x9E3779B97F4A7C15ull;
+    for (uint64_t v : {uint64_t(k.n), uint64_t(k.k), uint64_t(k.groups), k.d[0], uint64_t(k.prec)})
+      h = (h ^ v) * 0x100000001B3ull + (h >> 29);
+    return size_t(h ^ (h >> 32)) % kSlots;
+  }
+  std::array<Entry, kSlots> table_{};
+};
+
+GemmTimes gemm_times(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
+  thread_local GemmMemo memo;
+  return memo.times(s, eff_max, r, p);
+}
+}  // namespace
+
+ComputeRates compute_rates(Precision prec, const ClusterSpec& c, const CostParams& p) {
+  ComputeRates r;
+  r.prec = prec;
+  r.peak = peak_flops(c, prec);
+  r.peak_bf16 = peak_flops(c, Precision::bf16);
+  auto fp32 = c.gpu.peak(Precision::fp32);
+  r.vec_peak = (fp32 ? *fp32 : 1e3) * 1e12;
+  r.prec_eff = p.eff_for(prec);
+  r.hbm = c.gpu.hbm_gbps * 1e9 * p.hbm_eff;
+  r.overhead = p.kernel_overhead_us * 1e-6;
+  r.sm_count = c.gpu.sm_count;
+  return r;
+}
+
+double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
+  return gemm_eff(s, p.gemm_eff_max, compute_rates(prec, c, p), p);
 }
 
 double gemm_time_s(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p) {
-  double W = 2.0 * double(s.m) * double(s.n) * double(s.k) * double(s.groups);
-  if (W <= 0) return 0;
-  double bytes = gemm_input_bytes(prec) * double(s.groups) * (double(s.m) * s.k + double(s.k) * s.n) +
-                 2.0 * double(s.groups) * double(s.m) * s.n;
-  double t = W / (peak_flops(c, prec) * gemm_efficiency(s, prec, c, p));
-  return std::max(t, bytes / hbm(c, p)) + overhead(p);
+  return gemm_time_uncached(s, p.gemm_eff_max, compute_rates(prec, c, p), p);
 }
 
 OpCost compute_op_cost(const Op& op, Precision gp, const ClusterSpec& c, const CostParams& p) {
+  return compute_op_cost(op, compute_rates(gp, c, p), p);
+}
+
+OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p) {
   OpCost r;
+  const double hbm = rt.hbm, overhead = rt.overhead;
   switch (op.kind) {
     case OpKind::gemm: {
       const GemmShape& s = op.gemm;
       // MoE experts run as grouped GEMMs, less efficient than one dense GEMM of the same work
-      CostParams pg = p;
-      if (op_has_role(op.id, kGroupedGemm)) pg.gemm_eff_max *= p.grouped_gemm_eff;
-      r.fwd_s = gemm_time_s(s, gp, c, pg);
-      r.bwd_input_s = gemm_time_s({s.m, s.k, s.n, s.groups}, gp, c, pg);
-      r.bwd_weight_s = gemm_time_s({s.k, s.n, s.m, s.groups}, gp, c, pg);
-      if (is_fp8_family(gp)) {
+      double eff_max = p.gemm_eff_max;
+      if (op_has_role(op.id, kGroupedGemm)) eff_max *= p.grouped_gemm_eff;
+      const GemmTimes t = gemm_times(s, eff_max, rt, p);
+      r.fwd_s = t[0];
+      r.bwd_input_s = t[1];
+      r.bwd_weight_s = t[2];
+      if (is_fp8_family(rt.prec)) {
         // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
         double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;
-        r.fwd_s += in / hbm(c, p) + overhead(p);
-        r.bwd_input_s += gout / hbm(c, p) + overhead(p);
+        r.fwd_s += in / hbm + overhead;
+        r.bwd_input_s += gout / hbm + overhead;
       }
       break;
     }
     case OpKind::attention: {
-      double pk = peak_flops(c, Precision::bf16);  // attention runs in bf16 even in FP8 recipes
+      double pk = rt.peak_bf16;  // attention runs in bf16 even in FP8 recipes
       double sat = op.fwd_flops / (op.fwd_flops + p.gemm_half_flops);
-      r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead(p);
-      r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead(p);
+      r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead;
+      r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead;
       if (op.attn.triton_kernel) {  // the 2022 Triton kernel reaches triton_attn_eff of the fused rate
-        r.fwd_s = (r.fwd_s - overhead(p)) / p.triton_attn_eff + overhead(p);
-        r.bwd_input_s = (r.bwd_input_s - overhead(p)) / p.triton_attn_eff + overhead(p);
+        r.fwd_s = (r.fwd_s - overhead) / p.triton_attn_eff + overhead;
+        r.bwd_input_s = (r.bwd_input_s - overhead) / p.triton_attn_eff + overhead;
       }
       // memory-bound work around the kernel (PyTorch ring attention's merges and fp32 accumulation)
-      r.fwd_s += op.side_fwd_bytes / hbm(c, p);
-      r.bwd_input_s += op.side_bwd_bytes / hbm(c, p);
+      r.fwd_s += op.side_fwd_bytes / hbm;
+      r.bwd_input_s += op.side_bwd_bytes / hbm;
       break;
     }
     case OpKind::comm:
       break;
     default: {
       // memory-bound on GPUs; on CPUs the transcendental work of some ops can dominate, hence the max
-      double vec_peak = (c.gpu.peak(Precision::fp32) ? *c.gpu.peak(Precision::fp32) : 1e3) * 1e12;
-      double t = std::max(op.fwd_bytes / hbm(c, p), op.fwd_flops / vec_peak);
-      r.fwd_s = t + overhead(p);
-      r.bwd_input_s = 2.0 * t + overhead(p);
+      double t = std::max(op.fwd_bytes / hbm, op.fwd_flops / rt.vec_peak);
+      r.fwd_s = t + overhead;
+      r.bwd_input_s = 2.0 * t + overhead;
       if (op.kind == OpKind::embedding) r.bwd_weight_s = 0;
       break;
     }

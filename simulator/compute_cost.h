@@ -17,6 +17,22 @@ struct OpCost {
 // `gemm_precision`: the precision the op's GEMMs run in (fp8 layers vs bf16 head/router).
 OpCost compute_op_cost(const Op& op, Precision gemm_precision, const ClusterSpec& c, const CostParams& p);
 
+// The per-GPU, per-precision quantities every op cost reads (peaks, HBM rate, kernel overhead,
+// precision efficiency), looked up once: an op list costs all its ops with one or two of these.
+struct ComputeRates {
+  Precision prec = Precision::bf16;
+  double peak = 0;       // FLOP/s of `prec` (bf16's, or the first listed, where the GPU has no such mode)
+  double peak_bf16 = 0;  // FLOP/s of bf16 (attention runs in bf16 even in FP8 recipes)
+  double vec_peak = 0;   // FLOP/s of fp32 (1e15 where unknown): the transcendental work of CPU ops
+  double prec_eff = 1;   // CostParams::eff_for(prec)
+  double hbm = 0;        // achieved HBM bytes/s
+  double overhead = 0;   // per kernel, s
+  int sm_count = 1;
+};
+ComputeRates compute_rates(Precision gemm_precision, const ClusterSpec& c, const CostParams& p);
+// compute_op_cost with the rates of `r` (the same doubles).
+OpCost compute_op_cost(const Op& op, const ComputeRates& r, const CostParams& p);
+
 // Efficiency of one GEMM (exposed for tests and the profiles fit).
 double gemm_efficiency(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p);
 double gemm_time_s(const GemmShape& s, Precision prec, const ClusterSpec& c, const CostParams& p);

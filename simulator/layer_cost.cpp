@@ -2,6 +2,7 @@
 #include "simulator/layer_cost.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/framework_profile.h"
 #include "simulator/collectives.h"
@@ -29,13 +30,6 @@ const GroupPlacement& placement_of(const ListTimingContext& x, CommGroup g) {
 }
 
 }  // namespace
-
-double exposed_comm_s(double c, double g, int n, const CostParams& prm) {
-  if (c <= 0) return 0;
-  if (prm.comm_overlap < 0.5) return c;  // blocking communication: nothing hides
-  double gs = g * (1.0 + prm.overlap_slowdown);
-  return std::max(c, gs) - g + std::min(c, g) / std::max(1, n);
-}
 
 CostParams framework_params(const CostParams& prm_in, Framework fw) {
   CostParams prm = prm_in;
@@ -98,10 +92,15 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
 
 std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTimingContext& x) {
   std::vector<OpCost> oc(ops.size());
+  // the rates of the list's precision and of bf16, looked up once for all its ops
+  const bool fp8 = is_fp8_family(x.prec);
+  const ComputeRates rates = compute_rates(x.prec, *x.cl, *x.prm);
+  std::optional<ComputeRates> bf16_rates;
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind != OpKind::comm) {
-      bool bf16 = is_fp8_family(x.prec) && op_has_role(ops[i].id, kBf16UnderFp8);
-      oc[i] = compute_op_cost(ops[i], bf16 ? Precision::bf16 : x.prec, *x.cl, *x.prm);
+      bool bf16 = fp8 && op_has_role(ops[i].id, kBf16UnderFp8);
+      if (bf16 && !bf16_rates) bf16_rates = compute_rates(Precision::bf16, *x.cl, *x.prm);
+      oc[i] = compute_op_cost(ops[i], bf16 ? *bf16_rates : rates, *x.prm);
       if (x.frozen) oc[i].bwd_weight_s = 0;  // LoRA: frozen base weights get no gradient
     }
   return oc;
@@ -120,11 +119,6 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
       if (ops[j].kind == OpKind::gemm) return &oc[j];
     return nullptr;
   };
-  auto prev_gemm = [&](size_t i) -> const OpCost* {
-    for (size_t j = i; j-- > 0;)
-      if (ops[j].kind == OpKind::gemm) return &oc[j];
-    return nullptr;
-  };
   ListTiming lt;
   if (per_op) {
     lt.comm_s.assign(ops.size(), 0.0);
@@ -134,11 +128,13 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
   // MoE all-to-all overlap: compute before the dispatch ("attention" piece) and after it ("MLP")
   double attnF = 0, attnB = 0, mlpF = 0, mlpB = 0, dispatch_t = 0, combine_t = 0;
   bool after_dispatch = false;
+  const OpCost* pv = nullptr;  // the last GEMM before op i
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     if (op.id == OpId::dispatch_a2a) after_dispatch = true;
     if (op.kind != OpKind::comm) {
       const OpCost& c = oc[i];
+      if (op.kind == OpKind::gemm) pv = &c;
       lt.F.compute += c.fwd_s;
       lt.B.compute += c.bwd_input_s;
       (x.split_w ? lt.W : lt.B).compute += c.bwd_weight_s;
@@ -151,14 +147,13 @@ ListTiming time_op_list(const std::vector<Op>& ops, const std::vector<OpCost>& o
     if (per_op) lt.comm_s[i] = t;
     if (op.id == OpId::dispatch_a2a) dispatch_t = t;
     if (op.id == OpId::combine_a2a) combine_t = t;
-    const OpCost* nx = next_gemm(i);
-    const OpCost* pv = prev_gemm(i);
     const bool ovl = x.tp_comm_overlap;
     const int tpn = x.tp;
     // the framework's TP overlap hides this share of what the full chunked overlap hides beyond the
     // `plain` cost the collective has without it
     auto tp_ovl = [&](double plain, double c, double g) { return plain - x.tp_overlap_share * (plain - overlapped(c, g, tpn)); };
     if (op.id == OpId::tp_allgather) {
+      const OpCost* nx = next_gemm(i);
       double g = nx ? nx->fwd_s : 0, dg = nx ? nx->bwd_input_s : 0, wg = nx ? nx->bwd_weight_s : 0;
       const double grad_rs = overlapped(t, x.split_w ? 0 : wg);
       lt.F.tp += ovl ? tp_ovl(t, t, g) : t;

@@ -17,6 +17,7 @@
 //      with the backward attention, backward dispatch with the forward MLP, backward combine with the
 //      forward attention; the compute then runs on the SMs the communication kernels leave free.
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "core/ops.h"
@@ -30,8 +31,14 @@ namespace mplan {
 
 // Exposed time of a communication of `comm_s` overlapped with `compute_s` of compute (chunked in
 // `pieces`): the compute slows down by prm.overlap_slowdown and only the excess is exposed; with
-// blocking communication (prm.comm_overlap off) nothing hides.
-double exposed_comm_s(double comm_s, double compute_s, int pieces, const CostParams& prm);
+// blocking communication (prm.comm_overlap off) nothing hides. Inline: the planner's bounds call it
+// millions of times per search.
+inline double exposed_comm_s(double comm_s, double compute_s, int pieces, const CostParams& prm) {
+  if (comm_s <= 0) return 0;
+  if (prm.comm_overlap < 0.5) return comm_s;  // blocking communication: nothing hides
+  double gs = compute_s * (1.0 + prm.overlap_slowdown);
+  return std::max(comm_s, gs) - compute_s + std::min(comm_s, compute_s) / std::max(1, pieces);
+}
 
 // The cost parameters of a framework (its kernel efficiency relative to Megatron-Core's,
 // CostParams::framework_eff, applied to the GEMM, attention and HBM efficiencies).

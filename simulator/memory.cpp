@@ -12,6 +12,7 @@
 #include "simulator/memory.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/units.h"
 #include "simulator/memory_states.h"
@@ -30,7 +31,7 @@ int communicators(const ParallelConfig& p, bool moe) {
 }
 
 double workspace_bytes(const ClusterSpec& c, bool moe) {
-  const std::string& a = c.gpu.arch;
+  const std::string_view a = c.gpu.arch;  // (a view compares the length first: no strlen per call)
   if (a == "cpu") return 0;
   const double MiB = 1024.0 * 1024;
   bool sm90 = a != "ampere" && a != "volta";

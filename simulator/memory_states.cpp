@@ -2,6 +2,7 @@
 #include "simulator/memory_states.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/framework_profile.h"
 
@@ -12,7 +13,7 @@ double fp8_weight_copy_bytes(Precision p, const std::string& arch) {
     // Float8 (delayed / current scaling): data + a transposed copy for dgrad on Hopper and older; Blackwell
     // runs non-TN fp8 GEMMs, so no transpose (TE utils.py is_non_tn_fp8_gemm_supported).
     case Precision::fp8:
-      return arch == "blackwell" ? 1.0 : 2.0;
+      return std::string_view(arch) == "blackwell" ? 1.0 : 2.0;
     // MXFP8: rowwise and columnwise data, one E8M0 scale per 32 elements each (TE quantizer.cpp)
     case Precision::mxfp8:
       return 2.0 * (1.0 + 1.0 / 32);
@@ -55,9 +56,22 @@ double expert_shard_group(const Plan& plan) {
 
 namespace {
 
+// framework_profile(f), remembered per thread for the last framework asked (the profiles are an
+// immutable table loaded once): the planner's memory bounds ask it for every stage of every layout.
+const FrameworkProfile& profile_of(Framework f) {
+  thread_local Framework last{};
+  thread_local const FrameworkProfile* hit = nullptr;
+  if (!hit || last != f) {
+    hit = &framework_profile(f);
+    last = f;
+  }
+  return *hit;
+}
+
 struct Ctx {
   const Plan& plan;
   const StageWork& st;
+  const FrameworkProfile& fw;
   double dd, de;  // shard groups, dense and expert
   bool fp32, frozen;
   // bytes of `per_param` bytes per parameter over the sharded groups (or replicated when !sharded)
@@ -104,7 +118,7 @@ ModelStateBytes megatron(const Ctx& x) {
 // parameters themselves; bf16 copies exist only while gathered.
 ModelStateBytes sharded_fp32(const Ctx& x) {
   const ParallelConfig& p = x.plan.parallel;
-  const FrameworkProfile& fw = framework_profile(x.plan.training.framework);
+  const FrameworkProfile& fw = x.fw;
   ModelStateBytes b;
   double gathered = x.fp32 ? 4.0 : 2.0;
   b.weights = x.over(4.0, p.zero >= 3);
@@ -137,11 +151,12 @@ ModelStateBytes sharded_fp32(const Ctx& x) {
 ModelStateBytes model_state_bytes(const Plan& plan, const StageWork& st) {
   Ctx x{plan,
         st,
+        profile_of(plan.training.framework),
         dense_shard_group(plan),
         expert_shard_group(plan),
         plan.training.precision == Precision::fp32,
         plan.training.frozen_base()};
-  if (framework_profile(plan.training.framework).model_states == ModelStateLayout::mixed_precision_master) return megatron(x);
+  if (x.fw.model_states == ModelStateLayout::mixed_precision_master) return megatron(x);
   return sharded_fp32(x);
 }
 

@@ -4,8 +4,30 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace mplan {
+
+namespace {
+
+constexpr double kStep = 1e-3;  // the integration step
+
+// The grid of expected_max_of_normals' integral with the density and distribution function at each
+// point: they do not depend on n, so every n computed reuses them (the same doubles as computing them
+// inside the integral).
+struct NormalGrid {
+  std::vector<double> x, phi, Phi;
+  NormalGrid() {
+    const double inv_sqrt_2pi = 0.3989422804014327;
+    for (double v = -10; v <= 10; v += kStep) {
+      x.push_back(v);
+      phi.push_back(inv_sqrt_2pi * std::exp(-0.5 * v * v));
+      Phi.push_back(0.5 * std::erfc(-v / std::sqrt(2.0)));
+    }
+  }
+};
+
+}  // namespace
 
 double expected_max_of_normals(int n) {
   if (n <= 1) return 0;
@@ -17,14 +39,10 @@ double expected_max_of_normals(int n) {
     if (it != cache.end()) return it->second;
   }
   // E[max] = integral of x * n * phi(x) * Phi(x)^(n-1) dx, trapezoid on [-10, 10]
-  const double inv_sqrt_2pi = 0.3989422804014327;
+  static const NormalGrid grid;
   double sum = 0;
-  const double h = 1e-3;
-  for (double x = -10; x <= 10; x += h) {
-    double phi = inv_sqrt_2pi * std::exp(-0.5 * x * x);
-    double Phi = 0.5 * std::erfc(-x / std::sqrt(2.0));
-    sum += x * double(n) * phi * std::pow(Phi, double(n - 1)) * h;
-  }
+  for (size_t i = 0; i < grid.x.size(); ++i)
+    sum += grid.x[i] * double(n) * grid.phi[i] * std::pow(grid.Phi[i], double(n - 1)) * kStep;
   std::lock_guard<std::mutex> lock(mu);
   cache[n] = sum;
   return sum;

@@ -111,5 +111,49 @@ TEST(TpOverlapShare, ScalesTheHiddenPartOfEachTpCollective) {
   EXPECT_NEAR(tp_time(true, 0.0), off, 1e-12 * off);
 }
 
+// compute_op_cost keeps a per-thread memo of GEMM times: whatever it holds, an op costs the doubles
+// gemm_time_s computes without it, under other parameters, clusters and precisions in between and after
+// more shapes than the memo has slots (evictions).
+TEST(GemmMemo, ReturnsTheComputedDoublesUnderEveryInput) {
+  const ModelSpec m = *model_preset("llama3-70b");
+  OpContext oc;
+  oc.tp = 8;
+  oc.seq = 4096;
+  Op gemm;
+  for (const Op& o : layer_ops(m, 0, oc))
+    if (o.kind == OpKind::gemm && !op_has_role(o.id, kGroupedGemm)) gemm = o;
+  ASSERT_EQ(gemm.kind, OpKind::gemm);
+  const ClusterSpec h100 = *cluster_preset("dgx-h100"), a100 = *cluster_preset("dgx-a100-80g");
+  const CostParams base = default_cost_params(h100);
+  std::vector<CostParams> params(5, base);
+  params[1].gemm_half_flops *= 2;
+  params[2].gemm_tile_n = 128;
+  params[3].gemm_eff_max *= 0.9;
+  params[4].hbm_eff *= 0.5;
+  params[4].kernel_overhead_us += 1;
+  int checked = 0;
+  // each shape under every parameter set, cluster and precision in turn: a memo that left an input
+  // out of its key would answer one of them with another's time
+  for (int round = 0; round < 2; ++round)
+    for (int64_t i = 0; i < 400; ++i) {
+      const GemmShape s{1 + (i * 37) % 4096, 128 + (i % 7) * 1024, 256 + (i % 5) * 2048, 1};
+      gemm.gemm = s;
+      for (const ClusterSpec* c : {&h100, &a100})
+        for (Precision prec : {Precision::bf16, Precision::fp32})
+          for (const CostParams& p : params) {
+            const OpCost got = compute_op_cost(gemm, prec, *c, p);
+            ASSERT_EQ(got.fwd_s, gemm_time_s(s, prec, *c, p)) << i;
+            ASSERT_EQ(got.bwd_input_s, gemm_time_s({s.m, s.k, s.n, s.groups}, prec, *c, p)) << i;
+            ASSERT_EQ(got.bwd_weight_s, gemm_time_s({s.k, s.n, s.m, s.groups}, prec, *c, p)) << i;
+            ++checked;
+          }
+    }
+  EXPECT_EQ(checked, 2 * 400 * 5 * 2 * 2);
+  // the parameters matter (a memo that ignored them would return the first one's time)
+  gemm.gemm = {4096, 8192, 8192, 1};
+  EXPECT_NE(compute_op_cost(gemm, Precision::bf16, h100, params[0]).fwd_s,
+            compute_op_cost(gemm, Precision::bf16, h100, params[3]).fwd_s);
+}
+
 }  // namespace
 }  // namespace mplan
