@@ -471,8 +471,8 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
     // pop (`defer`): best-first by the exact bound, the candidates that set the threshold come first
     // and fewer are simulated (the node is popped again while its bound is under the threshold).
     std::vector<double> tail;
-    std::vector<ChunkTotals> ct2;
-    double tb = std::max(n.bound, node_bound(n, ct2, tail, true));
+    std::vector<ChunkTotals> ct2 = ct;  // the exact bound's chunk totals (it adds the FSDP traffic to its copy)
+    double tb = std::max(n.bound, node_bound(n, ct2, tail, true, true));
     if (tb > limit || tb > defer) {
       ev.rebound = tb;
       return ev;
