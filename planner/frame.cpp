@@ -157,8 +157,7 @@ double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& cand, co
   Layout l = cand;
   bool approx = !exact && l.recompute == Recompute::selective;
   if (approx) l.recompute = Recompute::none;
-  if (!ct_ready || (exact && cand.recompute == Recompute::selective))
-    b.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
+  if (!ct_ready) b.chunk_totals(l, ps, costs.get(shape_of(l), l.recompute == Recompute::selective), ct);
   add_fsdp(f, l, ps, prm, ct);
   stage_tails(f, l, ps, ct, tail, !approx);
   return b.step_time_lb(l, ps, ct, tail, p2p_s);

@@ -77,7 +77,8 @@ double stage_tail(const Frame& f, int z, int s, const TailParts& p, bool with_gr
 // Lower bound of the simulated step time of candidate `l` of frame `f` (chunk costs from the probes,
 // FSDP traffic, stage tails, bounds.h's chain). Without `exact`, a selective-recompute candidate is
 // bounded by its plain costs (its own probe is not needed). `ct`/`tail`: scratch; `ct_ready`: `ct`
-// already holds the chunk totals of `l` without selective recompute (candidate_memory_lb's, reused).
+// already holds the chunk totals the bound reads (`l`'s own with `exact`, else without selective
+// recompute), which are reused.
 double candidate_time_lb(const Bounds& b, const Frame& f, const Layout& l, const PipeShape& ps, LayerCostCache& costs,
                          const CostParams& prm, double p2p_s, bool exact, std::vector<ChunkTotals>& ct, std::vector<double>& tail,
                          bool ct_ready = false);

@@ -95,7 +95,7 @@ struct ItemHeap : std::priority_queue<Item, std::vector<Item>, std::greater<Item
 struct Evaluated {
   Candidate cand;
   bool fits = false, simulated = false, pruned_memory = false, pruned_bound = false;
-  double rebound = -1;  // > 0: not simulated, its bound with the selective probe's costs exceeds the limit
+  double rebound = -1;  // > 0: not simulated, its bound with the selective probe's costs exceeds the limit or `defer`
   int64_t violations = 0;
   double mem_gib = 0;
   std::string invalid;  // validate_layout's first complaint (the planner's rules should make this impossible)
@@ -138,8 +138,11 @@ class Searcher {
                    bool ct_ready = false) const;
   // `limit`: the step time above which the node cannot matter (the threshold, or the member limit of
   // its group in complete_groups()).
-  // `closest_gib`: the closest layout's memory noted before this batch (closest_gib_).
-  Evaluated evaluate(const Node& n, double threshold, double limit, double closest_gib, Bounds::MemScratch& ms) const;
+  // `closest_gib`: the closest layout's memory noted before this batch (closest_gib_). `defer`: the
+  // smallest bound left to pop after this batch (first pass; infinite in complete_groups()): a node
+  // whose exact bound exceeds it goes back to the heap instead of being simulated now.
+  Evaluated evaluate(const Node& n, double threshold, double limit, double defer, double closest_gib,
+                     Bounds::MemScratch& ms) const;
   void flush();
   // After the top K groups are known: simulate the candidates that may still fold into one of them
   // (same structure, bound within the group's member limit); everything else is pruned.
@@ -199,6 +202,7 @@ class Searcher {
   double closest_gib_ = kInf;
   Layout closest_;
   int64_t nonfit_sim_ = 0;
+  bool second_pass_ = false;  // in complete_groups()
   int64_t probes_before_ = 0;
 };
 
@@ -453,7 +457,8 @@ double Searcher::memory_lb(const Node& n, std::vector<ChunkTotals>& ct, std::vec
   return candidate_memory_lb(bounds_, f, n.l, space_.pipes[f.pipe_id], costs_, ct, act, ct_ready);
 }
 
-Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, double closest_gib, Bounds::MemScratch& ms) const {
+Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, double defer, double closest_gib,
+                             Bounds::MemScratch& ms) const {
   Evaluated ev;
   const Frame& f = frames_[n.frame];
   const PipeShape& ps = space_.pipes[f.pipe_id];
@@ -462,11 +467,13 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
   if (!opt_.exhaustive && !mem_obj_ && n.l.recompute == Recompute::selective) {
     // The node's bound took the plain costs (relaxation R5); with the selective probe's costs (the
     // chunk totals above needed the probe) the bound is exact. Above the limit the node goes back
-    // with it (flush()) instead of being checked and simulated.
+    // with it (flush()) instead of being checked and simulated; so it does above the next bound to
+    // pop (`defer`): best-first by the exact bound, the candidates that set the threshold come first
+    // and fewer are simulated (the node is popped again while its bound is under the threshold).
     std::vector<double> tail;
-    std::vector<ChunkTotals> ct2;
-    double tb = std::max(n.bound, node_bound(n, ct2, tail, true));
-    if (tb > limit) {
+    std::vector<ChunkTotals> ct2 = ct;  // the exact bound's chunk totals (it adds the FSDP traffic to its copy)
+    double tb = std::max(n.bound, node_bound(n, ct2, tail, true, true));
+    if (tb > limit || tb > defer) {
       ev.rebound = tb;
       return ev;
     }
@@ -541,10 +548,14 @@ void Searcher::flush() {
   if (batch_.empty()) return;
   std::vector<Evaluated> out(batch_.size());
   const double thr = threshold(), closest = closest_gib_;
+  // complete_groups() evaluates every candidate under its limit once: nothing is deferred there; nor
+  // before the top K holds K results (what those first simulations give sets the threshold)
+  const double defer = !second_pass_ && std::isfinite(thr) && have_next() ? peek().bound : kInf;
   parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e; ++k)
-      out[k] = evaluate(nodes_[size_t(batch_[k])], thr, batch_limit_[k] == kUseThreshold ? thr : batch_limit_[k], closest, ms);
+      out[k] =
+          evaluate(nodes_[size_t(batch_[k])], thr, batch_limit_[k] == kUseThreshold ? thr : batch_limit_[k], defer, closest, ms);
   });
   for (size_t k = 0; k < out.size(); ++k) {
     Evaluated& ev = out[k];
@@ -640,6 +651,7 @@ SearchResult Searcher::run() {
 }
 
 void Searcher::complete_groups() {
+  second_pass_ = true;
   const std::vector<std::pair<Layout, double>> limits = top_.member_limits();
   double most = 0;
   for (const auto& [key, lim] : limits) most = std::max(most, lim * (1 + kSlack));
