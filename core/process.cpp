@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <csignal>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -65,6 +66,21 @@ int run_process(const std::vector<std::string>& argv_in, const ProcessOptions& o
   argv.reserve(argv_in.size() + 1);
   for (const std::string& s : argv_in) argv.push_back(const_cast<char*>(s.c_str()));
   argv.push_back(nullptr);
+  // the child's environment is built before fork: nothing that allocates runs between fork and exec
+  std::vector<std::string> env_text;
+  std::vector<char*> envp;
+  if (!opt.env.empty()) {
+    for (char** e = environ; *e; ++e) {
+      const std::string_view kv(*e);
+      const bool replaced = std::any_of(opt.env.begin(), opt.env.end(), [&](const auto& v) {
+        return kv.size() > v.first.size() && kv.compare(0, v.first.size(), v.first) == 0 && kv[v.first.size()] == '=';
+      });
+      if (!replaced) env_text.emplace_back(kv);
+    }
+    for (const auto& [name, value] : opt.env) env_text.push_back(name + "=" + value);
+    for (std::string& s : env_text) envp.push_back(s.data());
+    envp.push_back(nullptr);
+  }
   Capture caps[2] = {{&opt.on_stdout}, {&opt.on_stderr}};  // stdout, stderr
   for (Capture& c : caps)
     if (c.on() && pipe(c.fd) != 0) {
@@ -89,7 +105,10 @@ int run_process(const std::vector<std::string>& argv_in, const ProcessOptions& o
         dup2(caps[i].fd[1], target[i]);
         caps[i].close_both();
       }
-    execvp(argv[0], argv.data());
+    if (envp.empty())
+      execvp(argv[0], argv.data());
+    else
+      execvpe(argv[0], argv.data(), envp.data());
     std::fprintf(stderr, "mplan: cannot run %s (%s)%s\n", argv[0], std::strerror(errno), opt.exec_hint.c_str());
     _exit(127);
   }

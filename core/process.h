@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mplan {
@@ -21,6 +22,8 @@ struct ProcessOptions {
   std::function<void(std::string_view)> on_stdout;
   // Appended to "mplan: cannot run <program> (<reason>)" when exec fails, e.g. "; install openmpi-bin".
   std::string exec_hint;
+  // Variables set in the child's environment (replacing any of the same name); the rest is inherited.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // Runs argv (argv[0] looked up in PATH) and waits for it. Returns its exit code, 128 + the signal

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -124,6 +125,27 @@ std::string describe_rank(const ParallelConfig& p, int rank) {
   return s;
 }
 
+// OpenMPI refuses mpirun's `-x VAR=value` beside an environment list given as the MCA parameter
+// mca_base_env_list ("does not support mixing these two methods"). When the user has set that list,
+// the `-x` variables are moved into it (its ';'-separated VAR=value form) for mpirun's environment.
+namespace {
+std::optional<std::string> move_exports_into_env_list(std::vector<std::string>& cmd) {
+  const char* list = std::getenv("OMPI_MCA_mca_base_env_list");
+  if (list == nullptr || *list == '\0') return std::nullopt;
+  std::string merged = list;
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    if (cmd[i] == "-x" && i + 1 < cmd.size()) {
+      merged += ";" + cmd[++i];
+      continue;
+    }
+    kept.push_back(cmd[i]);
+  }
+  cmd = std::move(kept);
+  return merged;
+}
+}  // namespace
+
 int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std::string(int)>& describe, bool stdout_to_stderr) {
   // rank 0 reports the job's exit code through a file so that every rank can exit 0 and mpirun
   // stays quiet for ordinary outcomes (bad input, divergence)
@@ -144,6 +166,7 @@ int run_launcher(const std::vector<std::string>& cmd_in, const std::function<std
   // the job goes down with the launcher, even when the launcher is killed with SIGKILL: mpirun gets
   // SIGTERM and stops its ranks (and the ranks' own watchers notice the launcher is gone)
   ProcessOptions po;
+  if (auto env_list = move_exports_into_env_list(cmd)) po.env.emplace_back("OMPI_MCA_mca_base_env_list", *env_list);
   po.die_with_parent = true;
   po.stdout_to_stderr = stdout_to_stderr;
   po.exec_hint = "; install openmpi-bin";

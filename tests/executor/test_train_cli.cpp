@@ -127,6 +127,17 @@ TEST(TrainCli, LossFallsOnTheCorpus) {
   EXPECT_LT(last, first - 1.5) << "mean loss of the last 5 steps " << last << " vs first " << first;
 }
 
+// OpenMPI refuses mpirun's `-x` beside an environment list in mca_base_env_list; a user who sets one
+// (sanitizer options for the ranks, say) can still train: mplan moves its variables into that list.
+TEST(TrainCli, RunsWhenTheUserSetsAnMpiEnvironmentList) {
+  auto r = run_mplan(
+      "train --plan " + write_plan("gpt", {{"world_size", 2}, {"zero", 0}}) + " --steps 2 --format json --peak-gflops 50",
+      "OMPI_MCA_mca_base_env_list='MPLAN_TEST_MARK=1'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("mixing"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("\"step\""), std::string::npos) << r.out;
+}
+
 TEST(TrainCli, DyingRankAbortsPromptlyNamingIt) {
   auto r = run_mplan("train --plan " + write_plan("gpt", {{"world_size", 2}, {"pp", 2}}) + " --steps 50 --peak-gflops 50",
                      "MPLAN_FAULT=kill@1@3");
