@@ -515,8 +515,8 @@ int run_search(const SearchCliOptions& o) {
   JobArgs ja = o.job;
   ja.gpus = 1;  // the counts of --gpus are read below, against the cluster
   Plan job = job_skeleton(ja);
-  job.parallel.attention_backend = *parse_attention_backend(o.attention);
-  job.parallel.moe_dispatcher = *parse_moe_dispatcher(o.moe_dispatcher);
+  job.parallel.attention_backend = *parse_enum<AttentionBackend>(o.attention);
+  job.parallel.moe_dispatcher = *parse_enum<MoeDispatcher>(o.moe_dispatcher);
   job.parallel.moe_force_balance = o.moe_force_balance;
   auto counts = parse_gpu_counts(o.gpus, "--gpus", std::min(job.cluster.max_gpus(), int(kMaxGpus)));
   if (!counts) throw InputError{counts.error().message()};

@@ -61,39 +61,6 @@ std::optional<OffloadModules> parse_offload_modules(const std::vector<std::strin
   return parse_set(names, offload_module_names(), bad);
 }
 
-std::string to_string(RematPolicy p) {
-  switch (p) {
-    case RematPolicy::none:
-      return "none";
-    case RematPolicy::full:
-      return "full";
-    case RematPolicy::save_qkv_proj:
-      return "save_qkv_proj";
-    case RematPolicy::save_out_proj:
-      return "save_out_proj";
-    case RematPolicy::save_dot_except_mlp:
-      return "save_dot_except_mlp";
-    case RematPolicy::save_dot_except_mlpwi:
-      return "save_dot_except_mlpwi";
-    case RematPolicy::minimal:
-      return "minimal";
-  }
-  return "?";
-}
-
-const std::vector<std::string>& remat_policy_choices() {
-  static const std::vector<std::string> v = {
-      "full", "save_qkv_proj", "save_out_proj", "save_dot_except_mlp", "save_dot_except_mlpwi", "minimal"};
-  return v;
-}
-
-std::optional<RematPolicy> parse_remat_policy(const std::string& s) {
-  for (RematPolicy p : {RematPolicy::none, RematPolicy::full, RematPolicy::save_qkv_proj, RematPolicy::save_out_proj,
-                        RematPolicy::save_dot_except_mlp, RematPolicy::save_dot_except_mlpwi, RematPolicy::minimal})
-    if (to_string(p) == s) return p;
-  return std::nullopt;
-}
-
 uint32_t remat_saved_tensors(RematPolicy p) {
   const uint32_t in = uint32_t(RematTensor::layer_input), qkv = uint32_t(RematTensor::qkv), out = uint32_t(RematTensor::out_proj),
                  wi = uint32_t(RematTensor::mlpwi), wo = uint32_t(RematTensor::mlpwo);

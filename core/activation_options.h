@@ -1,7 +1,8 @@
 // Fine-grained activation memory options of a layout: Megatron-Core's selective recompute modules
 // (--recompute-modules) and fine-grained activation offloading modules (--offload-modules), as small
 // bit sets with their Megatron names. Which activations each one removes is defined where the ops
-// are built (core/ops.cpp, Op::module) and documented in docs/memory.md.
+// are built (core/ops.cpp, Op::module) and documented in docs/memory.md. Also the one name table of
+// the plan's enums (enum_names_text: to_string, parse_enum, enum_names), beside its list splitter.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -41,9 +42,6 @@ enum class RematTensor : uint32_t {
   mlpwo = 1u << 4,        // the MLP output projection's output
 };
 enum class RematPolicy { none, full, save_qkv_proj, save_out_proj, save_dot_except_mlp, save_dot_except_mlpwi, minimal };
-std::string to_string(RematPolicy p);
-std::optional<RematPolicy> parse_remat_policy(const std::string& s);
-const std::vector<std::string>& remat_policy_choices();
 // RematTensor bits a policy saves.
 uint32_t remat_saved_tensors(RematPolicy p);
 
@@ -68,5 +66,29 @@ std::optional<RecomputeModules> parse_recompute_modules(const std::vector<std::s
 std::optional<OffloadModules> parse_offload_modules(const std::vector<std::string>& names, std::string* bad);
 std::vector<std::string> split_list(const std::string& csv);
 std::string join_names(const std::vector<std::string>& v, const char* sep = ",");
+
+// The one name table of mplan's plan enums: enum_names_text(E) lists the names of E's values in
+// declaration order, comma-separated (value i is the i-th name); from it to_string, parse_enum and the
+// choices of the enum's plan field and option.
+constexpr const char* enum_names_text(RematPolicy) {
+  return "none,full,save_qkv_proj,save_out_proj,save_dot_except_mlp,save_dot_except_mlpwi,minimal";
+}
+template <class E, class = decltype(enum_names_text(E{}))>
+const std::vector<std::string>& enum_names() {
+  static const std::vector<std::string> names = split_list(enum_names_text(E{}));
+  return names;
+}
+template <class E, class = decltype(enum_names_text(E{}))>
+std::string to_string(E e) {
+  const auto& n = enum_names<E>();
+  return size_t(e) < n.size() ? n[size_t(e)] : "?";
+}
+template <class E>
+std::optional<E> parse_enum(const std::string& s) {
+  const auto& n = enum_names<E>();
+  for (size_t i = 0; i < n.size(); ++i)
+    if (n[i] == s) return E(i);
+  return std::nullopt;
+}
 
 }  // namespace mplan

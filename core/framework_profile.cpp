@@ -80,13 +80,13 @@ ReleaseDefaults read_release(const json& e, const std::string& file) {
   if (defs.contains("fp8_param_gather")) d.fp8_param_gather = r.flag("fp8_param_gather");
   if (defs.contains("main_params")) {
     const json& v = r.value("main_params");
-    auto mp = v.is_string() ? parse_main_params(v.get<std::string>()) : std::nullopt;
+    auto mp = v.is_string() ? parse_enum<MainParams>(v.get<std::string>()) : std::nullopt;
     if (!mp) throw std::logic_error(file + ": " + r.section + ".main_params.value must be fp32 | remainder | bf16 | none");
     d.main_params = *mp;
   }
   if (defs.contains("attention_backend")) {
     const json& v = r.value("attention_backend");
-    auto b = v.is_string() ? parse_attention_backend(v.get<std::string>()) : std::nullopt;
+    auto b = v.is_string() ? parse_enum<AttentionBackend>(v.get<std::string>()) : std::nullopt;
     if (!b) throw std::logic_error(file + ": " + r.section + ".attention_backend.value must be flash | unfused | triton");
     d.attention_backend = *b;
   }

@@ -1,8 +1,10 @@
 // Typed, message-collecting JSON field access; file I/O through the bounded reader and safe writer.
 #include "core/json_fields.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/bounded_input.h"
 #include "core/safe_output.h"
@@ -189,6 +191,34 @@ void JsonFields::reject_unknown(const std::vector<std::string>& known) {
     for (const auto& k : known) ok = ok || k == it.key();
     if (!ok) problem(it.key(), "unknown field" + did_you_mean(it.key(), known) + "; known fields: " + join(known));
   }
+}
+
+std::string integer_from_text(const std::string& text, int64_t min, int64_t max, int64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+    return "expected an integer in " + std::to_string(min) + ".." + std::to_string(max) + ", got '" + text + "'";
+  out = v;
+  return "";
+}
+
+std::string number_from_text(const std::string& text, double lo, double hi, bool lo_closed, double& out) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || (v == lo && !lo_closed) || v > hi) {
+    char range[64];
+    std::snprintf(range, sizeof range, "%s%g, %g]", lo_closed ? "[" : "(", lo, hi);
+    return "expected a number in " + std::string(range) + ", got '" + text + "'";
+  }
+  out = v;
+  return "";
+}
+
+std::string boolean_from_text(const std::string& text, bool& out) {
+  if (text != "true" && text != "false") return "expected true or false, got '" + text + "'";
+  out = text == "true";
+  return "";
 }
 
 std::optional<json> parse_json_text(const std::string& text, const std::string& what, std::vector<std::string>& problems) {

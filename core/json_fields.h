@@ -55,6 +55,13 @@ class JsonFields {
   bool null_is_missing_ = false;
 };
 
+// One value read from text (a command-line option, a Megatron-LM argument, a descriptor table's text):
+// "" and `out` set, or what would be valid ("expected an integer in 1..16384, got 'x'") and `out`
+// unchanged. Numbers are finite and in (lo, hi], or [lo, hi] when `lo_closed`.
+std::string integer_from_text(const std::string& text, int64_t min, int64_t max, int64_t& out);
+std::string number_from_text(const std::string& text, double lo, double hi, bool lo_closed, double& out);
+std::string boolean_from_text(const std::string& text, bool& out);
+
 // Parse text as JSON (strictly: core/strict_json.h); on failure a message naming `what` (file name)
 // and the parser's position or the duplicated key.
 std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& what,

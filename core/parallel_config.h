@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,6 @@ namespace mplan {
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zero_bubble };
 enum class CpCommType { p2p, a2a, allgather };
-// flash: fused flash attention (scores never stored); unfused: QK^T GEMM, softmax, PV GEMM with the
-// score matrix kept for the backward (Megatron-LM before flash attention, 2021-2022).
 // flash: fused flash attention (cuDNN / FlashAttention 2-3); unfused: Megatron-LM's QK^T, softmax, PV
 // path with the scores in memory; triton: the 2022 FlashAttention Triton kernel (llm-foundry's
 // attn_impl: triton), same memory as flash but slower (CostParams::triton_attn_eff).
@@ -27,27 +26,18 @@ enum class AttentionBackend { flash, unfused, triton };
 // token once per remote NVLink domain and fans it out inside the domain (DeepEP, HybridEP).
 enum class MoeDispatcher { alltoall, deepep, hybridep };
 enum class MainParams { fp32, remainder, bf16, none };
-std::string to_string(MainParams m);
-std::optional<MainParams> parse_main_params(const std::string& s);
 // Megatron-LM's --cuda-graph-impl: kernels captured into CUDA graphs by Megatron's own capture
 // (local) or Transformer Engine's, or none.
 enum class CudaGraphImpl { none, local, transformer_engine };
-std::string to_string(CudaGraphImpl c);
-std::optional<CudaGraphImpl> parse_cuda_graph_impl(const std::string& s);
 
-std::string to_string(Recompute r);
-std::string to_string(Schedule s);
-std::string to_string(CpCommType c);
-std::optional<Recompute> parse_recompute(const std::string& s);
-std::optional<Schedule> parse_schedule(const std::string& s);  // gpipe|1f1b|interleaved|zb
-std::optional<CpCommType> parse_cp_comm_type(const std::string& s);
-std::string to_string(AttentionBackend a);
-std::optional<AttentionBackend> parse_attention_backend(const std::string& s);
-std::string to_string(MoeDispatcher d);
-std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s);
-// The names of an enum's values in declaration order (the choices of its plan field and option).
-template <class E>
-std::vector<std::string> enum_names();
+// The names of the enums' values (core/activation_options.h: to_string, parse_enum, enum_names).
+constexpr const char* enum_names_text(Recompute) { return "none,selective,full"; }
+constexpr const char* enum_names_text(Schedule) { return "gpipe,1f1b,interleaved,zb"; }
+constexpr const char* enum_names_text(CpCommType) { return "p2p,a2a,allgather"; }
+constexpr const char* enum_names_text(AttentionBackend) { return "flash,unfused,triton"; }
+constexpr const char* enum_names_text(MoeDispatcher) { return "alltoall,deepep,hybridep"; }
+constexpr const char* enum_names_text(MainParams) { return "fp32,remainder,bf16,none"; }
+constexpr const char* enum_names_text(CudaGraphImpl) { return "none,local,transformer_engine"; }
 
 struct ParallelConfig {
   int world_size = 1;  // GPUs of the job

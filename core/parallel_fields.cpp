@@ -4,81 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
 #include <utility>
 
+#include "core/json_fields.h"
 #include "core/limits.h"
 
 namespace mplan {
-
-namespace {
-// Each enum's value names in declaration order, '|'-separated: value i is the i-th name.
-constexpr const char* names_text(Recompute) { return "none|selective|full"; }
-constexpr const char* names_text(Schedule) { return "gpipe|1f1b|interleaved|zb"; }
-constexpr const char* names_text(CpCommType) { return "p2p|a2a|allgather"; }
-constexpr const char* names_text(AttentionBackend) { return "flash|unfused|triton"; }
-constexpr const char* names_text(MoeDispatcher) { return "alltoall|deepep|hybridep"; }
-constexpr const char* names_text(MainParams) { return "fp32|remainder|bf16|none"; }
-constexpr const char* names_text(CudaGraphImpl) { return "none|local|transformer_engine"; }
-
-template <class E>
-const std::vector<std::string>& names_of() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v(1);
-    for (const char* c = names_text(E{}); *c; ++c) {
-      if (*c == '|')
-        v.emplace_back();
-      else
-        v.back().push_back(*c);
-    }
-    return v;
-  }();
-  return names;
-}
-template <class E>
-std::string name_of(E e) {
-  const auto& n = names_of<E>();
-  return size_t(e) < n.size() ? n[size_t(e)] : "?";
-}
-template <class E>
-std::optional<E> parse_name(const std::string& s) {
-  const auto& n = names_of<E>();
-  for (size_t i = 0; i < n.size(); ++i)
-    if (n[i] == s) return E(i);
-  return std::nullopt;
-}
-}  // namespace
-
-template <class E>
-std::vector<std::string> enum_names() {
-  return names_of<E>();
-}
-template std::vector<std::string> enum_names<Recompute>();
-template std::vector<std::string> enum_names<Schedule>();
-template std::vector<std::string> enum_names<CpCommType>();
-template std::vector<std::string> enum_names<AttentionBackend>();
-template std::vector<std::string> enum_names<MoeDispatcher>();
-template std::vector<std::string> enum_names<MainParams>();
-template std::vector<std::string> enum_names<CudaGraphImpl>();
-
-std::string to_string(Recompute r) { return name_of(r); }
-std::string to_string(Schedule s) { return name_of(s); }
-std::string to_string(CpCommType c) { return name_of(c); }
-std::string to_string(AttentionBackend a) { return name_of(a); }
-std::string to_string(MoeDispatcher d) { return name_of(d); }
-std::string to_string(MainParams m) { return name_of(m); }
-std::optional<Recompute> parse_recompute(const std::string& s) { return parse_name<Recompute>(s); }
-std::optional<Schedule> parse_schedule(const std::string& s) { return parse_name<Schedule>(s); }
-std::optional<CpCommType> parse_cp_comm_type(const std::string& s) { return parse_name<CpCommType>(s); }
-std::optional<AttentionBackend> parse_attention_backend(const std::string& s) { return parse_name<AttentionBackend>(s); }
-std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& s) { return parse_name<MoeDispatcher>(s); }
-std::optional<MainParams> parse_main_params(const std::string& s) { return parse_name<MainParams>(s); }
-std::string to_string(CudaGraphImpl c) { return name_of(c); }
-std::optional<CudaGraphImpl> parse_cuda_graph_impl(const std::string& s) { return parse_name<CudaGraphImpl>(s); }
 
 namespace {
 
@@ -88,15 +23,16 @@ using S = FieldScope;
 using G = CliGroup;
 using M = MegatronMap;
 
-// choice accessors from the member and its parser
+// an enum member as text: its name (core/activation_options.h: enum_names)
 template <auto Member>
 std::string get_choice(const P& p) {
   return to_string(p.*Member);
 }
-template <auto Member, auto Parse, auto Choices>
+template <auto Member>
 std::string set_choice(P& p, const std::string& s) {
-  auto v = Parse(s);
-  if (!v) return "'" + s + "' is not one of " + join_names(Choices(), "|");
+  using E = std::remove_reference_t<decltype(p.*Member)>;
+  auto v = parse_enum<E>(s);
+  if (!v) return "'" + s + "' is not one of " + join_names(enum_names<E>(), "|");
   p.*Member = *v;
   return "";
 }
@@ -104,21 +40,15 @@ template <auto Member>
 void copy_member(P& dst, const P& src) {
   dst.*Member = src.*Member;
 }
-template <class E>
-std::vector<std::string> choices_of() {
-  return enum_names<E>();
-}
-std::vector<std::string> remat_choices() {
-  std::vector<std::string> rp = remat_policy_choices();
-  rp.insert(rp.begin(), "none");
-  return rp;
-}
 
 // module sets: "a,b,c" <-> bits, with the messages naming the table the name is missing from
 template <auto Table>
-std::vector<std::string> module_choices() {
-  std::vector<std::string> n;
-  for (const auto& [name, e] : Table()) n.push_back(name);
+const std::vector<std::string>& module_choices() {
+  static const std::vector<std::string> n = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, e] : Table()) v.push_back(name);
+    return v;
+  }();
   return n;
 }
 template <auto Member>
@@ -148,23 +78,21 @@ std::string get_layout(const P& p) {
 std::string set_layout(P& p, const std::string& s) {
   std::vector<std::vector<int>> out(1);
   std::string num;
-  auto flush = [&] {
-    if (num.empty() || num.size() > 9 || std::stoll(num) > kMaxLayers) return false;
-    out.back().push_back(int(std::stoll(num)));
-    num.clear();
-    return true;
-  };
-  for (char ch : s) {
+  for (char ch : s + ";") {  // the last chunk ends as every other does
+    int64_t layers = 0;
     if (std::isdigit(static_cast<unsigned char>(ch))) {
       num += ch;
     } else if (ch == ',' || ch == ';') {
-      if (!flush()) return "expected layers per chunk like '4,4;4,3' (0.." + std::to_string(kMaxLayers) + "), got '" + s + "'";
+      if (!integer_from_text(num, 0, kMaxLayers, layers).empty())
+        return "expected layers per chunk like '4,4;4,3' (0.." + std::to_string(kMaxLayers) + "), got '" + s + "'";
+      out.back().push_back(int(layers));
+      num.clear();
       if (ch == ';') out.emplace_back();
     } else if (ch != ' ') {
       return "unexpected character '" + std::string(1, ch) + "'";
     }
   }
-  if (!flush()) return "expected layers per chunk like '4,4;4,3' (0.." + std::to_string(kMaxLayers) + "), got '" + s + "'";
+  out.pop_back();  // the stage the appended ';' opened
   p.pipeline_layout = out;
   return "";
 }
@@ -188,15 +116,15 @@ template <auto Member, auto Table, auto Parse, const char* What>
 FieldAccess Mods() {
   return Text<Member, get_modules<Member>, set_modules<Member, Table, Parse, What>, module_choices<Table>>(T::modules);
 }
-// a choice from the member and its parser (the choices: the enum's names)
-template <auto Member, auto Parse, auto Choices = choices_of<std::remove_reference_t<decltype(std::declval<P>().*Member)>>>
+// an enum member, its choices the enum's names
+template <auto Member>
 FieldAccess C() {
-  return Text<Member, get_choice<Member>, set_choice<Member, Parse, Choices>, Choices>(T::choice);
+  return Text<Member, get_choice<Member>, set_choice<Member>, enum_names<std::remove_reference_t<decltype(P{}.*Member)>>>(
+      T::choice);
 }
 
 std::vector<ParallelField> make_fields() {
   const double G_ = kMaxGpus, L = kMaxLayers, X = 0;  // X: no range
-  const auto remat = C<&P::remat_policy, parse_remat_policy, remat_choices>();
   const auto rmods = Mods<&P::recompute_modules, &recompute_module_names, &parse_recompute_modules, kRecomputeModule>();
   const auto omods = Mods<&P::offload_modules, &offload_module_names, &parse_offload_modules, kOffloadModule>();
   const auto layout = FieldAccess{T::layout, nullptr, nullptr, nullptr, &P::pipeline_layout, get_layout, set_layout};
@@ -218,7 +146,7 @@ std::vector<ParallelField> make_fields() {
        S::layout, G::layout, M::direct, 1, G_, "context-parallel size", I(&P::cp)},
       {"cp_comm_type", "--cp-comm", "--cp-comm-type", "cp_comm_type", "parallelism.context_parallel_rotate_method",
        S::layout, G::layout, M::direct, X, X, "context-parallel exchange (default: the framework's)",
-       C<&P::cp_comm_type, parse_cp_comm_type>()},
+       C<&P::cp_comm_type>()},
       {"ep", "--ep", "--expert-model-parallel-size", "expert_model_parallel_size", "parallelism.expert_parallel_degree",
        S::layout, G::layout, M::direct, 1, G_, "expert-parallel size", I(&P::ep)},
       {"etp", "--etp", "--expert-tensor-parallel-size", "expert_tensor_parallel_size",
@@ -230,7 +158,7 @@ std::vector<ParallelField> make_fields() {
       {"micro_batch_size", "--mbs", "--micro-batch-size", "micro_batch_size", "", S::layout, G::layout, M::direct, 1,
        kMaxBatch, "micro-batch size", I(&P::micro_batch_size)},
       {"recompute", "--recompute", "--recompute-granularity", "recompute_granularity", "activation_checkpoint.mode",
-       S::layout, G::layout, M::mapped, X, X, "activation recomputation", C<&P::recompute, parse_recompute>()},
+       S::layout, G::layout, M::mapped, X, X, "activation recomputation", C<&P::recompute>()},
       {"recompute_num_layers", "--recompute-layers", "--recompute-method block --recompute-num-layers", "recompute_num_layers",
        "", S::layout, G::layout, M::mapped, 0, L, "full recompute: layers per chunk recomputed (0 = all)",
        I(&P::recompute_num_layers)},
@@ -245,11 +173,11 @@ std::vector<ParallelField> make_fields() {
        G::layout, M::direct, 0, L, "offload the activations of this many layers (Megatron, pp=1)", I(&P::cpu_offload_layers),
        opt},
       {"main_params", "--main-params", "--use-precision-aware-optimizer --main-params-dtype", "main_params", "", S::job,
-       G::job, M::mapped, X, X, "optimizer master weights", C<&P::main_params, parse_main_params>(), opt},
+       G::job, M::mapped, X, X, "optimizer master weights", C<&P::main_params>(), opt},
       {"adam_states_bf16", "--adam-states-bf16", "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16", "adam_states_bf16", "",
        S::job, G::job, M::mapped, X, X, "Adam moments in bf16 (default fp32)", B(&P::adam_states_bf16), opt},
       {"remat_policy", "--remat-policy", "", "remat_policy", "", S::none, G::layout, M::none, X, X,
-       "MaxText remat policy with recompute selective", remat, opt},
+       "MaxText remat policy with recompute selective", C<&P::remat_policy>(), opt},
       {"fp8_param_gather", "--fp8-param-gather", "--fp8-param-gather", "fp8_param_gather", "", S::job, G::job, M::direct, X,
        X, "fp8 weights as the primary copy", B(&P::fp8_param_gather)},
       {"grad_reduce_in_bf16", "--grad-reduce-in-bf16", "--grad-reduce-in-bf16", "grad_reduce_in_bf16", "", S::job, G::job,
@@ -264,7 +192,7 @@ std::vector<ParallelField> make_fields() {
        "moe_pad_expert_input_to_capacity", "", S::job, G::job, M::direct, X, X, "pad every expert's input to its capacity",
        B(&P::moe_pad_to_capacity), opt, nullptr, pad_written},
       {"cuda_graph_impl", "--cuda-graph-impl", "--cuda-graph-impl", "cuda_graph_impl", "", S::job, G::job, M::direct, X, X,
-       "CUDA graphs of Megatron-LM (recorded and exported; not costed yet)", C<&P::cuda_graph_impl, parse_cuda_graph_impl>(),
+       "CUDA graphs of Megatron-LM (recorded and exported; not costed yet)", C<&P::cuda_graph_impl>(),
        opt},
       {"overlap_grad_reduce", "--no-overlap-grad-reduce", "--overlap-grad-reduce", "overlap_grad_reduce", "", S::none,
        G::layout, M::direct, X, X, "overlap the DP gradient reduction with the backward", B(&P::overlap_grad_reduce)},
@@ -275,7 +203,7 @@ std::vector<ParallelField> make_fields() {
        "overlap TP communication with GEMMs (needs sp)", B(&P::tp_comm_overlap)},
       {"moe_dispatcher", "--moe-dispatcher", "--moe-token-dispatcher-type | --moe-flex-dispatcher-backend",
        "moe_token_dispatcher_type", "", S::job, G::layout, M::mapped, X, X, "MoE token dispatcher",
-       C<&P::moe_dispatcher, parse_moe_dispatcher>()},
+       C<&P::moe_dispatcher>()},
       {"moe_force_balance", "--moe-force-balance", "--moe-router-force-load-balancing", "moe_router_force_load_balancing", "",
        S::job, G::layout, M::direct, X, X, "forced MoE load balancing (benchmarks); default: learned routing",
        B(&P::moe_force_balance)},
@@ -283,10 +211,10 @@ std::vector<ParallelField> make_fields() {
        "overlap_moe_expert_parallel_comm", "", S::layout, G::layout, M::direct, X, X,
        "overlap EP all-to-alls with another micro-batch's compute", B(&P::moe_a2a_overlap)},
       {"schedule", "--schedule", "", "", "parallelism.pipeline_parallel_schedule", S::layout, G::layout, M::none, X, X,
-       "pipeline schedule (default 1f1b, interleaved when vpp > 1)", C<&P::schedule, parse_schedule>(), Presence::always,
+       "pipeline schedule (default 1f1b, interleaved when vpp > 1)", C<&P::schedule>(), Presence::always,
        derive_schedule},
       {"attention_backend", "--attention", "--attention-backend", "attention_backend", "", S::job, G::layout, M::mapped, X,
-       X, "attention kernels", C<&P::attention_backend, parse_attention_backend>()},
+       X, "attention kernels", C<&P::attention_backend>()},
       {"num_layers_in_first_pipeline_stage", "--first-stage-layers", "--decoder-first-pipeline-num-layers",
        "num_layers_in_first_pipeline_stage", "", S::layout, G::layout, M::direct, 0, L,
        "layers on the first pipeline stage (0 = even)", I(&P::num_layers_in_first_pipeline_stage), opt},
@@ -336,30 +264,20 @@ std::string field_text(const ParallelField& f, const ParallelConfig& p) {
 }
 
 std::string set_field_text(const ParallelField& f, ParallelConfig& p, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
+  const FieldAccess& a = f.access;
+  int64_t v = 0;
   switch (f.type()) {
     case T::integer: {
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || errno == ERANGE || v < f.min || v > f.max)
-        return "expected an integer in " + std::to_string(int64_t(f.min)) + ".." + std::to_string(int64_t(f.max)) + ", got '" +
-               text + "'";
-      p.*f.access.i = int(v);
-      return "";
+      std::string bad = integer_from_text(text, int64_t(f.min), int64_t(f.max), v);
+      if (bad.empty()) p.*a.i = int(v);
+      return bad;
     }
     case T::boolean:
-      if (text != "true" && text != "false") return "expected true or false, got '" + text + "'";
-      p.*f.access.b = text == "true";
-      return "";
-    case T::number: {
-      double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= f.min || v > f.max)
-        return "expected a number in (" + std::to_string(f.min) + ", " + std::to_string(f.max) + "], got '" + text + "'";
-      p.*f.access.d = v;
-      return "";
-    }
+      return boolean_from_text(text, p.*a.b);
+    case T::number:
+      return number_from_text(text, f.min, f.max, false, p.*a.d);
     default:
-      return f.access.set(p, text);
+      return a.set(p, text);
   }
 }
 
@@ -380,28 +298,6 @@ void copy_fields(ParallelConfig& dst, const ParallelConfig& src, FieldScope scop
     if (a.l) dst.*a.l = src.*a.l;
     if (a.copy) a.copy(dst, src);
   }
-}
-
-std::string parallel_fields_markdown() {
-  std::string s =
-      "| plan key | mplan option | Megatron-LM | printed argument / run fact | torchtitan | type | range | search | what |\n"
-      "|---|---|---|---|---|---|---|---|---|\n";
-  const char* types[] = {"integer", "boolean", "number", "choice", "modules", "layout"};
-  const char* scopes[] = {"job", "layout", ""};
-  auto cell = [](const char* v) {  // a code span; '|' escaped so that it stays in its column
-    std::string s = *v ? "`" + std::string(v) + "`" : "";
-    for (size_t at = s.find('|'); at != std::string::npos; at = s.find('|', at + 2)) s.insert(at, "\\");
-    return s;
-  };
-  for (const ParallelField& f : parallel_fields()) {
-    std::string range = f.type() == T::integer ? std::to_string(int64_t(f.min)) + ".." + std::to_string(int64_t(f.max))
-                        : f.access.choices     ? join_names(f.access.choices(), " \\| ")
-                                               : "";
-    s += "| `" + std::string(f.json) + "` | " + cell(f.cli) + " | " + cell(f.megatron) + " | " + cell(f.log) + " | " +
-         cell(f.torchtitan) + " | " + types[int(f.type())] + " | " + range + " | " + scopes[int(f.scope)] + " | " + f.doc +
-         " |\n";
-  }
-  return s;
 }
 
 }  // namespace mplan

@@ -33,7 +33,7 @@ struct FieldAccess {
   std::vector<std::vector<int>> ParallelConfig::*l = nullptr;
   std::string (*get)(const ParallelConfig&) = nullptr;                // the value as text
   std::string (*set)(ParallelConfig&, const std::string&) = nullptr;  // "" or what would be valid
-  std::vector<std::string> (*choices)() = nullptr;                    // the valid names
+  const std::vector<std::string>& (*choices)() = nullptr;             // the valid names
   void (*copy)(ParallelConfig&, const ParallelConfig&) = nullptr;     // dst = src, without text
 };
 // Plan JSON: a field is always written, or only when it differs from ParallelConfig{}, or (reading)
@@ -72,7 +72,5 @@ std::string set_field_text(const ParallelField& f, ParallelConfig& p, const std:
 std::string megatron_arg(const ParallelField& f, const ParallelConfig& p);
 // The fields of a scope, e.g. the job's runtime options every layout of a search shares.
 void copy_fields(ParallelConfig& dst, const ParallelConfig& src, FieldScope scope);
-// A Markdown table of the fields (docs/plan_fields.md is this text; a test keeps them equal).
-std::string parallel_fields_markdown();
 
 }  // namespace mplan

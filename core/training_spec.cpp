@@ -8,18 +8,6 @@ namespace mplan {
 
 using nlohmann::json;
 
-std::string to_string(TrainingMethod m) {
-  switch (m) {
-    case TrainingMethod::pretrain:
-      return "pretrain";
-    case TrainingMethod::sft:
-      return "sft";
-    case TrainingMethod::lora:
-      return "lora";
-  }
-  return "?";
-}
-
 Expected<TrainingSpec> training_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "training", problems);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/activation_options.h"
 #include "core/framework.h"
 #include "core/precision.h"
 #include "core/status.h"
@@ -14,7 +15,7 @@ namespace mplan {
 // pretrain and sft (full fine-tuning) train every weight; lora freezes the base model (no weight
 // gradients, gradient reduction or optimizer state for it; the small adapters are neglected).
 enum class TrainingMethod { pretrain, sft, lora };
-std::string to_string(TrainingMethod m);
+constexpr const char* enum_names_text(TrainingMethod) { return "pretrain,sft,lora"; }  // to_string, parse_enum
 
 struct TrainingSpec {
   int64_t global_batch_size = 0;  // sequences per optimizer step

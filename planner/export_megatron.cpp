@@ -9,13 +9,12 @@
 // --recompute-method never with selective recomputation; --moe-grouped-gemm except in fp32, and fp8's
 // tensorwise recipe where the default delayed one rejects the recompute modules
 // (core/megatron_rules.h).
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 
+#include "core/json_fields.h"
 #include "core/megatron_rules.h"
 #include "core/parallel_fields.h"
 #include "core/training_fields.h"
@@ -343,26 +342,17 @@ std::string megatron_arg_value(const std::vector<std::string>& tok, size_t& i, s
 
 long long megatron_arg_int(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems, long long max) {
   const std::string& k = tok[i];
-  std::string v = megatron_arg_value(tok, i, problems);
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || errno == ERANGE || x < 0 || x > max) {
-    problems.push_back(k + ": expected a non-negative integer, got '" + v + "'");
-    return 0;
-  }
+  int64_t x = 0;
+  std::string bad = integer_from_text(megatron_arg_value(tok, i, problems), 0, max, x);
+  if (!bad.empty()) problems.push_back(k + ": " + bad);
   return x;
 }
 
 double megatron_arg_number(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems) {
   const std::string& k = tok[i];
-  std::string v = megatron_arg_value(tok, i, problems);
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (end == v.c_str() || *end != '\0' || !std::isfinite(x)) {
-    problems.push_back(k + ": expected a number, got '" + v + "'");
-    return 0;
-  }
+  double x = 0;
+  std::string bad = number_from_text(megatron_arg_value(tok, i, problems), 0, kMaxJsonNumber, true, x);
+  if (!bad.empty()) problems.push_back(k + ": " + bad);
   return x;
 }
 
@@ -454,7 +444,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
     } else if (k == "--num-layers")
       r.num_layers = int(ival());
     else if (k == "--recompute-granularity")
-      p.recompute = parse_recompute(val()).value_or(Recompute::none);
+      p.recompute = parse_enum<Recompute>(val()).value_or(Recompute::none);
     else if (k == "--recompute-method") {
       std::string mth = val();
       if (mth == "uniform") p.recompute_num_layers = -1;  // resolved below
@@ -465,7 +455,7 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& text) {
       p.attention_backend = val() == "unfused" ? AttentionBackend::unfused : AttentionBackend::flash;
     else if (k == "--moe-flex-dispatcher-backend") {
       std::string b = val();
-      if (auto d = parse_moe_dispatcher(b); d && *d != MoeDispatcher::alltoall)
+      if (auto d = parse_enum<MoeDispatcher>(b); d && *d != MoeDispatcher::alltoall)
         p.moe_dispatcher = *d;
       else
         problems.push_back("--moe-flex-dispatcher-backend: '" + b + "' is not deepep or hybridep");

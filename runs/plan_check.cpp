@@ -262,8 +262,8 @@ void read_deepspeed_args(LogConfig& c, const Map& a, const std::optional<PaddedV
   if (!r.has("num_query_groups")) r.put("num_query_groups", "num_attention_heads");
   auto ne = r.raw("num_experts");
   std::vector<int> experts = ne ? int_list(*ne) : std::vector<int>{};
-  for (const char* k : {"num_experts", "etp", "moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_ffn", "moe_layers"})
-    c.fields.erase(k);
+  for (const LogKey& k : log_keys())  // the experts as DeepSpeed prints them, read below
+    if (k.only == Only::moe || k.key == "num_experts") c.fields.erase(k.key);
   if (!experts.empty()) {
     int e = experts.front();
     bool uniform = std::all_of(experts.begin(), experts.end(), [&](int x) { return x == e; });

@@ -31,7 +31,5 @@ struct CostParamRow {
 // Every scalar parameter (and the fitted map entries), in the order of the docs and of the fit (per
 // architecture ones first, default_fit_params).
 const std::vector<CostParamRow>& cost_param_table();
-// A Markdown table of the parameters (docs/cost_params.md is this text; a test keeps them equal).
-std::string cost_params_markdown();
 
 }  // namespace mplan

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -91,24 +92,6 @@ const CostParamRow* cost_param_row(const std::string& name) {
   return nullptr;
 }
 }  // namespace
-
-std::string cost_params_markdown() {
-  std::string s = "| parameter | range | prior | in `params` | fitted in | what it is |\n|---|---|---|---|---|---|\n";
-  for (const CostParamRow& r : cost_param_table()) {
-    CostParams prior;
-    char range[64], value[32], fit[96] = "";
-    std::snprintf(range, sizeof range, "%s%g, %g]", r.range.lo_open ? "(" : "[", r.range.lo, r.range.hi);
-    std::snprintf(value, sizeof value, "%g", *cost_param_ref(prior, r.name));
-    if (r.fit.fitted())
-      std::snprintf(fit, sizeof fit, "[%g, %g]%s%s", r.fit.lo, r.fit.hi, *r.fit.archs ? " per architecture: " : "", r.fit.archs);
-    s += "| `" + std::string(r.name) + "` | " + range + " | " + value + " | " +
-         (r.global   ? "yes"
-          : r.member ? "by_arch only"
-                     : "map entry") +
-         " | " + fit + " | " + r.doc + " |\n";
-  }
-  return s;
-}
 
 double* cost_param_ref(CostParams& p, const std::string& n) {
   if (const CostParamRow* r = cost_param_row(n); r && r->member) return &(p.*r->member);
@@ -216,24 +199,17 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
       if (auto v = r.global ? bounded(pf, r.name) : std::nullopt) c.params.*r.member = *v;
     c.params.gemm_tile_m = int(pf.integer_or("gemm_tile_m", c.params.gemm_tile_m, 1, 4096));
     c.params.gemm_tile_n = int(pf.integer_or("gemm_tile_n", c.params.gemm_tile_n, 1, 4096));
-    if (const json* pe = pf.object("precision_eff")) {
-      JsonFields ef(*pe, "calibration.params.precision_eff", problems);
-      for (auto it = pe->begin(); it != pe->end(); ++it) {
-        auto prec = parse_precision(it.key());
-        if (!prec)
-          ef.problem(it.key(), "not a precision; expected one of bf16|fp16|fp8|mxfp8|nvfp4|fp32");
-        else if (auto v = bounded(ef, it.key().c_str(), "precision_eff.x"))
-          c.params.precision_eff[*prec] = *v;
-      }
-    }
-    if (const json* fe = pf.object("framework_eff")) {
-      for (auto it = fe->begin(); it != fe->end(); ++it) {
-        auto fw = parse_framework(it.key());
-        if (!fw || !it.value().is_number() || !(it.value().get<double>() > 0 && it.value().get<double>() <= 1.0))
-          problems.push_back("calibration.params.framework_eff." + it.key() + ": expected one of " +
-                             join_names(framework_choices(), "|") + " with a number in (0, 1]");
-        else
-          c.params.framework_eff[*fw] = it.value().get<double>();
+    for (const auto& [map, what, names] : {std::tuple{"precision_eff", "a precision", training_precision_choices()},
+                                           {"framework_eff", "a framework", join_names(framework_choices(), "|")}}) {
+      const json* mj = pf.object(map);
+      if (!mj) continue;
+      JsonFields mf(*mj, std::string("calibration.params.") + map, problems);
+      for (auto it = mj->begin(); it != mj->end(); ++it) {
+        const std::string name = map + ("." + it.key());  // a row of the table, or a map entry of range (0, 1]
+        if (double* ref = cost_param_ref(c.params, name); !ref)
+          mf.problem(it.key(), std::string("not ") + what + "; expected one of " + names);
+        else if (auto v = bounded(mf, it.key().c_str(), name))
+          *ref = *v;
       }
     }
   }

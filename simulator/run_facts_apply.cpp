@@ -113,7 +113,7 @@ bool megatron_states(const Plan& p) {
 void apply_optimizer(Applier& a, const CsvRow& row) {
   const FrameworkProfile& fw = framework_profile(a.plan.training.framework);
   if (const RunFact* rp = a.get("remat_policy"); rp && fw.remat_style == RematStyle::jax_policy) {
-    if (auto pol = parse_remat_policy(lower(rp->value)))
+    if (auto pol = parse_enum<RematPolicy>(lower(rp->value)))
       a.attempt("remat policy " + rp->value + " (recipe)", [&](Plan& p) {
         p.parallel.recompute = *pol == RematPolicy::full ? Recompute::full : Recompute::selective;
         p.parallel.remat_policy = *pol == RematPolicy::full ? RematPolicy::none : *pol;

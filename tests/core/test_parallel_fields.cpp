@@ -17,6 +17,29 @@
 namespace mplan {
 namespace {
 
+// The table as Markdown: docs/plan_fields.md's table.
+std::string parallel_fields_markdown() {
+  std::string s =
+      "| plan key | mplan option | Megatron-LM | printed argument / run fact | torchtitan | type | range | search | what |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
+  const char* types[] = {"integer", "boolean", "number", "choice", "modules", "layout"};
+  const char* scopes[] = {"job", "layout", ""};
+  auto cell = [](const char* v) {  // a code span; '|' escaped so that it stays in its column
+    std::string s = *v ? "`" + std::string(v) + "`" : "";
+    for (size_t at = s.find('|'); at != std::string::npos; at = s.find('|', at + 2)) s.insert(at, "\\");
+    return s;
+  };
+  for (const ParallelField& f : parallel_fields()) {
+    std::string range = f.type() == FieldType::integer ? std::to_string(int64_t(f.min)) + ".." + std::to_string(int64_t(f.max))
+                        : f.access.choices             ? join_names(f.access.choices(), " \\| ")
+                                                       : "";
+    s += "| `" + std::string(f.json) + "` | " + cell(f.cli) + " | " + cell(f.megatron) + " | " + cell(f.log) + " | " +
+         cell(f.torchtitan) + " | " + types[int(f.type())] + " | " + range + " | " + scopes[int(f.scope)] + " | " + f.doc +
+         " |\n";
+  }
+  return s;
+}
+
 // A value of the field other than ParallelConfig{}'s.
 std::string other_value(const ParallelField& f, const ParallelConfig& p) {
   switch (f.type()) {

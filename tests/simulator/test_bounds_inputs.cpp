@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -24,6 +25,25 @@ using namespace mplan;
 
 namespace {
 Plan small_plan() { return preset_plan("llama3-8b", 8, 64, 2048, 8, 1); }
+
+// The table as Markdown: docs/cost_params.md's table.
+std::string cost_params_markdown() {
+  std::string s = "| parameter | range | prior | in `params` | fitted in | what it is |\n|---|---|---|---|---|---|\n";
+  for (const CostParamRow& r : cost_param_table()) {
+    CostParams prior;
+    char range[64], value[32], fit[96] = "";
+    std::snprintf(range, sizeof range, "%s%g, %g]", r.range.lo_open ? "(" : "[", r.range.lo, r.range.hi);
+    std::snprintf(value, sizeof value, "%g", *cost_param_ref(prior, r.name));
+    if (r.fit.fitted())
+      std::snprintf(fit, sizeof fit, "[%g, %g]%s%s", r.fit.lo, r.fit.hi, *r.fit.archs ? " per architecture: " : "", r.fit.archs);
+    s += "| `" + std::string(r.name) + "` | " + range + " | " + value + " | " +
+         (r.global   ? "yes"
+          : r.member ? "by_arch only"
+                     : "map entry") +
+         " | " + fit + " | " + r.doc + " |\n";
+  }
+  return s;
+}
 }  // namespace
 
 TEST(BoundedCostParams, EfficiencyAboveOneIsRefusedWithItsField) {
