@@ -100,13 +100,49 @@ ShapeKey shape_of(const Layout& l) {
           l.a2a};
 }
 
-LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}
+LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm, bool share_dense_probes)
+    : job_(job), prm_(prm), share_dense_(share_dense_probes) {}
 
 namespace {
 bool has_dense_layers(const ModelSpec& m) {
   return !m.moe || m.num_moe_layers() < m.num_layers || (m.mtp_num_layers > 0 && !m.is_moe_layer(m.num_layers - 1));
 }
 }  // namespace
+
+ShapeKey LayerCostCache::dense_key(const ShapeKey& k) {
+  ShapeKey d = k;
+  d.ep = d.etp = 1;
+  d.a2a = 0;
+  return d;
+}
+
+bool LayerCostCache::find_dense(const ShapeKey& k, bool full_mode, TypeCosts& tc) const {
+  if (!share_dense_ || !job_.model.moe) return false;
+  std::lock_guard<std::mutex> lock(dense_mu_);
+  auto it = dense_.find(dense_key(k));
+  if (it == dense_.end() || !(full_mode ? it->second.has_full : it->second.has_selective)) return false;
+  if (full_mode) {
+    tc.none = it->second.costs.none;
+    tc.full = it->second.costs.full;
+  } else {
+    tc.selective = it->second.costs.selective;
+  }
+  return true;
+}
+
+void LayerCostCache::keep_dense(const ShapeKey& k, bool full_mode, const TypeCosts& tc) const {
+  if (!share_dense_ || !job_.model.moe) return;
+  std::lock_guard<std::mutex> lock(dense_mu_);
+  DenseProbe& d = dense_[dense_key(k)];
+  if (full_mode) {
+    d.costs.none = tc.none;
+    d.costs.full = tc.full;
+    d.has_full = true;
+  } else {
+    d.costs.selective = tc.selective;
+    d.has_selective = true;
+  }
+}
 
 ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
   ShapeCosts sc;
@@ -115,6 +151,7 @@ ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
   for (bool moe_type : {false, true}) {
     if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
     TypeCosts& tc = moe_type ? sc.moe : sc.dense;
+    if (!moe_type && find_dense(k, true, tc)) continue;
     Workload f = build_workload(probe_plan(job_, k, moe_type, true), prm_);
     const ListMemory& lm = moe_type ? f.moe_mem : f.dense_mem;
     PieceCost r = piece(f.stages[1].chunks[0]);
@@ -123,6 +160,7 @@ ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
     tc.full.fwd_transient = lm.fwd;
     tc.none = minus(piece(f.stages[2].chunks[0]), r, lm.bwd_none);
     tc.none.fwd_transient = lm.fwd;
+    if (!moe_type) keep_dense(k, true, tc);
     // the embedding and head ops are those of the model itself (MoE when the model is MoE)
     if (moe_type == has_moe) {
       sc.emb = minus(piece(f.stages[0].chunks[0]), r, f.emb_mem.bwd_none);
@@ -140,12 +178,14 @@ void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const 
   for (bool moe_type : {false, true}) {
     if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
     TypeCosts& tc = moe_type ? sc.moe : sc.dense;
+    if (!moe_type && find_dense(k, false, tc)) continue;
     Workload s = build_workload(probe_plan(job_, k, moe_type, false), prm_);
     const ListMemory& lm = moe_type ? s.moe_mem : s.dense_mem;
     PieceCost sel = piece(s.stages[1].chunks[0]);
     sel.transient = lm.bwd_selective;
     sel.fwd_transient = lm.fwd;
     tc.selective = sel;
+    if (!moe_type) keep_dense(k, false, tc);
     if (moe_type == has_moe) {
       sc.emb_sel = minus(piece(s.stages[0].chunks[0]), sel, s.emb_mem.bwd_selective);
       sc.emb_sel.fwd_transient = s.emb_mem.fwd;

@@ -58,7 +58,10 @@ ShapeKey shape_of(const Layout& l);
 // Cache of probe results for one job; thread-safe.
 class LayerCostCache {
  public:
-  LayerCostCache(const Plan& job, const CostParams& prm);
+  // `share_dense_probes`: a MoE model's dense-layer probe reads neither ep, etp nor the all-to-all
+  // overlap (probe_plan sets them to 1 / off for it), so shapes that differ only there share it (the
+  // same plan, the same doubles); false probes each shape on its own (tests compare the two).
+  LayerCostCache(const Plan& job, const CostParams& prm, bool share_dense_probes = true);
   // Costs for the shape, computed on first use; the selective-recompute parts only when asked
   // (they need a second probe per layer type).
   const ShapeCosts& get(const ShapeKey& k, bool selective = false);
@@ -76,8 +79,19 @@ class LayerCostCache {
   const ShapeCosts& get_a2a(const ShapeKey& k, bool selective);
   void add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const;
   void compute_selective(const ShapeKey& k, ShapeCosts& sc) const;
+  // The dense-layer probes of a MoE model by dense_key (see the constructor).
+  static ShapeKey dense_key(const ShapeKey& k);
+  bool find_dense(const ShapeKey& k, bool full_mode, TypeCosts& tc) const;
+  void keep_dense(const ShapeKey& k, bool full_mode, const TypeCosts& tc) const;
+  struct DenseProbe {
+    TypeCosts costs;
+    bool has_full = false, has_selective = false;
+  };
   const Plan& job_;
   CostParams prm_;
+  bool share_dense_ = true;
+  mutable std::mutex dense_mu_;
+  mutable std::map<ShapeKey, DenseProbe> dense_;
   std::mutex mu_;
   std::map<ShapeKey, std::unique_ptr<ShapeCosts>> cache_;
   int64_t probes_ = 0;
