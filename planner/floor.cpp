@@ -33,8 +33,8 @@ FloorPiece piece_of(const std::vector<Op>& ops, const std::vector<OpCost>& oc, c
 
 }  // namespace
 
-FloorCache::FloorCache(const Job& job, const CostParams& prm)
-    : job_(job), prm_(framework_params(prm, job.plan->training.framework)) {}
+FloorCache::FloorCache(const Job& job, const CostParams& prm, bool share_dense)
+    : job_(job), prm_(framework_params(prm, job.plan->training.framework)), share_dense_(share_dense) {}
 
 const ShapeFloor& FloorCache::get(int tp, int cp, int ep, int etp, int mbs) {
   auto key = std::make_tuple(tp, cp, ep, etp, mbs);
@@ -71,13 +71,49 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   if (m.moe && ep > 1 && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
     v.moe_remote_share =
         moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl, m.moe->router_num_groups, m.moe->router_group_topk);
+  const double inf = std::numeric_limits<double>::infinity();
+  FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
+  ShapeFloor out{big, big, big, big};
+  // The dense layer, embedding and head lists read neither ep, etp nor the expert groups (core/ops.cpp
+  // builds the expert ops in moe_mlp only): shapes with the same tp, cp, micro-batch and tp/cp
+  // placements share their pieces (the same lists, the same doubles).
+  const DenseKey dk{tp,
+                    cp,
+                    mbs,
+                    v.tp_pl.size,
+                    v.tp_pl.domains,
+                    v.tp_pl.max_per_domain,
+                    v.tp_pl.uniform,
+                    v.cp_pl.size,
+                    v.cp_pl.domains,
+                    v.cp_pl.max_per_domain,
+                    v.cp_pl.uniform};
+  bool have_dense = false;
+  if (share_dense_) {
+    std::lock_guard<std::mutex> lock(dense_mu_);
+    auto it = dense_.find(dk);
+    if (it != dense_.end()) {
+      out.dense = it->second.dense, out.emb = it->second.emb, out.head = it->second.head;
+      have_dense = true;
+    }
+  }
+  min_over_variants(tp, cp, ep, etp, mbs, v, !have_dense, out);
+  if (share_dense_ && !have_dense) {
+    std::lock_guard<std::mutex> lock(dense_mu_);
+    dense_.emplace(dk, out);
+  }
+  if (!m.moe) out.moe = out.dense;
+  return out;
+}
+
+void FloorCache::min_over_variants(int tp, int cp, int ep, int etp, int mbs, ListTimingContext& v, bool dense,
+                                   ShapeFloor& out) const {
+  const Plan& p = *job_.plan;
+  const ModelSpec& m = p.model;
   ModelSpec dense_model = m;
   dense_model.moe.reset();
   int first_moe = 0;
   while (m.moe && first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
-  const double inf = std::numeric_limits<double>::infinity();
-  FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
-  ShapeFloor out{big, big, big, big};
   std::vector<std::pair<int, int>> tpv = {{0, 0}};  // (sp, overlap)
   if (tp > 1)
     tpv = job_.moe ? std::vector<std::pair<int, int>>{{1, 0}, {1, 1}} : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}};
@@ -108,10 +144,12 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
         const OpContext oc = op_context(p, q, prm_);
         if (int(oc.eager_pointwise) != eager_built) {
           eager_built = int(oc.eager_pointwise);
-          dense_ops = layer_ops(dense_model, 0, oc), emb = embedding_ops(m, oc), head = head_ops(m, oc);
+          if (dense) {
+            dense_ops = layer_ops(dense_model, 0, oc), emb = embedding_ops(m, oc), head = head_ops(m, oc);
+            dense_c = op_list_compute(dense_ops, v), emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
+          }
           if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
-          dense_c = op_list_compute(dense_ops, v), moe_c = op_list_compute(moe_ops, v);
-          emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
+          moe_c = op_list_compute(moe_ops, v);
         }
         v.tp_comm_overlap = ov != 0;
         for (bool split : {false, true})
@@ -119,15 +157,13 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
             v.split_w = split;
             v.moe_a2a_overlap = a2a_ovl;
             if (m.moe) out.moe = min_piece(out.moe, piece_of(moe_ops, moe_c, v));
-            if (a2a_ovl) continue;  // the overlap changes only lists with the MoE all-to-alls (time_op_list)
+            if (a2a_ovl || !dense) continue;  // the overlap changes only lists with the MoE all-to-alls (time_op_list)
             out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
             out.emb = min_piece(out.emb, piece_of(emb, emb_c, v));
             out.head = min_piece(out.head, piece_of(head, head_c, v));
           }
       }
     }
-  if (!m.moe) out.moe = out.dense;
-  return out;
 }
 
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros, const ShapeFloor& fl,

@@ -1,7 +1,8 @@
 // The memos of the search's preparation return the doubles the uncached functions return: InputMemo
 // through evictions, a frame's data-parallel collectives (each distinct stage / chunk input costed
 // once) against simulator/dp_costs.h called per stage and chunk, and the dense-layer probes a MoE
-// model's shapes share against a cache that probes every shape on its own.
+// model's shapes share against a cache that probes every shape on its own; likewise the structure
+// floors' dense, embedding and head pieces.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "planner/bounds.h"
+#include "planner/floor.h"
 #include "planner/frame.h"
 #include "planner/input_memo.h"
 #include "planner/layer_costs.h"
@@ -153,6 +155,50 @@ TEST(LayerCostMemo, SharedDenseProbesAreEachShapesOwn) {
       ep_etp_mbs.insert({k.ep, k.etp, k.mbs});
     }
     EXPECT_GT(ep_etp_mbs.size(), 3u);  // shapes that share a dense probe were compared
+  }
+}
+
+void expect_same_floor(const FloorPiece& a, const FloorPiece& b, const std::string& at) {
+  EXPECT_EQ(a.F, b.F) << at;
+  EXPECT_EQ(a.B, b.B) << at;
+  EXPECT_EQ(a.T, b.T) << at;
+  EXPECT_EQ(a.FB, b.FB) << at;
+  EXPECT_EQ(a.BWmax, b.BWmax) << at;
+  EXPECT_EQ(a.Wmax, b.Wmax) << at;
+  EXPECT_EQ(a.BWmin, b.BWmin) << at;
+}
+
+TEST(FloorMemo, SharedDensePiecesAreEachShapesOwn) {
+  for (Plan job : {test::job(test::tiny_moe(), test::cluster("dgx-h100"), 64, 256, 4096, Precision::fp8),
+                   test::job(test::tiny_moe(), test::cluster("gb200-nvl72"), 32, 64, 4096),
+                   test::job(test::tiny_dense(), test::cluster("dgx-h100"), 32, 64, 4096)}) {
+    ParallelConfig keep = job.parallel;
+    job.parallel = ParallelConfig{};
+    job.parallel.world_size = keep.world_size;
+    copy_job_runtime(job.parallel, keep);
+    const CostParams prm = shipped_calibration().params_for(job.cluster.gpu);
+    Job J(job);
+    Space space = enumerate_structures(J, Limits{}, false);
+    std::vector<std::tuple<int, int, int, int, int>> shapes;
+    for (const Structure& s : space.structures) shapes.emplace_back(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
+    std::sort(shapes.begin(), shapes.end());
+    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+    std::mt19937_64 rng(3);
+    std::shuffle(shapes.begin(), shapes.end(), rng);
+    FloorCache shared(J, prm), own(J, prm, false);
+    std::set<std::tuple<int, int, int>> tp_cp_mbs;
+    for (auto [tp, cp, ep, etp, mbs] : shapes) {
+      const ShapeFloor& a = shared.get(tp, cp, ep, etp, mbs);
+      const ShapeFloor& b = own.get(tp, cp, ep, etp, mbs);
+      const std::string at = "tp" + std::to_string(tp) + " cp" + std::to_string(cp) + " ep" + std::to_string(ep) + " etp" +
+                             std::to_string(etp) + " mbs" + std::to_string(mbs);
+      expect_same_floor(a.dense, b.dense, at + " dense");
+      expect_same_floor(a.moe, b.moe, at + " moe");
+      expect_same_floor(a.emb, b.emb, at + " embedding");
+      expect_same_floor(a.head, b.head, at + " head");
+      tp_cp_mbs.insert({tp, cp, mbs});
+    }
+    if (job.model.moe) EXPECT_LT(tp_cp_mbs.size(), shapes.size());  // some shapes shared their dense pieces
   }
 }
 
