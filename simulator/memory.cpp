@@ -12,6 +12,7 @@
 #include "simulator/memory.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 #include "core/units.h"
@@ -64,6 +65,12 @@ MemoryBreakdown stage_memory(const Plan& plan, const StageWork& st, double peak_
   mb.comm_buffers /= kGiB;
   mb.other /= kGiB;
   return mb;
+}
+
+bool StageMemoryInputs::operator==(const StageMemoryInputs& o) const { return std::memcmp(this, &o, sizeof o) == 0; }
+
+StageMemoryInputs stage_memory_inputs(const StageWork& st) {
+  return {st.dense_params, st.expert_params, st.unquantized_params, st.layer_params};
 }
 
 }  // namespace mplan
