@@ -384,6 +384,13 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   a2as.clear();
   for (uint8_t a : {uint8_t(0), uint8_t(1)})
     if ((a == 0 || (job.moe && l.ep > 1 && (l.pp == 1 || l.vpp > 1))) && lim.allows("moe_a2a_overlap", a)) a2as.push_back(a);
+  // the (recompute mode, all-to-all overlap) pairs: the same for every sp / overlap / CP exchange
+  auto pair_ok = [](const Rc& rc, uint8_t a2a) {
+    return !a2a || (rc.mode != Recompute::full && (rc.rmods & uint32_t(RecomputeModule::moe)) == 0);
+  };
+  int64_t pairs = 0;
+  for (const Rc& rc : rcs)
+    for (uint8_t a2a : a2as) pairs += pair_ok(rc, a2a) ? 1 : 0;
   int64_t count = 0;
   for (auto [sp, ov] : tpv) {
     if (!lim.allows("sp", sp) || !lim.allows("tp_comm_overlap", ov)) continue;
@@ -406,11 +413,11 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
         reject(rule::cp_attention);
         continue;
       }
+      count += pairs * int64_t(scheds.size());
+      if (!out) continue;
       for (const Rc& rc : rcs)
         for (uint8_t a2a : a2as) {
-          if (a2a && (rc.mode == Recompute::full || (rc.rmods & uint32_t(RecomputeModule::moe)) != 0)) continue;
-          count += int64_t(scheds.size());
-          if (!out) continue;
+          if (!pair_ok(rc, a2a)) continue;
           for (Schedule s : scheds) {
             Layout v = l;
             v.sp = sp;
