@@ -100,8 +100,8 @@ ShapeKey shape_of(const Layout& l) {
           l.a2a};
 }
 
-LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm, bool share_dense_probes)
-    : job_(job), prm_(prm), share_dense_(share_dense_probes) {}
+LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm, bool share_probes)
+    : job_(job), prm_(prm), share_(share_probes) {}
 
 namespace {
 bool has_dense_layers(const ModelSpec& m) {
@@ -117,7 +117,7 @@ ShapeKey LayerCostCache::dense_key(const ShapeKey& k) {
 }
 
 bool LayerCostCache::find_dense(const ShapeKey& k, bool full_mode, TypeCosts& tc) const {
-  if (!share_dense_ || !job_.model.moe) return false;
+  if (!share_ || !job_.model.moe) return false;
   std::lock_guard<std::mutex> lock(dense_mu_);
   auto it = dense_.find(dense_key(k));
   if (it == dense_.end() || !(full_mode ? it->second.has_full : it->second.has_selective)) return false;
@@ -131,7 +131,7 @@ bool LayerCostCache::find_dense(const ShapeKey& k, bool full_mode, TypeCosts& tc
 }
 
 void LayerCostCache::keep_dense(const ShapeKey& k, bool full_mode, const TypeCosts& tc) const {
-  if (!share_dense_ || !job_.model.moe) return;
+  if (!share_ || !job_.model.moe) return;
   std::lock_guard<std::mutex> lock(dense_mu_);
   DenseProbe& d = dense_[dense_key(k)];
   if (full_mode) {
@@ -252,10 +252,21 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   ShapeCosts* entry = nullptr;
   if (const ShapeCosts* ready = find_ready(k, selective, entry)) return *ready;
   if (!entry) {
-    auto v = std::make_unique<ShapeCosts>(compute(k));
+    // the full-recompute probe reads no selective modules (probe_plan): a selective shape's plain
+    // parts are those of the shape without them (the same plan, the same doubles)
+    const bool derived = share_ && k.rmods != 0;
+    std::unique_ptr<ShapeCosts> v;
+    if (derived) {
+      ShapeKey k0 = k;
+      k0.rmods = 0;
+      v = std::make_unique<ShapeCosts>(get(k0, false));
+      v->has_selective = false;
+    } else {
+      v = std::make_unique<ShapeCosts>(compute(k));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] = cache_.emplace(k, std::move(v));
-    if (inserted) ++probes_;
+    if (inserted && !derived) ++probes_;
     entry = it->second.get();
     if (!selective || entry->has_selective) return *entry;
   }

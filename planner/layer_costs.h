@@ -58,10 +58,11 @@ ShapeKey shape_of(const Layout& l);
 // Cache of probe results for one job; thread-safe.
 class LayerCostCache {
  public:
-  // `share_dense_probes`: a MoE model's dense-layer probe reads neither ep, etp nor the all-to-all
-  // overlap (probe_plan sets them to 1 / off for it), so shapes that differ only there share it (the
-  // same plan, the same doubles); false probes each shape on its own (tests compare the two).
-  LayerCostCache(const Plan& job, const CostParams& prm, bool share_dense_probes = true);
+  // `share_probes`: shapes whose probe plans are equal share the probe (the same plan, the same
+  // doubles): a MoE model's dense-layer probes read neither ep, etp nor the all-to-all overlap
+  // (probe_plan sets them to 1 / off), and the full-recompute probe reads no selective modules. false
+  // probes each shape on its own (tests compare the two).
+  LayerCostCache(const Plan& job, const CostParams& prm, bool share_probes = true);
   // Costs for the shape, computed on first use; the selective-recompute parts only when asked
   // (they need a second probe per layer type).
   const ShapeCosts& get(const ShapeKey& k, bool selective = false);
@@ -89,7 +90,7 @@ class LayerCostCache {
   };
   const Plan& job_;
   CostParams prm_;
-  bool share_dense_ = true;
+  bool share_ = true;
   mutable std::mutex dense_mu_;
   mutable std::map<ShapeKey, DenseProbe> dense_;
   std::mutex mu_;

@@ -1,8 +1,8 @@
 // The memos of the search's preparation return the doubles the uncached functions return: InputMemo
 // through evictions, a frame's data-parallel collectives (each distinct stage / chunk input costed
-// once) against simulator/dp_costs.h called per stage and chunk, and the dense-layer probes a MoE
-// model's shapes share against a cache that probes every shape on its own; likewise the structure
-// floors' dense, embedding and head pieces.
+// once) against simulator/dp_costs.h called per stage and chunk, the probes shapes share (a MoE
+// model's dense-layer probes, a selective shape's plain parts) against a cache that probes every
+// shape on its own, and likewise the structure floors' dense, embedding and head pieces.
 #include <gtest/gtest.h>
 
 #include <algorithm>
