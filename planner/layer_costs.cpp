@@ -2,6 +2,7 @@
 #include "planner/layer_costs.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "core/parallel_for.h"
@@ -209,12 +210,29 @@ void take_selective(ShapeCosts& entry, const ShapeCosts& from) {
 
 void LayerCostCache::add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const {
   if (!job_.model.moe) return;
-  Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
-  p.parallel.moe_a2a_overlap = true;
-  ListTiming on = layer_timing(p, prm_, 0);
-  p.parallel.moe_a2a_overlap = false;
-  ListTiming off = layer_timing(p, prm_, 0);
-  const double dF = on.F.total() - off.F.total(), dB = on.B.total() - off.B.total(), dW = on.W.total() - off.W.total();
+  // layer_timing reads neither the recompute nor the offloaded modules (no recomputation, no memory):
+  // shapes that differ only there share the delta
+  ShapeKey kd = k;
+  kd.rmods = kd.offload = 0;
+  std::array<double, 3> d{};
+  bool have = false;
+  if (share_) {
+    std::lock_guard<std::mutex> lock(dense_mu_);
+    if (auto it = a2a_delta_.find(kd); it != a2a_delta_.end()) d = it->second, have = true;
+  }
+  if (!have) {
+    Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
+    p.parallel.moe_a2a_overlap = true;
+    ListTiming on = layer_timing(p, prm_, 0);
+    p.parallel.moe_a2a_overlap = false;
+    ListTiming off = layer_timing(p, prm_, 0);
+    d = {on.F.total() - off.F.total(), on.B.total() - off.B.total(), on.W.total() - off.W.total()};
+    if (share_) {
+      std::lock_guard<std::mutex> lock(dense_mu_);
+      a2a_delta_.emplace(kd, d);
+    }
+  }
+  const double dF = d[0], dB = d[1], dW = d[2];
   for (PieceCost* pc : {&sc.moe.none, &sc.moe.full, &sc.moe.selective}) {
     pc->F += dF;
     pc->B += dB;

@@ -9,6 +9,7 @@
 // (E embedding, H head + loss, N plain layer, R fully recomputed layer, S selectively recomputed).
 // These are exact copies of what simulate() would charge, up to floating-point rounding.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -60,7 +61,8 @@ class LayerCostCache {
  public:
   // `share_probes`: shapes whose probe plans are equal share the probe (the same plan, the same
   // doubles): a MoE model's dense-layer probes read neither ep, etp nor the all-to-all overlap
-  // (probe_plan sets them to 1 / off), and the full-recompute probe reads no selective modules. false
+  // (probe_plan sets them to 1 / off), the full-recompute probe reads no selective modules, and the
+  // all-to-all overlap's delta (layer_timing) neither those nor the offloaded modules. false
   // probes each shape on its own (tests compare the two).
   LayerCostCache(const Plan& job, const CostParams& prm, bool share_probes = true);
   // Costs for the shape, computed on first use; the selective-recompute parts only when asked
@@ -93,6 +95,7 @@ class LayerCostCache {
   bool share_ = true;
   mutable std::mutex dense_mu_;
   mutable std::map<ShapeKey, DenseProbe> dense_;
+  mutable std::map<ShapeKey, std::array<double, 3>> a2a_delta_;  // add_a2a_delta's F, B, W (rmods, offload 0)
   std::mutex mu_;
   std::map<ShapeKey, std::unique_ptr<ShapeCosts>> cache_;
   int64_t probes_ = 0;
