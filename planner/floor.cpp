@@ -173,7 +173,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   const double mb = double(microbatches);
   const bool mtp_moe = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
   thread_local std::vector<FloorPiece> ch, z3;
-  thread_local std::vector<double> tail, starts;
+  thread_local std::vector<double> tail, starts, share_lb;
   ch.assign(size_t(pp) * vpp, FloorPiece{});
   // an inner chunk (not the first or the last) with the last inner one's layer counts: the same sums, copied
   size_t prev = SIZE_MAX;
@@ -207,6 +207,15 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
         add(fl.head, 1 + m.mtp_num_layers);
       }
     }
+  // chunk 0's smallest share of a stage's backward work (the same at every ZeRO level)
+  if (f.collectives && vpp > 1) {
+    share_lb.resize(pp);
+    for (int s = 0; s < pp; ++s) {
+      double bw_max = 0;
+      for (int c = 0; c < vpp; ++c) bw_max += ch[size_t(s) * vpp + c].BWmax;
+      share_lb[s] = bw_max > 0 ? ch[size_t(s) * vpp].BWmin / bw_max : 0;
+    }
+  }
   // what stage s must do after its last backward with ZeRO level z
   auto tail_of = [&](int z, int s) {
     if (f.opt[z].empty()) return 0.0;
@@ -219,10 +228,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
         double d0 = c0.BWmax + (pp - s - 1) * c0.Wmax;
         t += std::max(f.grad[z][s] / k, f.grad[z][s] - d0 * (k - 1) / k);
       } else {  // chunk 0's share of the buckets waits for its last backward, which ends the compute
-        double bw_max = 0;
-        for (int c = 0; c < vpp; ++c) bw_max += ch[size_t(s) * vpp + c].BWmax;
-        double share_lb = bw_max > 0 ? c0.BWmin / bw_max : 0;
-        t += std::max(0.0, f.grad[z][s] * share_lb - c0.BWmax);
+        t += std::max(0.0, f.grad[z][s] * share_lb[s] - c0.BWmax);
       }
     }
     return t;
