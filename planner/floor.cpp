@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -174,7 +175,9 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   const bool mtp_moe = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
   thread_local std::vector<FloorPiece> ch, z3;
   thread_local std::vector<double> tail, starts, share_lb;
+  thread_local std::vector<size_t> copy_of;  // the chunk whose sums an inner chunk copied (SIZE_MAX: none)
   ch.assign(size_t(pp) * vpp, FloorPiece{});
+  copy_of.assign(ch.size(), SIZE_MAX);
   // an inner chunk (not the first or the last) with the last inner one's layer counts: the same sums, copied
   size_t prev = SIZE_MAX;
   for (int s = 0; s < pp; ++s)
@@ -187,6 +190,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
       if (inner && prev != SIZE_MAX && ps.layers[prev] == n &&
           moe_prefix[ps.first[prev] + n] - moe_prefix[ps.first[prev]] == moe) {
         t = ch[prev];
+        copy_of[i] = prev;
         continue;
       }
       if (inner) prev = i;
@@ -272,7 +276,14 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
     z3 = ch;
     if (!f.fsdp_ag.empty()) {
       auto overlapped = [&](double c, double g, int n) { return exposed_comm_s(c, g, n, prm); };
+      auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
       for (size_t i = 0; i < z3.size(); ++i) {
+        // a copied chunk with the same FSDP traffic as its source: the same doubles again
+        const size_t j = copy_of[i];
+        if (j != SIZE_MAX && same(f.fsdp_ag[i], f.fsdp_ag[j]) && same(f.fsdp_rs[i], f.fsdp_rs[j])) {
+          z3[i] = z3[j];
+          continue;
+        }
         double F = ch[i].F + overlapped(f.fsdp_ag[i], ch[i].F, ps.layers[i]);
         double B = ch[i].B + overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ch[i].B, ps.layers[i]);
         z3[i].F = F;
