@@ -2,9 +2,9 @@
 #include "planner/floor.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -276,7 +276,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
     z3 = ch;
     if (!f.fsdp_ag.empty()) {
       auto overlapped = [&](double c, double g, int n) { return exposed_comm_s(c, g, n, prm); };
-      auto same = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+      auto same = [](double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); };
       for (size_t i = 0; i < z3.size(); ++i) {
         // a copied chunk with the same FSDP traffic as its source: the same doubles again
         const size_t j = copy_of[i];

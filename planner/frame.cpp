@@ -67,7 +67,7 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
     std::lock_guard<std::mutex> lock(mu_);
     placements_.emplace(key, pls);
   }
-  const auto [dp_pl, edp_pl] = pls;
+  const GroupPlacement dp_pl = pls.first, edp_pl = pls.second;  // (lambdas below capture them)
   const int dp = std::max(1, base.dp);
   f.buckets.assign(ps.pp, 1);
   for (int s = 0; s < ps.pp; ++s) {

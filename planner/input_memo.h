@@ -4,8 +4,9 @@
 // keys (round-robin eviction) and is meant to live on the stack of one call.
 #pragma once
 #include <array>
+#include <bit>
 #include <cstddef>
-#include <cstring>
+#include <cstdint>
 
 namespace mplan::planner {
 
@@ -18,7 +19,7 @@ class InputMemo {
   template <class F>
   Val get(const Key& k, F&& compute) {
     for (size_t i = 0; i < size_; ++i)
-      if (std::memcmp(keys_[i].data(), k.data(), sizeof(Key)) == 0) {
+      if (same_bits(keys_[i], k)) {
         ++hits_;
         return vals_[i];
       }
@@ -30,6 +31,11 @@ class InputMemo {
     return v;
   }
   void clear() { size_ = next_ = 0; }
+  static bool same_bits(const Key& a, const Key& b) {
+    for (size_t j = 0; j < NKey; ++j)
+      if (std::bit_cast<uint64_t>(a[j]) != std::bit_cast<uint64_t>(b[j])) return false;
+    return true;
+  }
   size_t hits() const { return hits_; }
 
  private:

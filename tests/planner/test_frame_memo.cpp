@@ -128,6 +128,7 @@ TEST(LayerCostMemo, SharedDenseProbesAreEachShapesOwn) {
     std::vector<Layout> all;
     for (const Structure& s : space.structures) structure_variants(J, lim, s, space.pipes[s.pipe_id], &all, nullptr);
     std::vector<ShapeKey> keys;
+    keys.reserve(all.size());
     for (const Layout& l : all) keys.push_back(shape_of(l));
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end(), [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); }),
