@@ -4,8 +4,10 @@
 // and the profiler switch on ids, while the names stay for output, the executor's timing tags and
 // profile rows.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,6 +134,27 @@ struct SavedTensor {
   uint32_t offloaded_by = 0;
 };
 
+// The tensors one op keeps (keep() in ops.cpp adds at most two): held inline, so op lists are built
+// and copied without an allocation per op. More than kMax is a bug in the op vocabulary (throws).
+class SavedList {
+ public:
+  static constexpr size_t kMax = 4;
+  void push_back(const SavedTensor& t) {
+    if (n_ == kMax) throw std::length_error("Op::saved holds at most 4 tensors");
+    v_[n_++] = t;
+  }
+  SavedTensor* begin() { return v_.data(); }
+  SavedTensor* end() { return v_.data() + n_; }
+  const SavedTensor* begin() const { return v_.data(); }
+  const SavedTensor* end() const { return v_.data() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+
+ private:
+  std::array<SavedTensor, kMax> v_{};
+  size_t n_ = 0;
+};
+
 // How the loss keeps the logits (per element of [tokens, vocab/tp]): Megatron's
 // vocab_parallel_cross_entropy saves an fp32 softmax (logits.float(), exp in place); a fused
 // cross-entropy writes the gradient into the bf16 logits (Transformer Engine parallel_cross_entropy,
@@ -157,7 +180,7 @@ struct Op {
   bool in_backward_too = true;  // comm repeated (mirrored) in backward
   // activation memory this op keeps for backward, per rank per micro-batch (bytes): the sum of `saved`
   double saved_bytes = 0;
-  std::vector<SavedTensor> saved;
+  SavedList saved;
   // RecomputeModule bits whose recomputation re-runs this op's forward in the backward
   uint32_t rerun_by = 0;
   // working memory beyond the saved tensors while the op runs forward / backward (bytes)

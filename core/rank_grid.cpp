@@ -173,8 +173,9 @@ GroupPlacement RankGrid::placement(const std::vector<int>& group, int domain_siz
 GroupPlacement RankGrid::placement(Dim d, int domain_size) const {
   // Groups along one dimension differ only by an offset: a sample of groups spread over the grid is
   // checked and the worst placement (most domains spanned) is reported. Members of a group are
-  // increasing ranks base + k*stride, so each domain holds one run of them: count runs without
-  // allocating.
+  // increasing ranks base + k*stride, so each domain holds one run of them; with stride < domain no
+  // domain between the first and the last is skipped, and a domain's run is counted in closed form
+  // (one step per domain, not per member; no allocation).
   const bool expert = d == Dim::etp || d == Dim::ep || d == Dim::edp;
   const Dim dense_order[4] = {Dim::tp, Dim::cp, Dim::dp, Dim::pp};
   const Dim expert_order[4] = {Dim::etp, Dim::ep, Dim::edp, Dim::pp};
@@ -184,36 +185,44 @@ GroupPlacement RankGrid::placement(Dim d, int domain_size) const {
   const int n = size(d);
   const int64_t world = world_size(), dom = std::max(1, domain_size);
   const int samples = int(std::min<int64_t>(world, 16));
+  // the first k with base + k*stride >= x (x - base may be negative)
+  auto first_at = [&](int64_t x, int64_t base) {
+    int64_t a = x - base;
+    return a <= 0 ? -((-a) / stride) : (a + stride - 1) / stride;
+  };
+  // a group's placement depends on its first member only through base % dom (a shift by whole domains
+  // shifts every run): samples with a phase seen before reuse its placement
+  int64_t phases[16];
+  GroupPlacement placed[16];
+  int known = 0;
   GroupPlacement worst;
   for (int i = 0; i < samples; ++i) {
     int64_t rank = (world * i) / samples;
     int64_t base = rank - ((rank / stride) % n) * stride;
     GroupPlacement p;
     p.size = n;
-    if (stride >= dom) {  // consecutive members at least a domain apart: one per domain
+    int seen = 0;
+    while (seen < known && phases[seen] != base % dom) ++seen;
+    if (seen < known) {
+      p = placed[seen];
+    } else if (stride >= dom) {  // consecutive members at least a domain apart: one per domain
       p.domains = n;
       p.max_per_domain = 1;
       p.uniform = true;
     } else {
-      p.domains = 0;
+      const int64_t first_dom = base / dom, last_dom = (base + int64_t(n - 1) * stride) / dom;
+      p.domains = int(last_dom - first_dom + 1);
       p.max_per_domain = 0;
-      int64_t r = base, boundary = (base / dom + 1) * dom;
-      int run = 0, min_run = n + 1;
-      for (int k = 0; k < n; ++k, r += stride) {
-        if (r >= boundary) {
-          ++p.domains;
-          p.max_per_domain = std::max(p.max_per_domain, run);
-          min_run = std::min(min_run, run);
-          run = 0;
-          boundary = (r / dom + 1) * dom;
-        }
-        ++run;
+      int64_t min_run = n + 1;
+      for (int64_t j = first_dom; j <= last_dom; ++j) {
+        int64_t lo = std::max<int64_t>(0, first_at(j * dom, base));
+        int64_t hi = std::min<int64_t>(n, first_at((j + 1) * dom, base));
+        p.max_per_domain = std::max(p.max_per_domain, int(hi - lo));
+        min_run = std::min(min_run, hi - lo);
       }
-      ++p.domains;
-      p.max_per_domain = std::max(p.max_per_domain, run);
-      min_run = std::min(min_run, run);
       p.uniform = min_run == p.max_per_domain;
     }
+    if (seen == known) phases[known] = base % dom, placed[known++] = p;
     if (i == 0 || p.domains > worst.domains || (p.domains == worst.domains && !p.uniform)) worst = p;
   }
   return worst;

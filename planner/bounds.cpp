@@ -284,10 +284,17 @@ void Bounds::stage_memory_lines(const Layout& base, const PipeShape& ps, const s
   StageWork& st = sc.st;
   st.chunks.resize(ps.vpp);
   for (int z : zeros) at_zero[size_t(z)].assign(ps.pp, 0.0), at_probe[size_t(z)].assign(ps.pp, 0.0);
+  StageMemoryInputs prev;
   for (int s = 0; s < ps.pp; ++s) {
     int layers = 0;
     for (int c = 0; c < ps.vpp; ++c) layers += st.chunks[c].layers = ps.layers[size_t(s) * ps.vpp + c];
     fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);  // the same at every level
+    const StageMemoryInputs in = stage_memory_inputs(st);
+    if (s > 0 && in == prev) {  // the previous stage's doubles (simulator/memory.h)
+      for (int z : zeros) at_zero[size_t(z)][s] = at_zero[size_t(z)][s - 1], at_probe[size_t(z)][s] = at_probe[size_t(z)][s - 1];
+      continue;
+    }
+    prev = in;
     for (int z : zeros) {
       sc.plan.parallel.zero = z;
       at_zero[size_t(z)][s] = stage_memory(sc.plan, st, 0.0, prm_).total();

@@ -2,6 +2,7 @@
 #include "planner/floor.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -33,8 +34,8 @@ FloorPiece piece_of(const std::vector<Op>& ops, const std::vector<OpCost>& oc, c
 
 }  // namespace
 
-FloorCache::FloorCache(const Job& job, const CostParams& prm)
-    : job_(job), prm_(framework_params(prm, job.plan->training.framework)) {}
+FloorCache::FloorCache(const Job& job, const CostParams& prm, bool share_dense)
+    : job_(job), prm_(framework_params(prm, job.plan->training.framework)), share_dense_(share_dense) {}
 
 const ShapeFloor& FloorCache::get(int tp, int cp, int ep, int etp, int mbs) {
   auto key = std::make_tuple(tp, cp, ep, etp, mbs);
@@ -71,13 +72,49 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   if (m.moe && ep > 1 && p.parallel.moe_dispatcher != MoeDispatcher::alltoall)
     v.moe_remote_share =
         moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl, m.moe->router_num_groups, m.moe->router_group_topk);
+  const double inf = std::numeric_limits<double>::infinity();
+  FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
+  ShapeFloor out{big, big, big, big};
+  // The dense layer, embedding and head lists read neither ep, etp nor the expert groups (core/ops.cpp
+  // builds the expert ops in moe_mlp only): shapes with the same tp, cp, micro-batch and tp/cp
+  // placements share their pieces (the same lists, the same doubles).
+  const DenseKey dk{tp,
+                    cp,
+                    mbs,
+                    v.tp_pl.size,
+                    v.tp_pl.domains,
+                    v.tp_pl.max_per_domain,
+                    v.tp_pl.uniform,
+                    v.cp_pl.size,
+                    v.cp_pl.domains,
+                    v.cp_pl.max_per_domain,
+                    v.cp_pl.uniform};
+  bool have_dense = false;
+  if (share_dense_) {
+    std::lock_guard<std::mutex> lock(dense_mu_);
+    auto it = dense_.find(dk);
+    if (it != dense_.end()) {
+      out.dense = it->second.dense, out.emb = it->second.emb, out.head = it->second.head;
+      have_dense = true;
+    }
+  }
+  min_over_variants(tp, cp, ep, etp, mbs, v, !have_dense, out);
+  if (share_dense_ && !have_dense) {
+    std::lock_guard<std::mutex> lock(dense_mu_);
+    dense_.emplace(dk, out);
+  }
+  if (!m.moe) out.moe = out.dense;
+  return out;
+}
+
+void FloorCache::min_over_variants(int tp, int cp, int ep, int etp, int mbs, ListTimingContext& v, bool dense,
+                                   ShapeFloor& out) const {
+  const Plan& p = *job_.plan;
+  const ModelSpec& m = p.model;
   ModelSpec dense_model = m;
   dense_model.moe.reset();
   int first_moe = 0;
   while (m.moe && first_moe < m.num_layers && !m.is_moe_layer(first_moe)) ++first_moe;
-  const double inf = std::numeric_limits<double>::infinity();
-  FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
-  ShapeFloor out{big, big, big, big};
   std::vector<std::pair<int, int>> tpv = {{0, 0}};  // (sp, overlap)
   if (tp > 1)
     tpv = job_.moe ? std::vector<std::pair<int, int>>{{1, 0}, {1, 1}} : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}};
@@ -108,10 +145,12 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
         const OpContext oc = op_context(p, q, prm_);
         if (int(oc.eager_pointwise) != eager_built) {
           eager_built = int(oc.eager_pointwise);
-          dense_ops = layer_ops(dense_model, 0, oc), emb = embedding_ops(m, oc), head = head_ops(m, oc);
+          if (dense) {
+            dense_ops = layer_ops(dense_model, 0, oc), emb = embedding_ops(m, oc), head = head_ops(m, oc);
+            dense_c = op_list_compute(dense_ops, v), emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
+          }
           if (m.moe) moe_ops = layer_ops(m, first_moe, oc);
-          dense_c = op_list_compute(dense_ops, v), moe_c = op_list_compute(moe_ops, v);
-          emb_c = op_list_compute(emb, v), head_c = op_list_compute(head, v);
+          moe_c = op_list_compute(moe_ops, v);
         }
         v.tp_comm_overlap = ov != 0;
         for (bool split : {false, true})
@@ -119,15 +158,13 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
             v.split_w = split;
             v.moe_a2a_overlap = a2a_ovl;
             if (m.moe) out.moe = min_piece(out.moe, piece_of(moe_ops, moe_c, v));
-            if (a2a_ovl) continue;  // the overlap changes only lists with the MoE all-to-alls (time_op_list)
+            if (a2a_ovl || !dense) continue;  // the overlap changes only lists with the MoE all-to-alls (time_op_list)
             out.dense = min_piece(out.dense, piece_of(dense_ops, dense_c, v));
             out.emb = min_piece(out.emb, piece_of(emb, emb_c, v));
             out.head = min_piece(out.head, piece_of(head, head_c, v));
           }
       }
     }
-  if (!m.moe) out.moe = out.dense;
-  return out;
 }
 
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros, const ShapeFloor& fl,
@@ -137,8 +174,10 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   const double mb = double(microbatches);
   const bool mtp_moe = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
   thread_local std::vector<FloorPiece> ch, z3;
-  thread_local std::vector<double> tail, starts;
+  thread_local std::vector<double> tail, starts, share_lb;
+  thread_local std::vector<size_t> copy_of;  // the chunk whose sums an inner chunk copied (SIZE_MAX: none)
   ch.assign(size_t(pp) * vpp, FloorPiece{});
+  copy_of.assign(ch.size(), SIZE_MAX);
   // an inner chunk (not the first or the last) with the last inner one's layer counts: the same sums, copied
   size_t prev = SIZE_MAX;
   for (int s = 0; s < pp; ++s)
@@ -151,6 +190,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
       if (inner && prev != SIZE_MAX && ps.layers[prev] == n &&
           moe_prefix[ps.first[prev] + n] - moe_prefix[ps.first[prev]] == moe) {
         t = ch[prev];
+        copy_of[i] = prev;
         continue;
       }
       if (inner) prev = i;
@@ -171,6 +211,15 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
         add(fl.head, 1 + m.mtp_num_layers);
       }
     }
+  // chunk 0's smallest share of a stage's backward work (the same at every ZeRO level)
+  if (f.collectives && vpp > 1) {
+    share_lb.resize(pp);
+    for (int s = 0; s < pp; ++s) {
+      double bw_max = 0;
+      for (int c = 0; c < vpp; ++c) bw_max += ch[size_t(s) * vpp + c].BWmax;
+      share_lb[s] = bw_max > 0 ? ch[size_t(s) * vpp].BWmin / bw_max : 0;
+    }
+  }
   // what stage s must do after its last backward with ZeRO level z
   auto tail_of = [&](int z, int s) {
     if (f.opt[z].empty()) return 0.0;
@@ -183,10 +232,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
         double d0 = c0.BWmax + (pp - s - 1) * c0.Wmax;
         t += std::max(f.grad[z][s] / k, f.grad[z][s] - d0 * (k - 1) / k);
       } else {  // chunk 0's share of the buckets waits for its last backward, which ends the compute
-        double bw_max = 0;
-        for (int c = 0; c < vpp; ++c) bw_max += ch[size_t(s) * vpp + c].BWmax;
-        double share_lb = bw_max > 0 ? c0.BWmin / bw_max : 0;
-        t += std::max(0.0, f.grad[z][s] * share_lb - c0.BWmax);
+        t += std::max(0.0, f.grad[z][s] * share_lb[s] - c0.BWmax);
       }
     }
     return t;
@@ -230,7 +276,14 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
     z3 = ch;
     if (!f.fsdp_ag.empty()) {
       auto overlapped = [&](double c, double g, int n) { return exposed_comm_s(c, g, n, prm); };
+      auto same = [](double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); };
       for (size_t i = 0; i < z3.size(); ++i) {
+        // a copied chunk with the same FSDP traffic as its source: the same doubles again
+        const size_t j = copy_of[i];
+        if (j != SIZE_MAX && same(f.fsdp_ag[i], f.fsdp_ag[j]) && same(f.fsdp_rs[i], f.fsdp_rs[j])) {
+          z3[i] = z3[j];
+          continue;
+        }
         double F = ch[i].F + overlapped(f.fsdp_ag[i], ch[i].F, ps.layers[i]);
         double B = ch[i].B + overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ch[i].B, ps.layers[i]);
         z3[i].F = F;

@@ -14,6 +14,7 @@
 #include "planner/bounds.h"
 #include "planner/frame.h"
 #include "simulator/cost_params.h"
+#include "simulator/layer_cost.h"
 
 namespace mplan::planner {
 
@@ -34,14 +35,24 @@ struct ShapeFloor {
 class FloorCache {
  public:
   // `prm`: the job's cost parameters (the framework's efficiency is applied here, as the simulator does)
-  FloorCache(const Job& job, const CostParams& prm);
+  // `share_dense`: shapes that differ only in ep / etp share the dense layer, embedding and head pieces
+  // (see compute); false computes every shape on its own (tests compare the two).
+  FloorCache(const Job& job, const CostParams& prm, bool share_dense = true);
   // Floor of the shape (tp, cp, ep, etp, mbs), minimum over the variants allowed for it.
   const ShapeFloor& get(int tp, int cp, int ep, int etp, int mbs);
 
  private:
   ShapeFloor compute(int tp, int cp, int ep, int etp, int mbs) const;
+  // The minimum over the variants of the shape, into `out`; the dense layer, embedding and head
+  // pieces only with `dense`.
+  void min_over_variants(int tp, int cp, int ep, int etp, int mbs, ListTimingContext& v, bool dense, ShapeFloor& out) const;
+  // tp, cp, micro-batch and the tp and cp placements (size, domains, most per domain, uniform)
+  using DenseKey = std::tuple<int, int, int, int, int, int, bool, int, int, int, bool>;
   const Job& job_;
   CostParams prm_;
+  bool share_dense_ = true;
+  mutable std::mutex dense_mu_;
+  mutable std::map<DenseKey, ShapeFloor> dense_;  // the dense, emb and head pieces by DenseKey
   std::mutex mu_;
   std::map<std::tuple<int, int, int, int, int>, ShapeFloor> cache_;
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/input_memo.h"
 #include "planner/placement.h"
 #include "simulator/collectives.h"
 #include "simulator/dp_costs.h"
@@ -66,26 +67,35 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
     std::lock_guard<std::mutex> lock(mu_);
     placements_.emplace(key, pls);
   }
-  const auto [dp_pl, edp_pl] = pls;
+  const GroupPlacement dp_pl = pls.first, edp_pl = pls.second;  // (lambdas below capture them)
   const int dp = std::max(1, base.dp);
   f.buckets.assign(ps.pp, 1);
   for (int s = 0; s < ps.pp; ++s) {
     double dense = ps.params[s].dense / base.tp, expert = ps.params[s].expert / (double(base.ep) * base.etp);
     if (!frozen) f.buckets[s] = dp_bucket_count(dense + expert, dp);
   }
+  // Stages (and chunks) with the same parameters ask for the same collectives: each distinct input is
+  // costed once and its doubles copied (same function, same arguments).
+  InputMemo<2, 2> stage_memo;
   for (int z : zeros) {
     f.grad[z].assign(ps.pp, 0.0);
     f.gather[z].assign(ps.pp, 0.0);
     if (frozen || z == 3) continue;
+    stage_memo.clear();
     for (int s = 0; s < ps.pp; ++s) {
       double dense = ps.params[s].dense / base.tp, expert = ps.params[s].expert / (double(base.ep) * base.etp);
-      f.grad[z][s] = dp_grad_reduce_s(z, dense, expert, dp_pl, edp_pl, cl, prm_);
-      f.gather[z][s] = dp_param_gather_s(z, dense, expert, dp_pl, edp_pl, cl, prm_);
+      const auto v = stage_memo.get({dense, expert}, [&] {
+        return std::array<double, 2>{dp_grad_reduce_s(z, dense, expert, dp_pl, edp_pl, cl, prm_),
+                                     dp_param_gather_s(z, dense, expert, dp_pl, edp_pl, cl, prm_)};
+      });
+      f.grad[z][s] = v[0];
+      f.gather[z][s] = v[1];
     }
   }
   if (std::find(zeros.begin(), zeros.end(), 3) != zeros.end() && !frozen) {
     f.fsdp_ag.assign(ps.layers.size(), 0.0);
     f.fsdp_rs.assign(ps.layers.size(), 0.0);
+    InputMemo<3, 2> chunk_memo;
     for (int s = 0; s < ps.pp; ++s) {
       double dense = ps.params[s].dense / base.tp, expert = ps.params[s].expert / (double(base.ep) * base.etp);
       int stage_layers = 0;
@@ -93,9 +103,12 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
       for (int c = 0; c < ps.vpp; ++c) {
         size_t i = size_t(s) * ps.vpp + c;
         double frac = ps.params[s].dense + ps.params[s].expert > 0 ? double(ps.layers[i]) / std::max(1, stage_layers) : 0;
-        FsdpTraffic t = fsdp_chunk_traffic(dense, expert, frac, dp_pl, edp_pl, cl, prm_);
-        f.fsdp_ag[i] = t.gather_s;
-        f.fsdp_rs[i] = t.scatter_s;
+        const auto v = chunk_memo.get({dense, expert, frac}, [&] {
+          FsdpTraffic t = fsdp_chunk_traffic(dense, expert, frac, dp_pl, edp_pl, cl, prm_);
+          return std::array<double, 2>{t.gather_s, t.scatter_s};
+        });
+        f.fsdp_ag[i] = v[0];
+        f.fsdp_rs[i] = v[1];
       }
     }
   }

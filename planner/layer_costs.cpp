@@ -2,6 +2,7 @@
 #include "planner/layer_costs.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "core/parallel_for.h"
@@ -100,13 +101,49 @@ ShapeKey shape_of(const Layout& l) {
           l.a2a};
 }
 
-LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm) : job_(job), prm_(prm) {}
+LayerCostCache::LayerCostCache(const Plan& job, const CostParams& prm, bool share_probes)
+    : job_(job), prm_(prm), share_(share_probes) {}
 
 namespace {
 bool has_dense_layers(const ModelSpec& m) {
   return !m.moe || m.num_moe_layers() < m.num_layers || (m.mtp_num_layers > 0 && !m.is_moe_layer(m.num_layers - 1));
 }
 }  // namespace
+
+ShapeKey LayerCostCache::dense_key(const ShapeKey& k) {
+  ShapeKey d = k;
+  d.ep = d.etp = 1;
+  d.a2a = 0;
+  return d;
+}
+
+bool LayerCostCache::find_dense(const ShapeKey& k, bool full_mode, TypeCosts& tc) const {
+  if (!share_ || !job_.model.moe) return false;
+  std::lock_guard<std::mutex> lock(dense_mu_);
+  auto it = dense_.find(dense_key(k));
+  if (it == dense_.end() || !(full_mode ? it->second.has_full : it->second.has_selective)) return false;
+  if (full_mode) {
+    tc.none = it->second.costs.none;
+    tc.full = it->second.costs.full;
+  } else {
+    tc.selective = it->second.costs.selective;
+  }
+  return true;
+}
+
+void LayerCostCache::keep_dense(const ShapeKey& k, bool full_mode, const TypeCosts& tc) const {
+  if (!share_ || !job_.model.moe) return;
+  std::lock_guard<std::mutex> lock(dense_mu_);
+  DenseProbe& d = dense_[dense_key(k)];
+  if (full_mode) {
+    d.costs.none = tc.none;
+    d.costs.full = tc.full;
+    d.has_full = true;
+  } else {
+    d.costs.selective = tc.selective;
+    d.has_selective = true;
+  }
+}
 
 ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
   ShapeCosts sc;
@@ -115,6 +152,7 @@ ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
   for (bool moe_type : {false, true}) {
     if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
     TypeCosts& tc = moe_type ? sc.moe : sc.dense;
+    if (!moe_type && find_dense(k, true, tc)) continue;
     Workload f = build_workload(probe_plan(job_, k, moe_type, true), prm_);
     const ListMemory& lm = moe_type ? f.moe_mem : f.dense_mem;
     PieceCost r = piece(f.stages[1].chunks[0]);
@@ -123,6 +161,7 @@ ShapeCosts LayerCostCache::compute(const ShapeKey& k) const {
     tc.full.fwd_transient = lm.fwd;
     tc.none = minus(piece(f.stages[2].chunks[0]), r, lm.bwd_none);
     tc.none.fwd_transient = lm.fwd;
+    if (!moe_type) keep_dense(k, true, tc);
     // the embedding and head ops are those of the model itself (MoE when the model is MoE)
     if (moe_type == has_moe) {
       sc.emb = minus(piece(f.stages[0].chunks[0]), r, f.emb_mem.bwd_none);
@@ -140,12 +179,14 @@ void LayerCostCache::compute_selective(const ShapeKey& k, ShapeCosts& sc) const 
   for (bool moe_type : {false, true}) {
     if ((moe_type && !has_moe) || (!moe_type && !has_dense_layers(m))) continue;
     TypeCosts& tc = moe_type ? sc.moe : sc.dense;
+    if (!moe_type && find_dense(k, false, tc)) continue;
     Workload s = build_workload(probe_plan(job_, k, moe_type, false), prm_);
     const ListMemory& lm = moe_type ? s.moe_mem : s.dense_mem;
     PieceCost sel = piece(s.stages[1].chunks[0]);
     sel.transient = lm.bwd_selective;
     sel.fwd_transient = lm.fwd;
     tc.selective = sel;
+    if (!moe_type) keep_dense(k, false, tc);
     if (moe_type == has_moe) {
       sc.emb_sel = minus(piece(s.stages[0].chunks[0]), sel, s.emb_mem.bwd_selective);
       sc.emb_sel.fwd_transient = s.emb_mem.fwd;
@@ -169,12 +210,29 @@ void take_selective(ShapeCosts& entry, const ShapeCosts& from) {
 
 void LayerCostCache::add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const {
   if (!job_.model.moe) return;
-  Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
-  p.parallel.moe_a2a_overlap = true;
-  ListTiming on = layer_timing(p, prm_, 0);
-  p.parallel.moe_a2a_overlap = false;
-  ListTiming off = layer_timing(p, prm_, 0);
-  const double dF = on.F.total() - off.F.total(), dB = on.B.total() - off.B.total(), dW = on.W.total() - off.W.total();
+  // layer_timing reads neither the recompute nor the offloaded modules (no recomputation, no memory):
+  // shapes that differ only there share the delta
+  ShapeKey kd = k;
+  kd.rmods = kd.offload = 0;
+  std::array<double, 3> d{};
+  bool have = false;
+  if (share_) {
+    std::lock_guard<std::mutex> lock(dense_mu_);
+    if (auto it = a2a_delta_.find(kd); it != a2a_delta_.end()) d = it->second, have = true;
+  }
+  if (!have) {
+    Plan p = probe_plan(job_, k, true, false);  // layer 0 is a MoE layer
+    p.parallel.moe_a2a_overlap = true;
+    ListTiming on = layer_timing(p, prm_, 0);
+    p.parallel.moe_a2a_overlap = false;
+    ListTiming off = layer_timing(p, prm_, 0);
+    d = {on.F.total() - off.F.total(), on.B.total() - off.B.total(), on.W.total() - off.W.total()};
+    if (share_) {
+      std::lock_guard<std::mutex> lock(dense_mu_);
+      a2a_delta_.emplace(kd, d);
+    }
+  }
+  const double dF = d[0], dB = d[1], dW = d[2];
   for (PieceCost* pc : {&sc.moe.none, &sc.moe.full, &sc.moe.selective}) {
     pc->F += dF;
     pc->B += dB;
@@ -212,10 +270,21 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   ShapeCosts* entry = nullptr;
   if (const ShapeCosts* ready = find_ready(k, selective, entry)) return *ready;
   if (!entry) {
-    auto v = std::make_unique<ShapeCosts>(compute(k));
+    // the full-recompute probe reads no selective modules (probe_plan): a selective shape's plain
+    // parts are those of the shape without them (the same plan, the same doubles)
+    const bool derived = share_ && k.rmods != 0;
+    std::unique_ptr<ShapeCosts> v;
+    if (derived) {
+      ShapeKey k0 = k;
+      k0.rmods = 0;
+      v = std::make_unique<ShapeCosts>(get(k0, false));
+      v->has_selective = false;
+    } else {
+      v = std::make_unique<ShapeCosts>(compute(k));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] = cache_.emplace(k, std::move(v));
-    if (inserted) ++probes_;
+    if (inserted && !derived) ++probes_;
     entry = it->second.get();
     if (!selective || entry->has_selective) return *entry;
   }

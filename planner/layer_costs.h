@@ -9,6 +9,7 @@
 // (E embedding, H head + loss, N plain layer, R fully recomputed layer, S selectively recomputed).
 // These are exact copies of what simulate() would charge, up to floating-point rounding.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,7 +59,12 @@ ShapeKey shape_of(const Layout& l);
 // Cache of probe results for one job; thread-safe.
 class LayerCostCache {
  public:
-  LayerCostCache(const Plan& job, const CostParams& prm);
+  // `share_probes`: shapes whose probe plans are equal share the probe (the same plan, the same
+  // doubles): a MoE model's dense-layer probes read neither ep, etp nor the all-to-all overlap
+  // (probe_plan sets them to 1 / off), the full-recompute probe reads no selective modules, and the
+  // all-to-all overlap's delta (layer_timing) neither those nor the offloaded modules. false
+  // probes each shape on its own (tests compare the two).
+  LayerCostCache(const Plan& job, const CostParams& prm, bool share_probes = true);
   // Costs for the shape, computed on first use; the selective-recompute parts only when asked
   // (they need a second probe per layer type).
   const ShapeCosts& get(const ShapeKey& k, bool selective = false);
@@ -76,8 +82,20 @@ class LayerCostCache {
   const ShapeCosts& get_a2a(const ShapeKey& k, bool selective);
   void add_a2a_delta(const ShapeKey& k, ShapeCosts& sc) const;
   void compute_selective(const ShapeKey& k, ShapeCosts& sc) const;
+  // The dense-layer probes of a MoE model by dense_key (see the constructor).
+  static ShapeKey dense_key(const ShapeKey& k);
+  bool find_dense(const ShapeKey& k, bool full_mode, TypeCosts& tc) const;
+  void keep_dense(const ShapeKey& k, bool full_mode, const TypeCosts& tc) const;
+  struct DenseProbe {
+    TypeCosts costs;
+    bool has_full = false, has_selective = false;
+  };
   const Plan& job_;
   CostParams prm_;
+  bool share_ = true;
+  mutable std::mutex dense_mu_;
+  mutable std::map<ShapeKey, DenseProbe> dense_;
+  mutable std::map<ShapeKey, std::array<double, 3>> a2a_delta_;  // add_a2a_delta's F, B, W (rmods, offload 0)
   std::mutex mu_;
   std::map<ShapeKey, std::unique_ptr<ShapeCosts>> cache_;
   int64_t probes_ = 0;

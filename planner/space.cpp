@@ -117,6 +117,10 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
   const bool megatron = framework_profile(fw).megatron_core_rules;
   const Precision prec = job.plan->training.precision;
   std::map<PipeKey, int> pipe_ids;
+  // what depends only on (pp, vpp), on pp or on dp, asked again for every tp, cp, ep and etp: made once
+  std::map<std::pair<int, int>, bool> balanced_differs;  // the balanced split is not the even one
+  std::map<int, std::vector<std::pair<int, int>>> splits;
+  std::map<int, std::vector<int>> mbs_options;
   Layout l;
   for (int tp : divisors(world)) {
     if (!lim.allows("tp", tp)) continue;
@@ -221,15 +225,22 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
               std::vector<Pipe> pipes;
               if (even) pipes.push_back({PipeLayout::even});
               if (balanced) {
-                auto b = balanced_pipeline_layout(m, pp, vpp);
-                bool same = even;
-                if (even)
-                  for (const auto& row : b)
-                    for (int v : row) same = same && v == m.num_layers / (pp * vpp);
-                if (!same) pipes.push_back({PipeLayout::balanced});
+                auto [known, fresh] = balanced_differs.try_emplace({pp, vpp}, false);
+                if (fresh) {
+                  auto b = balanced_pipeline_layout(m, pp, vpp);
+                  bool same = even;
+                  if (even)
+                    for (const auto& row : b)
+                      for (int v : row) same = same && v == m.num_layers / (pp * vpp);
+                  known->second = !same;
+                }
+                if (known->second) pipes.push_back({PipeLayout::balanced});
               }
-              if (vpp == 1)
-                for (auto [first, last] : uneven_stage_splits(m, pp)) pipes.push_back({PipeLayout::first_last, first, last});
+              if (vpp == 1) {
+                auto sp = splits.find(pp);
+                if (sp == splits.end()) sp = splits.emplace(pp, uneven_stage_splits(m, pp)).first;
+                for (auto [first, last] : sp->second) pipes.push_back({PipeLayout::first_last, first, last});
+              }
               if (pipes.empty()) {
                 cnt.reject(pp * vpp > job.units ? rule::chunks : rule::layers_split);
                 continue;
@@ -244,7 +255,9 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_nvli
               }
               for (const Pipe& pipe : pipes) {
                 int pid = -1;
-                for (int mbs : divisors(job.gbs() / dp)) {
+                auto mo = mbs_options.find(dp);
+                if (mo == mbs_options.end()) mo = mbs_options.emplace(dp, divisors(job.gbs() / dp)).first;
+                for (int mbs : mo->second) {
                   if (!lim.allows("mbs", mbs)) continue;
                   int64_t micro = job.gbs() / (int64_t(mbs) * dp);
                   if (vpp > 1 && micro % pp != 0) {
@@ -384,6 +397,13 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   a2as.clear();
   for (uint8_t a : {uint8_t(0), uint8_t(1)})
     if ((a == 0 || (job.moe && l.ep > 1 && (l.pp == 1 || l.vpp > 1))) && lim.allows("moe_a2a_overlap", a)) a2as.push_back(a);
+  // the (recompute mode, all-to-all overlap) pairs: the same for every sp / overlap / CP exchange
+  auto pair_ok = [](const Rc& rc, uint8_t a2a) {
+    return !a2a || (rc.mode != Recompute::full && (rc.rmods & uint32_t(RecomputeModule::moe)) == 0);
+  };
+  int64_t pairs = 0;
+  for (const Rc& rc : rcs)
+    for (uint8_t a2a : a2as) pairs += pair_ok(rc, a2a) ? 1 : 0;
   int64_t count = 0;
   for (auto [sp, ov] : tpv) {
     if (!lim.allows("sp", sp) || !lim.allows("tp_comm_overlap", ov)) continue;
@@ -406,11 +426,11 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
         reject(rule::cp_attention);
         continue;
       }
+      count += pairs * int64_t(scheds.size());
+      if (!out) continue;
       for (const Rc& rc : rcs)
         for (uint8_t a2a : a2as) {
-          if (a2a && (rc.mode == Recompute::full || (rc.rmods & uint32_t(RecomputeModule::moe)) != 0)) continue;
-          count += int64_t(scheds.size());
-          if (!out) continue;
+          if (!pair_ok(rc, a2a)) continue;
           for (Schedule s : scheds) {
             Layout v = l;
             v.sp = sp;

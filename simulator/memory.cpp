@@ -12,6 +12,8 @@
 #include "simulator/memory.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <string_view>
 
 #include "core/units.h"
@@ -64,6 +66,15 @@ MemoryBreakdown stage_memory(const Plan& plan, const StageWork& st, double peak_
   mb.comm_buffers /= kGiB;
   mb.other /= kGiB;
   return mb;
+}
+
+bool StageMemoryInputs::operator==(const StageMemoryInputs& o) const {
+  auto same = [](double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); };
+  return same(dense, o.dense) && same(expert, o.expert) && same(unquantized, o.unquantized) && same(layer, o.layer);
+}
+
+StageMemoryInputs stage_memory_inputs(const StageWork& st) {
+  return {st.dense_params, st.expert_params, st.unquantized_params, st.layer_params};
 }
 
 }  // namespace mplan

@@ -196,3 +196,35 @@ TEST(Ops, PyTorchRingAttentionChargesItsMergesAndFp32Accumulation) {
   EXPECT_EQ(attn(one).side_fwd_bytes, 0.0);
   EXPECT_EQ(attn(one).side_bwd_bytes, 0.0);
 }
+
+// Op::saved is an inline list (SavedList): its sum is saved_bytes, copies keep every tensor, and an op
+// that would keep more than kMax tensors throws instead of writing past the list.
+TEST(Ops, SavedListHoldsEveryKeptTensor) {
+  OpContext c;
+  c.tp = 2;
+  c.sp = true;
+  c.ep = 4;
+  c.seq = 2048;
+  size_t most = 0, ops = 0;
+  for (const char* n : {"deepseek-v3", "llama3-8b", "mixtral-8x7b", "gpt3-175b"}) {
+    ModelSpec m = *model_preset(n);
+    for (int layer : {0, m.num_layers - 1})
+      for (const Op& o : layer_ops(m, layer, c)) {
+        double sum = 0;
+        for (const SavedTensor& t : o.saved) sum += t.bytes;
+        EXPECT_DOUBLE_EQ(sum, o.saved_bytes) << n << " " << o.name;
+        Op copy = o;
+        ASSERT_EQ(copy.saved.size(), o.saved.size());
+        for (size_t i = 0; i < o.saved.size(); ++i) EXPECT_EQ(copy.saved.begin()[i].bytes, o.saved.begin()[i].bytes);
+        most = std::max(most, o.saved.size());
+        ++ops;
+      }
+  }
+  EXPECT_GT(ops, 40u);
+  EXPECT_GE(most, 2u);
+  EXPECT_LE(most, SavedList::kMax);
+  SavedList full;
+  for (size_t i = 0; i < SavedList::kMax; ++i) full.push_back({1.0, 0, 0});
+  EXPECT_THROW(full.push_back({1.0, 0, 0}), std::length_error);
+  EXPECT_EQ(full.size(), SavedList::kMax);
+}

@@ -94,3 +94,38 @@ TEST(RankGrid, PlacementOnNvlinkDomains) {
   EXPECT_EQ(dp2.max_per_domain, 2);
   EXPECT_TRUE(dp2.uniform);
 }
+
+// placement(d, domain) counts each domain's members in closed form: it equals the worst of the same
+// sampled groups enumerated member by member (group_of + the counting placement of a member list).
+TEST(RankGrid, ClosedFormPlacementEqualsEnumeratedGroups) {
+  const int sizes[] = {1, 2, 3, 4, 6, 8, 16};
+  int checked = 0;
+  for (int tp : sizes)
+    for (int cp : {1, 2, 3})
+      for (int dp : sizes)
+        for (int pp : {1, 2, 5}) {
+          for (int etp : {1, 2})
+            for (int ep : {1, 2, 4, 8}) {
+              if ((tp * cp * dp) % (etp * ep) != 0) continue;
+              RankGrid g(tp, cp, dp, pp, etp, ep);
+              const int world = g.world_size();
+              for (int dom : {1, 2, 4, 8, 18, 72})
+                for (Dim d : {Dim::tp, Dim::cp, Dim::dp, Dim::pp, Dim::etp, Dim::ep, Dim::edp}) {
+                  const int samples = std::min(world, 16);
+                  GroupPlacement want;
+                  for (int i = 0; i < samples; ++i) {
+                    int rank = int((int64_t(world) * i) / samples);
+                    GroupPlacement p = RankGrid::placement(g.group_of(rank, d), dom);
+                    if (i == 0 || p.domains > want.domains || (p.domains == want.domains && !p.uniform)) want = p;
+                  }
+                  GroupPlacement got = g.placement(d, dom);
+                  ASSERT_EQ(got.size, want.size) << tp << " " << cp << " " << dp << " " << pp << " dom " << dom;
+                  ASSERT_EQ(got.domains, want.domains) << tp << " " << cp << " " << dp << " " << pp << " dom " << dom;
+                  ASSERT_EQ(got.max_per_domain, want.max_per_domain) << tp << " " << cp << " " << dp << " " << pp;
+                  ASSERT_EQ(got.uniform, want.uniform) << tp << " " << cp << " " << dp << " " << pp << " dom " << dom;
+                  ++checked;
+                }
+            }
+        }
+  EXPECT_GT(checked, 10000);
+}

@@ -274,3 +274,39 @@ TEST(PublishedRuns, NemoLlama3EightBillionWithContextParallelFits) {
   EXPECT_FALSE(sq->fits) << sq->peak_memory_gib << " GiB";
   EXPECT_GT(sq->peak_memory_gib, sim->peak_memory_gib + 15);
 }
+
+// The planner costs stages with equal stage_memory_inputs once (planner/bounds.cpp's memory lines):
+// stage_memory reads nothing else of a StageWork, for every framework's accounting and ZeRO level.
+TEST(StageMemoryInputs, StageMemoryReadsNothingElseOfAStage) {
+  for (Framework fw : {Framework::megatron, Framework::torchtitan})
+    for (const char* model : {"llama3-8b", "mixtral-8x7b"})
+      for (int zero = 0; zero <= 3; ++zero) {
+        Plan p = preset_plan(model, 64, 64, 4096, 2, 4, 1, std::string(model) == "mixtral-8x7b" ? 4 : 1);
+        p.training.framework = fw;
+        p.parallel.zero = zero;
+        const CostParams prm = default_cost_params(p.cluster);
+        Workload w = build_workload(p, prm);
+        for (size_t s = 0; s < w.stages.size(); ++s) {
+          StageWork other = w.stages[s];  // every other field changed
+          other.chunks.clear();
+          other.layers += 3;
+          other.dp_grad_s += 1, other.dp_param_gather_s += 1, other.optimizer_s += 1, other.dp_buckets += 2;
+          ASSERT_TRUE(stage_memory_inputs(other) == stage_memory_inputs(w.stages[s]));
+          for (double act : {0.0, 1e9}) {
+            MemoryBreakdown a = stage_memory(p, w.stages[s], act, prm), b = stage_memory(p, other, act, prm);
+            EXPECT_EQ(a.total(), b.total()) << model << " zero " << zero << " stage " << s;
+            EXPECT_EQ(a.weights, b.weights);
+            EXPECT_EQ(a.gradients, b.gradients);
+            EXPECT_EQ(a.optimizer, b.optimizer);
+            EXPECT_EQ(a.other, b.other);
+          }
+          // and each input counts: a stage that differs in one of them is not taken for another
+          for (double StageWork::*f :
+               {&StageWork::dense_params, &StageWork::expert_params, &StageWork::unquantized_params, &StageWork::layer_params}) {
+            StageWork d = w.stages[s];
+            d.*f += 1;
+            EXPECT_FALSE(stage_memory_inputs(d) == stage_memory_inputs(w.stages[s]));
+          }
+        }
+      }
+}
