@@ -81,13 +81,13 @@ struct Item {
 
 // The candidates' heap, smallest bound on top; complete_groups() takes out every item under a bound at once.
 struct ItemHeap : std::priority_queue<Item, std::vector<Item>, std::greater<Item>> {
-  // The items with a bound at most `b`, best first; the rest stay a heap.
+  // The items with a bound at most `b`, in no particular order (the same for the same heap); the rest
+  // stay a heap.
   std::vector<Item> take_up_to(double b) {
     auto mid = std::partition(c.begin(), c.end(), [b](const Item& it) { return it.bound <= b; });
     std::vector<Item> out(c.begin(), mid);
     c.erase(c.begin(), mid);
     std::make_heap(c.begin(), c.end(), comp);
-    std::sort(out.begin(), out.end(), [](const Item& x, const Item& y) { return y > x; });
     return out;
   }
 };
@@ -691,19 +691,22 @@ void Searcher::complete_groups() {
     if (group.size() >= kExpandGroup) expand(group), group.clear();
   }
   if (!group.empty()) expand(group);
-  std::vector<Item> todo = heap_.take_up_to(most);
+  // (most of them are above their own limit: pruned before the rest is sorted, best first)
+  std::vector<std::pair<Item, double>> todo;
+  for (const Item& it : heap_.take_up_to(most)) {
+    const double lim = node_limit(nodes_[size_t(it.index)].l);
+    if (nodes_[size_t(it.index)].bound > lim)
+      ++st_.pruned_by_bound;
+    else
+      todo.emplace_back(it, lim);
+  }
+  std::sort(todo.begin(), todo.end(), [](const auto& x, const auto& y) { return y.first > x.first; });
   for (size_t k = 0; k < todo.size(); ++k) {
     if (cancelled()) {  // the rest stays on the heap (counted as pruned)
-      for (; k < todo.size(); ++k) heap_.push(todo[k]);
+      for (; k < todo.size(); ++k) heap_.push(todo[k].first);
       break;
     }
-    const Node& n = nodes_[size_t(todo[k].index)];
-    const double lim = node_limit(n.l);
-    if (n.bound > lim) {
-      ++st_.pruned_by_bound;
-      continue;
-    }
-    add_to_batch(todo[k].index, lim);
+    add_to_batch(todo[k].first.index, todo[k].second);
     if (batch_.size() >= kBatch) flush();
   }
   flush();

@@ -276,25 +276,45 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
 
 }  // namespace
 
-ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
-  ScheduleTable t;
-  t.actions = schedule_all_stages(s, pp, vpp, microbatches);
+namespace {
+
+// What a simulation reads of a table besides its lists.
+void complete_table(ScheduleTable& t, int pp, int vpp, int microbatches) {
   t.max_in_flight.resize(size_t(pp));
   for (int st = 0; st < pp; ++st) t.max_in_flight[size_t(st)] = max_in_flight(t.actions[size_t(st)]);
   build_order(t, pp, vpp, microbatches);
+}
+
+}  // namespace
+
+ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
+  ScheduleTable t;
+  t.actions = schedule_all_stages(s, pp, vpp, microbatches);
+  complete_table(t, pp, vpp, microbatches);
   return t;
 }
 
-const ScheduleTable& SimCache::schedule(Schedule s, int pp, int vpp, int64_t microbatches) {
+SimCache::Table& SimCache::table(Schedule s, int pp, int vpp, int64_t microbatches) {
   auto key = std::make_tuple(int(s), pp, vpp, microbatches);
   {
     std::lock_guard<std::mutex> lock(sched_mu_);
     auto it = sched_.find(key);
     if (it != sched_.end()) return *it->second;
   }
-  auto t = std::make_unique<ScheduleTable>(make_schedule_table(s, pp, vpp, int(microbatches)));
+  auto t = std::make_unique<Table>();
+  t->t.actions = schedule_all_stages(s, pp, vpp, int(microbatches));
   std::lock_guard<std::mutex> lock(sched_mu_);
   return *sched_.emplace(key, std::move(t)).first->second;  // a table another thread made first wins
+}
+
+const ScheduleTable& SimCache::lists(Schedule s, int pp, int vpp, int64_t microbatches) {
+  return table(s, pp, vpp, microbatches).t;
+}
+
+const ScheduleTable& SimCache::schedule(Schedule s, int pp, int vpp, int64_t microbatches) {
+  Table& e = table(s, pp, vpp, microbatches);
+  std::call_once(e.completed, [&] { complete_table(e.t, pp, vpp, int(microbatches)); });
+  return e.t;
 }
 
 std::vector<double> SimCache::take_buffer() {
