@@ -148,14 +148,25 @@ struct StepReport {
 };
 
 // The action lists of one schedule shape, all stages (core/schedule.h), and each list's max_in_flight.
-// `order` (only a simulation reads it; SimCache::lists leaves it and max_in_flight empty): the stages' actions in one sequence that respects every dependency between them (a stage's
-// list order, a forward after its input's forward, a backward after its forward and its gradient's
-// backward, W after B): the stage whose next action runs, one entry per action. `stuck_stage`: the
+// `order` (only a simulation reads it; SimCache::lists leaves it and max_in_flight empty): the stages' actions in one sequence
+// that respects every dependency between them (a stage's list order, a forward after its input's forward, a backward after its
+// forward and its gradient's backward, W after B): the stage whose next action runs, one entry per action. `stuck_stage`: the
 // first stage whose list cannot finish (a deadlocked table), -1 when none.
+// One entry of that order: which action runs, with what the simulation reads of it precomputed.
+struct OrderStep {
+  uint32_t slot;   // (stage * vpp + chunk) * microbatches + microbatch: the action's entry in the time grids
+  uint32_t sc;     // stage * vpp + chunk
+  uint16_t stage;  //
+  Phase phase;     //
+  uint8_t edge;    // kFirstChunk: stage 0's chunk 0 (no forward input); kLastChunk: the last stage's last chunk
+  static constexpr uint8_t kFirstChunk = 1, kLastChunk = 2;
+  bool operator==(const OrderStep&) const = default;
+};
+
 struct ScheduleTable {
   std::vector<std::vector<Action>> actions;  // [stage]
   std::vector<int> max_in_flight;            // [stage]
-  std::vector<uint32_t> order;
+  std::vector<OrderStep> order;
   int stuck_stage = -1;
 };
 
