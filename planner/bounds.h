@@ -108,9 +108,9 @@ class Bounds {
   // A lower bound of the same: what is held when each stage starts its first backward.
   void activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                                      std::vector<double>& out) const;
-  // Cached action lists (thread-safe).
+  // Cached action lists (thread-safe; without the dependency order and max_in_flight, SimCache::lists).
   const ScheduleInfo& schedule(Schedule s, int pp, int vpp, int64_t microbatches) const {
-    return cache_->schedule(s, pp, vpp, microbatches);
+    return cache_->lists(s, pp, vpp, microbatches);
   }
   // The job's simulation cache (schedule tables, op-list costs, buffers), shared with simulate().
   SimCache& sim_cache() const { return *cache_; }

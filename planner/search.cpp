@@ -79,15 +79,24 @@ struct Item {
   bool operator>(const Item& o) const { return bound != o.bound ? bound > o.bound : order > o.order; }
 };
 
+// A candidate on the heap: half an Item (its order is its node's index; the heap holds millions at
+// small GPU counts, and its sifts are cache misses).
+struct HeapItem {
+  double bound;
+  int64_t index;
+  bool operator>(const HeapItem& o) const { return bound != o.bound ? bound > o.bound : index > o.index; }
+  Item item() const { return {bound, index, index, true}; }
+};
+
 // The candidates' heap, smallest bound on top; complete_groups() takes out every item under a bound at once.
-struct ItemHeap : std::priority_queue<Item, std::vector<Item>, std::greater<Item>> {
-  // The items with a bound at most `b`, best first; the rest stay a heap.
-  std::vector<Item> take_up_to(double b) {
-    auto mid = std::partition(c.begin(), c.end(), [b](const Item& it) { return it.bound <= b; });
-    std::vector<Item> out(c.begin(), mid);
+struct ItemHeap : std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<HeapItem>> {
+  // The items with a bound at most `b`, in no particular order (the same for the same heap); the rest
+  // stay a heap.
+  std::vector<HeapItem> take_up_to(double b) {
+    auto mid = std::partition(c.begin(), c.end(), [b](const HeapItem& it) { return it.bound <= b; });
+    std::vector<HeapItem> out(c.begin(), mid);
     c.erase(c.begin(), mid);
     std::make_heap(c.begin(), c.end(), comp);
-    std::sort(out.begin(), out.end(), [](const Item& x, const Item& y) { return y > x; });
     return out;
   }
 };
@@ -179,15 +188,17 @@ class Searcher {
   size_t next_struct_ = 0;
   // the smallest item of the heap and the structure list
   bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
-  const Item& peek() const {
-    if (next_struct_ >= order_.size()) return heap_.top();
+  Item peek() const {
+    if (next_struct_ >= order_.size()) return heap_.top().item();
     if (heap_.empty()) return order_[next_struct_];
     const Item& s = order_[next_struct_];
-    return heap_.top() > s ? s : heap_.top();
+    const Item h = heap_.top().item();
+    return h > s ? s : h;
   }
   Item pop() {
-    if (next_struct_ < order_.size() && (heap_.empty() || heap_.top() > order_[next_struct_])) return order_[next_struct_++];
-    Item it = heap_.top();
+    if (next_struct_ < order_.size() && (heap_.empty() || heap_.top().item() > order_[next_struct_]))
+      return order_[next_struct_++];
+    Item it = heap_.top().item();
     heap_.pop();
     return it;
   }
@@ -447,7 +458,7 @@ void Searcher::expand(const std::vector<int64_t>& group) {
         continue;
       }
       nodes_.push_back(n);
-      heap_.push({n.bound, int64_t(nodes_.size()) - 1, int64_t(nodes_.size()) - 1, true});
+      heap_.push({n.bound, int64_t(nodes_.size()) - 1});
     }
 }
 
@@ -564,7 +575,7 @@ void Searcher::flush() {
     if (ev.rebound > 0) {  // back on the heap with its tighter bound
       Node& n = nodes_[size_t(batch_[k])];
       n.bound = ev.rebound;
-      heap_.push({n.bound, batch_[k], batch_[k], true});
+      heap_.push({n.bound, batch_[k]});
       continue;
     }
     if (ev.pruned_memory) {
@@ -691,19 +702,22 @@ void Searcher::complete_groups() {
     if (group.size() >= kExpandGroup) expand(group), group.clear();
   }
   if (!group.empty()) expand(group);
-  std::vector<Item> todo = heap_.take_up_to(most);
+  // (most of them are above their own limit: pruned before the rest is sorted, best first)
+  std::vector<std::pair<HeapItem, double>> todo;
+  for (const HeapItem& it : heap_.take_up_to(most)) {
+    const double lim = node_limit(nodes_[size_t(it.index)].l);
+    if (nodes_[size_t(it.index)].bound > lim)
+      ++st_.pruned_by_bound;
+    else
+      todo.emplace_back(it, lim);
+  }
+  std::sort(todo.begin(), todo.end(), [](const auto& x, const auto& y) { return y.first > x.first; });
   for (size_t k = 0; k < todo.size(); ++k) {
     if (cancelled()) {  // the rest stays on the heap (counted as pruned)
-      for (; k < todo.size(); ++k) heap_.push(todo[k]);
+      for (; k < todo.size(); ++k) heap_.push(todo[k].first);
       break;
     }
-    const Node& n = nodes_[size_t(todo[k].index)];
-    const double lim = node_limit(n.l);
-    if (n.bound > lim) {
-      ++st_.pruned_by_bound;
-      continue;
-    }
-    add_to_batch(todo[k].index, lim);
+    add_to_batch(todo[k].first.index, todo[k].second);
     if (batch_.size() >= kBatch) flush();
   }
   flush();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <string>
@@ -135,6 +136,9 @@ void stage_tail(const Workload& w, int s, bool overlap_grad, bool overlap_gather
 // next stage, or on the first stage for the next chunk; W its own B).
 void build_order(ScheduleTable& t, int pp, int vpp, int m) {
   const size_t n = size_t(pp) * vpp * m, stride = size_t(vpp) * m;
+  if (n > std::numeric_limits<uint32_t>::max() || pp > std::numeric_limits<uint16_t>::max())
+    throw std::length_error("pipeline schedule too large to simulate: " + std::to_string(n) +
+                            " (stage, chunk, micro-batch) slots");
   std::vector<char> f_done(n, 0), b_done(n, 0), queued(size_t(pp), 1);
   size_t total = 0;
   for (const std::vector<Action>& l : t.actions) total += l.size();
@@ -162,7 +166,8 @@ void build_order(ScheduleTable& t, int pp, int vpp, int m) {
       else
         ok = b_done[sl];
       if (!ok) break;
-      t.order.push_back(uint32_t(s));
+      const uint8_t edge = uint8_t((s == 0 && a.chunk == 0 ? OrderStep::kFirstChunk : 0) | (last ? OrderStep::kLastChunk : 0));
+      t.order.push_back({uint32_t(sl), uint32_t(size_t(s) * vpp + a.chunk), uint16_t(s), a.phase, edge});
       if (a.phase == Phase::F) {
         f_done[sl] = 1;
         if (!last) wake(s < pp - 1 ? s + 1 : 0);
@@ -210,45 +215,47 @@ void stage_sums(const std::vector<Action>& list, const std::vector<ChunkCost>& c
 // The event simulation along the table's dependency order, for when nothing records the order of
 // events (no trace, memory trace or DAG). Every value a stage computes depends only on its own list
 // order and on the values its producers wrote (each written once, before it is read), so this gives
-// the numbers of the (time, sequence) order bit for bit, with the same expressions.
+// the numbers of the (time, sequence) order bit for bit, with the same expressions. Each step carries
+// its slots (OrderStep); when the producer finished is read only where the stage waited.
 void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp, int m, const SimState& x, PipelineResult& res,
                   std::vector<std::vector<std::pair<double, double>>>& last_b, std::vector<int>& b_count) {
   if (table.stuck_stage >= 0)
     throw std::logic_error("pipeline schedule deadlocked at stage " + std::to_string(table.stuck_stage));
-  std::vector<const Action*> next(static_cast<size_t>(pp));
-  for (int s = 0; s < pp; ++s) next[size_t(s)] = table.actions[size_t(s)].data();
   for (int s = 0; s < pp; ++s) stage_sums(table.actions[size_t(s)], w.stages[size_t(s)].chunks, res.stages[size_t(s)]);
-  const size_t stride = size_t(vpp) * m;
+  // from a slot to the slot its output goes to: the next stage (the last stage: stage 0's next
+  // chunk) for a forward, the previous one (stage 0: the last stage's previous chunk) for a backward
+  const ptrdiff_t stride = ptrdiff_t(vpp) * m, wrap = ptrdiff_t(m) - ptrdiff_t(pp - 1) * stride;
+  const unsigned last_stage = unsigned(pp - 1);
   const double p2p = w.p2p_s;
-  for (const uint32_t su : table.order) {
-    const int s = int(su);
-    const Action& a = *next[su]++;
-    StageResult& sr = res.stages[su];
-    const size_t sc = size_t(su) * vpp + a.chunk, sl = sc * m + a.microbatch;
-    const bool last = s == pp - 1 && a.chunk == vpp - 1;
-    double ready = 0, produced = 0;  // arrival of the input, and when its producer finished
+  for (const OrderStep& a : table.order) {
+    const size_t sl = a.slot;
+    const unsigned su = a.stage;
+    double ready;
+    const double* dur = x.dur + size_t(a.sc) * 3;
     double d;
     if (a.phase == Phase::F) {
-      if (s > 0 || a.chunk > 0) {
-        ready = x.f_arr.v[sl];
-        produced = s > 0 ? x.f_end.v[sl - stride] : x.f_end.at(pp - 1, a.chunk - 1, a.microbatch);
-      }
-      d = x.dur[sc * 3];
+      ready = a.edge & OrderStep::kFirstChunk ? 0.0 : x.f_arr.v[sl];
+      d = dur[0];
     } else if (a.phase == Phase::B) {
-      ready = produced = x.f_end.v[sl];
-      if (!last) {
-        produced = s < pp - 1 ? x.b_end.v[sl + stride] : x.b_end.at(0, a.chunk + 1, a.microbatch);
-        ready = std::max(ready, x.b_arr.v[sl]);
-      }
-      d = x.dur[sc * 3 + 1];
+      ready = x.f_end.v[sl];
+      if (!(a.edge & OrderStep::kLastChunk)) ready = std::max(ready, x.b_arr.v[sl]);
+      d = dur[1];
     } else {
-      ready = produced = x.b_end.v[sl];
-      d = x.dur[sc * 3 + 2];
+      ready = x.b_end.v[sl];
+      d = dur[2];
     }
     double& free_at = x.free_at[su];
     const double start = std::max(free_at, ready);
     const double gap = start - free_at;
     if (gap > 0) {
+      double produced;  // when the input's producer finished
+      if (a.phase == Phase::F)
+        produced = a.edge & OrderStep::kFirstChunk ? 0.0 : x.f_end.v[ptrdiff_t(sl) + (su > 0 ? -stride : -wrap)];
+      else if (a.phase == Phase::B)
+        produced = a.edge & OrderStep::kLastChunk ? x.f_end.v[sl] : x.b_end.v[ptrdiff_t(sl) + (su < last_stage ? stride : wrap)];
+      else
+        produced = x.b_end.v[sl];
+      StageResult& sr = res.stages[su];
       double p2p_wait = std::clamp(start - std::max(free_at, produced), 0.0, gap);
       sr.idle_p2p_s += p2p_wait;
       sr.idle_bubble_s += gap - p2p_wait;
@@ -257,18 +264,18 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
     free_at = end;
     if (a.phase == Phase::F) {
       x.f_end.v[sl] = end;
-      if (!last) {
+      if (!(a.edge & OrderStep::kLastChunk)) {
         const double arr = std::max(end, x.link_fwd[su]) + p2p;
         x.link_fwd[su] = arr;
-        x.f_arr.v[s < pp - 1 ? sl + stride : size_t(a.chunk + 1) * m + a.microbatch] = arr;
+        x.f_arr.v[ptrdiff_t(sl) + (su < last_stage ? stride : wrap)] = arr;
       }
     } else if (a.phase == Phase::B) {
       x.b_end.v[sl] = end;
-      if (++b_count[sc] == m) last_b[su][size_t(a.chunk)] = {start, end};
-      if (s > 0 || a.chunk > 0) {
+      if (++b_count[a.sc] == m) last_b[su][a.sc - size_t(su) * vpp] = {start, end};
+      if (!(a.edge & OrderStep::kFirstChunk)) {
         const double arr = std::max(end, x.link_bwd[su]) + p2p;
         x.link_bwd[su] = arr;
-        x.b_arr.v[s > 0 ? sl - stride : (size_t(pp - 1) * vpp + a.chunk - 1) * m + a.microbatch] = arr;
+        x.b_arr.v[ptrdiff_t(sl) + (su > 0 ? -stride : -wrap)] = arr;
       }
     }
   }
@@ -276,25 +283,45 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
 
 }  // namespace
 
-ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
-  ScheduleTable t;
-  t.actions = schedule_all_stages(s, pp, vpp, microbatches);
+namespace {
+
+// What a simulation reads of a table besides its lists.
+void complete_table(ScheduleTable& t, int pp, int vpp, int microbatches) {
   t.max_in_flight.resize(size_t(pp));
   for (int st = 0; st < pp; ++st) t.max_in_flight[size_t(st)] = max_in_flight(t.actions[size_t(st)]);
   build_order(t, pp, vpp, microbatches);
+}
+
+}  // namespace
+
+ScheduleTable make_schedule_table(Schedule s, int pp, int vpp, int microbatches) {
+  ScheduleTable t;
+  t.actions = schedule_all_stages(s, pp, vpp, microbatches);
+  complete_table(t, pp, vpp, microbatches);
   return t;
 }
 
-const ScheduleTable& SimCache::schedule(Schedule s, int pp, int vpp, int64_t microbatches) {
+SimCache::Table& SimCache::table(Schedule s, int pp, int vpp, int64_t microbatches) {
   auto key = std::make_tuple(int(s), pp, vpp, microbatches);
   {
     std::lock_guard<std::mutex> lock(sched_mu_);
     auto it = sched_.find(key);
     if (it != sched_.end()) return *it->second;
   }
-  auto t = std::make_unique<ScheduleTable>(make_schedule_table(s, pp, vpp, int(microbatches)));
+  auto t = std::make_unique<Table>();
+  t->t.actions = schedule_all_stages(s, pp, vpp, int(microbatches));
   std::lock_guard<std::mutex> lock(sched_mu_);
   return *sched_.emplace(key, std::move(t)).first->second;  // a table another thread made first wins
+}
+
+const ScheduleTable& SimCache::lists(Schedule s, int pp, int vpp, int64_t microbatches) {
+  return table(s, pp, vpp, microbatches).t;
+}
+
+const ScheduleTable& SimCache::schedule(Schedule s, int pp, int vpp, int64_t microbatches) {
+  Table& e = table(s, pp, vpp, microbatches);
+  std::call_once(e.completed, [&] { complete_table(e.t, pp, vpp, int(microbatches)); });
+  return e.t;
 }
 
 std::vector<double> SimCache::take_buffer() {

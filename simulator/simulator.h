@@ -148,14 +148,25 @@ struct StepReport {
 };
 
 // The action lists of one schedule shape, all stages (core/schedule.h), and each list's max_in_flight.
-// `order`: the stages' actions in one sequence that respects every dependency between them (a stage's
-// list order, a forward after its input's forward, a backward after its forward and its gradient's
-// backward, W after B): the stage whose next action runs, one entry per action. `stuck_stage`: the
+// `order` (only a simulation reads it; SimCache::lists leaves it and max_in_flight empty): the stages' actions in one sequence
+// that respects every dependency between them (a stage's list order, a forward after its input's forward, a backward after its
+// forward and its gradient's backward, W after B): the stage whose next action runs, one entry per action. `stuck_stage`: the
 // first stage whose list cannot finish (a deadlocked table), -1 when none.
+// One entry of that order: which action runs, with what the simulation reads of it precomputed.
+struct OrderStep {
+  uint32_t slot;   // (stage * vpp + chunk) * microbatches + microbatch: the action's entry in the time grids
+  uint32_t sc;     // stage * vpp + chunk
+  uint16_t stage;  //
+  Phase phase;     //
+  uint8_t edge;    // kFirstChunk: stage 0's chunk 0 (no forward input); kLastChunk: the last stage's last chunk
+  static constexpr uint8_t kFirstChunk = 1, kLastChunk = 2;
+  bool operator==(const OrderStep&) const = default;
+};
+
 struct ScheduleTable {
   std::vector<std::vector<Action>> actions;  // [stage]
   std::vector<int> max_in_flight;            // [stage]
-  std::vector<uint32_t> order;
+  std::vector<OrderStep> order;
   int stuck_stage = -1;
 };
 
@@ -173,7 +184,11 @@ class SimCache {
   ~SimCache();
   SimCache(const SimCache&) = delete;
   SimCache& operator=(const SimCache&) = delete;
+  // The complete table (lists, max_in_flight, dependency order), made once.
   const ScheduleTable& schedule(Schedule s, int pp, int vpp, int64_t microbatches);
+  // The same table with its action lists only (`order` and `max_in_flight` are filled when schedule()
+  // asks for them): what the planner's activation walks read, for many more shapes than it simulates.
+  const ScheduleTable& lists(Schedule s, int pp, int vpp, int64_t microbatches);
   WorkloadMemo& workload_memo() { return *memo_; }
   // A buffer of the event simulation (returned with give_buffer when done; empty when none is free).
   std::vector<double> take_buffer();
@@ -181,7 +196,12 @@ class SimCache {
 
  private:
   std::mutex sched_mu_, buf_mu_;
-  std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<ScheduleTable>> sched_;
+  struct Table {
+    ScheduleTable t;
+    std::once_flag completed;  // order and max_in_flight
+  };
+  Table& table(Schedule s, int pp, int vpp, int64_t microbatches);
+  std::map<std::tuple<int, int, int, int64_t>, std::unique_ptr<Table>> sched_;
   std::vector<std::vector<double>> free_;
   std::unique_ptr<WorkloadMemo> memo_;
 };

@@ -8,6 +8,7 @@
 #include "planner/planner.h"
 #include "planner_test_util.h"
 #include "simulator/cost_params.h"
+#include "simulator/pipeline_sim.h"
 #include "simulator/simulator.h"
 
 namespace mplan {
@@ -69,6 +70,20 @@ TEST(SimCache, ScheduleTablesAreTheSchedule) {
     }
     EXPECT_EQ(&cache.schedule(s, 4, vpp, 8), &t);  // made once
   }
+}
+
+// lists() gives the same lists without the order; schedule() completes that same table afterwards.
+TEST(SimCache, ListsFirstThenTheCompleteTable) {
+  SimCache cache;
+  const ScheduleTable& l = cache.lists(Schedule::interleaved, 4, 2, 8);
+  EXPECT_TRUE(l.order.empty());
+  EXPECT_EQ(l.actions, make_schedule_table(Schedule::interleaved, 4, 2, 8).actions);
+  const ScheduleTable& t = cache.schedule(Schedule::interleaved, 4, 2, 8);
+  EXPECT_EQ(&t, &l);
+  const ScheduleTable full = make_schedule_table(Schedule::interleaved, 4, 2, 8);
+  EXPECT_EQ(t.order, full.order);
+  EXPECT_EQ(t.max_in_flight, full.max_in_flight);
+  EXPECT_EQ(&cache.lists(Schedule::interleaved, 4, 2, 8), &t);
 }
 
 }  // namespace

@@ -56,11 +56,18 @@ TEST(DependencyOrder, EveryActionOnceAfterWhatItReads) {
     auto slot = [&](int s, int c, int mb) { return (size_t(s) * vpp + c) * m + mb; };
     std::vector<char> f(size_t(pp) * vpp * m, 0), b(f.size(), 0);
     std::vector<size_t> pos(size_t(pp), 0);
-    for (uint32_t s : t.order) {
+    for (const OrderStep& step : t.order) {
+      const uint32_t s = step.stage;
       ASSERT_LT(s, uint32_t(pp));
       ASSERT_LT(pos[s], t.actions[s].size());
       const Action& a = t.actions[s][pos[s]++];
       const int st = int(s);
+      // the step's precomputed fields are the action's
+      EXPECT_EQ(step.phase, a.phase);
+      EXPECT_EQ(step.sc, uint32_t(st * vpp + a.chunk));
+      EXPECT_EQ(step.slot, uint32_t(slot(st, a.chunk, a.microbatch)));
+      EXPECT_EQ(step.edge, (st == 0 && a.chunk == 0 ? OrderStep::kFirstChunk : 0) |
+                               (st == pp - 1 && a.chunk == vpp - 1 ? OrderStep::kLastChunk : 0));
       if (a.phase == Phase::F) {
         if (st > 0) {
           EXPECT_TRUE(f[slot(st - 1, a.chunk, a.microbatch)]);
