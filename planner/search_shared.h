@@ -6,6 +6,7 @@
 // shared one (tests/planner/test_sim_cache.cpp compares sweeps with single searches).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "core/plan.h"
@@ -25,18 +26,21 @@ class SearchShared {
   SearchShared& operator=(const SearchShared&) = delete;
   // The caches for `job` (model, cluster, training and runtime options as search() prepared them) and
   // `prm`: made by the first search; later ones must be of the same job at another GPU count.
+  // Safe to call from concurrent searches (search_scaling runs GPU counts side by side): the first binds.
   void bind(const Plan& job, const CostParams& prm) {
-    if (plan_) return;
-    plan_.emplace(job);
-    job_ = std::make_unique<Job>(*plan_);
-    costs_ = std::make_unique<LayerCostCache>(*plan_, prm);
-    floors_ = std::make_unique<FloorCache>(*job_, prm);
+    std::call_once(bound_, [&] {
+      plan_.emplace(job);
+      job_ = std::make_unique<Job>(*plan_);
+      costs_ = std::make_unique<LayerCostCache>(*plan_, prm);
+      floors_ = std::make_unique<FloorCache>(*job_, prm);
+    });
   }
   SimCache& sim() { return sim_; }
   LayerCostCache& costs() { return *costs_; }
   FloorCache& floors() { return *floors_; }
 
  private:
+  std::once_flag bound_;
   SimCache sim_;
   std::optional<Plan> plan_;
   std::unique_ptr<Job> job_;

@@ -157,11 +157,12 @@ std::string result_text(const SearchResult& r) {
 }
 
 // A sweep shares its caches (simulation cache, probes, floors) between the GPU counts: each count's
-// result is the one a search of that count alone gives, in either order of the counts.
-void expect_sweep_equals_searches(const Plan& job, const std::vector<int>& counts, const std::string& what) {
+// result is the one a search of that count alone gives, in either order of the counts, whether the
+// counts are searched one after another (one thread) or side by side (two threads, one count each).
+void expect_sweep_equals_searches(const Plan& job, const std::vector<int>& counts, const std::string& what, int threads) {
   SearchOptions o;
   o.top_k = 4;
-  o.threads = 2;
+  o.threads = threads;
   auto pts = search_scaling(job, counts, shipped_calibration(), o);
   ASSERT_TRUE(pts.ok()) << what << ": " << pts.error().message();
   std::vector<int> reversed(counts.rbegin(), counts.rend());
@@ -180,8 +181,12 @@ void expect_sweep_equals_searches(const Plan& job, const std::vector<int>& count
 }
 
 TEST(Scaling, SweepEqualsSingleSearches) {
-  expect_sweep_equals_searches(test::job(test::tiny_dense(), test::cluster("dgx-h100"), 8, 64, 2048), {8, 16, 32}, "tiny dense");
-  expect_sweep_equals_searches(test::job(test::tiny_moe(), test::cluster("dgx-h100"), 8, 32, 2048), {8, 16}, "tiny moe");
+  for (int threads : {1, 2}) {
+    expect_sweep_equals_searches(test::job(test::tiny_dense(), test::cluster("dgx-h100"), 8, 64, 2048), {8, 16, 32}, "tiny dense",
+                                 threads);
+    expect_sweep_equals_searches(test::job(test::tiny_moe(), test::cluster("dgx-h100"), 8, 32, 2048), {8, 16}, "tiny moe",
+                                 threads);
+  }
 }
 
 TEST(Scaling, MtNlg530bModelFile) {
