@@ -2,12 +2,12 @@
 #include "planner/scaling.h"
 
 #include <algorithm>
-#include <atomic>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <thread>
 
+#include "core/parallel_for.h"
 #include "planner/search_shared.h"
 
 namespace mplan {
@@ -33,9 +33,9 @@ Expected<std::vector<ScalePoint>> search_scaling(const Plan& job, const std::vec
   std::vector<std::optional<Expected<SearchResult>>> results(n);
   std::vector<double> done(n, 0.0);
   std::mutex progress_mu;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k = next++; k < n; k = next++) {
+  // the counts in `order`, handed to the threads in small ranges (one count each for a sweep of 8 on 2)
+  parallel_for(n, int(workers), [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
       const size_t i = order[k];
       if (opt.cancel && opt.cancel->load()) return;
       Plan j = job;
@@ -50,11 +50,7 @@ Expected<std::vector<ScalePoint>> search_scaling(const Plan& job, const std::vec
         };
       results[i] = planner::search_shared(j, cal, o, shared);
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  });
   std::vector<ScalePoint> out;
   for (size_t i = 0; i < n; ++i) {
     if (!results[i]) break;  // cancelled before this count started: the sweep so far
