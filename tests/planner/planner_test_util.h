@@ -6,8 +6,18 @@
 
 #include "core/plan.h"
 #include "core/presets.h"
+#include "planner/layout.h"
 
 namespace mplan::test {
+
+// The job as search() sees it: every layout field open, the job's GPU count and runtime options kept.
+inline Plan open_layout(Plan job) {
+  const ParallelConfig keep = job.parallel;
+  job.parallel = ParallelConfig{};
+  job.parallel.world_size = keep.world_size;
+  planner::copy_job_runtime(job.parallel, keep);
+  return job;
+}
 
 inline ModelSpec tiny_dense() {
   return model_from_json(nlohmann::json{{"name", "tiny-dense"},

@@ -66,10 +66,7 @@ TEST(BoundProperty, BoundsNeverExceedSimulationOnRandomLayouts) {
   int64_t checked = 0, a2a_on = 0, zero3 = 0, cp = 0, selective = 0, offload = 0;
   for (const JobCase& jc : jobs()) {
     Plan job = jc.plan;
-    ParallelConfig keep = job.parallel;
-    job.parallel = ParallelConfig{};
-    job.parallel.world_size = keep.world_size;
-    copy_job_runtime(job.parallel, keep);
+    job = test::open_layout(job);
     const CostParams prm = shipped_calibration().params_for(job.cluster.gpu);
     Job J(job);
     Limits lim;

@@ -51,10 +51,7 @@ TEST(InputMemo, ReturnsTheFunctionsDoublesThroughEvictions) {
 
 void expect_frame_collectives(const Plan& job_in, int samples, uint64_t seed) {
   Plan job = job_in;
-  ParallelConfig keep = job.parallel;
-  job.parallel = ParallelConfig{};
-  job.parallel.world_size = keep.world_size;
-  copy_job_runtime(job.parallel, keep);
+  job = test::open_layout(job);
   const CostParams prm = shipped_calibration().params_for(job.cluster.gpu);
   const CostParams fp = framework_params(prm, job.training.framework);
   Job J(job);
@@ -117,10 +114,7 @@ void expect_same_piece(const PieceCost& a, const PieceCost& b, const std::string
 TEST(LayerCostMemo, SharedDenseProbesAreEachShapesOwn) {
   for (Plan job : {test::job(test::tiny_moe(), test::cluster("dgx-h100"), 64, 256, 4096),
                    test::job(model_preset("mixtral-8x7b").value(), test::cluster("dgx-h100"), 64, 256, 4096)}) {
-    ParallelConfig keep = job.parallel;
-    job.parallel = ParallelConfig{};
-    job.parallel.world_size = keep.world_size;
-    copy_job_runtime(job.parallel, keep);
+    job = test::open_layout(job);
     const CostParams prm = shipped_calibration().params_for(job.cluster.gpu);
     Job J(job);
     Limits lim;
@@ -173,10 +167,7 @@ TEST(FloorMemo, SharedDensePiecesAreEachShapesOwn) {
   for (Plan job : {test::job(test::tiny_moe(), test::cluster("dgx-h100"), 64, 256, 4096, Precision::fp8),
                    test::job(test::tiny_moe(), test::cluster("gb200-nvl72"), 32, 64, 4096),
                    test::job(test::tiny_dense(), test::cluster("dgx-h100"), 32, 64, 4096)}) {
-    ParallelConfig keep = job.parallel;
-    job.parallel = ParallelConfig{};
-    job.parallel.world_size = keep.world_size;
-    copy_job_runtime(job.parallel, keep);
+    job = test::open_layout(job);
     const CostParams prm = shipped_calibration().params_for(job.cluster.gpu);
     Job J(job);
     Space space = enumerate_structures(J, Limits{}, false);
