@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "core/hash.h"
 #include "core/json_fields.h"
@@ -114,9 +115,35 @@ void discard_checkpoint(const std::string& dir) {
 }
 }  // namespace
 
+namespace {
+// The stop of an aborted run and a commit exclude each other: an abort's cleanup of step_*.tmp once
+// raced a commit on the training thread (the shards were removed, then meta.json was written into
+// the emptied directory and it was renamed to its committed name: scripts/stress, a committed
+// checkpoint without rank_00000.bin). After stop_checkpoint_writes returns, no commit starts or runs.
+std::mutex g_commit_mutex;
+std::atomic<bool> g_writes_stopped{false};
+
+// Counts the "rank_NNNNN.bin" files in `dir`: a commit needs one per rank.
+int count_rank_files(const std::string& dir) {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind("rank_", 0) == 0 && f.size() > 4 && f.compare(f.size() - 4, 4, ".bin") == 0) ++n;
+  }
+  return n;
+}
+}  // namespace
+
 Status commit_checkpoint(const std::string& root, int step, const nlohmann::json& meta, int keep) {
+  std::lock_guard<std::mutex> lock(g_commit_mutex);
+  if (g_writes_stopped) return Error("checkpoint: the run is being aborted");
   std::error_code ec;
   const std::string tmp = checkpoint_step_dir(root, step, true), fin = checkpoint_step_dir(root, step, false);
+  const int ranks = meta.value("world_size", 1), found = count_rank_files(tmp);
+  if (found != ranks)
+    return Error("checkpoint: " + tmp + " holds " + std::to_string(found) + " rank file(s), not " + std::to_string(ranks) +
+                 "; not committed");
   std::string err = write_text_file_atomic((fs::path(tmp) / "meta.json").string(), meta.dump(2) + "\n");
   if (!err.empty()) return Error("checkpoint: " + err);
   discard_checkpoint(fin);
@@ -136,11 +163,10 @@ Status commit_checkpoint(const std::string& root, int step, const nlohmann::json
   return {};
 }
 
-namespace {
-std::atomic<bool> g_writes_stopped{false};
-}  // namespace
-
-void stop_checkpoint_writes() { g_writes_stopped = true; }
+void stop_checkpoint_writes() {
+  std::lock_guard<std::mutex> lock(g_commit_mutex);  // waits for a commit under way to finish
+  g_writes_stopped = true;
+}
 bool checkpoint_writes_stopped() { return g_writes_stopped; }
 
 int remove_partial_checkpoints(const std::string& root) {

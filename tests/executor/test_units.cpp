@@ -182,6 +182,24 @@ TEST(Checkpoint, ChecksumTruncationAndAtomicCommit) {
   EXPECT_FALSE(latest_checkpoint(tmp("empty")));
 }
 
+TEST(Checkpoint, CommitRefusesADirectoryWithoutEveryRankFile) {
+  // an abort's cleanup once emptied step_*.tmp just before its commit (scripts/stress): the commit
+  // must then refuse rather than give a committed name to a directory that cannot resume
+  std::string root = tmp("ck_missing");
+  std::vector<float> a = {1, 2, 3};
+  const std::string dir = checkpoint_step_dir(root, 8, true);
+  fs::create_directories(dir);
+  ASSERT_TRUE(write_rank_file(checkpoint_rank_file(dir, 1), {{"step", 8}}, {{a.data(), 3}}).ok());
+  Status st = commit_checkpoint(root, 8, {{"step", 8}, {"world_size", 2}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("1 rank file(s), not 2"), std::string::npos) << st.error().message();
+  EXPECT_FALSE(fs::exists(checkpoint_step_dir(root, 8, false)));
+  EXPECT_FALSE(fs::exists(fs::path(root) / "latest"));
+  ASSERT_TRUE(write_rank_file(checkpoint_rank_file(dir, 0), {{"step", 8}}, {{a.data(), 3}}).ok());
+  EXPECT_TRUE(commit_checkpoint(root, 8, {{"step", 8}, {"world_size", 2}}).ok());
+  EXPECT_TRUE(fs::exists(checkpoint_rank_file(checkpoint_step_dir(root, 8, false), 0)));
+}
+
 TEST(Moe, CapacityFactorDropsTokensAndStillTrains) {
   auto plan = plan_from_json(test::plan_json(test::tiny_model("moe"), {{"world_size", 1}, {"micro_batch_size", 2}}));
   ASSERT_TRUE(plan);
