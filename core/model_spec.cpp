@@ -3,6 +3,7 @@
 
 #include "core/json_fields.h"
 #include "core/limits.h"
+#include "core/model_fields.h"
 
 namespace mplan {
 
@@ -58,60 +59,6 @@ double ModelSpec::window_attention_fraction(int64_t seq) const {
   return causal_entries(s, double(window_size)) / causal_entries(s, s);  // query i attends to min(i, w) keys
 }
 
-std::string to_string(RopeScalingType t) {
-  return t == RopeScalingType::llama3 ? "llama3" : t == RopeScalingType::yarn ? "yarn" : "none";
-}
-std::string to_string(RouterScore r) { return r == RouterScore::sigmoid ? "sigmoid" : "softmax"; }
-std::string to_string(SoftmaxType s) {
-  return s == SoftmaxType::learnable ? "learnable" : s == SoftmaxType::off_by_one ? "off-by-one" : "vanilla";
-}
-
-std::string to_string(Activation a) {
-  switch (a) {
-    case Activation::gelu:
-      return "gelu";
-    case Activation::swiglu:
-      return "swiglu";
-    case Activation::squared_relu:
-      return "squared_relu";
-  }
-  return "?";
-}
-std::string to_string(NormKind n) { return n == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
-std::string to_string(PositionEmbedding p) { return p == PositionEmbedding::rope ? "rope" : "learned"; }
-
-static const std::vector<std::string> kModelFields = {"name",
-                                                      "num_layers",
-                                                      "hidden_size",
-                                                      "ffn_hidden_size",
-                                                      "num_attention_heads",
-                                                      "num_query_groups",
-                                                      "kv_channels",
-                                                      "vocab_size",
-                                                      "activation",
-                                                      "norm",
-                                                      "tied_embeddings",
-                                                      "position_embedding",
-                                                      "max_position_embeddings",
-                                                      "add_bias_linear",
-                                                      "add_qkv_bias",
-                                                      "qk_layernorm",
-                                                      "moe",
-                                                      "mla",
-                                                      "mtp_num_layers",
-                                                      "hidden_dropout",
-                                                      "attention_dropout",
-                                                      "norm_epsilon",
-                                                      "rotary_base",
-                                                      "rotary_percent",
-                                                      "rope_scaling",
-                                                      "window_size",
-                                                      "window_attn_skip_freq",
-                                                      "softmax_type",
-                                                      "source",
-                                                      "notes",
-                                                      "sources"};
-
 namespace {
 
 // model.rope_scaling: {"type": "llama3"|"yarn", "factor", ...}; the fields of the other type are refused.
@@ -137,22 +84,6 @@ RopeScaling read_rope_scaling(const json& j, std::vector<std::string>& problems)
   return r;
 }
 
-json rope_scaling_to_json(const RopeScaling& r) {
-  json j = {{"type", to_string(r.type)},
-            {"factor", r.factor},
-            {"original_max_position_embeddings", r.original_max_position_embeddings}};
-  if (r.type == RopeScalingType::llama3) {
-    j["low_freq_factor"] = r.low_freq_factor;
-    j["high_freq_factor"] = r.high_freq_factor;
-  } else {
-    j["beta_fast"] = r.beta_fast;
-    j["beta_slow"] = r.beta_slow;
-    j["mscale"] = r.mscale;
-    j["mscale_all_dim"] = r.mscale_all_dim;
-  }
-  return j;
-}
-
 void read_router(JsonFields& g, MoeSpec& moe) {
   moe.router_score_function = g.choice_or("router_score_function", {"softmax", "sigmoid"}, "softmax") == "sigmoid"
                                   ? RouterScore::sigmoid
@@ -169,7 +100,9 @@ Expected<ModelSpec> model_from_json(const json& j) {
   std::vector<std::string> problems;
   JsonFields f(j, "model", problems);
   if (!problems.empty()) return Error(problems);
-  f.reject_unknown(kModelFields);
+  std::vector<std::string> keys = model_json_keys("");  // core/model_fields.h, and the parts and provenance
+  keys.insert(keys.end(), {"name", "moe", "mla", "rope_scaling", "source", "notes", "sources"});
+  f.reject_unknown(keys);
   ModelSpec m;
   m.name = f.opt_string("name").value_or("custom");
   m.num_layers = static_cast<int>(f.integer("num_layers"));
@@ -213,9 +146,7 @@ Expected<ModelSpec> model_from_json(const json& j) {
                                         : SoftmaxType::vanilla;
   if (const json* mj = f.object("moe")) {
     JsonFields g(*mj, "model.moe", problems);
-    g.reject_unknown({"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size", "first_k_dense_layers",
-                      "moe_layer_freq", "router_score_function", "router_enable_expert_bias", "router_num_groups",
-                      "router_group_topk", "router_topk_scaling_factor"});
+    g.reject_unknown(model_json_keys("moe"));
     MoeSpec moe;
     moe.num_experts = static_cast<int>(g.integer("num_experts"));
     moe.top_k = static_cast<int>(g.integer("top_k"));
@@ -228,7 +159,7 @@ Expected<ModelSpec> model_from_json(const json& j) {
   }
   if (const json* lj = f.object("mla")) {
     JsonFields g(*lj, "model.mla", problems);
-    g.reject_unknown({"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"});
+    g.reject_unknown(model_json_keys("mla"));
     MlaSpec mla;
     mla.q_lora_rank = static_cast<int>(g.integer_or("q_lora_rank", 0, 0));
     mla.kv_lora_rank = static_cast<int>(g.integer("kv_lora_rank"));
@@ -244,57 +175,13 @@ Expected<ModelSpec> model_from_json(const json& j) {
 }
 
 json model_to_json(const ModelSpec& m) {
-  json j = {{"name", m.name},
-            {"num_layers", m.num_layers},
-            {"hidden_size", m.hidden_size},
-            {"ffn_hidden_size", m.ffn_hidden_size},
-            {"num_attention_heads", m.num_attention_heads},
-            {"num_query_groups", m.num_query_groups},
-            {"kv_channels", m.kv_channels},
-            {"vocab_size", m.vocab_size},
-            {"activation", to_string(m.activation)},
-            {"norm", to_string(m.norm)},
-            {"tied_embeddings", m.tied_embeddings},
-            {"position_embedding", to_string(m.position_embedding)},
-            {"add_bias_linear", m.add_bias_linear},
-            {"add_qkv_bias", m.add_qkv_bias},
-            {"qk_layernorm", m.qk_layernorm},
-            {"norm_epsilon", m.norm_epsilon}};
-  if (m.position_embedding == PositionEmbedding::rope) {
-    j["rotary_base"] = m.rotary_base;
-    j["rotary_percent"] = m.rotary_percent;
-    if (m.rope_scaling.type != RopeScalingType::none) j["rope_scaling"] = rope_scaling_to_json(m.rope_scaling);
-  }
-  if (m.window_size > 0) {
-    j["window_size"] = m.window_size;
-    j["window_attn_skip_freq"] = m.window_attn_skip_freq;
-  }
-  if (m.softmax_type != SoftmaxType::vanilla) j["softmax_type"] = to_string(m.softmax_type);
-  if (m.max_position_embeddings > 0) j["max_position_embeddings"] = m.max_position_embeddings;
-  if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
-  if (m.hidden_dropout > 0) j["hidden_dropout"] = m.hidden_dropout;
-  if (m.attention_dropout > 0) j["attention_dropout"] = m.attention_dropout;
-  if (m.moe) {
-    j["moe"] = {{"num_experts", m.moe->num_experts},
-                {"top_k", m.moe->top_k},
-                {"moe_ffn_hidden_size", m.moe->moe_ffn_hidden_size},
-                {"shared_expert_ffn_hidden_size", m.moe->shared_expert_ffn_hidden_size},
-                {"first_k_dense_layers", m.moe->first_k_dense_layers},
-                {"moe_layer_freq", m.moe->moe_layer_freq},
-                {"router_score_function", to_string(m.moe->router_score_function)},
-                {"router_enable_expert_bias", m.moe->router_enable_expert_bias},
-                {"router_topk_scaling_factor", m.moe->router_topk_scaling_factor}};
-    if (m.moe->router_num_groups > 0) {
-      j["moe"]["router_num_groups"] = m.moe->router_num_groups;
-      j["moe"]["router_group_topk"] = m.moe->router_group_topk;
-    }
-  }
-  if (m.mla) {
-    j["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
-                {"kv_lora_rank", m.mla->kv_lora_rank},
-                {"qk_head_dim", m.mla->qk_head_dim},
-                {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
-                {"v_head_dim", m.mla->v_head_dim}};
+  json j = {{"name", m.name}};
+  for (const ModelField& f : model_fields()) {  // each field where its row says (core/model_fields.h)
+    if (f.written && !f.written(m)) continue;
+    json v = model_field_json(f, m);
+    const std::string key = f.json;
+    const size_t dot = key.find('.');  // a field of the moe, mla or rope_scaling object
+    if (!v.is_null()) (dot == std::string::npos ? j : j[key.substr(0, dot)])[key.substr(dot + 1)] = v;
   }
   return j;
 }

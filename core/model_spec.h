@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/activation_options.h"
 #include "core/status.h"
 
 namespace mplan {
@@ -18,6 +19,13 @@ enum class RouterScore { softmax, sigmoid };
 // Megatron's --softmax-type: vanilla attention, or a softmax with a sink (off-by-one: a constant 1 in
 // the denominator; learnable: one learned sink logit per head, gpt-oss).
 enum class SoftmaxType { vanilla, off_by_one, learnable };
+// The names of the enums' values (core/activation_options.h: to_string, parse_enum, enum_names).
+constexpr const char* enum_names_text(Activation) { return "gelu,swiglu,squared_relu"; }
+constexpr const char* enum_names_text(NormKind) { return "layernorm,rmsnorm"; }
+constexpr const char* enum_names_text(PositionEmbedding) { return "rope,learned"; }
+constexpr const char* enum_names_text(RopeScalingType) { return "none,llama3,yarn"; }
+constexpr const char* enum_names_text(RouterScore) { return "softmax,sigmoid"; }
+constexpr const char* enum_names_text(SoftmaxType) { return "vanilla,off-by-one,learnable"; }  // Megatron's spelling
 
 // RoPE frequency scaling (Hugging Face rope_scaling). llama3: Llama-3.1's piecewise rescaling of the
 // low frequencies; yarn: YaRN (DeepSeek-V3, Kimi-K2, gpt-oss). Fields a type does not use keep defaults.
@@ -113,13 +121,6 @@ struct ModelSpec {
   // THD format): about doc / seq; `windowed` also applies the sliding window. doc <= 0: one document.
   double attention_fraction(int64_t seq, int64_t doc, bool windowed) const;
 };
-
-std::string to_string(Activation a);
-std::string to_string(NormKind n);
-std::string to_string(PositionEmbedding p);
-std::string to_string(RopeScalingType t);
-std::string to_string(RouterScore r);
-std::string to_string(SoftmaxType s);  // Megatron's spelling: vanilla, off-by-one, learnable
 
 // Parses an mplan model JSON (Megatron field names). Missing optional fields take Megatron's
 // defaults (num_query_groups = heads, kv_channels = hidden/heads, ffn_hidden_size = 4*hidden).

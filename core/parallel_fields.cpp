@@ -26,15 +26,11 @@ using M = MegatronMap;
 // an enum member as text: its name (core/activation_options.h: enum_names)
 template <auto Member>
 std::string get_choice(const P& p) {
-  return to_string(p.*Member);
+  return value_text(p.*Member);
 }
 template <auto Member>
 std::string set_choice(P& p, const std::string& s) {
-  using E = std::remove_reference_t<decltype(p.*Member)>;
-  auto v = parse_enum<E>(s);
-  if (!v) return "'" + s + "' is not one of " + join_names(enum_names<E>(), "|");
-  p.*Member = *v;
-  return "";
+  return value_from_text(s, 0, 0, true, p.*Member);
 }
 template <auto Member>
 void copy_member(P& dst, const P& src) {
@@ -235,11 +231,7 @@ const std::vector<ParallelField>& parallel_fields() {
   return fields;
 }
 
-const ParallelField* parallel_field(const std::string& json_key) {
-  for (const ParallelField& f : parallel_fields())
-    if (json_key == f.json) return &f;
-  return nullptr;
-}
+const ParallelField* parallel_field(const std::string& json_key) { return row_of(parallel_fields(), json_key); }
 
 std::string shortest_decimal(double v) {
   char b[40];
@@ -251,34 +243,16 @@ std::string shortest_decimal(double v) {
 }
 
 std::string field_text(const ParallelField& f, const ParallelConfig& p) {
-  switch (f.type()) {
-    case T::integer:
-      return std::to_string(p.*f.access.i);
-    case T::boolean:
-      return p.*f.access.b ? "true" : "false";
-    case T::number:
-      return shortest_decimal(p.*f.access.d);
-    default:
-      return f.access.get(p);
-  }
+  const FieldAccess& a = f.access;
+  return a.i ? value_text(p.*a.i) : a.b ? value_text(p.*a.b) : a.d ? value_text(p.*a.d) : a.get(p);
 }
 
 std::string set_field_text(const ParallelField& f, ParallelConfig& p, const std::string& text) {
   const FieldAccess& a = f.access;
-  int64_t v = 0;
-  switch (f.type()) {
-    case T::integer: {
-      std::string bad = integer_from_text(text, int64_t(f.min), int64_t(f.max), v);
-      if (bad.empty()) p.*a.i = int(v);
-      return bad;
-    }
-    case T::boolean:
-      return boolean_from_text(text, p.*a.b);
-    case T::number:
-      return number_from_text(text, f.min, f.max, false, p.*a.d);
-    default:
-      return a.set(p, text);
-  }
+  if (a.i) return value_from_text(text, f.min, f.max, true, p.*a.i);
+  if (a.b) return value_from_text(text, 0, 0, true, p.*a.b);
+  if (a.d) return value_from_text(text, f.min, f.max, false, p.*a.d);
+  return a.set(p, text);
 }
 
 std::string megatron_arg(const ParallelField& f, const ParallelConfig& p) {

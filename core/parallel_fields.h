@@ -6,8 +6,10 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "core/json_fields.h"
 #include "core/parallel_config.h"
 
 namespace mplan {
@@ -36,6 +38,44 @@ struct FieldAccess {
   const std::vector<std::string>& (*choices)() = nullptr;             // the valid names
   void (*copy)(ParallelConfig&, const ParallelConfig&) = nullptr;     // dst = src, without text
 };
+// The shortest decimal ("%g" with 6, 10, 15 or 17 digits) that reads back as the same double.
+std::string shortest_decimal(double v);
+
+// A member's value as text and back, the one pair of every descriptor table (plan, training and model
+// fields): an integer, a number (its shortest decimal), a boolean ("true"/"false") or an enum (its name).
+// Reading returns "" or what would be valid; integers in [lo, hi], numbers in [lo, hi] (lo_closed) or (lo, hi].
+template <class V>
+std::string value_text(const V& v) {
+  if constexpr (std::is_same_v<V, bool>) return v ? "true" : "false";
+  if constexpr (std::is_enum_v<V>) return std::string(to_string(v));
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return std::to_string(v);
+  if constexpr (std::is_floating_point_v<V>) return shortest_decimal(v);
+}
+template <class V>
+std::string value_from_text(const std::string& s, double lo, double hi, bool lo_closed, V& out) {
+  if constexpr (std::is_same_v<V, bool>) {
+    return boolean_from_text(s, out);
+  } else if constexpr (std::is_enum_v<V>) {
+    auto e = parse_enum<V>(s);
+    if (e) out = *e;
+    return e ? "" : "'" + s + "' is not one of " + join_names(enum_names<V>(), "|");
+  } else if constexpr (std::is_integral_v<V>) {
+    int64_t x = 0;
+    std::string bad = integer_from_text(s, int64_t(lo), int64_t(hi), x);
+    if (bad.empty()) out = V(x);
+    return bad;
+  } else {
+    return number_from_text(s, lo, hi, lo_closed, out);
+  }
+}
+// The row of a descriptor table with this JSON key; nullptr when none.
+template <class Row>
+const Row* row_of(const std::vector<Row>& rows, const std::string& json_key) {
+  for (const Row& r : rows)
+    if (json_key == r.json) return &r;
+  return nullptr;
+}
+
 // Plan JSON: a field is always written, or only when it differs from ParallelConfig{}, or (reading)
 // must be given.
 enum class Presence { always, if_set, required };
@@ -64,8 +104,6 @@ const std::vector<ParallelField>& parallel_fields();
 const ParallelField* parallel_field(const std::string& json_key);
 // The value as text ("4", "true", "interleaved", "core_attn,mlp", "4,4;4,3").
 std::string field_text(const ParallelField& f, const ParallelConfig& p);
-// The shortest decimal ("%g" with 6, 10, 15 or 17 digits) that reads back as the same double.
-std::string shortest_decimal(double v);
 // Sets the value from text; "" or what would be valid ("expected an integer in 1..16384").
 std::string set_field_text(const ParallelField& f, ParallelConfig& p, const std::string& text);
 // `--flag value` / `--flag` of a direct Megatron field ("" for a false boolean; modules space-separated).

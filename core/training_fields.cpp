@@ -16,7 +16,7 @@ const std::vector<std::string>& precision_names() {
 // a choice member as text and back through its parser
 template <auto Member>
 std::string get_choice(const T& t) {
-  return std::string(to_string(t.*Member));
+  return value_text(t.*Member);
 }
 template <auto Member, auto Parse>
 bool set_choice(T& t, const std::string& s) {
@@ -59,14 +59,12 @@ const TrainingField* training_field_of_flag(const std::string& megatron_flag) {
 }
 
 std::string training_field_text(const TrainingField& f, const TrainingSpec& t) {
-  if (f.i) return std::to_string(t.*f.i);
-  if (f.b) return t.*f.b ? "true" : "false";
-  return f.get(t);
+  return f.i ? value_text(t.*f.i) : f.b ? value_text(t.*f.b) : f.get(t);
 }
 
 std::string set_training_field_text(const TrainingField& f, TrainingSpec& t, const std::string& text) {
-  if (f.i) return integer_from_text(text, f.min, f.max, t.*f.i);
-  if (f.b) return boolean_from_text(text, t.*f.b);
+  if (f.i) return value_from_text(text, double(f.min), double(f.max), true, t.*f.i);
+  if (f.b) return value_from_text(text, 0, 0, true, t.*f.b);
   return f.set(t, text) ? "" : "'" + text + "' is not one of " + join_names(f.choices(), "|");
 }
 

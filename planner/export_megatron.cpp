@@ -16,6 +16,7 @@
 
 #include "core/json_fields.h"
 #include "core/megatron_rules.h"
+#include "core/model_fields.h"
 #include "core/parallel_fields.h"
 #include "core/training_fields.h"
 #include "planner/planner.h"
@@ -61,12 +62,12 @@ std::string moe_pattern(const ModelSpec& m) {
 // original context); YaRN as --position-embedding-type yarn (written by the caller) with
 // --rotary-scaling-factor and the --yarn-* options, or with MLA as --rope-type yarn, whose
 // original_max_position_embeddings / beta_fast / beta_slow are MLATransformerConfig fields without a flag.
-template <class Arg>
-void rope_args(const ModelSpec& m, Arg&& arg, std::vector<std::string>& notes) {
+template <class Arg, class Put>
+void rope_args(const ModelSpec& m, Arg&& arg, Put&& put, std::vector<std::string>& notes) {
   char base[32];
   std::snprintf(base, sizeof base, "%.0f", m.rotary_base);
   arg("--rotary-base", base);
-  arg("--rotary-percent", num(m.rotary_percent));
+  put("rotary_percent");
   if (std::fabs(m.rotary_base - std::round(m.rotary_base)) > 1e-9)
     notes.push_back("rotary base " + num(m.rotary_base) + " is not an integer; Megatron's --rotary-base takes an int");
   const RopeScaling& r = m.rope_scaling;
@@ -80,12 +81,9 @@ void rope_args(const ModelSpec& m, Arg&& arg, std::vector<std::string>& notes) {
           "context; the model's differ");
   } else if (r.type == RopeScalingType::yarn) {
     arg("--rotary-scaling-factor", num(r.factor));
-    arg("--mscale", num(r.mscale));
-    arg("--mscale-all-dim", num(r.mscale_all_dim));
+    for (const char* f : {"mscale", "mscale_all_dim"}) put(std::string("rope_scaling.") + f);
     if (!m.mla) {
-      arg("--yarn-original-max-position-embeddings", std::to_string(r.original_max_position_embeddings));
-      arg("--yarn-beta-fast", num(r.beta_fast));
-      arg("--yarn-beta-slow", num(r.beta_slow));
+      for (const char* f : {"original_max_position_embeddings", "beta_fast", "beta_slow"}) put(std::string("rope_scaling.") + f);
     } else if (r.original_max_position_embeddings != 4096 || r.beta_fast != 32 || r.beta_slow != 1) {
       notes.push_back("YaRN with MLA: set MLATransformerConfig original_max_position_embeddings=" +
                       std::to_string(r.original_max_position_embeddings) + ", beta_fast=" + num(r.beta_fast) +
@@ -144,28 +142,26 @@ std::string export_megatron_args(const Plan& plan) {
     a.push_back(value.empty() ? name : name + " " + value);
   };
   auto iarg = [&](const std::string& name, int64_t v) { arg(name, std::to_string(v)); };
-  auto put = [&](const char* field) {  // a plan field's own flag (core/parallel_fields.h)
-    std::string s = megatron_arg(*parallel_field(field), p);
+  auto put = [&](const std::string& field) {  // a field's own flag (core/model_fields.h, core/parallel_fields.h)
+    const ModelField* mf = model_field(field);
+    std::string s = mf ? megatron_model_arg(*mf, m) : megatron_arg(*parallel_field(field), p);
     if (!s.empty()) a.push_back(s);
   };
   auto put_training = [&](const char* flag) {  // a training field's flag (core/training_fields.h)
     arg(flag, training_field_text(*training_field_of_flag(flag), t));
   };
   // model
-  iarg("--num-layers", m.num_layers);
-  iarg("--hidden-size", m.hidden_size);
-  iarg("--ffn-hidden-size", m.ffn_hidden_size);
-  iarg("--num-attention-heads", m.num_attention_heads);
+  for (const char* f : {"num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads"}) put(f);
   if (!m.mla) {
     if (m.num_query_groups != m.num_attention_heads) {
       arg("--group-query-attention");
-      iarg("--num-query-groups", m.num_query_groups);
+      put("num_query_groups");
     }
-    if (m.kv_channels != m.hidden_size / m.num_attention_heads) iarg("--kv-channels", m.kv_channels);
+    if (m.kv_channels != m.hidden_size / m.num_attention_heads) put("kv_channels");
   }
   put_training("--seq-length");
   iarg("--max-position-embeddings", std::max<int64_t>(t.seq_length, m.max_position_embeddings));
-  iarg("--vocab-size", m.vocab_size);
+  put("vocab_size");
   if (m.activation == Activation::swiglu) arg("--swiglu");
   if (m.activation == Activation::squared_relu) arg("--squared-relu");
   arg("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
@@ -173,34 +169,25 @@ std::string export_megatron_args(const Plan& plan) {
   arg("--position-embedding-type", m.position_embedding == PositionEmbedding::learned ? "learned_absolute"
                                    : yarn && !m.mla                                   ? "yarn"
                                                                                       : "rope");
-  if (m.position_embedding == PositionEmbedding::rope) rope_args(m, arg, notes);
-  arg("--norm-epsilon", num(m.norm_epsilon));
-  if (m.softmax_type != SoftmaxType::vanilla) arg("--softmax-type", to_string(m.softmax_type));
+  if (m.position_embedding == PositionEmbedding::rope) rope_args(m, arg, put, notes);
+  for (const char* f : {"norm_epsilon", "softmax_type"}) put(f);
   if (m.window_size > 0) {
     arg("--window-size", std::to_string(m.window_size - 1) + ",0");  // (tokens before, after) the query
-    if (m.window_attn_skip_freq > 0) iarg("--window-attn-skip-freq", m.window_attn_skip_freq);
+    put("window_attn_skip_freq");
   }
   if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
   if (!m.add_bias_linear) arg("--disable-bias-linear");
   if (m.add_qkv_bias && !m.add_bias_linear) arg("--add-qkv-bias");
-  if (m.qk_layernorm) arg("--qk-layernorm");
-  arg("--attention-dropout", num(m.attention_dropout));
-  arg("--hidden-dropout", num(m.hidden_dropout));
+  for (const char* f : {"qk_layernorm", "attention_dropout", "hidden_dropout"}) put(f);
   if (m.mla) {
     arg("--multi-latent-attention");
-    if (m.mla->q_lora_rank > 0) iarg("--q-lora-rank", m.mla->q_lora_rank);
-    iarg("--kv-lora-rank", m.mla->kv_lora_rank);
-    iarg("--qk-head-dim", m.mla->qk_head_dim);
-    iarg("--qk-pos-emb-head-dim", m.mla->qk_rope_head_dim);
-    iarg("--v-head-dim", m.mla->v_head_dim);
+    for (const char* f : {"q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"})
+      put(std::string("mla.") + f);
   }
-  if (m.mtp_num_layers > 0) iarg("--mtp-num-layers", m.mtp_num_layers);
+  put("mtp_num_layers");
   if (m.moe) {
-    iarg("--num-experts", m.moe->num_experts);
-    iarg("--moe-router-topk", m.moe->top_k);
-    iarg("--moe-ffn-hidden-size", m.moe->moe_ffn_hidden_size);
-    if (m.moe->shared_expert_ffn_hidden_size > 0)
-      iarg("--moe-shared-expert-intermediate-size", m.moe->shared_expert_ffn_hidden_size);
+    for (const char* f : {"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size"})
+      put(std::string("moe.") + f);
     if (m.moe->first_k_dense_layers > 0 || m.moe->moe_layer_freq != 1) arg("--moe-layer-freq", "\"" + moe_pattern(m) + "\"");
     if (p.moe_dispatcher == MoeDispatcher::alltoall) {
       arg("--moe-token-dispatcher-type", "alltoall");
@@ -208,14 +195,9 @@ std::string export_megatron_args(const Plan& plan) {
       arg("--moe-token-dispatcher-type", "flex");
       arg("--moe-flex-dispatcher-backend", to_string(p.moe_dispatcher));
     }
-    const MoeSpec& e = *m.moe;
-    arg("--moe-router-score-function", to_string(e.router_score_function));
-    if (e.router_enable_expert_bias) arg("--moe-router-enable-expert-bias");
-    if (e.router_num_groups > 0) {
-      iarg("--moe-router-num-groups", e.router_num_groups);
-      iarg("--moe-router-group-topk", e.router_group_topk);
-    }
-    if (e.router_topk_scaling_factor != 1.0) arg("--moe-router-topk-scaling-factor", num(e.router_topk_scaling_factor));
+    for (const char* f : {"router_score_function", "router_enable_expert_bias", "router_num_groups", "router_group_topk",
+                          "router_topk_scaling_factor"})
+      put(std::string("moe.") + f);
     put("moe_force_balance");
     if (p.moe_a2a_overlap) {
       put("moe_a2a_overlap");
@@ -344,14 +326,6 @@ long long megatron_arg_int(const std::vector<std::string>& tok, size_t& i, std::
   const std::string& k = tok[i];
   int64_t x = 0;
   std::string bad = integer_from_text(megatron_arg_value(tok, i, problems), 0, max, x);
-  if (!bad.empty()) problems.push_back(k + ": " + bad);
-  return x;
-}
-
-double megatron_arg_number(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems) {
-  const std::string& k = tok[i];
-  double x = 0;
-  std::string bad = number_from_text(megatron_arg_value(tok, i, problems), 0, kMaxJsonNumber, true, x);
   if (!bad.empty()) problems.push_back(k + ": " + bad);
   return x;
 }

@@ -9,6 +9,7 @@
 #include <regex>
 #include <utility>
 
+#include "core/model_fields.h"
 #include "planner/planner.h"
 
 namespace mplan {
@@ -44,66 +45,6 @@ bool read_moe_pattern(const std::string& v, int num_layers, MoeSpec& e) {
   return false;
 }
 
-// The model flags that carry one value into one field (of ModelSpec, its MoE or its MLA part): a
-// non-negative integer or a finite number. Flags with a mapping of their own are read in
-// parse_megatron_model.
-struct ModelParts {
-  ModelSpec& m;
-  MoeSpec& e;
-  MlaSpec& a;
-};
-struct ModelFlag {
-  const char* flag;
-  bool integer;
-  void (*set)(ModelParts&, double);
-};
-using MP = ModelParts;
-int i(double v) { return v > double(INT32_MAX) ? INT32_MAX : int(v); }  // an int field; too large is refused by validate_model
-// clang-format off
-const ModelFlag kModelFlags[] = {
-    {"--num-layers", true, [](MP& p, double v) { p.m.num_layers = i(v); }},
-    {"--hidden-size", true, [](MP& p, double v) { p.m.hidden_size = int64_t(v); }},
-    {"--ffn-hidden-size", true, [](MP& p, double v) { p.m.ffn_hidden_size = int64_t(v); }},
-    {"--num-attention-heads", true, [](MP& p, double v) { p.m.num_attention_heads = i(v); }},
-    {"--num-query-groups", true, [](MP& p, double v) { p.m.num_query_groups = i(v); }},
-    {"--kv-channels", true, [](MP& p, double v) { p.m.kv_channels = i(v); }},
-    {"--vocab-size", true, [](MP& p, double v) { p.m.vocab_size = int64_t(v); }},
-    {"--max-position-embeddings", true, [](MP& p, double v) { p.m.max_position_embeddings = int64_t(v); }},
-    {"--attention-dropout", false, [](MP& p, double v) { p.m.attention_dropout = v; }},
-    {"--hidden-dropout", false, [](MP& p, double v) { p.m.hidden_dropout = v; }},
-    {"--norm-epsilon", false, [](MP& p, double v) { p.m.norm_epsilon = v; }},
-    {"--rotary-base", false, [](MP& p, double v) { p.m.rotary_base = v; }},
-    {"--rotary-percent", false, [](MP& p, double v) { p.m.rotary_percent = v; }},
-    {"--rope-scaling-factor", false, [](MP& p, double v) { p.m.rope_scaling.factor = v; }},
-    {"--rotary-scaling-factor", false, [](MP& p, double v) { p.m.rope_scaling.factor = v; }},
-    {"--yarn-original-max-position-embeddings", true,
-     [](MP& p, double v) { p.m.rope_scaling.original_max_position_embeddings = int64_t(v); }},
-    {"--yarn-beta-fast", false, [](MP& p, double v) { p.m.rope_scaling.beta_fast = v; }},
-    {"--yarn-beta-slow", false, [](MP& p, double v) { p.m.rope_scaling.beta_slow = v; }},
-    {"--mscale", false, [](MP& p, double v) { p.m.rope_scaling.mscale = v; }},
-    {"--mscale-all-dim", false, [](MP& p, double v) { p.m.rope_scaling.mscale_all_dim = v; }},
-    {"--window-attn-skip-freq", true, [](MP& p, double v) { p.m.window_attn_skip_freq = i(v); }},
-    {"--q-lora-rank", true, [](MP& p, double v) { p.a.q_lora_rank = i(v); }},
-    {"--kv-lora-rank", true, [](MP& p, double v) { p.a.kv_lora_rank = i(v); }},
-    {"--qk-head-dim", true, [](MP& p, double v) { p.a.qk_head_dim = i(v); }},
-    {"--qk-pos-emb-head-dim", true, [](MP& p, double v) { p.a.qk_rope_head_dim = i(v); }},
-    {"--v-head-dim", true, [](MP& p, double v) { p.a.v_head_dim = i(v); }},
-    {"--mtp-num-layers", true, [](MP& p, double v) { p.m.mtp_num_layers = i(v); }},
-    {"--moe-router-topk", true, [](MP& p, double v) { p.e.top_k = i(v); }},
-    {"--moe-ffn-hidden-size", true, [](MP& p, double v) { p.e.moe_ffn_hidden_size = int64_t(v); }},
-    {"--moe-shared-expert-intermediate-size", true, [](MP& p, double v) { p.e.shared_expert_ffn_hidden_size = int64_t(v); }},
-    {"--moe-router-num-groups", true, [](MP& p, double v) { p.e.router_num_groups = i(v); }},
-    {"--moe-router-group-topk", true, [](MP& p, double v) { p.e.router_group_topk = i(v); }},
-    {"--moe-router-topk-scaling-factor", false, [](MP& p, double v) { p.e.router_topk_scaling_factor = v; }},
-};
-// clang-format on
-
-const ModelFlag* model_flag(const std::string& flag) {
-  for (const ModelFlag& f : kModelFlags)
-    if (flag == f.flag) return &f;
-  return nullptr;
-}
-
 }  // namespace
 
 Expected<ModelSpec> parse_megatron_model(const std::string& text) {
@@ -119,33 +60,27 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   m.tied_embeddings = true;
   m.position_embedding = PositionEmbedding::learned;
   std::vector<std::string> problems;
-  MoeSpec e;
-  MlaSpec a;
-  ModelParts parts{m, e, a};
-  bool moe = false, mla = false, qkv_bias = false;
+  bool mla = false, qkv_bias = false;
   std::string moe_freq, window, rope_type;
   // the flags that set a boolean (to the value given), and those whose text is resolved after the loop
   const std::map<std::string, std::pair<bool*, bool>> switches = {
       {"--untie-embeddings-and-output-weights", {&m.tied_embeddings, false}},
       {"--disable-bias-linear", {&m.add_bias_linear, false}},
       {"--add-qkv-bias", {&qkv_bias, true}},
-      {"--qk-layernorm", {&m.qk_layernorm, true}},
-      {"--multi-latent-attention", {&mla, true}},
-      {"--moe-router-enable-expert-bias", {&e.router_enable_expert_bias, true}}};
+      {"--multi-latent-attention", {&mla, true}}};
   const std::map<std::string, std::string*> texts = {
       {"--rope-type", &rope_type}, {"--window-size", &window}, {"--moe-layer-freq", &moe_freq}};
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
-    auto ival = [&] { return megatron_arg_int(tok, i, problems, 1ll << 40); };
-    auto dval = [&] { return megatron_arg_number(tok, i, problems); };
     if (auto s = switches.find(k); s != switches.end())
       *s->second.first = s->second.second;
     else if (auto t = texts.find(k); t != texts.end())
       *t->second = val();
-    else if (const ModelFlag* f = model_flag(k))
-      f->set(parts, f->integer ? double(ival()) : dval());
-    else if (k == "--swiglu")
+    else if (const ModelField* f = model_field_of_flag(k)) {  // one flag with the member's value (core/model_fields.h)
+      std::string bad = set_model_field_text(*f, m, f->type() == FieldType::boolean ? "true" : val());
+      if (!bad.empty()) problems.push_back(k + ": " + bad);
+    } else if (k == "--swiglu")
       m.activation = Activation::swiglu;
     else if (k == "--squared-relu")
       m.activation = Activation::squared_relu;
@@ -162,20 +97,6 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
       m.rope_scaling.type = RopeScalingType::llama3;
       m.rope_scaling.original_max_position_embeddings = 8192;
       if (m.rope_scaling.factor == 1.0) m.rope_scaling.factor = 8.0;  // Megatron's --rope-scaling-factor default
-    } else if (k == "--softmax-type") {
-      std::string t = val();
-      m.softmax_type = t == "learnable"    ? SoftmaxType::learnable
-                       : t == "off-by-one" ? SoftmaxType::off_by_one
-                                           : SoftmaxType::vanilla;
-      if (t != "learnable" && t != "off-by-one" && t != "vanilla")
-        problems.push_back("--softmax-type: '" + t + "' is not vanilla, off-by-one or learnable");
-    } else if (k == "--num-experts")
-      moe = true, e.num_experts = int(ival());
-    else if (k == "--moe-router-score-function") {
-      std::string t = val();
-      e.router_score_function = t == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
-      if (t != "sigmoid" && t != "softmax")
-        problems.push_back("--moe-router-score-function: '" + t + "' is not softmax or sigmoid");
     } else if (k.rfind("--", 0) == 0 && i + 1 < tok.size() && tok[i + 1].rfind("--", 0) != 0)
       ++i;  // another option's value
   }
@@ -202,16 +123,18 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
     else
       problems.push_back("--window-size: '" + window + "' is not 'left,0' (a causal window)");
   }
+  if (!mla) m.mla.reset();  // the MLA flags count only with --multi-latent-attention
   if (mla) {
-    m.mla = a;
+    const MlaSpec& a = m.mla ? *m.mla : m.mla.emplace();
     m.kv_channels = a.qk_head_dim + a.qk_rope_head_dim;
     m.num_query_groups = m.num_attention_heads;
   }
-  if (moe) {
+  if (m.moe && m.moe->num_experts == 0) m.moe.reset();  // the MoE flags count only with --num-experts
+  if (m.moe) {
+    MoeSpec& e = *m.moe;
     if (e.moe_ffn_hidden_size == 0) e.moe_ffn_hidden_size = m.ffn_hidden_size;
     if (!moe_freq.empty() && !read_moe_pattern(moe_freq, m.num_layers, e))
       problems.push_back("--moe-layer-freq: '" + moe_freq + "' is not a leading dense block followed by a periodic MoE pattern");
-    m.moe = e;
   }
   if (!problems.empty()) return Error(problems);
   auto v = validate_model(m);

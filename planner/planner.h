@@ -121,11 +121,10 @@ Expected<MegatronLayout> parse_megatron_args(const std::string& args);
 // The argument words of an exported file (comments, line continuations and the environment's
 // export/unset lines dropped; "quoted" values kept whole).
 Expected<std::vector<std::string>> megatron_tokens(const std::string& text);
-// The value after flag tok[i] (advancing i), read as text, a non-negative integer up to `max`, or a
-// finite number; a missing or malformed value adds one problem naming the flag and reads as 0.
+// The value after flag tok[i] (advancing i), read as text or a non-negative integer up to `max`; a
+// missing or malformed value adds one problem naming the flag and reads as 0.
 std::string megatron_arg_value(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems);
 long long megatron_arg_int(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems, long long max);
-double megatron_arg_number(const std::vector<std::string>& tok, size_t& i, std::vector<std::string>& problems);
 // The model the arguments build (planner/import_megatron.cpp), named by the export's header; the
 // fields Megatron's arguments do not carry (presets' sources) are absent. Every problem names its flag.
 Expected<ModelSpec> parse_megatron_model(const std::string& args);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/megatron_rules.h"
+#include "core/model_fields.h"
 #include "core/parallel_fields.h"
 #include "runs/log_text.h"
 
@@ -141,8 +142,6 @@ const std::vector<LogKey>& log_keys() {
         {"vocab", "", "", "model.vocab_size"},
         {"num_experts", "num_experts", "model.num_moe_experts", "model.moe.num_experts", T, norm_int, "0"},
         {"etp", parallel_field("etp")->log, "", "parallel.etp", E},
-        {"moe_router_topk", "moe_router_topk", "model.moe_router_topk", "model.moe.top_k", E},
-        {"moe_ffn_hidden_size", "moe_ffn_hidden_size", "model.moe_ffn_hidden_size", "model.moe.moe_ffn_hidden_size", E},
         {"moe_shared_expert_ffn", "moe_shared_expert_intermediate_size", "model.moe_shared_expert_intermediate_size",
          "model.moe.shared_expert_ffn_hidden_size", E, norm_int, "0"},
         {"moe_layers", "", "", "", E, norm_int, nullptr, moe_layers, "model.moe (first_k_dense_layers, moe_layer_freq)"},
@@ -151,14 +150,14 @@ const std::vector<LogKey>& log_keys() {
         {"untied_embeddings", "untie_embeddings_and_output_weights", "", "model.tied_embeddings", T, norm_bool, nullptr, untied},
         {"mla", "multi_latent_attention", "", "model.mla", T, norm_bool, nullptr, has_mla},
         {"q_lora_rank", "q_lora_rank", "model.q_lora_rank", "model.mla.q_lora_rank", A, norm_int, "0"},
-        {"qk_pos_emb_head_dim", "qk_pos_emb_head_dim", "model.qk_pos_emb_head_dim", "model.mla.qk_rope_head_dim", A},
         {"recompute", "recompute_granularity", "model.recompute_granularity", "parallel.recompute", T, norm_text, "none"},
         {"zero", "", "", "parallel.zero"},
     };
-    for (const char* m : {"num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "mtp_num_layers"})
-      k.push_back({m, m, std::string("model.") + m, std::string("model.") + m});
-    for (const char* m : {"kv_lora_rank", "qk_head_dim", "v_head_dim"})
-      k.push_back({m, m, std::string("model.") + m, std::string("model.mla.") + m, A});
+    for (const ModelField& f : model_fields()) {  // model fields: their log names (Bridge: model.<name>)
+      const std::string json = f.json, part = json.substr(0, json.find('.') + 1);
+      if (*f.log)
+        k.push_back({f.log, f.log, std::string("model.") + f.log, "model." + json, part == "moe." ? E : part == "mla." ? A : T});
+    }
     for (const char* f : {"world_size", "micro_batch_size", "tp", "pp", "vpp", "cp", "ep"}) {  // plan fields: their log names
       const std::string log = parallel_field(f)->log;
       const std::string bridge = *f == 'w' ? "" : *f == 'm' ? "train." + log : "model." + log;
