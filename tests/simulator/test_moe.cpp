@@ -173,5 +173,21 @@ TEST(MoeCost, PerExpertGemmsCostTheirExpertsOneAfterAnother) {
   for (const Op& o : layer_ops(*model_preset("qwen3-30b-a3b"), 0, oc))
     if (o.id == OpId::qkv_gemm) EXPECT_EQ(compute_op_cost(o, per_expert, p).fwd_s, compute_op_cost(o, grouped, p).fwd_s);
 }
+
+// Transformer Engine's fused grouped MLP (parallel.moe_fused_grouped_mlp, the Megatron-Bridge recipes'
+// cutedsl_fused_grouped_mlp) runs all local experts as one kernel: a Megatron plan with it costs its
+// experts as one grouped GEMM, like a framework whose grouped MLP is one kernel, and is faster than
+// the same plan with one GEMM per expert; a dense model is unaffected.
+TEST(MoeCost, FusedGroupedMlpIsOneKernelForAllLocalExperts) {
+  CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
+  Plan per_expert = moe_plan(8, 8), fused = per_expert;  // 16 local experts each
+  ASSERT_EQ(per_expert.training.framework, Framework::megatron);
+  fused.parallel.moe_fused_grouped_mlp = true;
+  const StepReport a = simulate_ok(per_expert, c), b = simulate_ok(fused, c);
+  EXPECT_LT(b.step_time_s, a.step_time_s);
+  Plan dense = preset_plan("llama3-8b", 8, 32, 4096, 1, 1, 1, 1), dense_fused = dense;
+  dense_fused.parallel.moe_fused_grouped_mlp = true;
+  EXPECT_DOUBLE_EQ(step(dense_fused, c), step(dense, c));
+}
 }  // namespace
 }  // namespace mplan
