@@ -170,8 +170,11 @@ TEST(MoeCost, PerExpertGemmsCostTheirExpertsOneAfterAnother) {
   EXPECT_GT(each.fwd_s, one.fwd_s);
   EXPECT_GT(each.bwd_input_s, one.bwd_input_s);
   // a dense GEMM is one kernel either way
-  for (const Op& o : layer_ops(*model_preset("qwen3-30b-a3b"), 0, oc))
-    if (o.id == OpId::qkv_gemm) EXPECT_EQ(compute_op_cost(o, per_expert, p).fwd_s, compute_op_cost(o, grouped, p).fwd_s);
+  for (const Op& o : layer_ops(*model_preset("qwen3-30b-a3b"), 0, oc)) {
+    if (o.id == OpId::qkv_gemm) {
+      EXPECT_EQ(compute_op_cost(o, per_expert, p).fwd_s, compute_op_cost(o, grouped, p).fwd_s);
+    }
+  }
 }
 
 // Transformer Engine's fused grouped MLP (parallel.moe_fused_grouped_mlp, the Megatron-Bridge recipes'
