@@ -124,6 +124,7 @@ FrameworkRuns framework_runs(Framework f) {
     case Framework::megatron:
       r.schedules = bit(Schedule::one_f_one_b) | bit(Schedule::interleaved);
       r.cp_comm = bit(CpCommType::p2p) | bit(CpCommType::a2a) | bit(CpCommType::allgather);
+      r.per_expert_gemms = true;
       break;
     case Framework::torchtitan:
       r.schedules = bit(Schedule::gpipe) | bit(Schedule::one_f_one_b) | bit(Schedule::interleaved);

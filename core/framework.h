@@ -84,6 +84,12 @@ struct FrameworkRuns {
   // micro-pipelined symmetric-memory matmuls): the median of its published async-vs-vanilla A/B pairs
   // (docs/cost_model.md, "TP-comm overlap by framework").
   double tp_overlap_share = 1.0;
+  // Its grouped expert MLP runs one GEMM kernel per local expert, not one grouped kernel: Megatron-Core's
+  // TEGroupedMLP calls Transformer Engine's GroupedLinear, whose cuBLAS path launches a GEMM per expert
+  // (multi_stream_cublas_gemm, TransformerEngine common/gemm/cublaslt_gemm.cu; CUTLASS grouped GEMM only
+  // on Hopper and opt-in, NVTE_USE_CUTLASS_GROUPED_GEMM). torch._grouped_mm, megablox gmm and
+  // MegaBlocks' grouped_gemm are one kernel (docs/cost_model.md, "Expert GEMMs, one per expert").
+  bool per_expert_gemms = false;
 };
 
 FrameworkRuns framework_runs(Framework f);

@@ -96,6 +96,10 @@ struct ParallelConfig {
   // Megatron --overlap-moe-expert-parallel-comm: the EP all-to-alls of one micro-batch overlap the
   // compute of another (merged forward/backward of 1F1B).
   bool moe_a2a_overlap = false;
+  // The experts' MLP as Transformer Engine's fused grouped kernels (Megatron-Core
+  // --use-transformer-engine-op-fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, Megatron-Bridge's
+  // cutedsl_fused_grouped_mlp): one kernel for all local experts, not one cuBLAS GEMM per expert.
+  bool moe_fused_grouped_mlp = false;
   Schedule schedule = Schedule::one_f_one_b;
   AttentionBackend attention_backend = AttentionBackend::flash;
   int num_layers_in_first_pipeline_stage = 0;  // 0 = even split

@@ -155,11 +155,15 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       const GemmShape& s = op.gemm;
       // MoE experts run as grouped GEMMs, less efficient than one dense GEMM of the same work
       double eff_max = p.gemm_eff_max;
-      if (op_has_role(op.id, kGroupedGemm)) eff_max *= p.grouped_gemm_eff;
-      const GemmTimes t = gemm_times(s, eff_max, rt, p);
-      r.fwd_s = t[0];
-      r.bwd_input_s = t[1];
-      r.bwd_weight_s = t[2];
+      const bool grouped = op_has_role(op.id, kGroupedGemm);
+      if (grouped) eff_max *= p.grouped_gemm_eff;
+      // one kernel per local expert, one after another: each pays its own waves, ramp and overhead
+      const bool per_expert = grouped && rt.per_expert_gemms && s.groups > 1;
+      const GemmTimes t = gemm_times(per_expert ? GemmShape{s.m, s.n, s.k, 1} : s, eff_max, rt, p);
+      const double kernels = per_expert ? double(s.groups) : 1.0;
+      r.fwd_s = t[0] * kernels;
+      r.bwd_input_s = t[1] * kernels;
+      r.bwd_weight_s = t[2] * kernels;
       if (is_fp8_family(rt.prec)) {
         // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
         double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;

@@ -21,12 +21,13 @@ OpCost compute_op_cost(const Op& op, Precision gemm_precision, const ClusterSpec
 // precision efficiency), looked up once: an op list costs all its ops with one or two of these.
 struct ComputeRates {
   Precision prec = Precision::bf16;
-  double peak = 0;       // FLOP/s of `prec` (bf16's, or the first listed, where the GPU has no such mode)
-  double peak_bf16 = 0;  // FLOP/s of bf16 (attention runs in bf16 even in FP8 recipes)
-  double vec_peak = 0;   // FLOP/s of fp32 (1e15 where unknown): the transcendental work of CPU ops
-  double prec_eff = 1;   // CostParams::eff_for(prec)
-  double hbm = 0;        // achieved HBM bytes/s
-  double overhead = 0;   // per kernel, s
+  double peak = 0;                // FLOP/s of `prec` (bf16's, or the first listed, where the GPU has no such mode)
+  double peak_bf16 = 0;           // FLOP/s of bf16 (attention runs in bf16 even in FP8 recipes)
+  double vec_peak = 0;            // FLOP/s of fp32 (1e15 where unknown): the transcendental work of CPU ops
+  double prec_eff = 1;            // CostParams::eff_for(prec)
+  double hbm = 0;                 // achieved HBM bytes/s
+  double overhead = 0;            // per kernel, s
+  bool per_expert_gemms = false;  // grouped expert GEMMs run one kernel per expert (FrameworkRuns)
   int sm_count = 1;
 };
 ComputeRates compute_rates(Precision gemm_precision, const ClusterSpec& c, const CostParams& p);

@@ -94,7 +94,8 @@ std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTiming
   std::vector<OpCost> oc(ops.size());
   // the rates of the list's precision and of bf16, looked up once for all its ops
   const bool fp8 = is_fp8_family(x.prec);
-  const ComputeRates rates = compute_rates(x.prec, *x.cl, *x.prm);
+  ComputeRates rates = compute_rates(x.prec, *x.cl, *x.prm);
+  rates.per_expert_gemms = x.per_expert_gemms;
   std::optional<ComputeRates> bf16_rates;
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind != OpKind::comm) {

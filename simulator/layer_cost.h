@@ -59,6 +59,7 @@ struct ListTimingContext {
   double tp_overlap_share = 1.0;  // FrameworkRuns::tp_overlap_share of the plan's framework
   GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
   double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
+  bool per_expert_gemms = false;  // FrameworkRuns::per_expert_gemms of the plan's framework
 };
 
 // Compute costs of the ops of a list (comm ops left at zero); fp8 recipes keep the LM head and the

@@ -290,6 +290,7 @@ const std::vector<FactStep>& fact_steps() {
       {nullptr, "moe_force_balance", has_moe, "forced MoE routing|learned MoE routing"},
       {apply_moe},
       {nullptr, "moe_a2a_overlap", has_moe, "EP all-to-all overlap"},
+      {nullptr, "moe_fused_grouped_mlp", has_moe, "fused grouped expert MLP"},
       {nullptr, "tp_comm_overlap", tp_sp, "TP-comm overlap|no TP-comm overlap"},
       {nullptr, "overlap_grad_reduce", always, "overlapped gradient reduction|no overlapped gradient reduction"},
       {nullptr, "cp_comm_type", cp_on, "CP {}"},

@@ -192,6 +192,7 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.cp = p.cp;
   lt.tp_comm_overlap = p.tp_comm_overlap;
   lt.tp_overlap_share = framework_runs(plan.training.framework).tp_overlap_share;
+  lt.per_expert_gemms = framework_runs(plan.training.framework).per_expert_gemms && !p.moe_fused_grouped_mlp;
   lt.moe_a2a_overlap = p.moe_a2a_overlap;
   lt.tp_pl = placement_of(memo, grid, p, Dim::tp, dom);
   lt.cp_pl = placement_of(memo, grid, p, Dim::cp, dom);
@@ -236,8 +237,8 @@ ListCosts cost_lists(const Ctx& x, const OpContext& oc, int first_moe) {
 // SimCache holds fixed: the op context, the list timing context and the recompute / offload choices.
 // A field added to OpContext or ListTimingContext must be added here (the size checks fail until then).
 static_assert(sizeof(OpContext) == 80, "OpContext changed: add the new field to list_key()");
-static_assert(sizeof(ListTimingContext) == 120, "ListTimingContext changed: add the new field to list_key()");
-using ListKey = std::array<double, 48>;
+static_assert(sizeof(ListTimingContext) == 128, "ListTimingContext changed: add the new field to list_key()");
+using ListKey = std::array<double, 49>;
 
 ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
   const ListTimingContext& t = x.lt;
@@ -252,6 +253,7 @@ ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
   put(oc.torch_ring_attention);
   put(double(t.prec)), put(t.frozen), put(t.split_w), put(t.tp), put(t.cp), put(t.tp_comm_overlap), put(t.moe_a2a_overlap);
   put(t.tp_overlap_share), put_pl(t.tp_pl), put_pl(t.cp_pl), put_pl(t.ep_pl), put_pl(t.etp_pl), put(t.moe_remote_share);
+  put(t.per_expert_gemms);
   put(double(p.recompute)), put(double(p.remat_policy)), put(double(p.effective_recompute_modules().bits));
   put(double(p.offload_modules.bits)), put(double(x.plan.training.framework)), put(first_moe);
   assert(i == k.size());

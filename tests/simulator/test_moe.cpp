@@ -1,12 +1,16 @@
 // MoE cost effects: learned-routing load imbalance over expert-parallel ranks, domain-deduplicating
-// dispatchers (DeepEP/HybridEP) across NVLink domains, and EP all-to-all overlap.
+// dispatchers (DeepEP/HybridEP) across NVLink domains, EP all-to-all overlap, and expert GEMMs run
+// one kernel per expert (Megatron-Core through Transformer Engine) or as one grouped kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "core/framework.h"
+#include "core/ops.h"
 #include "core/presets.h"
 #include "core/rank_grid.h"
 #include "simulator/collectives.h"
+#include "simulator/compute_cost.h"
 #include "simulator/moe_load.h"
 #include "simulator/simulator.h"
 #include "tests/simulator/sim_fixtures.h"
@@ -138,5 +142,55 @@ TEST(MoeCost, GroupLimitedRoutingCapsTheDomainsReached) {
   EXPECT_DOUBLE_EQ(moe_remote_share(256, 8, g, 8, 8), free);
 }
 
+// Megatron-Core's grouped MLP launches one GEMM per local expert (FrameworkRuns::per_expert_gemms):
+// the op costs exactly its experts' single GEMMs one after another, each with its own waves, ramp and
+// overhead, so never less than one grouped kernel of the same work.
+TEST(MoeCost, PerExpertGemmsCostTheirExpertsOneAfterAnother) {
+  EXPECT_TRUE(framework_runs(Framework::megatron).per_expert_gemms);
+  EXPECT_FALSE(framework_runs(Framework::torchtitan).per_expert_gemms);
+  const ClusterSpec c = *cluster_preset("dgx-h100");
+  const CostParams p = default_cost_params(c);
+  OpContext oc;
+  oc.ep = 16;
+  oc.seq = 4096;
+  Op fc1;
+  for (const Op& o : layer_ops(*model_preset("qwen3-30b-a3b"), 0, oc))
+    if (o.id == OpId::expert_fc1_gemm) fc1 = o;
+  ASSERT_EQ(fc1.id, OpId::expert_fc1_gemm);
+  ASSERT_EQ(fc1.gemm.groups, 8);  // 128 experts over EP 16
+  ComputeRates grouped = compute_rates(Precision::bf16, c, p), per_expert = grouped;
+  per_expert.per_expert_gemms = true;
+  const OpCost one = compute_op_cost(fc1, grouped, p), each = compute_op_cost(fc1, per_expert, p);
+  const GemmShape s = fc1.gemm;
+  const double share = fc1.load_scale * double(s.groups);  // the op's work is its experts' GEMMs
+  CostParams q = p;
+  q.gemm_eff_max *= p.grouped_gemm_eff;
+  EXPECT_DOUBLE_EQ(each.fwd_s, share * gemm_time_s({s.m, s.n, s.k, 1}, Precision::bf16, c, q));
+  EXPECT_DOUBLE_EQ(each.bwd_weight_s, share * gemm_time_s({s.k, s.n, s.m, 1}, Precision::bf16, c, q));
+  EXPECT_GT(each.fwd_s, one.fwd_s);
+  EXPECT_GT(each.bwd_input_s, one.bwd_input_s);
+  // a dense GEMM is one kernel either way
+  for (const Op& o : layer_ops(*model_preset("qwen3-30b-a3b"), 0, oc)) {
+    if (o.id == OpId::qkv_gemm) {
+      EXPECT_EQ(compute_op_cost(o, per_expert, p).fwd_s, compute_op_cost(o, grouped, p).fwd_s);
+    }
+  }
+}
+
+// Transformer Engine's fused grouped MLP (parallel.moe_fused_grouped_mlp, the Megatron-Bridge recipes'
+// cutedsl_fused_grouped_mlp) runs all local experts as one kernel: a Megatron plan with it costs its
+// experts as one grouped GEMM, like a framework whose grouped MLP is one kernel, and is faster than
+// the same plan with one GEMM per expert; a dense model is unaffected.
+TEST(MoeCost, FusedGroupedMlpIsOneKernelForAllLocalExperts) {
+  CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
+  Plan per_expert = moe_plan(8, 8), fused = per_expert;  // 16 local experts each
+  ASSERT_EQ(per_expert.training.framework, Framework::megatron);
+  fused.parallel.moe_fused_grouped_mlp = true;
+  const StepReport a = simulate_ok(per_expert, c), b = simulate_ok(fused, c);
+  EXPECT_LT(b.step_time_s, a.step_time_s);
+  Plan dense = preset_plan("llama3-8b", 8, 32, 4096, 1, 1, 1, 1), dense_fused = dense;
+  dense_fused.parallel.moe_fused_grouped_mlp = true;
+  EXPECT_DOUBLE_EQ(step(dense_fused, c), step(dense, c));
+}
 }  // namespace
 }  // namespace mplan

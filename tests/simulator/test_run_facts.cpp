@@ -115,6 +115,18 @@ TEST(RunFacts, RecipeHelperFactsAndTheBlackwellMlaAttentionKernel) {
   for (const auto& f : run_facts_for(r)) got[f.fact] = f.value;
   EXPECT_EQ(got["cuda_graph_impl"], "full_iteration");
   EXPECT_EQ(got["overlap_moe_expert_parallel_comm"], "True");
+  // the recipe sets NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: one fused grouped kernel for the experts
+  EXPECT_EQ(got["cutedsl_fused_grouped_mlp"], "True");
+  Plan moe;
+  moe.model = *model_preset("qwen3-30b-a3b");
+  moe.cluster = *cluster_preset("dgx-h100");
+  moe.training = {64, 4096, Precision::bf16};
+  moe.parallel.world_size = 8;
+  moe.parallel.ep = 8;
+  std::string notes;
+  apply_run_facts({{"cutedsl_fused_grouped_mlp", "True", "", "x@1:y"}}, r, moe, notes);
+  EXPECT_TRUE(moe.parallel.moe_fused_grouped_mlp);
+  EXPECT_NE(notes.find("fused grouped expert MLP (recipe)"), std::string::npos) << notes;
   CsvRow d;
   d.f = {{"source_id", "dgxc_benchmarking"},
          {"url", "https://github.com/NVIDIA/dgxc-benchmarking/blob/8a983f7baecdf284862ffff21eeb0dc8d571fe3f/x"},
