@@ -64,7 +64,10 @@ TEST(PipelineSplit, SearchGivesTheHeavyHeadALighterLastStage) {
   even.parallel.num_layers_in_first_pipeline_stage = even.parallel.num_layers_in_last_pipeline_stage = 0;
   even.parallel.pipeline_layout.clear();
   StepReport e = sim(even);
-  EXPECT_LT(best.report.step_time_s, 0.97 * e.step_time_s);
+  // the gain is the head's share of the last stage: over 3 % while the expert GEMMs were costed as one
+  // grouped kernel, 2.4 % since each local expert is its own GEMM (issue 31), which makes the MoE
+  // layers heavier beside the same head
+  EXPECT_LT(best.report.step_time_s, 0.985 * e.step_time_s);
   EXPECT_LT(best.report.bubble_imbalance_s, 0.5 * e.bubble_imbalance_s);
   // the export writes the split, and reads back
   std::string args = export_megatron_args(best.plan);
