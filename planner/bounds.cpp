@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 
@@ -159,14 +160,37 @@ double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vec
 
 namespace {
 
+bool same_kind(const Action& x, const Action& y) { return x.phase == y.phase && x.chunk == y.chunk; }
+
 // The activation walk of one stage's action list, exactly as the event simulation accounts it; stops
 // early (returning the peak so far) once the peak passes `budget` and `over(peak)` says so.
+// Inside `wp`, at the start of each period the activations held are compared with those of the
+// previous period's start: when they are the same double, every following period of the stretch
+// repeats the last one value for value (the same actions from the same state), so the peak, the
+// budget and the checks do not change over them, and the walk goes on after the last whole one.
 template <class Over>
-double walk_peak(const std::vector<Action>& actions, const ChunkTotals* ct, double budget, Over over, bool& stopped) {
+double walk_peak(const std::vector<Action>& actions, const ChunkTotals* ct, const WalkPeriod& wp, double budget, Over over,
+                 bool& stopped) {
   double act = 0, pk = 0;
   int confirms = 0;
   stopped = false;
-  for (const Action& a : actions) {
+  const size_t n = actions.size(), period = size_t(wp.period);
+  size_t next_mark = period > 0 ? size_t(wp.begin) : n;  // the next period start to compare at
+  uint64_t at_mark = 0;
+  bool marked = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == next_mark) {
+      if (marked && std::bit_cast<uint64_t>(act) == at_mark) {
+        i += (size_t(wp.end) - i) / period * period;
+        next_mark = n;
+        if (i >= n) break;
+      } else {
+        at_mark = std::bit_cast<uint64_t>(act);
+        marked = true;
+        next_mark = i + period <= size_t(wp.end) ? i + period : n;
+      }
+    }
+    const Action& a = actions[i];
     const ChunkTotals& ch = ct[a.chunk];
     if (a.phase == Phase::F) {
       act += ch.act;
@@ -203,13 +227,48 @@ int Bounds::peak_activations_until(const Layout& l, const PipeShape& ps, const s
                                    std::vector<double>& peak) const {
   peak.assign(ps.pp, 0.0);
   const ScheduleInfo& si = schedule(l.schedule, ps.pp, ps.vpp, microbatches(l));
+  const std::vector<WalkPeriod>& wp = walk_periods(si);
   for (int s = 0; s < ps.pp; ++s) {
     bool stopped = false;
     peak[s] = walk_peak(
-        si.actions[s], ct.data() + size_t(s) * ps.vpp, budget[size_t(s)], [&](double pk) { return over(s, pk); }, stopped);
+        si.actions[s], ct.data() + size_t(s) * ps.vpp, wp[size_t(s)], budget[size_t(s)], [&](double pk) { return over(s, pk); },
+        stopped);
     if (stopped) return s;
   }
   return -1;
+}
+
+double stage_peak_activations(const std::vector<Action>& actions, const ChunkTotals* ct, const WalkPeriod& wp) {
+  bool stopped = false;
+  return walk_peak(
+      actions, ct, wp, std::numeric_limits<double>::infinity(), [](double) { return false; }, stopped);
+}
+
+WalkPeriod walk_period(const std::vector<Action>& a) {
+  // the smallest period of the middle half of the list, then how far it reaches both ways; a list too
+  // short or without a repeat there gets none (as does one that takes too long to look at)
+  const int64_t n = int64_t(a.size()), lo = n / 4, hi = n - n / 4;
+  int64_t p = 0, budget = 64 * n + 1024;  // comparisons
+  for (int64_t q = 1; 2 * q <= hi - lo && p == 0 && budget > 0; ++q) {
+    bool same = true;
+    for (int64_t j = lo + q; j < hi && same; ++j, --budget) same = same_kind(a[size_t(j)], a[size_t(j - q)]);
+    if (same) p = q;
+  }
+  if (p == 0) return {};
+  int64_t end = hi, first = lo + p;  // every action in [first, end) repeats the one p earlier
+  while (end < n && same_kind(a[size_t(end)], a[size_t(end - p)])) ++end;
+  while (first - 1 - p >= 0 && same_kind(a[size_t(first - 1)], a[size_t(first - 1 - p)])) --first;
+  return {first - p, end, p};
+}
+
+const std::vector<WalkPeriod>& Bounds::walk_periods(const ScheduleInfo& si) const {
+  std::lock_guard<std::mutex> lock(period_mu_);
+  std::unique_ptr<std::vector<WalkPeriod>>& wp = periods_[&si];
+  if (!wp) {
+    wp = std::make_unique<std::vector<WalkPeriod>>();
+    for (const std::vector<Action>& list : si.actions) wp->push_back(walk_period(list));
+  }
+  return *wp;
 }
 
 void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, int stage, std::vector<int64_t>& per_chunk,

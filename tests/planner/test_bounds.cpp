@@ -1,9 +1,10 @@
 // The pieces the bounds stand on: probed per-layer costs add up to build_workload's chunk costs, the
 // memory accounting equals simulate()'s, the closed-form warm-up counts match the schedule tables,
-// and the allocation-free placement matches RankGrid.
+// the periodic activation walk equals the full one, and the allocation-free placement matches RankGrid.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "core/rank_grid.h"
 #include "core/schedule.h"
@@ -11,6 +12,7 @@
 #include "planner/layer_costs.h"
 #include "planner/placement.h"
 #include "planner_test_util.h"
+#include "simulator/pipeline_sim.h"
 #include "simulator/simulator.h"
 #include "simulator/workload.h"
 
@@ -144,6 +146,49 @@ TEST(Bounds, WarmupClosedFormsMatchScheduleTables) {
             EXPECT_EQ(acts[0].chunk, 0) << at;
           }
         }
+}
+
+// The walks skip the repeated periods of a list's steady state: the peak is the same double as walking
+// every action, for chunk totals that repeat exactly (round numbers) and ones that drift (random).
+TEST(Bounds, PeriodicWalkEqualsTheFullWalkBitForBit) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 3.0);
+  int skipped_tables = 0, checked = 0;
+  for (Schedule sch : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::interleaved})
+    for (int pp : {1, 2, 3, 4, 8, 16})
+      for (int vpp : {1, 2, 3, 8})
+        for (int m : {1, 4, 16, 48, 64, 256}) {
+          if ((sch == Schedule::interleaved) != (vpp > 1)) continue;
+          if (sch == Schedule::interleaved && (pp == 1 || m % pp != 0)) continue;
+          const ScheduleTable t = make_schedule_table(sch, pp, vpp, m);
+          for (int s = 0; s < pp; ++s) {
+            const std::vector<Action>& list = t.actions[size_t(s)];
+            const WalkPeriod wp = walk_period(list);
+            std::string at = to_string(sch) + " pp" + std::to_string(pp) + " vpp" + std::to_string(vpp) + " m" +
+                             std::to_string(m) + " stage " + std::to_string(s);
+            for (int64_t j = wp.begin + wp.period; wp.period > 0 && j < wp.end; ++j) {
+              ASSERT_EQ(list[size_t(j)].phase, list[size_t(j - wp.period)].phase) << at;
+              ASSERT_EQ(list[size_t(j)].chunk, list[size_t(j - wp.period)].chunk) << at;
+            }
+            if (wp.end - wp.begin >= 4 * wp.period && wp.period > 0) ++skipped_tables;
+            for (int round = 0; round < 3; ++round) {
+              std::vector<ChunkTotals> ct(static_cast<size_t>(vpp));
+              for (ChunkTotals& c : ct) {
+                c.act = round == 0 ? 1024.0 * (1 + &c - ct.data()) : u(rng) * 1e9;
+                c.act_w = sch == Schedule::zero_bubble ? c.act * (round == 0 ? 0.25 : u(rng) / 4) : 0.0;
+                c.transient = round == 2 ? u(rng) * 1e8 : 0.0;
+                c.fwd_transient = round == 2 ? u(rng) * 1e8 : 0.0;
+              }
+              const double full = stage_peak_activations(list, ct.data(), WalkPeriod{});
+              EXPECT_EQ(stage_peak_activations(list, ct.data(), wp), full) << at << " round " << round;
+              ++checked;
+            }
+          }
+        }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(skipped_tables, 300);  // the steady states are found (1F1B: period 2, interleaved: 2 pp vpp)
+  EXPECT_EQ(walk_period(make_schedule_table(Schedule::one_f_one_b, 4, 1, 64).actions[0]).period, 2);
+  EXPECT_EQ(walk_period(make_schedule_table(Schedule::interleaved, 4, 3, 64).actions[1]).period, 2 * 4 * 3);
 }
 
 TEST(Bounds, FastPlacementMatchesRankGrid) {
