@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 
 #include "core/schedule.h"
 #include "core/units.h"
@@ -41,6 +42,23 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
     }
   ps.min_chunk = *std::min_element(ps.layers.begin(), ps.layers.end());
   ps.params = params_per_stage(m, p);
+  // the chunks chunk_totals copies: an inner chunk equal to an earlier computed inner chunk, layer for
+  // layer dense or MoE (so that the MoE layers among its first r, as full recompute counts them, are too)
+  const size_t n_chunks = ps.layers.size();
+  ps.same_as.assign(n_chunks, -1);
+  std::vector<size_t> computed;  // inner chunks that compute their totals
+  for (size_t i = 0; i < n_chunks; ++i) {
+    if (i == 0 || i + 1 == n_chunks) continue;
+    for (size_t j : computed) {
+      bool same = ps.layers[j] == ps.layers[i];
+      for (int k = 0; k < ps.layers[i] && same; ++k) same = m.is_moe_layer(ps.first[j] + k) == m.is_moe_layer(ps.first[i] + k);
+      if (same) {
+        ps.same_as[i] = int(j);
+        break;
+      }
+    }
+    if (ps.same_as[i] < 0) computed.push_back(i);
+  }
   return ps;
 }
 
@@ -73,29 +91,26 @@ Bounds::Bounds(const Job& job, const CostParams& prm, SimCache* shared)
 
 void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const {
   const ModelSpec& m = job_.model();
-  out.assign(size_t(ps.pp) * ps.vpp, ChunkTotals{});
+  const size_t n_chunks = size_t(ps.pp) * ps.vpp;
+  out.resize(n_chunks);
   const bool sel = l.recompute == Recompute::selective;
-  // a chunk with the same layer counts as the last inner chunk (not the first or the last: they add the
-  // embedding or the head) has the same totals, summed by the same expressions: copied
-  size_t prev = SIZE_MAX;
-  int prev_n = -1, prev_moe = -1, prev_r = -1, prev_moe_r = -1;
+  // a chunk with the same layers as an earlier inner chunk (PipeShape::same_as) has the same totals,
+  // summed by the same expressions: copied
+  const bool copies = ps.same_as.size() == n_chunks;
   for (int s = 0; s < ps.pp; ++s)
     for (int c = 0; c < ps.vpp; ++c) {
       size_t i = size_t(s) * ps.vpp + c;
       ChunkTotals& t = out[i];
+      if (copies && ps.same_as[i] >= 0) {
+        t = out[size_t(ps.same_as[i])];
+        continue;
+      }
+      t = ChunkTotals{};
       int n = ps.layers[i], first = ps.first[i];
       int moe = moe_prefix_[first + n] - moe_prefix_[first];
       int r = 0;
       if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
       int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
-      const bool edge = (s == 0 && c == 0) || (s == ps.pp - 1 && c == ps.vpp - 1);
-      if (!edge) {
-        if (prev != SIZE_MAX && n == prev_n && moe == prev_moe && r == prev_r && moe_r == prev_moe_r) {
-          t = out[prev];
-          continue;
-        }
-        prev = i, prev_n = n, prev_moe = moe, prev_r = r, prev_moe_r = moe_r;
-      }
       int dense_r = r - moe_r;
       if (sel) {
         add(t, sc.dense.selective, n - moe);
@@ -296,13 +311,29 @@ void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, in
 void Bounds::activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                                            std::vector<double>& out) const {
   out.assign(ps.pp, 0.0);
-  std::vector<int64_t> n;
-  int fb = 0;
+  // the counts of the last schedule shape asked for on this thread (the candidates of a structure share it)
+  struct Counts {
+    std::tuple<Schedule, int, int, int64_t> key{Schedule::gpipe, 0, 0, 0};
+    std::vector<int64_t> n;  // [stage * vpp + chunk]
+    std::vector<int> fb;     // [stage]: the first backward's chunk
+  };
+  thread_local Counts memo;
+  const auto key = std::make_tuple(l.schedule, ps.pp, ps.vpp, microbatches(l));
+  if (memo.key != key) {
+    memo.key = key;
+    memo.n.resize(size_t(ps.pp) * ps.vpp);
+    memo.fb.resize(size_t(ps.pp));
+    std::vector<int64_t> n;
+    for (int s = 0; s < ps.pp; ++s) {
+      forwards_before_first_backward(l.schedule, ps.pp, ps.vpp, microbatches(l), s, n, memo.fb[size_t(s)]);
+      std::copy(n.begin(), n.end(), memo.n.begin() + std::ptrdiff_t(s) * ps.vpp);
+    }
+  }
   for (int s = 0; s < ps.pp; ++s) {
-    forwards_before_first_backward(l.schedule, ps.pp, ps.vpp, microbatches(l), s, n, fb);
+    const int64_t* n = memo.n.data() + size_t(s) * ps.vpp;
     double act = 0;
     for (int c = 0; c < ps.vpp; ++c) act += double(n[c]) * ct[size_t(s) * ps.vpp + c].act;
-    out[s] = act + ct[size_t(s) * ps.vpp + fb].transient;
+    out[s] = act + ct[size_t(s) * ps.vpp + memo.fb[size_t(s)]].transient;
   }
 }
 

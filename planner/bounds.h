@@ -64,6 +64,9 @@ struct PipeShape {
   std::vector<int> layers, first;  // [stage * vpp + chunk]
   int min_chunk = 0;
   std::vector<StageParams> params;  // per stage, not divided by TP/EP
+  // [stage * vpp + chunk]: an earlier chunk (neither the first nor the last: no embedding, no head)
+  // with the same layers and the same MoE layers among them, whose chunk totals it copies; -1: none
+  std::vector<int> same_as;
 };
 // `first`/`last`: the first/last stage's layers when pipe == first_last.
 PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first = 0, int last = 0);

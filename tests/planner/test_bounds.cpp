@@ -102,6 +102,49 @@ TEST(Bounds, ProbedChunkCostsEqualWorkload) {
   }
 }
 
+// chunk_totals copies a chunk's totals from an earlier chunk with the same layers (PipeShape::same_as):
+// the same doubles as summing every chunk, for dense and MoE layer patterns and every recompute mode.
+TEST(Bounds, CopiedChunkTotalsEqualSummedOnes) {
+  int copied = 0;
+  for (const Case& c : cases()) {
+    CostParams prm = shipped_calibration().params_for(c.plan.cluster.gpu);
+    Job J(c.plan);
+    Bounds bounds(J, prm);
+    LayerCostCache costs(c.plan, prm);
+    const int layers = c.plan.model.num_layers;
+    for (int pp : {1, 2, 3, 4})
+      for (int vpp : {1, 2, 3})
+        for (PipeLayout pipe : {PipeLayout::even, PipeLayout::balanced}) {
+          if (pp * vpp > layers || (pipe == PipeLayout::balanced && pp == 1)) continue;
+          PipeShape ps = make_pipe_shape(c.plan.model, pp, vpp, pipe);
+          PipeShape plain = ps;
+          plain.same_as.clear();
+          for (int k = 0; k < int(ps.same_as.size()); ++k) copied += ps.same_as[size_t(k)] >= 0 ? 1 : 0;
+          for (auto [rc, rl] :
+               {std::pair{Recompute::none, 0}, {Recompute::full, 0}, {Recompute::full, 1}, {Recompute::selective, 0}}) {
+            Layout l = from_parallel(c.plan.parallel);
+            l.pp = pp, l.vpp = vpp, l.pipe = pipe, l.recompute = rc, l.recompute_layers = rl;
+            const ShapeCosts& sc = costs.get(shape_of(l), rc == Recompute::selective);
+            std::vector<ChunkTotals> a, b;
+            bounds.chunk_totals(l, ps, sc, a);
+            bounds.chunk_totals(l, plain, sc, b);
+            ASSERT_EQ(a.size(), b.size());
+            for (size_t i = 0; i < a.size(); ++i) {
+              std::string at = c.name + " pp" + std::to_string(pp) + " vpp" + std::to_string(vpp) + " chunk " + std::to_string(i);
+              EXPECT_EQ(a[i].F, b[i].F) << at;
+              EXPECT_EQ(a[i].B, b[i].B) << at;
+              EXPECT_EQ(a[i].W, b[i].W) << at;
+              EXPECT_EQ(a[i].act, b[i].act) << at;
+              EXPECT_EQ(a[i].act_w, b[i].act_w) << at;
+              EXPECT_EQ(a[i].transient, b[i].transient) << at;
+              EXPECT_EQ(a[i].fwd_transient, b[i].fwd_transient) << at;
+            }
+          }
+        }
+  }
+  EXPECT_GT(copied, 20);
+}
+
 TEST(Bounds, WarmupClosedFormsMatchScheduleTables) {
   for (Schedule sch : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::interleaved})
     for (int pp : {1, 2, 3, 4, 8})
