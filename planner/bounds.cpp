@@ -59,6 +59,11 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
     }
     if (ps.same_as[i] < 0) computed.push_back(i);
   }
+  for (size_t i = 0; i < n_chunks; ++i)
+    if (ps.same_as[i] < 0)
+      ps.computed.push_back(int(i));
+    else
+      ps.copies.emplace_back(int(i), ps.same_as[i]);
   return ps;
 }
 
@@ -95,39 +100,37 @@ void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts
   out.resize(n_chunks);
   const bool sel = l.recompute == Recompute::selective;
   // a chunk with the same layers as an earlier inner chunk (PipeShape::same_as) has the same totals,
-  // summed by the same expressions: copied
-  const bool copies = ps.same_as.size() == n_chunks;
-  for (int s = 0; s < ps.pp; ++s)
-    for (int c = 0; c < ps.vpp; ++c) {
-      size_t i = size_t(s) * ps.vpp + c;
-      ChunkTotals& t = out[i];
-      if (copies && ps.same_as[i] >= 0) {
-        t = out[size_t(ps.same_as[i])];
-        continue;
-      }
-      t = ChunkTotals{};
-      int n = ps.layers[i], first = ps.first[i];
-      int moe = moe_prefix_[first + n] - moe_prefix_[first];
-      int r = 0;
-      if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
-      int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
-      int dense_r = r - moe_r;
-      if (sel) {
-        add(t, sc.dense.selective, n - moe);
-        add(t, sc.moe.selective, moe);
-      } else {
-        add(t, sc.dense.full, dense_r);
-        add(t, sc.moe.full, moe_r);
-        add(t, sc.dense.none, (n - moe) - dense_r);
-        add(t, sc.moe.none, moe - moe_r);
-      }
-      if (s == 0 && c == 0) add(t, sel ? sc.emb_sel : sc.emb, 1);
-      if (s == ps.pp - 1 && c == ps.vpp - 1) {
-        const TypeCosts& mt = mtp_moe_ ? sc.moe : sc.dense;
-        add(t, sel ? mt.selective : mt.none, m.mtp_num_layers);
-        add(t, sel ? sc.head_sel : sc.head, 1 + m.mtp_num_layers);
-      }
+  // summed by the same expressions: copied once those are made
+  const bool plan = ps.same_as.size() == n_chunks && ps.computed.size() + ps.copies.size() == n_chunks;
+  for (size_t k = 0; k < (plan ? ps.computed.size() : n_chunks); ++k) {
+    const size_t i = plan ? size_t(ps.computed[k]) : k;
+    const int s = int(i) / ps.vpp, c = int(i) % ps.vpp;
+    ChunkTotals& t = out[i];
+    t = ChunkTotals{};
+    int n = ps.layers[i], first = ps.first[i];
+    int moe = moe_prefix_[first + n] - moe_prefix_[first];
+    int r = 0;
+    if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
+    int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
+    int dense_r = r - moe_r;
+    if (sel) {
+      add(t, sc.dense.selective, n - moe);
+      add(t, sc.moe.selective, moe);
+    } else {
+      add(t, sc.dense.full, dense_r);
+      add(t, sc.moe.full, moe_r);
+      add(t, sc.dense.none, (n - moe) - dense_r);
+      add(t, sc.moe.none, moe - moe_r);
     }
+    if (s == 0 && c == 0) add(t, sel ? sc.emb_sel : sc.emb, 1);
+    if (s == ps.pp - 1 && c == ps.vpp - 1) {
+      const TypeCosts& mt = mtp_moe_ ? sc.moe : sc.dense;
+      add(t, sel ? mt.selective : mt.none, m.mtp_num_layers);
+      add(t, sel ? sc.head_sel : sc.head, 1 + m.mtp_num_layers);
+    }
+  }
+  if (plan)
+    for (const auto& [dst, src] : ps.copies) out[size_t(dst)] = out[size_t(src)];
 }
 
 void Bounds::compute_ends(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, double p2p_s,

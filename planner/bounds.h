@@ -65,8 +65,10 @@ struct PipeShape {
   int min_chunk = 0;
   std::vector<StageParams> params;  // per stage, not divided by TP/EP
   // [stage * vpp + chunk]: an earlier chunk (neither the first nor the last: no embedding, no head)
-  // with the same layers and the same MoE layers among them, whose chunk totals it copies; -1: none
-  std::vector<int> same_as;
+  // with the same layers and the same MoE layers among them, whose chunk totals it copies; -1: none.
+  // `computed`: the chunks with none, in order; `copies`: (chunk, its same_as) for the others.
+  std::vector<int> same_as, computed;
+  std::vector<std::pair<int, int>> copies;
 };
 // `first`/`last`: the first/last stage's layers when pipe == first_last.
 PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first = 0, int last = 0);

@@ -118,7 +118,7 @@ TEST(Bounds, CopiedChunkTotalsEqualSummedOnes) {
           if (pp * vpp > layers || (pipe == PipeLayout::balanced && pp == 1)) continue;
           PipeShape ps = make_pipe_shape(c.plan.model, pp, vpp, pipe);
           PipeShape plain = ps;
-          plain.same_as.clear();
+          plain.same_as.clear(), plain.computed.clear(), plain.copies.clear();
           for (int k = 0; k < int(ps.same_as.size()); ++k) copied += ps.same_as[size_t(k)] >= 0 ? 1 : 0;
           for (auto [rc, rl] :
                {std::pair{Recompute::none, 0}, {Recompute::full, 0}, {Recompute::full, 1}, {Recompute::selective, 0}}) {
