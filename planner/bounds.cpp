@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 
 #include "core/schedule.h"
 #include "core/units.h"
@@ -40,6 +42,28 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
     }
   ps.min_chunk = *std::min_element(ps.layers.begin(), ps.layers.end());
   ps.params = params_per_stage(m, p);
+  // the chunks chunk_totals copies: an inner chunk equal to an earlier computed inner chunk, layer for
+  // layer dense or MoE (so that the MoE layers among its first r, as full recompute counts them, are too)
+  const size_t n_chunks = ps.layers.size();
+  ps.same_as.assign(n_chunks, -1);
+  std::vector<size_t> computed;  // inner chunks that compute their totals
+  for (size_t i = 0; i < n_chunks; ++i) {
+    if (i == 0 || i + 1 == n_chunks) continue;
+    for (size_t j : computed) {
+      bool same = ps.layers[j] == ps.layers[i];
+      for (int k = 0; k < ps.layers[i] && same; ++k) same = m.is_moe_layer(ps.first[j] + k) == m.is_moe_layer(ps.first[i] + k);
+      if (same) {
+        ps.same_as[i] = int(j);
+        break;
+      }
+    }
+    if (ps.same_as[i] < 0) computed.push_back(i);
+  }
+  for (size_t i = 0; i < n_chunks; ++i)
+    if (ps.same_as[i] < 0)
+      ps.computed.push_back(int(i));
+    else
+      ps.copies.emplace_back(int(i), ps.same_as[i]);
   return ps;
 }
 
@@ -72,46 +96,41 @@ Bounds::Bounds(const Job& job, const CostParams& prm, SimCache* shared)
 
 void Bounds::chunk_totals(const Layout& l, const PipeShape& ps, const ShapeCosts& sc, std::vector<ChunkTotals>& out) const {
   const ModelSpec& m = job_.model();
-  out.assign(size_t(ps.pp) * ps.vpp, ChunkTotals{});
+  const size_t n_chunks = size_t(ps.pp) * ps.vpp;
+  out.resize(n_chunks);
   const bool sel = l.recompute == Recompute::selective;
-  // a chunk with the same layer counts as the last inner chunk (not the first or the last: they add the
-  // embedding or the head) has the same totals, summed by the same expressions: copied
-  size_t prev = SIZE_MAX;
-  int prev_n = -1, prev_moe = -1, prev_r = -1, prev_moe_r = -1;
-  for (int s = 0; s < ps.pp; ++s)
-    for (int c = 0; c < ps.vpp; ++c) {
-      size_t i = size_t(s) * ps.vpp + c;
-      ChunkTotals& t = out[i];
-      int n = ps.layers[i], first = ps.first[i];
-      int moe = moe_prefix_[first + n] - moe_prefix_[first];
-      int r = 0;
-      if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
-      int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
-      const bool edge = (s == 0 && c == 0) || (s == ps.pp - 1 && c == ps.vpp - 1);
-      if (!edge) {
-        if (prev != SIZE_MAX && n == prev_n && moe == prev_moe && r == prev_r && moe_r == prev_moe_r) {
-          t = out[prev];
-          continue;
-        }
-        prev = i, prev_n = n, prev_moe = moe, prev_r = r, prev_moe_r = moe_r;
-      }
-      int dense_r = r - moe_r;
-      if (sel) {
-        add(t, sc.dense.selective, n - moe);
-        add(t, sc.moe.selective, moe);
-      } else {
-        add(t, sc.dense.full, dense_r);
-        add(t, sc.moe.full, moe_r);
-        add(t, sc.dense.none, (n - moe) - dense_r);
-        add(t, sc.moe.none, moe - moe_r);
-      }
-      if (s == 0 && c == 0) add(t, sel ? sc.emb_sel : sc.emb, 1);
-      if (s == ps.pp - 1 && c == ps.vpp - 1) {
-        const TypeCosts& mt = mtp_moe_ ? sc.moe : sc.dense;
-        add(t, sel ? mt.selective : mt.none, m.mtp_num_layers);
-        add(t, sel ? sc.head_sel : sc.head, 1 + m.mtp_num_layers);
-      }
+  // a chunk with the same layers as an earlier inner chunk (PipeShape::same_as) has the same totals,
+  // summed by the same expressions: copied once those are made
+  const bool plan = ps.same_as.size() == n_chunks && ps.computed.size() + ps.copies.size() == n_chunks;
+  for (size_t k = 0; k < (plan ? ps.computed.size() : n_chunks); ++k) {
+    const size_t i = plan ? size_t(ps.computed[k]) : k;
+    const int s = int(i) / ps.vpp, c = int(i) % ps.vpp;
+    ChunkTotals& t = out[i];
+    t = ChunkTotals{};
+    int n = ps.layers[i], first = ps.first[i];
+    int moe = moe_prefix_[first + n] - moe_prefix_[first];
+    int r = 0;
+    if (l.recompute == Recompute::full) r = l.recompute_layers > 0 ? std::min(l.recompute_layers, n) : n;
+    int moe_r = moe_prefix_[first + r] - moe_prefix_[first];
+    int dense_r = r - moe_r;
+    if (sel) {
+      add(t, sc.dense.selective, n - moe);
+      add(t, sc.moe.selective, moe);
+    } else {
+      add(t, sc.dense.full, dense_r);
+      add(t, sc.moe.full, moe_r);
+      add(t, sc.dense.none, (n - moe) - dense_r);
+      add(t, sc.moe.none, moe - moe_r);
     }
+    if (s == 0 && c == 0) add(t, sel ? sc.emb_sel : sc.emb, 1);
+    if (s == ps.pp - 1 && c == ps.vpp - 1) {
+      const TypeCosts& mt = mtp_moe_ ? sc.moe : sc.dense;
+      add(t, sel ? mt.selective : mt.none, m.mtp_num_layers);
+      add(t, sel ? sc.head_sel : sc.head, 1 + m.mtp_num_layers);
+    }
+  }
+  if (plan)
+    for (const auto& [dst, src] : ps.copies) out[size_t(dst)] = out[size_t(src)];
 }
 
 void Bounds::compute_ends(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct, double p2p_s,
@@ -159,14 +178,37 @@ double Bounds::step_time_lb(const Layout& l, const PipeShape& ps, const std::vec
 
 namespace {
 
+bool same_kind(const Action& x, const Action& y) { return x.phase == y.phase && x.chunk == y.chunk; }
+
 // The activation walk of one stage's action list, exactly as the event simulation accounts it; stops
 // early (returning the peak so far) once the peak passes `budget` and `over(peak)` says so.
+// Inside `wp`, at the start of each period the activations held are compared with those of the
+// previous period's start: when they are the same double, every following period of the stretch
+// repeats the last one value for value (the same actions from the same state), so the peak, the
+// budget and the checks do not change over them, and the walk goes on after the last whole one.
 template <class Over>
-double walk_peak(const std::vector<Action>& actions, const ChunkTotals* ct, double budget, Over over, bool& stopped) {
+double walk_peak(const std::vector<Action>& actions, const ChunkTotals* ct, const WalkPeriod& wp, double budget, Over over,
+                 bool& stopped) {
   double act = 0, pk = 0;
   int confirms = 0;
   stopped = false;
-  for (const Action& a : actions) {
+  const size_t n = actions.size(), period = size_t(wp.period);
+  size_t next_mark = period > 0 ? size_t(wp.begin) : n;  // the next period start to compare at
+  uint64_t at_mark = 0;
+  bool marked = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == next_mark) {
+      if (marked && std::bit_cast<uint64_t>(act) == at_mark) {
+        i += (size_t(wp.end) - i) / period * period;
+        next_mark = n;
+        if (i >= n) break;
+      } else {
+        at_mark = std::bit_cast<uint64_t>(act);
+        marked = true;
+        next_mark = i + period <= size_t(wp.end) ? i + period : n;
+      }
+    }
+    const Action& a = actions[i];
     const ChunkTotals& ch = ct[a.chunk];
     if (a.phase == Phase::F) {
       act += ch.act;
@@ -203,13 +245,48 @@ int Bounds::peak_activations_until(const Layout& l, const PipeShape& ps, const s
                                    std::vector<double>& peak) const {
   peak.assign(ps.pp, 0.0);
   const ScheduleInfo& si = schedule(l.schedule, ps.pp, ps.vpp, microbatches(l));
+  const std::vector<WalkPeriod>& wp = walk_periods(si);
   for (int s = 0; s < ps.pp; ++s) {
     bool stopped = false;
     peak[s] = walk_peak(
-        si.actions[s], ct.data() + size_t(s) * ps.vpp, budget[size_t(s)], [&](double pk) { return over(s, pk); }, stopped);
+        si.actions[s], ct.data() + size_t(s) * ps.vpp, wp[size_t(s)], budget[size_t(s)], [&](double pk) { return over(s, pk); },
+        stopped);
     if (stopped) return s;
   }
   return -1;
+}
+
+double stage_peak_activations(const std::vector<Action>& actions, const ChunkTotals* ct, const WalkPeriod& wp) {
+  bool stopped = false;
+  return walk_peak(
+      actions, ct, wp, std::numeric_limits<double>::infinity(), [](double) { return false; }, stopped);
+}
+
+WalkPeriod walk_period(const std::vector<Action>& a) {
+  // the smallest period of the middle half of the list, then how far it reaches both ways; a list too
+  // short or without a repeat there gets none (as does one that takes too long to look at)
+  const int64_t n = int64_t(a.size()), lo = n / 4, hi = n - n / 4;
+  int64_t p = 0, budget = 64 * n + 1024;  // comparisons
+  for (int64_t q = 1; 2 * q <= hi - lo && p == 0 && budget > 0; ++q) {
+    bool same = true;
+    for (int64_t j = lo + q; j < hi && same; ++j, --budget) same = same_kind(a[size_t(j)], a[size_t(j - q)]);
+    if (same) p = q;
+  }
+  if (p == 0) return {};
+  int64_t end = hi, first = lo + p;  // every action in [first, end) repeats the one p earlier
+  while (end < n && same_kind(a[size_t(end)], a[size_t(end - p)])) ++end;
+  while (first - 1 - p >= 0 && same_kind(a[size_t(first - 1)], a[size_t(first - 1 - p)])) --first;
+  return {first - p, end, p};
+}
+
+const std::vector<WalkPeriod>& Bounds::walk_periods(const ScheduleInfo& si) const {
+  std::lock_guard<std::mutex> lock(period_mu_);
+  std::unique_ptr<std::vector<WalkPeriod>>& wp = periods_[&si];
+  if (!wp) {
+    wp = std::make_unique<std::vector<WalkPeriod>>();
+    for (const std::vector<Action>& list : si.actions) wp->push_back(walk_period(list));
+  }
+  return *wp;
 }
 
 void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, int stage, std::vector<int64_t>& per_chunk,
@@ -237,13 +314,29 @@ void forwards_before_first_backward(Schedule sch, int pp, int vpp, int64_t m, in
 void Bounds::activations_at_first_backward(const Layout& l, const PipeShape& ps, const std::vector<ChunkTotals>& ct,
                                            std::vector<double>& out) const {
   out.assign(ps.pp, 0.0);
-  std::vector<int64_t> n;
-  int fb = 0;
+  // the counts of the last schedule shape asked for on this thread (the candidates of a structure share it)
+  struct Counts {
+    std::tuple<Schedule, int, int, int64_t> key{Schedule::gpipe, 0, 0, 0};
+    std::vector<int64_t> n;  // [stage * vpp + chunk]
+    std::vector<int> fb;     // [stage]: the first backward's chunk
+  };
+  thread_local Counts memo;
+  const auto key = std::make_tuple(l.schedule, ps.pp, ps.vpp, microbatches(l));
+  if (memo.key != key) {
+    memo.key = key;
+    memo.n.resize(size_t(ps.pp) * ps.vpp);
+    memo.fb.resize(size_t(ps.pp));
+    std::vector<int64_t> n;
+    for (int s = 0; s < ps.pp; ++s) {
+      forwards_before_first_backward(l.schedule, ps.pp, ps.vpp, microbatches(l), s, n, memo.fb[size_t(s)]);
+      std::copy(n.begin(), n.end(), memo.n.begin() + std::ptrdiff_t(s) * ps.vpp);
+    }
+  }
   for (int s = 0; s < ps.pp; ++s) {
-    forwards_before_first_backward(l.schedule, ps.pp, ps.vpp, microbatches(l), s, n, fb);
+    const int64_t* n = memo.n.data() + size_t(s) * ps.vpp;
     double act = 0;
     for (int c = 0; c < ps.vpp; ++c) act += double(n[c]) * ct[size_t(s) * ps.vpp + c].act;
-    out[s] = act + ct[size_t(s) * ps.vpp + fb].transient;
+    out[s] = act + ct[size_t(s) * ps.vpp + memo.fb[size_t(s)]].transient;
   }
 }
 

@@ -64,6 +64,11 @@ struct PipeShape {
   std::vector<int> layers, first;  // [stage * vpp + chunk]
   int min_chunk = 0;
   std::vector<StageParams> params;  // per stage, not divided by TP/EP
+  // [stage * vpp + chunk]: an earlier chunk (neither the first nor the last: no embedding, no head)
+  // with the same layers and the same MoE layers among them, whose chunk totals it copies; -1: none.
+  // `computed`: the chunks with none, in order; `copies`: (chunk, its same_as) for the others.
+  std::vector<int> same_as, computed;
+  std::vector<std::pair<int, int>> copies;
 };
 // `first`/`last`: the first/last stage's layers when pipe == first_last.
 PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, int first = 0, int last = 0);
@@ -81,6 +86,17 @@ using ScheduleInfo = ScheduleTable;
 // (closed forms of core/schedule.cpp's warm-up phases; tests/planner compares them with the lists).
 void forwards_before_first_backward(Schedule s, int pp, int vpp, int64_t microbatches, int stage, std::vector<int64_t>& per_chunk,
                                     int& first_b_chunk);
+
+// A stretch [begin, end) of an action list in which every action has the (phase, chunk) of the action
+// `period` places earlier (the steady state of 1F1B, interleaved and ZB-H1 tables); period 0: none.
+struct WalkPeriod {
+  int64_t begin = 0, end = 0, period = 0;
+};
+WalkPeriod walk_period(const std::vector<Action>& actions);
+// The activation peak of one stage's action list (chunk totals `ct` by chunk), exactly as the event
+// simulation accounts it; `wp`: the list's walk_period, whose repeated periods are skipped once the
+// walk is back where the previous one began ({}: every action is walked). The same double either way.
+double stage_peak_activations(const std::vector<Action>& actions, const ChunkTotals* ct, const WalkPeriod& wp);
 
 class Bounds {
  public:
@@ -131,6 +147,9 @@ class Bounds {
   double peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& s,
                          MemoryBreakdown* worst = nullptr, int* worst_stage = nullptr) const;
   int64_t microbatches(const Layout& l) const { return job_.gbs() / (int64_t(l.mbs) * l.dp); }
+  // Where a stage's action list repeats itself (walk_period): the walks skip whole periods once the
+  // activations held at the start of one equal those at the start of the previous one.
+  const std::vector<WalkPeriod>& walk_periods(const ScheduleInfo& si) const;
   const Job& job() const { return job_; }
   const std::vector<int>& moe_prefix() const { return moe_prefix_; }
 
@@ -141,6 +160,8 @@ class Bounds {
   std::unique_ptr<SimCache> own_cache_;  // when none is shared
   SimCache* cache_;
   bool mtp_moe_ = false;
+  mutable std::mutex period_mu_;
+  mutable std::map<const ScheduleInfo*, std::unique_ptr<std::vector<WalkPeriod>>> periods_;  // per table, per stage
   ParamCounts counts_;  // the model's parameter counts (for fill_stage_params)
 };
 

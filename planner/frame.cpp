@@ -2,7 +2,9 @@
 #include "planner/frame.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "planner/input_memo.h"
@@ -117,9 +119,18 @@ void FrameBuilder::add_collectives(Frame& f, const PipeShape& ps, const std::vec
 void add_fsdp(const Frame& f, const Layout& l, const PipeShape& ps, const CostParams& prm, std::vector<ChunkTotals>& ct) {
   if (l.zero != 3 || f.fsdp_ag.empty()) return;
   auto overlapped = [&](double c, double g, int n) { return exposed_comm_s(c, g, n, prm); };
+  // a chunk whose inputs are the previous chunk's (a pipeline's inner chunks) gets its doubles
+  auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
+  std::array<uint64_t, 4> prev{};
+  int prev_n = -1;
+  double fa = 0, fb = 0;
   for (size_t i = 0; i < ct.size(); ++i) {
-    double fa = overlapped(f.fsdp_ag[i], ct[i].F, ps.layers[i]);
-    double fb = overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ct[i].B, ps.layers[i]);
+    const std::array<uint64_t, 4> in{bits(f.fsdp_ag[i]), bits(f.fsdp_rs[i]), bits(ct[i].F), bits(ct[i].B)};
+    if (in != prev || ps.layers[i] != prev_n) {
+      fa = overlapped(f.fsdp_ag[i], ct[i].F, ps.layers[i]);
+      fb = overlapped(f.fsdp_ag[i] + f.fsdp_rs[i], ct[i].B, ps.layers[i]);
+      prev = in, prev_n = ps.layers[i];
+    }
     ct[i].F += fa;
     ct[i].B += fb;
   }

@@ -503,6 +503,19 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
     }
     double over_gib = 0;
     auto over = [&](int s, double pk) { return (over_gib = bounds_.stage_memory_gib(n.l, ps, s, pk, ms)) > lim; };
+    // First what each stage holds at its first backward (closed forms, R6): a value the walk passes
+    // (it sums the same forwards one by one: kSlack covers their rounding). Above `lim` there, the
+    // walk would end the same way (pruned, its memory above the closest noted), without walking the
+    // lists: this decides most selective candidates, whose node bound had only the static memory.
+    bounds_.activations_at_first_backward(n.l, ps, ct, act);
+    for (int s = 0; s < ps.pp; ++s) {
+      const double a = act[size_t(s)] * (1 - kSlack);
+      if (a > budget[size_t(s)] && over(s, a)) {
+        ev.pruned_memory = true;
+        ev.mem_gib = over_gib;
+        return ev;
+      }
+    }
     if (bounds_.peak_activations_until(n.l, ps, ct, budget, over, act) >= 0) {
       ev.pruned_memory = true;
       ev.mem_gib = over_gib;  // at most the exact peak memory, above the closest noted

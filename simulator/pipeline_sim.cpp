@@ -140,6 +140,7 @@ void build_order(ScheduleTable& t, int pp, int vpp, int m) {
     throw std::length_error("pipeline schedule too large to simulate: " + std::to_string(n) +
                             " (stage, chunk, micro-batch) slots");
   std::vector<char> f_done(n, 0), b_done(n, 0), queued(size_t(pp), 1);
+  std::vector<int> b_seen(size_t(pp) * vpp, 0);  // backwards per (stage, chunk) so far
   size_t total = 0;
   for (const std::vector<Action>& l : t.actions) total += l.size();
   t.order.reserve(total);
@@ -166,8 +167,11 @@ void build_order(ScheduleTable& t, int pp, int vpp, int m) {
       else
         ok = b_done[sl];
       if (!ok) break;
-      const uint8_t edge = uint8_t((s == 0 && a.chunk == 0 ? OrderStep::kFirstChunk : 0) | (last ? OrderStep::kLastChunk : 0));
-      t.order.push_back({uint32_t(sl), uint32_t(size_t(s) * vpp + a.chunk), uint16_t(s), a.phase, edge});
+      const size_t sc = size_t(s) * vpp + a.chunk;
+      const bool final_b = a.phase == Phase::B && ++b_seen[sc] == m;
+      const uint8_t edge = uint8_t((s == 0 && a.chunk == 0 ? OrderStep::kFirstChunk : 0) | (last ? OrderStep::kLastChunk : 0) |
+                                   (final_b ? OrderStep::kFinalBackward : 0));
+      t.order.push_back({uint32_t(sl), uint32_t(sc), uint16_t(s), a.phase, edge});
       if (a.phase == Phase::F) {
         f_done[sl] = 1;
         if (!last) wake(s < pp - 1 ? s + 1 : 0);
@@ -218,7 +222,7 @@ void stage_sums(const std::vector<Action>& list, const std::vector<ChunkCost>& c
 // the numbers of the (time, sequence) order bit for bit, with the same expressions. Each step carries
 // its slots (OrderStep); when the producer finished is read only where the stage waited.
 void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp, int m, const SimState& x, PipelineResult& res,
-                  std::vector<std::vector<std::pair<double, double>>>& last_b, std::vector<int>& b_count) {
+                  std::vector<std::vector<std::pair<double, double>>>& last_b) {
   if (table.stuck_stage >= 0)
     throw std::logic_error("pipeline schedule deadlocked at stage " + std::to_string(table.stuck_stage));
   for (int s = 0; s < pp; ++s) stage_sums(table.actions[size_t(s)], w.stages[size_t(s)].chunks, res.stages[size_t(s)]);
@@ -271,7 +275,7 @@ void run_in_order(const Workload& w, const ScheduleTable& table, int pp, int vpp
       }
     } else if (a.phase == Phase::B) {
       x.b_end.v[sl] = end;
-      if (++b_count[a.sc] == m) last_b[su][a.sc - size_t(su) * vpp] = {start, end};
+      if (a.edge & OrderStep::kFinalBackward) last_b[su][a.sc - size_t(su) * vpp] = {start, end};
       if (!(a.edge & OrderStep::kFirstChunk)) {
         const double arr = std::max(end, x.link_bwd[su]) + p2p;
         x.link_bwd[su] = arr;
@@ -407,8 +411,7 @@ PipelineResult simulate_pipeline(const Workload& w, const ParallelConfig& p, std
   // (time, sequence) queue is kept where the order is visible (trace, memory trace, DAG node ids),
   // and otherwise the table's dependency order runs (run_in_order: no queue, no readiness checks).
   if (!ordered) {
-    run_in_order(w, table, pp, vpp, m, SimState{f_end, b_end, f_arr, b_arr, free_at, link_fwd, link_bwd, act, dur}, res, last_b,
-                 b_count);
+    run_in_order(w, table, pp, vpp, m, SimState{f_end, b_end, f_arr, b_arr, free_at, link_fwd, link_bwd, act, dur}, res, last_b);
     for (int s = 0; s < pp; ++s) pos[size_t(s)] = lists[size_t(s)].size();
   }
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q;

@@ -158,8 +158,9 @@ struct OrderStep {
   uint32_t sc;     // stage * vpp + chunk
   uint16_t stage;  //
   Phase phase;     //
-  uint8_t edge;    // kFirstChunk: stage 0's chunk 0 (no forward input); kLastChunk: the last stage's last chunk
-  static constexpr uint8_t kFirstChunk = 1, kLastChunk = 2;
+  uint8_t edge;    // kFirstChunk: stage 0's chunk 0 (no forward input); kLastChunk: the last stage's last chunk;
+                   // kFinalBackward: the last backward of its (stage, chunk)
+  static constexpr uint8_t kFirstChunk = 1, kLastChunk = 2, kFinalBackward = 4;
   bool operator==(const OrderStep&) const = default;
 };
 

@@ -1,9 +1,10 @@
 // The pieces the bounds stand on: probed per-layer costs add up to build_workload's chunk costs, the
 // memory accounting equals simulate()'s, the closed-form warm-up counts match the schedule tables,
-// and the allocation-free placement matches RankGrid.
+// the periodic activation walk equals the full one, and the allocation-free placement matches RankGrid.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "core/rank_grid.h"
 #include "core/schedule.h"
@@ -11,6 +12,7 @@
 #include "planner/layer_costs.h"
 #include "planner/placement.h"
 #include "planner_test_util.h"
+#include "simulator/pipeline_sim.h"
 #include "simulator/simulator.h"
 #include "simulator/workload.h"
 
@@ -100,6 +102,49 @@ TEST(Bounds, ProbedChunkCostsEqualWorkload) {
   }
 }
 
+// chunk_totals copies a chunk's totals from an earlier chunk with the same layers (PipeShape::same_as):
+// the same doubles as summing every chunk, for dense and MoE layer patterns and every recompute mode.
+TEST(Bounds, CopiedChunkTotalsEqualSummedOnes) {
+  int copied = 0;
+  for (const Case& c : cases()) {
+    CostParams prm = shipped_calibration().params_for(c.plan.cluster.gpu);
+    Job J(c.plan);
+    Bounds bounds(J, prm);
+    LayerCostCache costs(c.plan, prm);
+    const int layers = c.plan.model.num_layers;
+    for (int pp : {1, 2, 3, 4})
+      for (int vpp : {1, 2, 3})
+        for (PipeLayout pipe : {PipeLayout::even, PipeLayout::balanced}) {
+          if (pp * vpp > layers || (pipe == PipeLayout::balanced && pp == 1)) continue;
+          PipeShape ps = make_pipe_shape(c.plan.model, pp, vpp, pipe);
+          PipeShape plain = ps;
+          plain.same_as.clear(), plain.computed.clear(), plain.copies.clear();
+          for (int k = 0; k < int(ps.same_as.size()); ++k) copied += ps.same_as[size_t(k)] >= 0 ? 1 : 0;
+          for (auto [rc, rl] :
+               {std::pair{Recompute::none, 0}, {Recompute::full, 0}, {Recompute::full, 1}, {Recompute::selective, 0}}) {
+            Layout l = from_parallel(c.plan.parallel);
+            l.pp = pp, l.vpp = vpp, l.pipe = pipe, l.recompute = rc, l.recompute_layers = rl;
+            const ShapeCosts& sc = costs.get(shape_of(l), rc == Recompute::selective);
+            std::vector<ChunkTotals> a, b;
+            bounds.chunk_totals(l, ps, sc, a);
+            bounds.chunk_totals(l, plain, sc, b);
+            ASSERT_EQ(a.size(), b.size());
+            for (size_t i = 0; i < a.size(); ++i) {
+              std::string at = c.name + " pp" + std::to_string(pp) + " vpp" + std::to_string(vpp) + " chunk " + std::to_string(i);
+              EXPECT_EQ(a[i].F, b[i].F) << at;
+              EXPECT_EQ(a[i].B, b[i].B) << at;
+              EXPECT_EQ(a[i].W, b[i].W) << at;
+              EXPECT_EQ(a[i].act, b[i].act) << at;
+              EXPECT_EQ(a[i].act_w, b[i].act_w) << at;
+              EXPECT_EQ(a[i].transient, b[i].transient) << at;
+              EXPECT_EQ(a[i].fwd_transient, b[i].fwd_transient) << at;
+            }
+          }
+        }
+  }
+  EXPECT_GT(copied, 20);
+}
+
 TEST(Bounds, WarmupClosedFormsMatchScheduleTables) {
   for (Schedule sch : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::interleaved})
     for (int pp : {1, 2, 3, 4, 8})
@@ -144,6 +189,49 @@ TEST(Bounds, WarmupClosedFormsMatchScheduleTables) {
             EXPECT_EQ(acts[0].chunk, 0) << at;
           }
         }
+}
+
+// The walks skip the repeated periods of a list's steady state: the peak is the same double as walking
+// every action, for chunk totals that repeat exactly (round numbers) and ones that drift (random).
+TEST(Bounds, PeriodicWalkEqualsTheFullWalkBitForBit) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 3.0);
+  int skipped_tables = 0, checked = 0;
+  for (Schedule sch : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::interleaved})
+    for (int pp : {1, 2, 3, 4, 8, 16})
+      for (int vpp : {1, 2, 3, 8})
+        for (int m : {1, 4, 16, 48, 64, 256}) {
+          if ((sch == Schedule::interleaved) != (vpp > 1)) continue;
+          if (sch == Schedule::interleaved && (pp == 1 || m % pp != 0)) continue;
+          const ScheduleTable t = make_schedule_table(sch, pp, vpp, m);
+          for (int s = 0; s < pp; ++s) {
+            const std::vector<Action>& list = t.actions[size_t(s)];
+            const WalkPeriod wp = walk_period(list);
+            std::string at = to_string(sch) + " pp" + std::to_string(pp) + " vpp" + std::to_string(vpp) + " m" +
+                             std::to_string(m) + " stage " + std::to_string(s);
+            for (int64_t j = wp.begin + wp.period; wp.period > 0 && j < wp.end; ++j) {
+              ASSERT_EQ(list[size_t(j)].phase, list[size_t(j - wp.period)].phase) << at;
+              ASSERT_EQ(list[size_t(j)].chunk, list[size_t(j - wp.period)].chunk) << at;
+            }
+            if (wp.end - wp.begin >= 4 * wp.period && wp.period > 0) ++skipped_tables;
+            for (int round = 0; round < 3; ++round) {
+              std::vector<ChunkTotals> ct(static_cast<size_t>(vpp));
+              for (ChunkTotals& c : ct) {
+                c.act = round == 0 ? 1024.0 * (1 + &c - ct.data()) : u(rng) * 1e9;
+                c.act_w = sch == Schedule::zero_bubble ? c.act * (round == 0 ? 0.25 : u(rng) / 4) : 0.0;
+                c.transient = round == 2 ? u(rng) * 1e8 : 0.0;
+                c.fwd_transient = round == 2 ? u(rng) * 1e8 : 0.0;
+              }
+              const double full = stage_peak_activations(list, ct.data(), WalkPeriod{});
+              EXPECT_EQ(stage_peak_activations(list, ct.data(), wp), full) << at << " round " << round;
+              ++checked;
+            }
+          }
+        }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(skipped_tables, 300);  // the steady states are found (1F1B: period 2, interleaved: 2 pp vpp)
+  EXPECT_EQ(walk_period(make_schedule_table(Schedule::one_f_one_b, 4, 1, 64).actions[0]).period, 2);
+  EXPECT_EQ(walk_period(make_schedule_table(Schedule::interleaved, 4, 3, 64).actions[1]).period, 2 * 4 * 3);
 }
 
 TEST(Bounds, FastPlacementMatchesRankGrid) {

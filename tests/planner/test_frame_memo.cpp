@@ -1,8 +1,9 @@
 // The memos of the search's preparation return the doubles the uncached functions return: InputMemo
 // through evictions, a frame's data-parallel collectives (each distinct stage / chunk input costed
-// once) against simulator/dp_costs.h called per stage and chunk, the probes shapes share (a MoE
-// model's dense-layer probes, a selective shape's plain parts) against a cache that probes every
-// shape on its own, and likewise the structure floors' dense, embedding and head pieces.
+// once) against simulator/dp_costs.h called per stage and chunk, ZeRO 3's FSDP traffic (add_fsdp)
+// against exposed_comm_s per chunk, the probes shapes share (a MoE model's dense-layer probes, a
+// selective shape's plain parts) against a cache that probes every shape on its own, and likewise the
+// structure floors' dense, embedding and head pieces.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,6 +91,22 @@ void expect_frame_collectives(const Plan& job_in, int samples, uint64_t seed) {
         ASSERT_EQ(f.fsdp_rs[i], t.scatter_s) << at << " chunk " << i;
         ++zero3_chunks;
       }
+    }
+    // ZeRO 3's FSDP traffic beside each chunk's compute: a chunk with the previous one's inputs takes
+    // its doubles (add_fsdp), the same as exposed_comm_s called for every chunk
+    Layout l = base;
+    l.zero = 3;
+    std::vector<ChunkTotals> ct(ps.layers.size()), want;
+    for (size_t i = 0; i < ct.size(); ++i) ct[i].F = 1e-3 * ps.layers[i] + (i == 0 ? 1e-4 : 0.0), ct[i].B = 2.5e-3 * ps.layers[i];
+    want = ct;
+    for (size_t i = 0; i < want.size(); ++i) {
+      want[i].F += exposed_comm_s(f.fsdp_ag[i], ct[i].F, ps.layers[i], prm);
+      want[i].B += exposed_comm_s(f.fsdp_ag[i] + f.fsdp_rs[i], ct[i].B, ps.layers[i], prm);
+    }
+    add_fsdp(f, l, ps, prm, ct);
+    for (size_t i = 0; i < ct.size(); ++i) {
+      ASSERT_EQ(ct[i].F, want[i].F) << at << " chunk " << i;
+      ASSERT_EQ(ct[i].B, want[i].B) << at << " chunk " << i;
     }
   }
   EXPECT_GT(zero3_chunks, samples);

@@ -3,6 +3,7 @@
 // event queue (with a trace), for every schedule.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,11 @@ TEST(DependencyOrder, EveryActionOnceAfterWhatItReads) {
     auto slot = [&](int s, int c, int mb) { return (size_t(s) * vpp + c) * m + mb; };
     std::vector<char> f(size_t(pp) * vpp * m, 0), b(f.size(), 0);
     std::vector<size_t> pos(size_t(pp), 0);
+    // per (stage, chunk): where its last backward is in the stage's list
+    std::vector<size_t> final_b(size_t(pp) * vpp, SIZE_MAX);
+    for (int s = 0; s < pp; ++s)
+      for (size_t i = 0; i < t.actions[size_t(s)].size(); ++i)
+        if (t.actions[size_t(s)][i].phase == Phase::B) final_b[size_t(s) * vpp + t.actions[size_t(s)][i].chunk] = i;
     for (const OrderStep& step : t.order) {
       const uint32_t s = step.stage;
       ASSERT_LT(s, uint32_t(pp));
@@ -67,7 +73,8 @@ TEST(DependencyOrder, EveryActionOnceAfterWhatItReads) {
       EXPECT_EQ(step.sc, uint32_t(st * vpp + a.chunk));
       EXPECT_EQ(step.slot, uint32_t(slot(st, a.chunk, a.microbatch)));
       EXPECT_EQ(step.edge, (st == 0 && a.chunk == 0 ? OrderStep::kFirstChunk : 0) |
-                               (st == pp - 1 && a.chunk == vpp - 1 ? OrderStep::kLastChunk : 0));
+                               (st == pp - 1 && a.chunk == vpp - 1 ? OrderStep::kLastChunk : 0) |
+                               (final_b[size_t(st) * vpp + a.chunk] == pos[s] - 1 ? OrderStep::kFinalBackward : 0));
       if (a.phase == Phase::F) {
         if (st > 0) {
           EXPECT_TRUE(f[slot(st - 1, a.chunk, a.microbatch)]);
