@@ -24,6 +24,7 @@ struct ModelField {
   const char* json;      // key in the model JSON; "moe.top_k": in the model's "moe" ("mla", "rope_scaling") object
   const char* megatron;  // Megatron-LM flag(s); "a | b": either carries the value ("" = none)
   const char* log;       // Megatron-LM printed-argument name the log check compares one to one ("" = none or a rule)
+  const char* hf;        // Hugging Face config.json key(s) with the same value; "a | b": the first given ("" = a rule)
   MegatronMap map;       // direct: the flag carries the value (a boolean: store_true); mapped: rules of the export
   double min, max;       // a value read from a flag: inclusive range (validate_model checks the rest)
   Presence presence;     // Megatron export: always (also required: the model JSON must give it), or if_set

@@ -23,7 +23,9 @@ ModelSpec full_model() {
 }
 
 std::string model_fields_markdown() {
-  std::string s = "| model key | Megatron-LM | printed argument | type | range | what |\n|---|---|---|---|---|---|\n";
+  std::string s =
+      "| model key | Megatron-LM | printed argument | Hugging Face | type | range | what |\n"
+      "|---|---|---|---|---|---|---|\n";
   const char* types[] = {"integer", "boolean", "number", "choice", "modules", "layout"};
   auto cell = [](const char* v) {
     std::string c = *v ? "`" + std::string(v) + "`" : "";
@@ -32,8 +34,9 @@ std::string model_fields_markdown() {
   };
   for (const ModelField& f : model_fields()) {
     const bool ranged = f.type() == FieldType::integer || f.type() == FieldType::number;
-    s += "| `" + std::string(f.json) + "` | " + cell(f.megatron) + " | " + cell(f.log) + " | " + types[int(f.type())] + " | " +
-         (ranged ? shortest_decimal(f.min) + ".." + shortest_decimal(f.max) : "") + " | " + f.doc + " |\n";
+    s += "| `" + std::string(f.json) + "` | " + cell(f.megatron) + " | " + cell(f.log) + " | " + cell(f.hf) + " | " +
+         types[int(f.type())] + " | " + (ranged ? shortest_decimal(f.min) + ".." + shortest_decimal(f.max) : "") + " | " + f.doc +
+         " |\n";
   }
   return s;
 }
@@ -109,8 +112,10 @@ TEST(ModelFields, DocsListTheTable) {
   expect_generated_doc("docs/model_fields.md",
                        "# Model fields\n\nThe fields of a model (the plan's `model` object and `data/models/*.json`), "
                        "generated from the descriptor table in `core/model_fields.cpp` (tests/core/test_model_fields.cpp "
-                       "keeps this file equal to it; `MPLAN_UPDATE_GOLDEN=1` rewrites it). The model JSON's key lists, "
-                       "the Megatron-LM export of the direct flags and their parse (`mplan import --megatron-args`) and "
+                       "keeps this file equal to it; `MPLAN_UPDATE_GOLDEN=1` rewrites it). The model JSON's reader and "
+                       "writer, the Hugging Face `config.json` keys with a field's value (`core/hf_import.cpp` keeps "
+                       "the rules: activation names, RoPE scaling, sliding windows, each model type's), the Megatron-LM export "
+                       "of the direct flags and their parse (`mplan import --megatron-args`) and "
                        "the log check's one-to-one rows come from it; `mapped` flags are written and read by rules of "
                        "their own (`planner/export_megatron.cpp`, `planner/import_megatron.cpp`).\n\n",
                        model_fields_markdown());
