@@ -141,7 +141,7 @@ std::string hf_key_given(const ModelField& row, const JsonFields& f) {
   const std::string keys = row.hf;
   for (size_t at = 0; at < keys.size();) {
     const size_t end = keys.find(" | ", at);
-    const std::string k = keys.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    std::string k = keys.substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (f.has(k.c_str())) return k;
     at = end == std::string::npos ? keys.size() : end + 3;
   }
