@@ -7,6 +7,7 @@
 
 #include "core/json_fields.h"
 #include "core/limits.h"
+#include "core/model_fields.h"
 #include "core/suggest.h"
 
 namespace mplan {
@@ -37,23 +38,22 @@ Activation read_activation(JsonFields& f, const char* key, bool gated) {
   return Activation::gelu;
 }
 
-// head_dim when given, else hidden_size / num_attention_heads, which must then divide exactly.
-int head_dim_of(JsonFields& f, const ModelSpec& m, const char* key) {
-  if (f.has(key)) return static_cast<int>(f.integer(key, 1, kMaxHeadDim));
-  if (m.num_attention_heads <= 0 || m.hidden_size <= 0) return 1;
-  if (m.hidden_size % m.num_attention_heads != 0) {
-    f.problem(key, "missing, and hidden_size=" + std::to_string(m.hidden_size) + " is not divisible by num_attention_heads=" +
-                       std::to_string(m.num_attention_heads) + "; give " + key + " (the per-head dimension)");
-    return 1;
+// hidden_size / num_attention_heads when head_dim is not given, which must then divide exactly.
+void derive_head_dim(JsonFields& f, ModelSpec& m) {
+  if (f.has("head_dim") || m.num_attention_heads <= 0 || m.hidden_size <= 0) return;
+  if (m.hidden_size % m.num_attention_heads == 0) {
+    m.kv_channels = static_cast<int>(m.hidden_size / m.num_attention_heads);
+    return;
   }
-  return static_cast<int>(m.hidden_size / m.num_attention_heads);
+  f.problem("head_dim", "missing, and hidden_size=" + std::to_string(m.hidden_size) + " is not divisible by " +
+                            "num_attention_heads=" + std::to_string(m.num_attention_heads) +
+                            "; give head_dim (the per-head dimension)");
 }
 
-// RoPE settings: rope_theta + rope_scaling (transformers 4) or rope_parameters (transformers 5, which
-// holds rope_theta too). Scaling types mplan does not model (linear, dynamic, longrope, ...) are refused
+// RoPE settings: rope_scaling (transformers 4) or rope_parameters (transformers 5, which holds rope_theta
+// too; the top-level rope_theta is the table's). Scaling types mplan does not model (linear, dynamic, longrope, ...) are refused
 // with the field named, never dropped: the model would train with other positions.
 void read_rope(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::string>& problems) {
-  if (auto t = f.opt_number("rope_theta", false, 1e12)) m.rotary_base = *t;
   const char* key = f.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   if (!f.has(key)) return;
   const json* rs = f.object(key);
@@ -136,50 +136,88 @@ void read_window(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::st
   problems.push_back("config.json.layer_types: only a periodic pattern (one full-attention layer every N) is supported");
 }
 
-// Norm epsilon under its several spellings.
-void read_norm_eps(JsonFields& f, ModelSpec& m) {
-  for (const char* k : {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"})
-    if (f.has(k)) {
-      m.norm_epsilon = f.number(k, false, 1.0);
-      return;
-    }
+// The first of a row's config.json spellings ("a | b") that the config gives; "" when none.
+std::string hf_key_given(const ModelField& row, const JsonFields& f) {
+  const std::string keys = row.hf;
+  for (size_t at = 0; at < keys.size();) {
+    const size_t end = keys.find(" | ", at);
+    std::string k = keys.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (f.has(k.c_str())) return k;
+    at = end == std::string::npos ? keys.size() : end + 3;
+  }
+  return "";
 }
 
-// Llama-family dense/MoE fields shared by llama, mistral, mixtral, qwen2/3(+moe).
+// Every field of `part` ("" = the model's own, "moe", "mla") that config.json gives under its row's key
+// (core/model_fields.cpp, the hf column), with the row's type and range. A required row that is missing
+// is named, unless it is one of `derived` (a rule gives it).
+void read_hf_fields(JsonFields& f, const json& j, const std::string& part, ModelSpec& m,
+                    const std::vector<std::string>& derived = {}) {
+  for (const ModelField& row : model_fields()) {
+    const std::string name = model_field_key_in(row, part);
+    if (name.empty() || !*row.hf) continue;
+    const std::string key = hf_key_given(row, f);
+    if (!key.empty()) {
+      const std::string bad = set_model_field_json(row, m, j[key]);
+      if (!bad.empty()) f.problem(key, bad);
+    } else if (row.presence == Presence::required && std::find(derived.begin(), derived.end(), name) == derived.end()) {
+      const std::string spellings = row.hf;
+      const size_t bar = spellings.find(" | ");
+      f.problem(spellings.substr(0, bar),
+                "missing; expected " + model_field_expected(row) +
+                    (bar == std::string::npos ? "" : " (also read as " + spellings.substr(bar + 3) + ")"));
+    }
+  }
+}
+
+// Llama-family rules shared by llama, mistral, mixtral, qwen2/3(+moe) and gpt_oss: a gated MLP, RMSNorm, RoPE.
 void read_llama_like(JsonFields& f, ModelSpec& m) {
-  m.num_layers = static_cast<int>(f.integer("num_hidden_layers"));
-  m.hidden_size = f.integer("hidden_size");
-  m.ffn_hidden_size = f.integer("intermediate_size");
-  m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
-  m.num_query_groups = static_cast<int>(f.integer_or("num_key_value_heads", m.num_attention_heads));
-  m.kv_channels = head_dim_of(f, m, "head_dim");
-  m.vocab_size = f.integer("vocab_size");
-  m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
   m.activation = read_activation(f, "hidden_act", true);
   m.norm = NormKind::rmsnorm;
   m.position_embedding = PositionEmbedding::rope;
-  m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
   m.add_qkv_bias = f.boolean_or("attention_bias", false);
   m.add_bias_linear = f.boolean_or("mlp_bias", false) && m.add_qkv_bias;
 }
 
-// Qwen MoE: num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers, shared expert.
-void read_qwen_moe(JsonFields& f, ModelSpec& m) {
-  MoeSpec e;
-  e.num_experts = static_cast<int>(f.integer("num_experts"));
-  e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
-  e.moe_ffn_hidden_size = f.integer("moe_intermediate_size");
-  e.shared_expert_ffn_hidden_size = f.integer_or("shared_expert_intermediate_size", 0, 0);
-  int step = static_cast<int>(f.integer_or("decoder_sparse_step", 1));
-  e.moe_layer_freq = step;
-  m.moe = e;
+// The routed experts (their count, top-k, widths and router from the table's rows); `own_width`: the
+// experts have a width of their own (moe_intermediate_size), else that of the dense MLP.
+void read_moe(JsonFields& f, const json& j, ModelSpec& m, bool own_width) {
+  m.moe.emplace();
+  read_hf_fields(f, j, "moe", m);
+  if (!own_width) m.moe->moe_ffn_hidden_size = m.ffn_hidden_size;
+  if (own_width && !f.has("moe_intermediate_size"))
+    f.problem("moe_intermediate_size", "missing; the width of one routed expert (an integer > 0)");
 }
 
-// DeepSeek-V3 / Kimi-K2 router: scoring_func (softmax|sigmoid), topk_method noaux_tc = the aux-loss-free
-// expert bias (e_score_correction_bias), n_group / topk_group, routed_scaling_factor.
-void read_deepseek_router(JsonFields& f, MoeSpec& e) {
-  std::string score = f.choice_or("scoring_func", {"softmax", "sigmoid"}, "softmax");
-  e.router_score_function = score == "sigmoid" ? RouterScore::sigmoid : RouterScore::softmax;
+// Qwen MoE: mplan describes dense layers (mlp_only_layers) as a leading block; only that shape is accepted.
+void read_qwen_moe(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::string>& problems) {
+  read_moe(f, j, m, true);
+  if (!j.contains("mlp_only_layers") || !j["mlp_only_layers"].is_array() || j["mlp_only_layers"].empty()) return;
+  const json& mo = j["mlp_only_layers"];
+  bool leading = true;
+  for (size_t i = 0; i < mo.size(); ++i) leading = leading && mo[i].is_number_integer() && mo[i].get<int>() == int(i);
+  if (leading) {
+    m.moe->first_k_dense_layers = static_cast<int>(mo.size());
+  } else {
+    problems.push_back("config.json.mlp_only_layers: only a leading block of dense layers [0, 1, ..., k-1] is supported");
+  }
+}
+
+// DeepSeek-V3 / Kimi-K2: MLA (the latent norms are Megatron's --qk-layernorm), n_shared_experts experts of
+// the routed width, and the router: topk_method noaux_tc = the aux-loss-free expert bias
+// (e_score_correction_bias), n_group / topk_group for the group-limited methods.
+void read_deepseek(JsonFields& f, const json& j, ModelSpec& m) {
+  m.activation = read_activation(f, "hidden_act", true);
+  m.norm = NormKind::rmsnorm;
+  m.position_embedding = PositionEmbedding::rope;
+  m.qk_layernorm = true;
+  m.mla.emplace();
+  read_hf_fields(f, j, "mla", m);
+  m.kv_channels = m.mla->qk_head_dim + m.mla->qk_rope_head_dim;
+  m.num_query_groups = m.num_attention_heads;
+  read_moe(f, j, m, true);
+  MoeSpec& e = *m.moe;
+  e.shared_expert_ffn_hidden_size = f.integer_or("n_shared_experts", 0, 0) * e.moe_ffn_hidden_size;
   std::string method = f.choice_or("topk_method", {"greedy", "group_limited_greedy", "noaux_tc"}, "greedy");
   e.router_enable_expert_bias = method == "noaux_tc";
   if (method != "greedy") {
@@ -187,7 +225,39 @@ void read_deepseek_router(JsonFields& f, MoeSpec& e) {
     e.router_group_topk = static_cast<int>(f.integer_or("topk_group", 0, 0, kMaxExperts));
     if (e.router_num_groups <= 1) e.router_num_groups = e.router_group_topk = 0;  // one group: no limit
   }
-  e.router_topk_scaling_factor = f.opt_number("routed_scaling_factor", false, 1e6).value_or(1.0);
+}
+
+// The rules of each model type, after the fields with a key of their own (read_hf_fields).
+void read_type_rules(JsonFields& f, const json& j, const std::string& type, ModelSpec& m, std::vector<std::string>& problems) {
+  if (type == "deepseek_v3" || type == "kimi_k2") return read_deepseek(f, j, m);
+  if (type == "gpt2") {
+    if (!f.has("n_inner")) m.ffn_hidden_size = 4 * m.hidden_size;
+    if (!f.has("n_positions")) f.problem("n_positions", "missing; the learned position table's length");
+    m.num_query_groups = m.num_attention_heads;
+    m.activation = read_activation(f, "activation_function", false);
+    m.norm = NormKind::layernorm;
+    m.position_embedding = PositionEmbedding::learned;
+    m.add_bias_linear = m.add_qkv_bias = true;
+    return;
+  }
+  if (type == "gpt_neox") {
+    m.num_query_groups = m.num_attention_heads;
+    m.activation = read_activation(f, "hidden_act", false);
+    m.norm = NormKind::layernorm;
+    m.position_embedding = PositionEmbedding::rope;
+    m.add_bias_linear = m.add_qkv_bias = f.boolean_or("attention_bias", true);
+    return;
+  }
+  read_llama_like(f, m);
+  if (type == "qwen2" || type == "qwen2_moe") m.add_qkv_bias = true;
+  if (type == "qwen3" || type == "qwen3_moe") m.qk_layernorm = true;
+  if (type == "mixtral") read_moe(f, j, m, false);
+  if (type == "qwen2_moe" || type == "qwen3_moe") read_qwen_moe(f, j, m, problems);
+  if (type == "gpt_oss") {
+    m.add_qkv_bias = m.add_bias_linear = f.boolean_or("attention_bias", true);
+    read_moe(f, j, m, false);
+    m.softmax_type = SoftmaxType::learnable;  // gpt-oss: one learned sink logit per head (modeling_gpt_oss.py `sinks`)
+  }
 }
 
 }  // namespace
@@ -207,114 +277,15 @@ Expected<ModelSpec> hf_model_from_config(const json& j, const std::string& name)
     return Error("config.json: model_type '" + type + "' is not supported" + did_you_mean(type, types) +
                  "; supported: " + join(types));
   }
-
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
-    read_llama_like(f, m);
-    if (type == "qwen2") m.add_qkv_bias = true;
-    if (type == "qwen3") m.qk_layernorm = true;
-  } else if (type == "mixtral") {
-    read_llama_like(f, m);
-    MoeSpec e;
-    e.num_experts = static_cast<int>(f.integer("num_local_experts"));
-    e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
-    e.moe_ffn_hidden_size = m.ffn_hidden_size;
-    m.moe = e;
-  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
-    read_llama_like(f, m);
-    if (type == "qwen2_moe") m.add_qkv_bias = true;
-    if (type == "qwen3_moe") m.qk_layernorm = true;
-    read_qwen_moe(f, m);
-    if (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty()) {
-      // mplan describes dense layers as a leading block; accept only that shape.
-      const json& mo = j["mlp_only_layers"];
-      bool leading = true;
-      for (size_t i = 0; i < mo.size(); ++i) leading = leading && mo[i].is_number_integer() && mo[i].get<int>() == int(i);
-      if (leading) {
-        m.moe->first_k_dense_layers = static_cast<int>(mo.size());
-      } else {
-        problems.push_back("config.json.mlp_only_layers: only a leading block of dense layers [0, 1, ..., k-1] is supported");
-      }
-    }
-  } else if (type == "deepseek_v3" || type == "kimi_k2") {
-    m.num_layers = static_cast<int>(f.integer("num_hidden_layers"));
-    m.hidden_size = f.integer("hidden_size");
-    m.ffn_hidden_size = f.integer("intermediate_size");
-    m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
-    m.num_query_groups = static_cast<int>(f.integer_or("num_key_value_heads", m.num_attention_heads));
-    m.vocab_size = f.integer("vocab_size");
-    m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
-    m.activation = read_activation(f, "hidden_act", true);
-    m.norm = NormKind::rmsnorm;
-    m.position_embedding = PositionEmbedding::rope;
-    m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
-    m.qk_layernorm = true;  // q_a_layernorm and kv_a_layernorm: the latent norms (Megatron's --qk-layernorm with MLA)
-    MlaSpec a;
-    a.q_lora_rank = static_cast<int>(f.integer_or("q_lora_rank", 0, 0));
-    a.kv_lora_rank = static_cast<int>(f.integer("kv_lora_rank"));
-    a.qk_head_dim = static_cast<int>(f.integer("qk_nope_head_dim"));
-    a.qk_rope_head_dim = static_cast<int>(f.integer("qk_rope_head_dim"));
-    a.v_head_dim = static_cast<int>(f.integer("v_head_dim"));
-    m.mla = a;
-    m.kv_channels = a.qk_head_dim + a.qk_rope_head_dim;
-    m.num_query_groups = m.num_attention_heads;
-    MoeSpec e;
-    e.num_experts = static_cast<int>(f.integer("n_routed_experts"));
-    e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
-    e.moe_ffn_hidden_size = f.integer("moe_intermediate_size");
-    e.shared_expert_ffn_hidden_size = f.integer_or("n_shared_experts", 0, 0) * e.moe_ffn_hidden_size;
-    e.first_k_dense_layers = static_cast<int>(f.integer_or("first_k_dense_replace", 0, 0));
-    e.moe_layer_freq = static_cast<int>(f.integer_or("moe_layer_freq", 1));
-    m.moe = e;
-    m.mtp_num_layers = static_cast<int>(f.integer_or("num_nextn_predict_layers", 0, 0));
-    read_deepseek_router(f, *m.moe);
-  } else if (type == "gpt2") {
-    m.num_layers = static_cast<int>(f.integer("n_layer"));
-    m.hidden_size = f.integer("n_embd");
-    m.num_attention_heads = static_cast<int>(f.integer("n_head"));
-    m.num_query_groups = m.num_attention_heads;
-    m.ffn_hidden_size = f.integer_or("n_inner", 4 * m.hidden_size);
-    m.kv_channels = head_dim_of(f, m, "head_dim");
-    m.vocab_size = f.integer("vocab_size");
-    m.max_position_embeddings = f.integer("n_positions");
-    m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
-    m.activation = read_activation(f, "activation_function", false);
-    m.norm = NormKind::layernorm;
-    m.position_embedding = PositionEmbedding::learned;
-    m.add_bias_linear = m.add_qkv_bias = true;
-  } else if (type == "gpt_neox") {
-    m.num_layers = static_cast<int>(f.integer("num_hidden_layers"));
-    m.hidden_size = f.integer("hidden_size");
-    m.ffn_hidden_size = f.integer("intermediate_size");
-    m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
-    m.num_query_groups = m.num_attention_heads;
-    m.kv_channels = head_dim_of(f, m, "head_dim");
-    m.vocab_size = f.integer("vocab_size");
-    m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
-    m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
-    m.activation = read_activation(f, "hidden_act", false);
-    m.norm = NormKind::layernorm;
-    m.position_embedding = PositionEmbedding::rope;
-    m.add_bias_linear = m.add_qkv_bias = f.boolean_or("attention_bias", true);
-    m.rotary_percent = f.opt_number("rotary_pct", false, 1.0).value_or(1.0);
-    if (auto b = f.opt_number("rotary_emb_base", false, 1e12)) m.rotary_base = *b;
-  } else if (type == "gpt_oss") {
-    read_llama_like(f, m);
-    m.add_qkv_bias = m.add_bias_linear = f.boolean_or("attention_bias", true);
-    MoeSpec e;
-    e.num_experts = static_cast<int>(f.has("num_local_experts") ? f.integer("num_local_experts") : f.integer("num_experts"));
-    e.top_k = static_cast<int>(f.integer("num_experts_per_tok"));
-    e.moe_ffn_hidden_size = m.ffn_hidden_size;
-    m.moe = e;
-    m.softmax_type = SoftmaxType::learnable;  // gpt-oss: one learned sink logit per head (modeling_gpt_oss.py `sinks`)
-  }
+  // the keys of the table's rows; tie_word_embeddings has transformers' default (false, GPT-2's true), GPT-2's
+  // n_inner 4 x n_embd
+  read_hf_fields(f, j, "", m, {"tied_embeddings", type == "gpt2" ? "ffn_hidden_size" : ""});
+  if (!f.has("num_key_value_heads")) m.num_query_groups = m.num_attention_heads;
+  if (!f.has("tie_word_embeddings")) m.tied_embeddings = type == "gpt2";
+  read_type_rules(f, j, type, m, problems);
+  if (!m.mla) derive_head_dim(f, m);  // (MLA's head dimensions are its own)
   if (m.position_embedding == PositionEmbedding::rope && type != "gpt_neox") read_rope(f, j, m, problems);
-  read_norm_eps(f, m);
   read_window(f, j, m, problems);
-  // generic expert-count spellings for configs that mix conventions
-  if (m.moe && m.moe->num_experts == 0) {
-    for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts"})
-      if (f.has(k)) m.moe->num_experts = static_cast<int>(f.integer(k));
-  }
   if (!problems.empty()) return Error(problems);
   auto v = validate_model(m);
   if (!v.empty()) return Error(v);

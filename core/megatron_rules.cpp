@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 
 namespace mplan {
 
@@ -214,6 +215,53 @@ void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const Para
         std::string(to_string(t.precision)) +
         " (transformer_config.py: 'moe_act in "
         "recompute_modules is only supported with moe_grouped_gemm')");
+}
+
+std::string megatron_moe_layer_freq(const ModelSpec& m) {
+  const MoeSpec& e = *m.moe;
+  if (e.first_k_dense_layers == 0) return std::to_string(e.moe_layer_freq);
+  int moe_run = 0;
+  for (int i = e.first_k_dense_layers; i < m.num_layers; ++i) moe_run += m.is_moe_layer(i) ? 1 : 0;
+  if (e.moe_layer_freq == 1) return "([0]*" + std::to_string(e.first_k_dense_layers) + "+[1]*" + std::to_string(moe_run) + ")";
+  std::string s = "[";  // general pattern: every layer
+  for (int i = 0; i < m.num_layers; ++i) s += std::string(i ? "," : "") + (m.is_moe_layer(i) ? "1" : "0");
+  return s + "]";
+}
+
+bool megatron_read_moe_layer_freq(const std::string& text, int num_layers, MoeSpec& e) {
+  std::smatch mt;
+  if (std::regex_match(text, mt, std::regex(R"(\d{1,9})"))) {
+    e.moe_layer_freq = std::stoi(text);
+    return true;
+  }
+  if (std::regex_match(text, mt, std::regex(R"(\(\[0\]\*(\d{1,9})\+\[1\]\*(\d{1,9})\))"))) {
+    e.first_k_dense_layers = std::stoi(mt[1]);
+    e.moe_layer_freq = 1;
+    return true;
+  }
+  std::vector<int> bits;
+  for (char c : text)
+    if (c == '0' || c == '1') bits.push_back(c - '0');
+  if (int(bits.size()) != num_layers || text.empty() || text.front() != '[') return false;
+  int k = 0;
+  while (k < num_layers && bits[size_t(k)] == 0) ++k;
+  for (int f = 1; f <= num_layers; ++f) {
+    bool ok = true;
+    for (int i = k; i < num_layers && ok; ++i) ok = bits[size_t(i)] == (i % f == 0 ? 1 : 0);
+    if (ok) {
+      e.first_k_dense_layers = k, e.moe_layer_freq = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string megatron_window_size(int64_t window) { return std::to_string(window - 1) + ",0"; }
+
+int64_t megatron_window_of(const std::string& text) {
+  std::smatch wm;
+  if (!std::regex_match(text, wm, std::regex(R"(\(?(\d{1,9}),\s*(\d+)\)?)")) || wm[2] != "0") return 0;
+  return std::stoll(wm[1]) + 1;
 }
 
 }  // namespace mplan

@@ -69,4 +69,16 @@ Precision megatron_precision(bool bf16, bool fp16, bool fp8, const std::string& 
 // Megatron-LM's and Transformer Engine's assertions above as messages naming the field, appended to e.
 void megatron_layout_rules(const ModelSpec& m, const TrainingSpec& t, const ParallelConfig& p, std::vector<std::string>& e);
 
+// Megatron's --moe-layer-freq for the model's MoE placement (arguments.py: an int N, every N-th layer;
+// or a Python list expression, "([0]*k+[1]*n)" or "[0,1,...]" with one entry per layer), and back into
+// the leading dense layers and the period after them: false when the text is not a leading dense block
+// followed by a periodic MoE pattern. The reader gives the same MoE layers, not always the same numbers
+// (k = 3, period 2 reads back as k = 4: layer 3 is dense either way).
+std::string megatron_moe_layer_freq(const ModelSpec& m);
+bool megatron_read_moe_layer_freq(const std::string& text, int num_layers, MoeSpec& e);
+// --window-size "left,0" (the tokens before and after the query) for a causal window of `window`
+// tokens, and back; 0 when the text is not "left,0" (or "(left, 0)").
+std::string megatron_window_size(int64_t window);
+int64_t megatron_window_of(const std::string& text);
+
 }  // namespace mplan

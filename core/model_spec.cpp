@@ -1,6 +1,8 @@
 // ModelSpec JSON reading/writing and validation.
 #include "core/model_spec.h"
 
+#include <algorithm>
+
 #include "core/json_fields.h"
 #include "core/limits.h"
 #include "core/model_fields.h"
@@ -62,36 +64,19 @@ double ModelSpec::window_attention_fraction(int64_t seq) const {
 namespace {
 
 // model.rope_scaling: {"type": "llama3"|"yarn", "factor", ...}; the fields of the other type are refused.
-RopeScaling read_rope_scaling(const json& j, std::vector<std::string>& problems) {
+void read_rope_scaling(const json& j, ModelSpec& m, std::vector<std::string>& problems) {
   JsonFields g(j, "model.rope_scaling", problems);
-  RopeScaling r;
-  std::string type = g.choice("type", {"llama3", "yarn"});
-  r.type = type == "llama3" ? RopeScalingType::llama3 : RopeScalingType::yarn;
-  if (r.type == RopeScalingType::llama3) {
-    g.reject_unknown({"type", "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"});
-    r.low_freq_factor = g.opt_number("low_freq_factor", false, 1e6).value_or(1.0);
-    r.high_freq_factor = g.opt_number("high_freq_factor", false, 1e6).value_or(4.0);
-  } else {
-    g.reject_unknown(
-        {"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"});
-    r.beta_fast = g.opt_number("beta_fast", false, 1e6).value_or(32.0);
-    r.beta_slow = g.opt_number("beta_slow", false, 1e6).value_or(1.0);
-    r.mscale = g.opt_number("mscale", true, 1e6).value_or(1.0);
-    r.mscale_all_dim = g.opt_number("mscale_all_dim", true, 1e6).value_or(0.0);
-  }
-  r.factor = g.number("factor", false, 1e6);
-  r.original_max_position_embeddings = g.integer("original_max_position_embeddings", 1, kMaxSeq);
-  return r;
-}
-
-void read_router(JsonFields& g, MoeSpec& moe) {
-  moe.router_score_function = g.choice_or("router_score_function", {"softmax", "sigmoid"}, "softmax") == "sigmoid"
-                                  ? RouterScore::sigmoid
-                                  : RouterScore::softmax;
-  moe.router_enable_expert_bias = g.boolean_or("router_enable_expert_bias", false);
-  moe.router_num_groups = static_cast<int>(g.integer_or("router_num_groups", 0, 0, kMaxExperts));
-  moe.router_group_topk = static_cast<int>(g.integer_or("router_group_topk", 0, 0, kMaxExperts));
-  moe.router_topk_scaling_factor = g.opt_number("router_topk_scaling_factor", false, 1e6).value_or(1.0);
+  read_model_part(g, j, "rope_scaling", m);
+  ModelSpec probe;  // the keys its type writes (core/model_fields.cpp), the only ones it reads
+  probe.rope_scaling.type = m.rope_scaling.type;
+  std::vector<std::string> keys = model_json_keys("rope_scaling");
+  if (probe.rope_scaling.type != RopeScalingType::none)
+    keys.erase(std::remove_if(keys.begin(), keys.end(),
+                              [&](const std::string& k) { return !model_field("rope_scaling." + k)->written(probe); }),
+               keys.end());
+  g.reject_unknown(keys);
+  if (m.rope_scaling.type == RopeScalingType::none && g.has("type"))
+    g.problem("type", "expected llama3 or yarn (leave rope_scaling out for none)");
 }
 
 }  // namespace
@@ -105,68 +90,30 @@ Expected<ModelSpec> model_from_json(const json& j) {
   f.reject_unknown(keys);
   ModelSpec m;
   m.name = f.opt_string("name").value_or("custom");
-  m.num_layers = static_cast<int>(f.integer("num_layers"));
-  m.hidden_size = f.integer("hidden_size");
-  m.num_attention_heads = static_cast<int>(f.integer("num_attention_heads"));
-  m.vocab_size = f.integer("vocab_size");
-  // required: Megatron's 4 x hidden_size default is wrong for every gated-MLP model, so it is not guessed
-  m.ffn_hidden_size = f.integer("ffn_hidden_size");
-  m.num_query_groups = static_cast<int>(f.integer_or("num_query_groups", m.num_attention_heads));
-  if (f.has("kv_channels")) {
-    m.kv_channels = static_cast<int>(f.integer("kv_channels"));
-  } else if (m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0) {
+  read_model_part(f, j, "", m);  // every field through its row; then the defaults derived from others
+  // ffn_hidden_size is required: Megatron's 4 x hidden_size default is wrong for every gated-MLP model
+  if (!f.has("num_query_groups")) m.num_query_groups = m.num_attention_heads;
+  if (!f.has("kv_channels") && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0) {
     m.kv_channels = static_cast<int>(m.hidden_size / m.num_attention_heads);
-  } else if (m.num_attention_heads > 0) {
+  } else if (!f.has("kv_channels") && m.num_attention_heads > 0) {
     f.problem("kv_channels", "missing, and hidden_size=" + std::to_string(m.hidden_size) +
                                  " is not divisible by num_attention_heads=" + std::to_string(m.num_attention_heads) +
                                  "; give kv_channels (the per-head dimension)");
   }
-  std::string act = f.choice("activation", {"gelu", "swiglu", "squared_relu"});
-  m.activation = act == "swiglu" ? Activation::swiglu : act == "squared_relu" ? Activation::squared_relu : Activation::gelu;
-  m.norm = f.choice("norm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
-  m.tied_embeddings = f.boolean("tied_embeddings");
-  m.position_embedding =
-      f.choice("position_embedding", {"rope", "learned"}) == "learned" ? PositionEmbedding::learned : PositionEmbedding::rope;
-  m.max_position_embeddings = f.integer_or("max_position_embeddings", 0, 0);
-  m.add_bias_linear = f.boolean_or("add_bias_linear", false);
-  m.add_qkv_bias = f.boolean_or("add_qkv_bias", m.add_bias_linear);
-  m.qk_layernorm = f.boolean_or("qk_layernorm", false);
-  m.mtp_num_layers = static_cast<int>(f.integer_or("mtp_num_layers", 0, 0));
-  m.hidden_dropout = f.opt_number("hidden_dropout", true).value_or(0.0);
-  m.attention_dropout = f.opt_number("attention_dropout", true).value_or(0.0);
-  m.norm_epsilon = f.opt_number("norm_epsilon", false, 1.0).value_or(1e-5);
-  m.rotary_base = f.opt_number("rotary_base", false, 1e12).value_or(10000.0);
-  m.rotary_percent = f.opt_number("rotary_percent", false, 1.0).value_or(1.0);
-  if (const json* rj = f.object("rope_scaling")) m.rope_scaling = read_rope_scaling(*rj, problems);
-  m.window_size = f.integer_or("window_size", 0, 0, kMaxSeq);
-  m.window_attn_skip_freq = static_cast<int>(f.integer_or("window_attn_skip_freq", 0, 0, kMaxLayers));
-  std::string sm = f.choice_or("softmax_type", {"vanilla", "off-by-one", "learnable"}, "vanilla");
-  m.softmax_type = sm == "learnable"    ? SoftmaxType::learnable
-                   : sm == "off-by-one" ? SoftmaxType::off_by_one
-                                        : SoftmaxType::vanilla;
+  if (!f.has("add_qkv_bias")) m.add_qkv_bias = m.add_bias_linear;
+  if (const json* rj = f.object("rope_scaling")) read_rope_scaling(*rj, m, problems);
   if (const json* mj = f.object("moe")) {
     JsonFields g(*mj, "model.moe", problems);
     g.reject_unknown(model_json_keys("moe"));
-    MoeSpec moe;
-    moe.num_experts = static_cast<int>(g.integer("num_experts"));
-    moe.top_k = static_cast<int>(g.integer("top_k"));
-    moe.moe_ffn_hidden_size = g.integer_or("moe_ffn_hidden_size", m.ffn_hidden_size);
-    moe.shared_expert_ffn_hidden_size = g.integer_or("shared_expert_ffn_hidden_size", 0, 0);
-    moe.first_k_dense_layers = static_cast<int>(g.integer_or("first_k_dense_layers", 0, 0));
-    moe.moe_layer_freq = static_cast<int>(g.integer_or("moe_layer_freq", 1));
-    read_router(g, moe);
-    m.moe = moe;
+    m.moe.emplace();
+    read_model_part(g, *mj, "moe", m);
+    if (!g.has("moe_ffn_hidden_size")) m.moe->moe_ffn_hidden_size = m.ffn_hidden_size;
   }
   if (const json* lj = f.object("mla")) {
     JsonFields g(*lj, "model.mla", problems);
     g.reject_unknown(model_json_keys("mla"));
-    MlaSpec mla;
-    mla.q_lora_rank = static_cast<int>(g.integer_or("q_lora_rank", 0, 0));
-    mla.kv_lora_rank = static_cast<int>(g.integer("kv_lora_rank"));
-    mla.qk_head_dim = static_cast<int>(g.integer("qk_head_dim"));
-    mla.qk_rope_head_dim = static_cast<int>(g.integer("qk_rope_head_dim", 0));
-    mla.v_head_dim = static_cast<int>(g.integer("v_head_dim"));
-    m.mla = mla;
+    m.mla.emplace();
+    read_model_part(g, *lj, "mla", m);
   }
   if (!problems.empty()) return Error(problems);
   auto v = validate_model(m);
@@ -217,6 +164,11 @@ void validate_attention(const ModelSpec& m, std::vector<std::string>& p) {
   if (m.rope_scaling.type != RopeScalingType::none) {
     if (m.position_embedding != PositionEmbedding::rope) p.push_back("model.rope_scaling: needs position_embedding rope");
     if (m.rope_scaling.factor < 1) p.push_back("model.rope_scaling.factor: must be >= 1");
+    if (m.rope_scaling.original_max_position_embeddings < 1)
+      p.push_back("model.rope_scaling.original_max_position_embeddings: must be >= 1 (the pre-extension context)");
+    const RopeScaling& r = m.rope_scaling;
+    if (r.low_freq_factor <= 0 || r.beta_fast <= 0 || r.beta_slow <= 0)
+      p.push_back("model.rope_scaling: low_freq_factor, beta_fast and beta_slow must be > 0");
     if (m.rope_scaling.type == RopeScalingType::llama3 && m.rope_scaling.high_freq_factor <= m.rope_scaling.low_freq_factor)
       p.push_back("model.rope_scaling.high_freq_factor: must exceed low_freq_factor");
   }

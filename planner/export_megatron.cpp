@@ -43,20 +43,6 @@ std::vector<std::vector<int>> account_split(int num_layers, int pp, int vpp, boo
   return n;
 }
 
-// Megatron's --moe-layer-freq pattern for the model's MoE placement.
-std::string moe_pattern(const ModelSpec& m) {
-  const MoeSpec& e = *m.moe;
-  if (e.first_k_dense_layers == 0) return std::to_string(e.moe_layer_freq);
-  std::string s = "([0]*" + std::to_string(e.first_k_dense_layers);
-  int moe_run = 0;
-  for (int i = e.first_k_dense_layers; i < m.num_layers; ++i) moe_run += m.is_moe_layer(i) ? 1 : 0;
-  if (e.moe_layer_freq == 1) return s + "+[1]*" + std::to_string(moe_run) + ")";
-  // general pattern: list every layer
-  s = "[";
-  for (int i = 0; i < m.num_layers; ++i) s += std::string(i ? "," : "") + (m.is_moe_layer(i) ? "1" : "0");
-  return s + "]";
-}
-
 // RoPE: --rotary-base (an int in Megatron), --rotary-percent, and the scaling: llama3 as
 // --use-rope-scaling --rope-scaling-factor (Megatron fixes low/high frequency factors 1/4 and the 8192
 // original context); YaRN as --position-embedding-type yarn (written by the caller) with
@@ -172,7 +158,7 @@ std::string export_megatron_args(const Plan& plan) {
   if (m.position_embedding == PositionEmbedding::rope) rope_args(m, arg, put, notes);
   for (const char* f : {"norm_epsilon", "softmax_type"}) put(f);
   if (m.window_size > 0) {
-    arg("--window-size", std::to_string(m.window_size - 1) + ",0");  // (tokens before, after) the query
+    arg("--window-size", megatron_window_size(m.window_size));
     put("window_attn_skip_freq");
   }
   if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
@@ -188,7 +174,8 @@ std::string export_megatron_args(const Plan& plan) {
   if (m.moe) {
     for (const char* f : {"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size"})
       put(std::string("moe.") + f);
-    if (m.moe->first_k_dense_layers > 0 || m.moe->moe_layer_freq != 1) arg("--moe-layer-freq", "\"" + moe_pattern(m) + "\"");
+    if (m.moe->first_k_dense_layers > 0 || m.moe->moe_layer_freq != 1)
+      arg("--moe-layer-freq", "\"" + megatron_moe_layer_freq(m) + "\"");
     if (p.moe_dispatcher == MoeDispatcher::alltoall) {
       arg("--moe-token-dispatcher-type", "alltoall");
     } else {

@@ -9,43 +9,11 @@
 #include <regex>
 #include <utility>
 
+#include "core/megatron_rules.h"
 #include "core/model_fields.h"
 #include "planner/planner.h"
 
 namespace mplan {
-
-namespace {
-
-// --moe-layer-freq: "N", "([0]*k+[1]*n)" or a list "[0,1,...]" -> first_k_dense_layers, moe_layer_freq.
-bool read_moe_pattern(const std::string& v, int num_layers, MoeSpec& e) {
-  std::smatch mt;
-  if (std::regex_match(v, mt, std::regex(R"(\d+)"))) {
-    e.moe_layer_freq = std::stoi(v);
-    return true;
-  }
-  if (std::regex_match(v, mt, std::regex(R"(\(\[0\]\*(\d+)\+\[1\]\*(\d+)\))"))) {
-    e.first_k_dense_layers = std::stoi(mt[1]);
-    e.moe_layer_freq = 1;
-    return true;
-  }
-  std::vector<int> bits;
-  for (char c : v)
-    if (c == '0' || c == '1') bits.push_back(c - '0');
-  if (int(bits.size()) != num_layers || v.empty() || v.front() != '[') return false;
-  int k = 0;
-  while (k < num_layers && bits[size_t(k)] == 0) ++k;
-  for (int f = 1; f <= num_layers; ++f) {
-    bool ok = true;
-    for (int i = k; i < num_layers && ok; ++i) ok = bits[size_t(i)] == (i % f == 0 ? 1 : 0);
-    if (ok) {
-      e.first_k_dense_layers = k, e.moe_layer_freq = f;
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   auto tokens = megatron_tokens(text);
@@ -117,11 +85,8 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   }
   if (m.position_embedding == PositionEmbedding::rope) m.max_position_embeddings = 0;  // only learned positions use it
   if (!window.empty()) {
-    std::smatch wm;
-    if (std::regex_match(window, wm, std::regex(R"(\(?(\d+),\s*(\d+)\)?)")) && wm[2] == "0")
-      m.window_size = std::stoll(wm[1]) + 1;
-    else
-      problems.push_back("--window-size: '" + window + "' is not 'left,0' (a causal window)");
+    m.window_size = megatron_window_of(window);
+    if (m.window_size == 0) problems.push_back("--window-size: '" + window + "' is not 'left,0' (a causal window)");
   }
   if (!mla) m.mla.reset();  // the MLA flags count only with --multi-latent-attention
   if (mla) {
@@ -133,7 +98,7 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   if (m.moe) {
     MoeSpec& e = *m.moe;
     if (e.moe_ffn_hidden_size == 0) e.moe_ffn_hidden_size = m.ffn_hidden_size;
-    if (!moe_freq.empty() && !read_moe_pattern(moe_freq, m.num_layers, e))
+    if (!moe_freq.empty() && !megatron_read_moe_layer_freq(moe_freq, m.num_layers, e))
       problems.push_back("--moe-layer-freq: '" + moe_freq + "' is not a leading dense block followed by a periodic MoE pattern");
   }
   if (!problems.empty()) return Error(problems);

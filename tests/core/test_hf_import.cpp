@@ -160,3 +160,25 @@ TEST(HfImport, UnknownRopeScalingOrAttentionVariantIsNamed) {
   ASSERT_TRUE(ok.ok()) << ok.error().message();
   EXPECT_EQ(ok->window_attn_skip_freq, 2);
 }
+
+// The keys with a field's value are the table's hf column (core/model_fields.cpp): any of a row's
+// spellings carries it, a bad value names the key and the row's range, a missing required one its spellings.
+TEST(HfImport, KeysOfTheTableAreReadThroughTheirRows) {
+  nlohmann::json j = nlohmann::json::parse(R"({"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 64,
+    "intermediate_size": 128, "num_attention_heads": 4, "vocab_size": 256, "hidden_act": "silu",
+    "num_local_experts": 8, "num_experts_per_tok": 2, "layer_norm_epsilon": 1e-6})");
+  ModelSpec a = test::value_or_fail(hf_model_from_config(j, "x"));
+  EXPECT_EQ(a.moe->num_experts, 8);
+  EXPECT_EQ(a.norm_epsilon, 1e-6);  // the third of norm_epsilon's spellings
+  j.erase("num_local_experts");
+  j["n_routed_experts"] = 8;  // DeepSeek's spelling of the same count
+  EXPECT_EQ(model_to_json(test::value_or_fail(hf_model_from_config(j, "x"))), model_to_json(a));
+  j.erase("n_routed_experts");
+  j["num_hidden_layers"] = 1e9;
+  const std::string e = hf_model_from_config(j, "x").error().message();
+  EXPECT_NE(e.find("config.json.num_hidden_layers: expected an integer in 0..100000, got '1000000000'"), std::string::npos) << e;
+  EXPECT_NE(e.find("config.json.num_local_experts: missing; expected an integer in 1..65536 (also read as num_experts | "
+                   "n_routed_experts)"),
+            std::string::npos)
+      << e;
+}

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/megatron_rules.h"
 #include "core/model_fields.h"
 #include "core/presets.h"
 #include "tests/generated_doc.h"
@@ -23,7 +24,9 @@ ModelSpec full_model() {
 }
 
 std::string model_fields_markdown() {
-  std::string s = "| model key | Megatron-LM | printed argument | type | range | what |\n|---|---|---|---|---|---|\n";
+  std::string s =
+      "| model key | Megatron-LM | printed argument | Hugging Face | type | range | what |\n"
+      "|---|---|---|---|---|---|---|\n";
   const char* types[] = {"integer", "boolean", "number", "choice", "modules", "layout"};
   auto cell = [](const char* v) {
     std::string c = *v ? "`" + std::string(v) + "`" : "";
@@ -32,8 +35,9 @@ std::string model_fields_markdown() {
   };
   for (const ModelField& f : model_fields()) {
     const bool ranged = f.type() == FieldType::integer || f.type() == FieldType::number;
-    s += "| `" + std::string(f.json) + "` | " + cell(f.megatron) + " | " + cell(f.log) + " | " + types[int(f.type())] + " | " +
-         (ranged ? shortest_decimal(f.min) + ".." + shortest_decimal(f.max) : "") + " | " + f.doc + " |\n";
+    s += "| `" + std::string(f.json) + "` | " + cell(f.megatron) + " | " + cell(f.log) + " | " + cell(f.hf) + " | " +
+         types[int(f.type())] + " | " + (ranged ? shortest_decimal(f.min) + ".." + shortest_decimal(f.max) : "") + " | " + f.doc +
+         " |\n";
   }
   return s;
 }
@@ -104,13 +108,40 @@ TEST(ModelFields, TheExportWritesAFieldAsItsPresenceSays) {
     EXPECT_EQ(megatron_model_arg(*model_field(f), m), "") << f;  // the default (if_set) or a false switch
 }
 
+// The mapped model flags written once as a pair (core/megatron_rules.h): what the export writes the
+// parse reads back as the same MoE layers and the same window; what is not the grammar is refused.
+TEST(ModelFields, MappedMegatronValuesRoundTrip) {
+  ModelSpec m = *model_preset("deepseek-v3");
+  for (int k : {0, 1, 3})
+    for (int freq : {1, 2, 3}) {
+      m.moe->first_k_dense_layers = k, m.moe->moe_layer_freq = freq;
+      const std::string text = megatron_moe_layer_freq(m);
+      ModelSpec back = m;
+      back.moe->first_k_dense_layers = 0, back.moe->moe_layer_freq = 1;
+      ASSERT_TRUE(megatron_read_moe_layer_freq(text, m.num_layers, *back.moe)) << text;
+      for (int i = 0; i < m.num_layers; ++i) EXPECT_EQ(back.is_moe_layer(i), m.is_moe_layer(i)) << text << " layer " << i;
+    }
+  EXPECT_EQ(megatron_moe_layer_freq(m).substr(0, 15), "[0,0,0,1,0,0,1,");  // k 3, period 3: the list
+  MoeSpec e;
+  EXPECT_FALSE(megatron_read_moe_layer_freq("[1,0,1]", 4, e));          // not one entry per layer
+  EXPECT_FALSE(megatron_read_moe_layer_freq("99999999999999", 4, e));   // no number beyond an int
+  EXPECT_FALSE(megatron_read_moe_layer_freq("[0,1,1,0,1,1,0]", 7, e));  // not periodic after the dense block
+  for (int64_t w : {1, 128, 4096}) EXPECT_EQ(megatron_window_of(megatron_window_size(w)), w);
+  EXPECT_EQ(megatron_window_size(128), "127,0");
+  EXPECT_EQ(megatron_window_of("(127, 0)"), 128);
+  EXPECT_EQ(megatron_window_of("127,4"), 0);  // not causal
+  EXPECT_EQ(megatron_window_of("99999999999999,0"), 0);
+}
+
 // docs/model_fields.md is the table's Markdown (MPLAN_UPDATE_GOLDEN=1 rewrites it).
 TEST(ModelFields, DocsListTheTable) {
   expect_generated_doc("docs/model_fields.md",
                        "# Model fields\n\nThe fields of a model (the plan's `model` object and `data/models/*.json`), "
                        "generated from the descriptor table in `core/model_fields.cpp` (tests/core/test_model_fields.cpp "
-                       "keeps this file equal to it; `MPLAN_UPDATE_GOLDEN=1` rewrites it). The model JSON's key lists, "
-                       "the Megatron-LM export of the direct flags and their parse (`mplan import --megatron-args`) and "
+                       "keeps this file equal to it; `MPLAN_UPDATE_GOLDEN=1` rewrites it). The model JSON's reader and "
+                       "writer, the Hugging Face `config.json` keys with a field's value (`core/hf_import.cpp` keeps "
+                       "the rules: activation names, RoPE scaling, sliding windows, each model type's), the Megatron-LM export "
+                       "of the direct flags and their parse (`mplan import --megatron-args`) and "
                        "the log check's one-to-one rows come from it; `mapped` flags are written and read by rules of "
                        "their own (`planner/export_megatron.cpp`, `planner/import_megatron.cpp`).\n\n",
                        model_fields_markdown());

@@ -49,11 +49,11 @@ TEST(ModelSpec, ImpossibleSizesAreRefused) {
   json j = minimal();
   j["num_layers"] = 1e9;
   std::string e = errors_of(j);
-  EXPECT_NE(e.find("model.num_layers: 1000000000 exceeds 100000"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.num_layers: expected an integer in 0..100000, got '1000000000'"), std::string::npos) << e;
   j = minimal();
   j["vocab_size"] = 1ll << 40;
   e = errors_of(j);
-  EXPECT_NE(e.find("model.vocab_size: must be <="), std::string::npos) << e;
+  EXPECT_NE(e.find("model.vocab_size: expected an integer in 0..16777216"), std::string::npos) << e;
 }
 
 TEST(ModelSpec, RoundTrip) {
@@ -74,8 +74,8 @@ TEST(ModelSpec, MissingAndNegativeFieldsAreNamed) {
   j.erase("num_layers");
   j["hidden_size"] = -5;
   std::string e = errors_of(j);
-  EXPECT_NE(e.find("model.num_layers: missing"), std::string::npos) << e;
-  EXPECT_NE(e.find("model.hidden_size: must be >= 1, got -5"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.num_layers: missing; expected an integer in 0..100000"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.hidden_size: expected an integer in 0..1048576, got '-5'"), std::string::npos) << e;
 }
 
 TEST(ModelSpec, WrongTypesAndUnknownFields) {
@@ -125,6 +125,17 @@ TEST(ModelSpec, ArchitectureDetailsRoundTripAndValidate) {
   auto rs = model_from_json(j);
   ASSERT_FALSE(rs.ok());
   EXPECT_NE(rs.error().message().find("model.rope_scaling.type"), std::string::npos) << rs.error().message();
+  j["rope_scaling"]["type"] = "none";  // a type of the enum, but not one a rope_scaling object can name
+  EXPECT_NE(errors_of(j).find("model.rope_scaling.type: expected llama3 or yarn"), std::string::npos) << errors_of(j);
+  j["rope_scaling"]["type"] = "llama3";
+  j["rope_scaling"]["beta_fast"] = 32;  // YaRN's: refused in a llama3 object
+  EXPECT_NE(errors_of(j).find("model.rope_scaling.beta_fast: unknown field"), std::string::npos) << errors_of(j);
+  j["rope_scaling"].erase("beta_fast");
+  j["rope_scaling"]["low_freq_factor"] = 0;
+  EXPECT_NE(errors_of(j).find("low_freq_factor, beta_fast and beta_slow must be > 0"), std::string::npos) << errors_of(j);
+  j["rope_scaling"].erase("low_freq_factor");  // the default (1, Megatron's) again
+  j["num_layers"] = 126.0;                     // a whole number written as a float is an integer
+  EXPECT_EQ(errors_of(j), "");
   j = model_to_json(*model_preset("gpt-oss-120b"));
   j["softmax_type"] = "sink";
   EXPECT_FALSE(model_from_json(j).ok());
