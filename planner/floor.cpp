@@ -65,8 +65,7 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.prec = p.training.precision;
   v.frozen = p.training.frozen_base();
   v.tp_overlap_share = framework_runs(p.training.framework).tp_overlap_share;
-  // as build_workload sets it (simulator/workload.cpp): the expert GEMMs as the framework launches them
-  v.per_expert_gemms = framework_runs(p.training.framework).per_expert_gemms && !p.parallel.moe_fused_grouped_mlp;
+  v.per_expert_gemms = per_expert_gemms(p);  // as build_workload sets it
   v.tp_pl = pl(Dim::tp);
   v.cp_pl = pl(Dim::cp);
   v.ep_pl = pl(Dim::ep);

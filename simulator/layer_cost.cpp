@@ -90,6 +90,10 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
   return oc;
 }
 
+bool per_expert_gemms(const Plan& plan) {
+  return framework_runs(plan.training.framework).per_expert_gemms && !plan.parallel.moe_fused_grouped_mlp;
+}
+
 std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTimingContext& x) {
   std::vector<OpCost> oc(ops.size());
   // the rates of the list's precision and of bf16, looked up once for all its ops

@@ -59,8 +59,12 @@ struct ListTimingContext {
   double tp_overlap_share = 1.0;  // FrameworkRuns::tp_overlap_share of the plan's framework
   GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
   double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
-  bool per_expert_gemms = false;  // FrameworkRuns::per_expert_gemms of the plan's framework
+  bool per_expert_gemms = false;  // per_expert_gemms(plan) below
 };
+
+// Whether the plan's expert GEMMs run one kernel per local expert: its framework launches them so
+// (FrameworkRuns::per_expert_gemms) and the run does not use TE's fused grouped MLP.
+bool per_expert_gemms(const Plan& plan);
 
 // Compute costs of the ops of a list (comm ops left at zero); fp8 recipes keep the LM head and the
 // router in bf16.

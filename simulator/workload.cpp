@@ -192,7 +192,7 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.cp = p.cp;
   lt.tp_comm_overlap = p.tp_comm_overlap;
   lt.tp_overlap_share = framework_runs(plan.training.framework).tp_overlap_share;
-  lt.per_expert_gemms = framework_runs(plan.training.framework).per_expert_gemms && !p.moe_fused_grouped_mlp;
+  lt.per_expert_gemms = per_expert_gemms(plan);
   lt.moe_a2a_overlap = p.moe_a2a_overlap;
   lt.tp_pl = placement_of(memo, grid, p, Dim::tp, dom);
   lt.cp_pl = placement_of(memo, grid, p, Dim::cp, dom);
