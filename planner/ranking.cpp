@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <optional>
 
+#include "core/ops.h"
 #include "planner/layout.h"
 
 namespace mplan::planner {
@@ -44,10 +46,13 @@ std::string separating_measurement(const StepReport& a, const StepReport& b) {
     if (std::fabs(p.diff) > std::fabs(best->diff)) best = &p;
   std::string measure = best->measure;
   if (best == &parts[0]) {
-    // compute: the op whose predicted time differs most
+    // compute: the compute op (not a collective, whose time is in the exposed parts) whose predicted
+    // time differs most
     std::string op;
     double d = 0;
     for (const OpTime& o : a.ops) {
+      std::optional<OpId> id = op_id(o.name);
+      if (id && op_info(*id).kind == OpKind::comm) continue;
       double other = 0;
       for (const OpTime& q : b.ops)
         if (q.name == o.name) other = q.time_s;

@@ -144,3 +144,21 @@ TEST(Grouping, Llama70bTopTenAreStructurallyDifferent) {
 
 }  // namespace
 }  // namespace mplan
+
+// A tie's advice names the compute op that differs most: a collective's time is in the exposed
+// communication parts, so it is never named for a compute difference.
+namespace mplan {
+namespace {
+TEST(Ranking, SeparatingMeasurementNamesAComputeOpNotACollective) {
+  StepReport a, b;
+  a.time.compute = 2.0;
+  b.time.compute = 1.5;
+  a.ops = {{"tp_allgather", 0.9, 1}, {"fc1_gemm", 0.7, 1}, {"attn_core", 0.3, 1}};
+  b.ops = {{"tp_allgather", 0.1, 1}, {"fc1_gemm", 0.4, 1}, {"attn_core", 0.3, 1}};
+  std::string s = planner::separating_measurement(a, b);
+  EXPECT_NE(s.find("differ most in compute (+0.500 s per step)"), std::string::npos) << s;
+  EXPECT_NE(s.find("the fc1_gemm kernels"), std::string::npos) << s;
+  EXPECT_EQ(s.find("tp_allgather"), std::string::npos) << s;
+}
+}  // namespace
+}  // namespace mplan
