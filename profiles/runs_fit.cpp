@@ -29,7 +29,10 @@ Expected<RunsFitResult> fit_runs_csv(const std::string& csv, const ClusterSpec& 
   start.by_arch.clear();  // the kernel fit is this GPU's own: no per-architecture overrides on top
   auto params_of = [](const Calibration& c) { return [c](const Plan&) { return c.params; }; };
   ValidationReport before = validate_throughput(mine, params_of(start));
-  std::vector<FitParamSpec> which = {fit_param("overlap_slowdown"), fit_param("optimizer_overhead_s")};
+  // the per-step host cost of the user's own runs: not a parameter of the shipped fit (which charges
+  // each framework's own, simulator/framework_data.h), so its bounds are given here
+  std::vector<FitParamSpec> which = {fit_param("overlap_slowdown"),
+                                     {"optimizer_overhead_s", 0.0, 0.5, "per-step host cost of these runs, seconds"}};
   mplan::FitResult fr = fit_cost_params(runs, start, which, 2);
   cal = fr.calibration;
   ValidationReport after = validate_throughput(mine, params_of(cal));

@@ -165,10 +165,12 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       r.bwd_input_s = t[1] * kernels;
       r.bwd_weight_s = t[2] * kernels;
       if (is_fp8_family(rt.prec)) {
-        // casts of the activation input (fwd) and of the output gradient (bwd): read bf16, write fp8
-        double in = double(s.groups) * double(s.m) * s.k * 3.0, gout = double(s.groups) * double(s.m) * s.n * 3.0;
-        r.fwd_s += in / hbm + overhead;
-        r.bwd_input_s += gout / hbm + overhead;
+        // the framework's scaling kernels (CostParams::fp8_cast_*, from data/frameworks): the
+        // activation input and the weight (fwd), the output gradient and the weight again (bwd)
+        const double g = double(s.groups), w = g * double(s.k) * s.n;
+        const double in = g * double(s.m) * s.k * p.fp8_cast_act_bytes, gout = g * double(s.m) * s.n * p.fp8_cast_act_bytes;
+        r.fwd_s += (in + w * p.fp8_cast_weight_fwd_bytes) / hbm + overhead;
+        r.bwd_input_s += (gout + w * p.fp8_cast_weight_bwd_bytes) / hbm + overhead;
       }
       break;
     }

@@ -73,9 +73,10 @@ const std::vector<CostParamRow>& cost_param_table() {
       {"precision_eff.fp8", nullptr, eff, false, "FP8 GEMM efficiency relative to BF16's", fraction},
       {"precision_eff.mxfp8", nullptr, eff, false, "MXFP8 GEMM efficiency relative to BF16's", fraction},
       {"precision_eff.nvfp4", nullptr, eff, false, "NVFP4 GEMM efficiency relative to BF16's", {0.2, 1.0}},
-      {"optimizer_overhead_s", &P::optimizer_overhead_s, {0, 1e4, false}, true, "fixed per-step cost (data loading, logging, sync), seconds", {0.0, 0.5}},
-      // frameworks with at least ten development rows (MaxText has nine: it keeps 1)
-      {"framework_eff.torchtitan", nullptr, eff, false, "torchtitan's kernels (torch.compile, SDPA) relative to Megatron-Core's", fraction},
+      {"optimizer_overhead_s", &P::optimizer_overhead_s, {0, 1e4, false}, true, "per-step host cost of the user's own runs (mplan calibrate --runs), seconds; 0 in the shipped fit"},
+      {"step_host_sync_s", &P::step_host_sync_s, {0, 1e4, false}, true, "per-step host time of the training loops whose data/frameworks file says \"fitted\" (no published measurement), seconds", {0.0, 0.5}},
+      // frameworks with at least ten development rows (MaxText has nine: it keeps 1); torchtitan's is
+      // not fitted: its measured one-GPU steps need none (docs/cost_model.md)
       {"framework_eff.llm-foundry", nullptr, eff, false, "llm-foundry's kernels (Composer FSDP) relative to Megatron-Core's", fraction},
       {"allocator_overhead_frac", &P::allocator_overhead_frac, {0, 10, false}, true, "caching-allocator slack as a fraction of the allocated peak"},
       {"reserved_gib", &P::reserved_gib, {0, 1e4, false}, true, "process memory outside the tensor allocator (CUDA context), GiB"},

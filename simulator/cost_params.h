@@ -62,7 +62,20 @@ struct CostParams {
   // the compute (the CPU executor's MPI calls): then nothing is overlapped.
   double comm_overlap = 1.0;
   // --- step-level ---
-  double optimizer_overhead_s = 0.0;  // fixed per-step cost (data loading, logging, sync)
+  // A per-step host cost of the user's own runs (`mplan calibrate --runs` fits it to their measured
+  // steps); 0 in the shipped fit, which charges each framework's own per-step host cost instead
+  // (step_host_sync_s below and simulator/framework_data.h, added to this by framework_params).
+  double optimizer_overhead_s = 0.0;
+  // The per-step host time of a training loop that does host work between steps whose duration no
+  // published measurement gives (its data/frameworks file says "fitted": Composer's per-batch
+  // bookkeeping, Paxml's host-timed step): one value for every such loop, fitted.
+  double step_host_sync_s = 0.0;
+  // --- the plan's framework (set by framework_params from data/frameworks, not calibrated) ---
+  // HBM bytes of the FP8 scaling kernels of one GEMM: per element of its activation input (forward)
+  // and of its output gradient (backward), and per weight element in the forward and in the backward.
+  double fp8_cast_act_bytes = 3.0;
+  double fp8_cast_weight_fwd_bytes = 0.0;
+  double fp8_cast_weight_bwd_bytes = 0.0;
   // --- memory (documented constants, not fitted; docs/memory.md) ---
   // Caching-allocator slack (reserved - allocated) as a fraction of the allocated peak: the 5 %
   // temporaries buffer of Megatron-LM's theoretical_memory_usage.py.

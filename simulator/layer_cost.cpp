@@ -6,6 +6,7 @@
 
 #include "core/framework_profile.h"
 #include "simulator/collectives.h"
+#include "simulator/framework_data.h"
 #include "simulator/moe_load.h"
 
 namespace mplan {
@@ -34,9 +35,11 @@ const GroupPlacement& placement_of(const ListTimingContext& x, CommGroup g) {
 CostParams framework_params(const CostParams& prm_in, Framework fw) {
   CostParams prm = prm_in;
   // the framework's attention kernel: FlashAttention-2 where it has a measured rate on this architecture
+  // (the build it calls: PyTorch SDPA's is slower than the flash-attn 2 package, framework_step)
+  const FrameworkStep& st = framework_step(fw);
   if (framework_memory(fw).flash_attention_2 && prm.attn_fa2_fwd_eff > 0 && prm.attn_fa2_bwd_eff > 0) {
-    prm.attn_fwd_eff = prm.attn_fa2_fwd_eff;
-    prm.attn_bwd_eff = prm.attn_fa2_bwd_eff;
+    prm.attn_fwd_eff = prm.attn_fa2_fwd_eff * st.flash_attention_2_rate;
+    prm.attn_bwd_eff = prm.attn_fa2_bwd_eff * st.flash_attention_2_rate;
   }
   if (double fe = prm_in.framework_factor(fw); fe != 1.0) {
     prm.gemm_eff_max *= fe;
@@ -44,6 +47,12 @@ CostParams framework_params(const CostParams& prm_in, Framework fw) {
     prm.attn_bwd_eff *= fe;
     prm.hbm_eff *= fe;
   }
+  // the framework's training loop: its per-step host time (stated in its data, or fitted where no
+  // measurement exists) on top of a user's own calibrated one; its FP8 scaling kernels
+  prm.optimizer_overhead_s += st.stated_host_s() + (st.host_sync_fitted ? prm_in.step_host_sync_s : 0.0);
+  prm.fp8_cast_act_bytes = st.fp8_act_bytes;
+  prm.fp8_cast_weight_fwd_bytes = st.fp8_weight_fwd_bytes;
+  prm.fp8_cast_weight_bwd_bytes = st.fp8_weight_bwd_bytes;
   return prm;
 }
 

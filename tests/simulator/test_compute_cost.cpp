@@ -6,6 +6,7 @@
 #include "core/presets.h"
 #include "core/rank_grid.h"
 #include "simulator/compute_cost.h"
+#include "simulator/framework_data.h"
 #include "simulator/layer_cost.h"
 
 namespace mplan {
@@ -48,7 +49,9 @@ TEST(GemmCost, TimeNeverFallsAsRowsGrow) {
 }
 
 // The attention kernel is a framework fact: torchtitan's SDPA and llm-foundry's flash-attn run
-// FlashAttention-2, Megatron-Core cuDNN's fused attention; their measured rates differ on Hopper only.
+// FlashAttention-2, Megatron-Core cuDNN's fused attention; their measured rates differ on Hopper only,
+// where PyTorch SDPA's bundled FlashAttention-2 build runs at its measured share of the flash-attn 2
+// package's rate (data/frameworks kernels.flash_attention_2_rate).
 TEST(AttentionKernel, FrameworkSelectsTheMeasuredFlashAttention2RateWhereOneExists) {
   Op att;
   att.kind = OpKind::attention;
@@ -62,14 +65,19 @@ TEST(AttentionKernel, FrameworkSelectsTheMeasuredFlashAttention2RateWhereOneExis
     OpCost titan = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::torchtitan));
     OpCost foundry = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::llm_foundry));
     OpCost maxtext = compute_op_cost(att, Precision::bf16, c, framework_params(zero_fe, Framework::maxtext));
-    EXPECT_DOUBLE_EQ(titan.fwd_s, foundry.fwd_s) << cl;
     EXPECT_DOUBLE_EQ(mega.fwd_s, maxtext.fwd_s) << cl;
     if (base.attn_fa2_fwd_eff > 0) {
       // FlashAttention-2 is the slower kernel on Hopper (FlashAttention-3 paper: 370 vs cuDNN's 600 TFLOP/s)
-      EXPECT_GT(titan.fwd_s, 1.3 * mega.fwd_s) << cl;
-      EXPECT_GT(titan.bwd_input_s, 1.3 * mega.bwd_input_s) << cl;
-      EXPECT_NEAR(titan.fwd_s / mega.fwd_s, base.attn_fwd_eff / base.attn_fa2_fwd_eff, 0.01) << cl;
+      EXPECT_GT(foundry.fwd_s, 1.3 * mega.fwd_s) << cl;
+      EXPECT_GT(foundry.bwd_input_s, 1.3 * mega.bwd_input_s) << cl;
+      EXPECT_NEAR(foundry.fwd_s / mega.fwd_s, base.attn_fwd_eff / base.attn_fa2_fwd_eff, 0.01) << cl;
+      // SDPA's build: 294 against the package's 364 TFLOP/s (pytorch/benchmark #2296; FlashAttention-3 paper)
+      const double rate = framework_step(Framework::torchtitan).flash_attention_2_rate;
+      EXPECT_LT(rate, 1.0);
+      EXPECT_NEAR(foundry.fwd_s / titan.fwd_s, rate, 0.01) << cl;
+      EXPECT_NEAR(foundry.bwd_input_s / titan.bwd_input_s, rate, 0.01) << cl;
     } else {
+      EXPECT_DOUBLE_EQ(titan.fwd_s, foundry.fwd_s) << cl;
       EXPECT_DOUBLE_EQ(titan.fwd_s, mega.fwd_s) << cl;  // no measurement: the fused rate for every framework
       EXPECT_DOUBLE_EQ(titan.bwd_input_s, mega.bwd_input_s) << cl;
     }
