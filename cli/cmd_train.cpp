@@ -186,8 +186,8 @@ int run_train(TrainCliOptions o) {  // a copy: the plan settles its MoE capacity
 
 // ---- mplan verify: train, simulate the same plan on the profiled cluster, compare ----
 // cpu: the profiled local-cpu cluster (one rank per core, fp32); cuda: the GPU preset of a CUPTI
-// profile of this machine's GPU, predicting mplan's own CUDA executor (no framework's per-step
-// constant: optimizer_overhead_s is zeroed).
+// profile of this machine's GPU, predicting mplan's own CUDA executor (a user's calibrated per-step
+// host cost, optimizer_overhead_s, is zeroed).
 
 struct VerifyOptions {
   std::string plan, db, format = "table", runs_db, data = "synthetic", framework, backend = "cpu";
@@ -282,7 +282,7 @@ VerifySetup verify_setup(const VerifyOptions& o) {
                      ": world_size=" + std::to_string(v.plan.parallel.world_size) + " exceeds the " +
                      std::to_string(v.sim_plan.cluster.max_gpus()) + " " + what + "; choose a plan with fewer ranks"};
   CostParams params = v.cal.calibration.params;
-  if (gpu) params.optimizer_overhead_s = 0;  // a framework's fitted per-step constant, not mplan's executor
+  if (gpu) params.optimizer_overhead_s = 0;  // a user's calibrated per-step host cost, not mplan's executor
   auto rep = simulate(v.sim_plan, params);
   if (!rep) throw InputError{"cannot simulate the plan on the " + v.sim_plan.cluster.name + " cluster: " + rep.error().message()};
   v.rep = rep.value();
