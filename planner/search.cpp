@@ -27,9 +27,9 @@
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <thread>
 
-#include "core/parallel_for.h"
 #include "planner/bounds.h"
 #include "planner/floor.h"
 #include "planner/frame.h"
@@ -38,6 +38,7 @@
 #include "planner/ranking.h"
 #include "planner/search_shared.h"
 #include "planner/space.h"
+#include "planner/worker_pool.h"
 
 namespace mplan {
 
@@ -122,8 +123,9 @@ class Searcher {
         frames_b_(J_, prm_, bounds_),
         floors_(shared.floors()),
         costs_(shared.costs()),
-        top_(opt.objective, std::max(1, opt.top_k), opt.distinct) {
-    threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+        top_(opt.objective, std::max(1, opt.top_k), opt.distinct),
+        threads_(opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+        pool_(threads_) {
     mem_obj_ = opt.objective == Objective::memory_headroom;
     cap_ = job.cluster.gpu.memory_gib;
     probes_before_ = costs_.probes();
@@ -176,6 +178,7 @@ class Searcher {
   LayerCostCache& costs_;  // likewise
   GroupedTop top_;
   int threads_ = 1;
+  WorkerPool pool_;  // the threads of every parallel loop of this search
   bool mem_obj_ = false;
   double cap_ = 0;
   Space space_;
@@ -236,10 +239,20 @@ bool Searcher::prepare() {
   std::map<std::tuple<int, int, int, int, int, int, int, int, int, int>, int> frame_ids;
   std::vector<Layout> frame_base;
   std::vector<int> frame_pipe;
+  // (the structures of a frame come one after another, differing in the micro-batch size only)
+  std::tuple<int, int, int, int, int, int, int, int, int, int> last_key{};
+  int last_id = -1;
   for (size_t i = 0; i < n; ++i) {
     const Layout& b = space_.structures[i].base;
     auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), int(b.first_layers), int(b.last_layers), b.cp, b.dp, b.ep, b.etp);
+    if (last_id >= 0 && key == last_key) {
+      structs_[i].frame = last_id;
+      structs_[i].mbs = b.mbs;
+      continue;
+    }
     auto [it, inserted] = frame_ids.emplace(key, int(frame_base.size()));
+    last_key = key;
+    last_id = it->second;
     if (inserted) {
       Layout fb = b;
       fb.mbs = 1;
@@ -250,7 +263,7 @@ bool Searcher::prepare() {
     structs_[i].mbs = b.mbs;
   }
   frames_.resize(frame_base.size());
-  parallel_for(frames_.size(), threads_, [&](size_t b, size_t e) {
+  pool_.run(frames_.size(), [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e && !cancelled(); ++k) {
       const PipeShape& ps = space_.pipes[frame_pipe[k]];
@@ -262,11 +275,11 @@ bool Searcher::prepare() {
   if (cancelled()) return false;
   // per-layer floors of every shape
   if (!mem_obj_) {
-    std::vector<std::tuple<int, int, int, int, int>> shapes;
-    for (const Structure& s : space_.structures) shapes.emplace_back(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
-    std::sort(shapes.begin(), shapes.end());
-    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
-    parallel_for(shapes.size(), threads_, [&](size_t b, size_t e) {
+    // each shape once, in order (a set of the few hundred shapes, not a sort of one per structure)
+    std::set<std::tuple<int, int, int, int, int>> shape_set;
+    for (const Structure& s : space_.structures) shape_set.insert({s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs});
+    const std::vector<std::tuple<int, int, int, int, int>> shapes(shape_set.begin(), shape_set.end());
+    pool_.run(shapes.size(), [&](size_t b, size_t e) {
       for (size_t k = b; k < e && !cancelled(); ++k) {
         auto [tp, cp, ep, etp, mbs] = shapes[k];
         floors_.get(tp, cp, ep, etp, mbs);
@@ -277,7 +290,7 @@ bool Searcher::prepare() {
   if (cancelled()) return false;
   // variants (with their rejections), memory and the structure bound
   std::mutex merge_mu;  // per-task counters are summed (order-free) under this lock
-  parallel_for(n, threads_, [&](size_t b, size_t e) {
+  pool_.run(n, [&](size_t b, size_t e) {
     Space local;
     int64_t en = 0, pr = 0;
     for (size_t i = b; i < e && !cancelled(); ++i) {
@@ -373,10 +386,10 @@ void Searcher::expand(const std::vector<int64_t>& group) {
       if (!seen) keys.push_back(k);
     }
   }
-  costs_.prefill(keys, threads_);
+  costs_.prefill(keys, pool_);
   // candidate bounds, one structure per task
   std::vector<std::vector<Node>> made(group.size());
-  parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
+  pool_.run(group.size(), [&](size_t b, size_t e) {
     // A variant's chunk totals without selective recomputation (a selective candidate's time bound
     // before its probe, R5) and the bounds made from them: the same for every ZeRO level, and for the
     // variants of a structure with the same shape costs, recompute mode and schedule (the selective
@@ -575,7 +588,7 @@ void Searcher::flush() {
   // complete_groups() evaluates every candidate under its limit once: nothing is deferred there; nor
   // before the top K holds K results (what those first simulations give sets the threshold)
   const double defer = !second_pass_ && std::isfinite(thr) && have_next() ? peek().bound : kInf;
-  parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
+  pool_.run(batch_.size(), [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e; ++k)
       out[k] =

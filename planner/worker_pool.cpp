@@ -1,0 +1,72 @@
+// WorkerPool (see worker_pool.h): helpers that sleep between loops.
+#include "planner/worker_pool.h"
+
+namespace mplan::planner {
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& h : helpers_) h.join();
+}
+
+void WorkerPool::work() {
+  try {
+    for (size_t b; (b = next_.fetch_add(chunk_)) < n_;) call_(ctx_, b, std::min(n_, b + chunk_));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_) error_ = std::current_exception();
+    next_ = n_;  // stop handing out work
+  }
+}
+
+void WorkerPool::helper_loop() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || gen_ != seen; });
+    if (stop_) return;
+    seen = gen_;
+    // a helper that wakes after the caller closed the loop, or beyond the loop's thread count, skips it
+    if (!open_ || joined_ >= wanted_) continue;
+    ++joined_;
+    ++in_loop_;
+    lock.unlock();
+    work();
+    lock.lock();
+    if (--in_loop_ == 0) idle_.notify_all();
+  }
+}
+
+void WorkerPool::dispatch(size_t n, size_t chunk, size_t helpers, Call call, void* ctx) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (helpers_.size() < size_t(threads_ - 1)) helpers_.emplace_back([this] { helper_loop(); });
+    n_ = n;
+    chunk_ = chunk;
+    call_ = call;
+    ctx_ = ctx;
+    next_ = 0;
+    error_ = nullptr;
+    wanted_ = helpers;
+    joined_ = 0;
+    open_ = true;
+    ++gen_;
+  }
+  wake_.notify_all();
+  work();
+  std::exception_ptr error;
+  {
+    // no helper joins from now on (the ranges are all taken); wait for those that did
+    std::unique_lock<std::mutex> lock(mu_);
+    open_ = false;
+    idle_.wait(lock, [&] { return in_loop_ == 0; });
+    error = error_;
+    error_ = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace mplan::planner
