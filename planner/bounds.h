@@ -23,6 +23,9 @@
 //     (sp/TP-comm overlap, CP exchange, zero-bubble split, moe_a2a_overlap on/off), with no
 //     recomputation and no offloading transfers (both only add time), group placements of the
 //     smallest grid with the shape (as the probes), and sequence parallel's smaller p2p transfer;
+//     before that floor is computed, its cheap bound (structure_time_floor) orders the structures: the
+//     busiest stage at the average stage's share of the floor's compute, the tail at the smallest
+//     optimizer step;
 //  R2 the chain: on each stage the actions are serial and micro-batch 0 passes the earlier stages
 //     once; every other wait (transfers queued on a link, the schedule's own bubbles, imbalance
 //     between stages) counts as zero;

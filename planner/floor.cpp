@@ -299,4 +299,19 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   return std::isfinite(best) ? best : 0.0;
 }
 
+double structure_time_floor(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
+                            const ShapeFloor& fl, int64_t microbatches, const std::vector<int>& moe_prefix) {
+  const ModelSpec& m = job.model();
+  const bool mtp_moe = m.mtp_num_layers > 0 && m.is_moe_layer(m.num_layers - 1);
+  const int moe = moe_prefix[size_t(m.num_layers)];
+  // the chunks' T summed over the pipeline (structure_time_lb's chunk pieces; ZeRO 3's are no smaller)
+  const double all = double(m.num_layers - moe) * fl.dense.T + double(moe) * fl.moe.T + fl.emb.T +
+                     double(m.mtp_num_layers) * (mtp_moe ? fl.moe.T : fl.dense.T) + double(1 + m.mtp_num_layers) * fl.head.T;
+  // every stage's tail starts with its optimizer step (structure_time_lb's tail_of)
+  double opt = std::numeric_limits<double>::infinity();
+  for (int z : zeros)
+    for (int s = 0; s < ps.pp; ++s) opt = std::min(opt, f.opt[z].empty() ? 0.0 : f.opt[z][size_t(s)]);
+  return double(microbatches) * all / double(ps.pp) + (std::isfinite(opt) ? opt : 0.0);
+}
+
 }  // namespace mplan::planner

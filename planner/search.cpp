@@ -1,7 +1,9 @@
 // search(): best-first branch and bound over the search space.
 //  1. Enumerate the structures (space.h); count their variants and ZeRO levels; drop ZeRO levels
 //     whose weights, gradients and optimizer states alone exceed the GPU (frame.h).
-//  2. Give every structure a probe-free lower bound (floor.h); sort them.
+//  2. Give every structure a cheap lower bound (floor.h, structure_time_floor); its probe-free bound
+//     (structure_time_lb) is computed when the search reaches it (structure_queue.h: the structures
+//     still come out in the order of their probe-free bounds).
 //  3. Take the smallest bound of the structures and the candidate heap. A structure is expanded (with
 //     the next ones, in parallel): its candidates get exact per-layer costs from probes
 //     (layer_costs.h) and a tight bound (bounds.h + frame.h) and go on the heap.
@@ -38,6 +40,7 @@
 #include "planner/ranking.h"
 #include "planner/search_shared.h"
 #include "planner/space.h"
+#include "planner/structure_queue.h"
 #include "planner/worker_pool.h"
 
 namespace mplan {
@@ -54,13 +57,17 @@ constexpr double kSlack = 1e-9;      // relative slack of bounds against roundin
 constexpr double kDropSlack = 1e-6;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPrepareShare = 0.1;  // progress reported by the enumeration (step 1)
+// Relative margin under structure_time_floor (the structures' cheap bounds): above the rounding of its
+// other order of summation, so that a structure's bound is never below its cheap one.
+constexpr double kCheapSlack = 1e-6;
 
 struct StructInfo {
   int frame = 0;
   int mbs = 1;
   int64_t variants = 0;  // candidates = variants x fitting ZeRO levels
   int zeros_fit = 0;
-  double bound = 0;
+  double bound = 0;  // the structure's bound once resolved (StructureQueue)
+  double cheap = 0;  // a lower bound of it (structure_time_floor)
 };
 
 struct Node {
@@ -68,38 +75,6 @@ struct Node {
   int frame = 0;
   double bound = 0;
   int64_t structure = 0;
-};
-
-// A structure or a candidate in best-first order. Equal bounds pop in creation order (deterministic: the
-// expansion order does not depend on threads); the final ranking has its own total order.
-struct Item {
-  double bound;
-  int64_t order;  // structures: -(count - index); candidates: index
-  int64_t index;
-  bool is_node;
-  bool operator>(const Item& o) const { return bound != o.bound ? bound > o.bound : order > o.order; }
-};
-
-// A candidate on the heap: half an Item (its order is its node's index; the heap holds millions at
-// small GPU counts, and its sifts are cache misses).
-struct HeapItem {
-  double bound;
-  int64_t index;
-  bool operator>(const HeapItem& o) const { return bound != o.bound ? bound > o.bound : index > o.index; }
-  Item item() const { return {bound, index, index, true}; }
-};
-
-// The candidates' heap, smallest bound on top; complete_groups() takes out every item under a bound at once.
-struct ItemHeap : std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<HeapItem>> {
-  // The items with a bound at most `b`, in no particular order (the same for the same heap); the rest
-  // stay a heap.
-  std::vector<HeapItem> take_up_to(double b) {
-    auto mid = std::partition(c.begin(), c.end(), [b](const HeapItem& it) { return it.bound <= b; });
-    std::vector<HeapItem> out(c.begin(), mid);
-    c.erase(c.begin(), mid);
-    std::make_heap(c.begin(), c.end(), comp);
-    return out;
-  }
 };
 
 struct Evaluated {
@@ -186,21 +161,21 @@ class Searcher {
   std::vector<Frame> frames_;
   std::vector<StructInfo> structs_;
   std::vector<Node> nodes_;
-  ItemHeap heap_;            // candidates
-  std::vector<Item> order_;  // structures, best bound first
-  size_t next_struct_ = 0;
-  // the smallest item of the heap and the structure list
-  bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
-  Item peek() const {
-    if (next_struct_ >= order_.size()) return heap_.top().item();
-    if (heap_.empty()) return order_[next_struct_];
-    const Item& s = order_[next_struct_];
-    const Item h = heap_.top().item();
-    return h > s ? s : h;
+  ItemHeap heap_;             // candidates
+  StructureQueue structs_q_;  // structures, best bound first (bounds computed as the search reaches them)
+  // the bounds of structures `index` (StructureQueue::Resolve)
+  void resolve_structures(const std::vector<int64_t>& index, std::vector<double>& bound);
+  // the smallest item of the heap and the structures (an unresolved structure is returned with its cheap
+  // bound only when that is above the threshold: nothing is popped then)
+  bool have_next() const { return !heap_.empty() || !structs_q_.empty(); }
+  Item peek() {
+    const Item h = heap_.empty() ? Item{kInf, 0, 0, true} : heap_.top().item();
+    const Item* s = structs_q_.front(heap_.empty() ? nullptr : &h, threshold());
+    if (!s) return h;
+    return heap_.empty() || h > *s ? *s : h;
   }
   Item pop() {
-    if (next_struct_ < order_.size() && (heap_.empty() || heap_.top().item() > order_[next_struct_]))
-      return order_[next_struct_++];
+    if (!peek().is_node) return structs_q_.pop_front();
     Item it = heap_.top().item();
     heap_.pop();
     return it;
@@ -267,8 +242,7 @@ bool Searcher::prepare() {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e && !cancelled(); ++k) {
       const PipeShape& ps = space_.pipes[frame_pipe[k]];
-      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms);
-      if (!mem_obj_) frames_b_.add_collectives(frames_[k], ps, zeros_);
+      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms);  // collectives: when resolved
     }
   });
   report(0.5 * kPrepareShare);
@@ -306,20 +280,18 @@ bool Searcher::prepare() {
       en += si.variants * int64_t(zeros_.size());
       pr += si.variants * int64_t(zeros_.size() - fit.size());
       if (fit.empty() || si.variants == 0) {
-        si.bound = kInf;
+        si.bound = si.cheap = kInf;
         continue;
       }
       if (mem_obj_) {
         double m = kInf;
         for (int z : fit) m = std::min(m, f.static_mem[z]);
-        si.bound = m * (1 - kSlack);
+        si.bound = si.cheap = m * (1 - kSlack);
       } else {
-        Layout pl = s.base;
-        pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
         const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
-        si.bound = structure_time_lb(J_, ps, f, fit, fl, bounds_.microbatches(s.base), p2p_time(J_, prm_, pl),
-                                     bounds_.moe_prefix(), prm_) *
-                   (1 - kSlack);
+        si.cheap =
+            structure_time_floor(J_, ps, f, fit, fl, bounds_.microbatches(s.base), bounds_.moe_prefix()) * (1 - kCheapSlack);
+        if (!std::isfinite(si.cheap)) si.cheap = 0;  // (infinite floors) resolved first
       }
     }
     std::lock_guard<std::mutex> lock(merge_mu);
@@ -328,6 +300,7 @@ bool Searcher::prepare() {
     space_.rejected += local.rejected;
     for (auto& [r, c] : local.rejected_by_rule) st_.rejected_by_rule[r] += c;
   });
+  std::vector<Item> cheap;
   for (size_t i = 0; i < n; ++i) {
     const StructInfo& si = structs_[i];
     const Frame& f = frames_[si.frame];
@@ -336,9 +309,10 @@ bool Searcher::prepare() {
       l.zero = z;
       note_closest(f.static_mem[z], l);
     }
-    if (std::isfinite(si.bound)) order_.push_back({si.bound, int64_t(i) - int64_t(n), int64_t(i), false});
+    if (si.variants > 0 && si.zeros_fit > 0) cheap.push_back({si.cheap, int64_t(i) - int64_t(n), int64_t(i), false});
   }
-  std::sort(order_.begin(), order_.end(), [](const Item& a, const Item& b) { return b > a; });
+  structs_q_.reset(std::move(cheap),
+                   [this](const std::vector<int64_t>& index, std::vector<double>& bound) { resolve_structures(index, bound); });
   st_.rejected = space_.rejected;
   st_.enumerated += space_.rejected;
   for (const auto& [r, c] : space_.rejected_by_rule) st_.rejected_by_rule[r] += c;
@@ -347,11 +321,46 @@ bool Searcher::prepare() {
   return true;
 }
 
+void Searcher::resolve_structures(const std::vector<int64_t>& index, std::vector<double>& bound) {
+  if (mem_obj_) {  // the static memory, already exact
+    for (size_t k = 0; k < index.size(); ++k) bound[k] = structs_[size_t(index[k])].bound;
+    return;
+  }
+  // the data-parallel collectives of their frames (each frame once, in parallel)
+  std::vector<int> fr;
+  for (int64_t i : index)
+    if (!frames_[size_t(structs_[size_t(i)].frame)].collectives) fr.push_back(structs_[size_t(i)].frame);
+  std::sort(fr.begin(), fr.end());
+  fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
+  pool_.run(fr.size(), [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      Frame& f = frames_[size_t(fr[k])];
+      frames_b_.add_collectives(f, space_.pipes[size_t(f.pipe_id)], zeros_);
+    }
+  });
+  pool_.run(index.size(), [&](size_t b, size_t e) {
+    std::vector<int> fit;
+    for (size_t k = b; k < e; ++k) {
+      StructInfo& si = structs_[size_t(index[k])];
+      const Structure& s = space_.structures[size_t(index[k])];
+      const Frame& f = frames_[size_t(si.frame)];
+      fit.clear();
+      for (int z : zeros_)
+        if (opt_.exhaustive || f.static_mem[z] <= cap_ * (1 + kSlack)) fit.push_back(z);
+      Layout pl = s.base;
+      pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
+      const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
+      si.bound = structure_time_lb(J_, space_.pipes[size_t(s.pipe_id)], f, fit, fl, bounds_.microbatches(s.base),
+                                   p2p_time(J_, prm_, pl), bounds_.moe_prefix(), prm_) *
+                 (1 - kSlack);
+      bound[k] = si.bound;
+    }
+  });
+}
+
 double Searcher::search_progress(int64_t popped) const {
   double thr = threshold();
-  auto live_end = std::upper_bound(order_.begin() + int64_t(next_struct_), order_.end(), thr,
-                                   [](double t, const Item& it) { return t < it.bound; });
-  double live = double(live_end - (order_.begin() + int64_t(next_struct_)));
+  double live = double(structs_q_.live(thr));
   double done = popped + live > 0 ? double(popped) / (double(popped) + live) : 1.0;
   return kPrepareShare + (1 - kPrepareShare) * done;
 }
@@ -670,10 +679,8 @@ SearchResult Searcher::run() {
   if (!res.cancelled && !opt_.exhaustive) complete_groups();
   // whatever is left was pruned by its bound (counted without popping: the heap holds candidates only)
   st_.pruned_by_bound += int64_t(heap_.size());
-  for (; next_struct_ < order_.size(); ++next_struct_) {
-    const StructInfo& si = structs_[size_t(order_[next_struct_].index)];
-    st_.pruned_by_bound += si.variants * si.zeros_fit;
-  }
+  structs_q_.for_each_left(
+      [&](int64_t i) { st_.pruned_by_bound += structs_[size_t(i)].variants * structs_[size_t(i)].zeros_fit; });
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes() - probes_before_;  // this search's (the cache may be a sweep's)
   GroupedResult g = top_.take();
@@ -717,8 +724,10 @@ void Searcher::complete_groups() {
   // not depend on the order: the limits are fixed, and a candidate whose exact bound exceeds its limit
   // goes back to the heap)
   std::vector<int64_t> group;
-  for (; next_struct_ < order_.size() && order_[next_struct_].bound <= most && !cancelled(); ++next_struct_) {
-    const int64_t i = order_[next_struct_].index;
+  while (!cancelled()) {
+    const Item* next = structs_q_.front(nullptr, most);
+    if (!next || next->bound > most) break;
+    const int64_t i = structs_q_.pop_front().index;
     const StructInfo& si = structs_[size_t(i)];
     if (!structure_matches(space_.structures[size_t(i)].base)) {
       st_.pruned_by_bound += si.variants * si.zeros_fit;
@@ -787,23 +796,7 @@ Expected<SearchResult> planner::search_shared(const Plan& job_in, const Calibrat
   job.parallel = ParallelConfig{};
   job.parallel.world_size = keep.world_size;
   copy_job_runtime(job.parallel, keep);
-  int world = keep.world_size;
-  std::vector<std::string> e;
-  if (world < 1)
-    e.push_back("the job needs at least one GPU (parallel.world_size)");
-  else if (world > job.cluster.max_gpus())
-    e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name + "' has " +
-                std::to_string(job.cluster.max_gpus()));
-  if (job.training.global_batch_size < 1) e.push_back("global batch size must be >= 1");
-  if (job.training.seq_length < 1) e.push_back("sequence length must be >= 1");
-  if (!job.cluster.gpu.peak(job.training.precision))
-    e.push_back("precision " + std::string(to_string(job.training.precision)) + " is not supported by " + job.cluster.gpu.name +
-                " (cluster.gpu.peak_tflops has no entry for it)");
-  if (auto s = check_limits(opt.fix, opt.max, world); !s.ok())
-    for (const auto& p : s.error().problems) e.push_back(p);
-  if (auto s = check_framework_limits(opt.fix, job.training.framework); !s.ok())
-    for (const auto& p : s.error().problems) e.push_back(p);
-  if (!e.empty()) return Error(e);
+  if (auto st = check_search_job(job, opt.fix, opt.max); !st.ok()) return st.error();
   // a job that asks for the MoE all-to-all overlap keeps it; otherwise the search tries both
   SearchOptions o = opt;
   if (keep.moe_a2a_overlap && !o.fix.count("moe_a2a_overlap")) o.fix["moe_a2a_overlap"] = 1;
