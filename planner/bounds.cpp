@@ -42,6 +42,16 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
     }
   ps.min_chunk = *std::min_element(ps.layers.begin(), ps.layers.end());
   ps.params = params_per_stage(m, p);
+  ps.stage_counts.assign(size_t(pp), {0, 0, 0, 0});
+  for (int s = 0; s < pp; ++s)
+    for (int c = 0; c < vpp; ++c) {
+      const size_t i = size_t(s) * vpp + c;
+      for (int k = ps.first[i]; k < ps.first[i] + ps.layers[i]; ++k) {
+        const int moe = m.is_moe_layer(k) ? 1 : 0;
+        ps.stage_counts[size_t(s)][size_t(moe)] += 1;
+        if (c == 0) ps.stage_counts[size_t(s)][size_t(2 + moe)] += 1;
+      }
+    }
   // the chunks chunk_totals copies: an inner chunk equal to an earlier computed inner chunk, layer for
   // layer dense or MoE (so that the MoE layers among its first r, as full recompute counts them, are too)
   const size_t n_chunks = ps.layers.size();

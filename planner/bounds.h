@@ -67,6 +67,8 @@ struct PipeShape {
   std::vector<int> layers, first;  // [stage * vpp + chunk]
   int min_chunk = 0;
   std::vector<StageParams> params;  // per stage, not divided by TP/EP
+  // per stage: its dense and MoE layers, and those of its chunk 0 (structure_time_floor)
+  std::vector<std::array<int, 4>> stage_counts;
   // [stage * vpp + chunk]: an earlier chunk (neither the first nor the last: no embedding, no head)
   // with the same layers and the same MoE layers among them, whose chunk totals it copies; -1: none.
   // `computed`: the chunks with none, in order; `copies`: (chunk, its same_as) for the others.

@@ -300,7 +300,7 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
 }
 
 double structure_time_floor(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
-                            const ShapeFloor& fl, int64_t microbatches, const std::vector<int>& moe_prefix) {
+                            const ShapeFloor& fl, int64_t microbatches) {
   const ModelSpec& m = job.model();
   const int pp = ps.pp, vpp = ps.vpp;
   const double mb = double(microbatches), mtp = m.mtp_num_layers;
@@ -308,14 +308,7 @@ double structure_time_floor(const Job& job, const PipeShape& ps, const Frame& f,
   double best = 0, starts = 0, chain = 0, fb_last = 0, tail0 = 0;
   for (int s = 0; s < pp; ++s) {
     // the stage's layers and those of its chunk 0, dense and MoE
-    int nd = 0, nm = 0, nd0 = 0, nm0 = 0;
-    for (int c = 0; c < vpp; ++c) {
-      const size_t i = size_t(s) * vpp + c;
-      const int n = ps.layers[i], first = ps.first[i];
-      const int moe = moe_prefix[size_t(first + n)] - moe_prefix[size_t(first)];
-      nd += n - moe, nm += moe;
-      if (c == 0) nd0 = n - moe, nm0 = moe;
-    }
+    const auto [nd, nm, nd0, nm0] = ps.stage_counts[size_t(s)];
     double T = nd * fl.dense.T + nm * fl.moe.T, FB = nd * fl.dense.FB + nm * fl.moe.FB;
     double F0 = nd0 * fl.dense.F + nm0 * fl.moe.F, B0 = nd0 * fl.dense.B + nm0 * fl.moe.B;
     if (s == 0) T += fl.emb.T, FB += fl.emb.FB, F0 += fl.emb.F, B0 += fl.emb.B;

@@ -289,8 +289,7 @@ bool Searcher::prepare() {
         si.bound = si.cheap = m * (1 - kSlack);
       } else {
         const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
-        si.cheap =
-            structure_time_floor(J_, ps, f, fit, fl, bounds_.microbatches(s.base), bounds_.moe_prefix()) * (1 - kCheapSlack);
+        si.cheap = structure_time_floor(J_, ps, f, fit, fl, bounds_.microbatches(s.base)) * (1 - kCheapSlack);
         if (!std::isfinite(si.cheap)) si.cheap = 0;  // (infinite floors) resolved first
       }
     }

@@ -113,7 +113,7 @@ TEST(BoundProperty, BoundsNeverExceedSimulationOnRandomLayouts) {
           structure_time_lb(J, ps, f, {l.zero}, fl, bounds.microbatches(l), p2p_time(J, prm, pl), bounds.moe_prefix(), prm);
       // the cheap bound the search orders structures by before it computes their floor (structure_queue.h):
       // at most the floor (up to the rounding of its other order of summation; the search keeps 1e-6)
-      const double cheap = structure_time_floor(J, ps, f, {l.zero}, fl, bounds.microbatches(l), bounds.moe_prefix());
+      const double cheap = structure_time_floor(J, ps, f, {l.zero}, fl, bounds.microbatches(l));
       EXPECT_LE(cheap, floor_lb * (1 + 1e-12)) << at << " (cheap structure bound)";
       double p2p = p2p_time(J, prm, l);
       double approx_lb = candidate_time_lb(bounds, f, l, ps, costs, prm, p2p, false, ct, tail);
