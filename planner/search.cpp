@@ -266,12 +266,13 @@ bool Searcher::prepare() {
   std::mutex merge_mu;  // per-task counters are summed (order-free) under this lock
   pool_.run(n, [&](size_t b, size_t e) {
     Space local;
+    VariantCounter counter;
     int64_t en = 0, pr = 0;
     for (size_t i = b; i < e && !cancelled(); ++i) {
       const Structure& s = space_.structures[i];
       const PipeShape& ps = space_.pipes[s.pipe_id];
       StructInfo& si = structs_[i];
-      si.variants = structure_variants(J_, lim_, s, ps, nullptr, &local);
+      si.variants = counter.count(J_, lim_, s, ps, &local);
       const Frame& f = frames_[si.frame];
       std::vector<int> fit;
       for (int z : zeros_)
