@@ -47,9 +47,9 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
     for (int c = 0; c < vpp; ++c) {
       const size_t i = size_t(s) * vpp + c;
       for (int k = ps.first[i]; k < ps.first[i] + ps.layers[i]; ++k) {
-        const int moe = m.is_moe_layer(k) ? 1 : 0;
-        ps.stage_counts[size_t(s)][size_t(moe)] += 1;
-        if (c == 0) ps.stage_counts[size_t(s)][size_t(2 + moe)] += 1;
+        const size_t moe = m.is_moe_layer(k) ? 1 : 0;
+        ps.stage_counts[size_t(s)][moe] += 1;
+        if (c == 0) ps.stage_counts[size_t(s)][2 + moe] += 1;
       }
     }
   // the chunks chunk_totals copies: an inner chunk equal to an earlier computed inner chunk, layer for
