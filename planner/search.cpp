@@ -374,27 +374,33 @@ double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::ve
 }
 
 void Searcher::expand(const std::vector<int64_t>& group) {
-  // data-parallel collectives of the frames, the variants and their probes
+  // data-parallel collectives of the frames (made when the structures were resolved), the variants
+  // and their probes
   std::vector<std::vector<Layout>> vars(group.size());
-  std::vector<ShapeKey> keys;
-  for (size_t g = 0; g < group.size(); ++g) {
-    const Structure& s = space_.structures[size_t(group[g])];
-    const StructInfo& si = structs_[size_t(group[g])];
-    const PipeShape& ps = space_.pipes[s.pipe_id];
-    frames_b_.add_collectives(frames_[si.frame], ps, zeros_);
-    structure_variants(J_, lim_, s, ps, &vars[g], nullptr);
-    // the shapes the candidate bounds read: without selective recomputation (a selective variant's
-    // own probe is made when it is evaluated); the last few are skipped (prefill deduplicates the rest)
-    const size_t first = keys.size();
-    for (const Layout& v : vars[g]) {
-      Layout lp = v;
-      if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
-      const ShapeKey k = shape_of(lp);
-      bool seen = false;
-      for (size_t i = keys.size(); i > first && i + 8 > keys.size() && !seen; --i) seen = keys[i - 1].tie() == k.tie();
-      if (!seen) keys.push_back(k);
-    }
+  std::vector<std::vector<ShapeKey>> shape_keys(group.size());
+  for (int64_t i : group) {
+    const StructInfo& si = structs_[size_t(i)];
+    frames_b_.add_collectives(frames_[si.frame], space_.pipes[space_.structures[size_t(i)].pipe_id], zeros_);
   }
+  pool_.run(group.size(), [&](size_t b, size_t e) {
+    for (size_t g = b; g < e; ++g) {
+      const Structure& s = space_.structures[size_t(group[g])];
+      structure_variants(J_, lim_, s, space_.pipes[s.pipe_id], &vars[g], nullptr);
+      // the shapes the candidate bounds read: without selective recomputation (a selective variant's
+      // own probe is made when it is evaluated); the last few are skipped (prefill deduplicates the rest)
+      std::vector<ShapeKey>& keys = shape_keys[g];
+      for (const Layout& v : vars[g]) {
+        Layout lp = v;
+        if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
+        const ShapeKey k = shape_of(lp);
+        bool seen = false;
+        for (size_t i = keys.size(); i > 0 && i + 8 > keys.size() && !seen; --i) seen = keys[i - 1].tie() == k.tie();
+        if (!seen) keys.push_back(k);
+      }
+    }
+  });
+  std::vector<ShapeKey> keys;
+  for (const auto& k : shape_keys) keys.insert(keys.end(), k.begin(), k.end());
   costs_.prefill(keys, pool_);
   // candidate bounds, one structure per task
   std::vector<std::vector<Node>> made(group.size());
