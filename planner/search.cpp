@@ -267,6 +267,7 @@ bool Searcher::prepare() {
   pool_.run(n, [&](size_t b, size_t e) {
     Space local;
     VariantCounter counter;
+    std::vector<int> fit;
     int64_t en = 0, pr = 0;
     for (size_t i = b; i < e && !cancelled(); ++i) {
       const Structure& s = space_.structures[i];
@@ -274,7 +275,7 @@ bool Searcher::prepare() {
       StructInfo& si = structs_[i];
       si.variants = counter.count(J_, lim_, s, ps, &local);
       const Frame& f = frames_[si.frame];
-      std::vector<int> fit;
+      fit.clear();
       for (int z : zeros_)
         if (opt_.exhaustive || f.static_mem[z] <= cap_ * (1 + kSlack)) fit.push_back(z);
       si.zeros_fit = int(fit.size());

@@ -15,6 +15,8 @@ void StructureQueue::reset(std::vector<Item> cheap, Resolve resolve) {
   std::sort(order_.begin(), order_.end(), [](const Item& a, const Item& b) { return b > a; });
   next_ = 0;
   resolved_.clear();
+  resolved_bounds_.clear();
+  popped_ = 0;
   resolve_ = std::move(resolve);
 }
 
@@ -25,10 +27,14 @@ void StructureQueue::resolve_next(double limit) {
     index_.push_back(order_[next_++].index);
   bound_.assign(index_.size(), 0.0);
   resolve_(index_, bound_);
+  const size_t had = resolved_bounds_.size();
   for (size_t k = 0; k < index_.size(); ++k) {
     resolved_.push_back({bound_[k], order_[first + k].order, index_[k], false});
     std::push_heap(resolved_.begin(), resolved_.end(), std::greater<Item>());
+    resolved_bounds_.push_back(bound_[k]);
   }
+  std::sort(resolved_bounds_.begin() + std::ptrdiff_t(had), resolved_bounds_.end());
+  std::inplace_merge(resolved_bounds_.begin(), resolved_bounds_.begin() + std::ptrdiff_t(had), resolved_bounds_.end());
 }
 
 const Item* StructureQueue::front(const Item* other, double limit) {
@@ -48,15 +54,18 @@ Item StructureQueue::pop_front() {
   std::pop_heap(resolved_.begin(), resolved_.end(), std::greater<Item>());
   Item it = resolved_.back();
   resolved_.pop_back();
+  ++popped_;
   return it;
 }
 
 size_t StructureQueue::live(double limit) const {
   auto end = std::upper_bound(order_.begin() + std::ptrdiff_t(next_), order_.end(), limit,
                               [](double t, const Item& it) { return t < it.bound; });
-  size_t n = size_t(end - (order_.begin() + std::ptrdiff_t(next_)));
-  for (const Item& it : resolved_) n += it.bound <= limit;
-  return n;
+  const size_t unresolved = size_t(end - (order_.begin() + std::ptrdiff_t(next_)));
+  // the resolved ones under the limit, less those popped (the smallest ones)
+  const size_t under =
+      size_t(std::upper_bound(resolved_bounds_.begin(), resolved_bounds_.end(), limit) - resolved_bounds_.begin());
+  return unresolved + (under > popped_ ? under - popped_ : 0);
 }
 
 void StructureQueue::for_each_left(const std::function<void(int64_t)>& f) const {

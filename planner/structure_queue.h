@@ -73,6 +73,10 @@ class StructureQueue {
   std::vector<Item> order_;         // cheap bounds, smallest first
   size_t next_ = 0;                 // the first unresolved one
   std::vector<Item> resolved_;      // a min-heap of resolved structures (exact bounds)
+  // the bounds of every structure resolved so far, sorted, and how many were popped: the popped ones
+  // are the smallest of them (a structure is popped only before every unresolved one), for live()
+  std::vector<double> resolved_bounds_;
+  size_t popped_ = 0;
   Resolve resolve_;
   std::vector<int64_t> index_;  // scratch
   std::vector<double> bound_;
