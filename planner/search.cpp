@@ -133,7 +133,6 @@ class Searcher {
   // After the top K groups are known: simulate the candidates that may still fold into one of them
   // (same structure, bound within the group's member limit); everything else is pruned.
   void complete_groups();
-  std::vector<std::string> reasons() const;
   void note_closest(double gib, const Layout& l) {
     if (gib > cap_ && gib < closest_gib_) {
       closest_gib_ = gib;
@@ -694,7 +693,8 @@ SearchResult Searcher::run() {
   res.top = std::move(g.best);
   res.folded = std::move(g.folded);
   mark_ties(res.top);
-  res.top_rejection_reasons = reasons();
+  res.top_rejection_reasons = rejection_reasons(st_, nonfit_sim_, cap_, job_.cluster.gpu.name, closest_gib_, closest_,
+                                                space_.structures.empty() && space_.rejected == 0, J_.world);
   st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.stats = st_;
   if (!res.cancelled) report(1.0);
@@ -763,29 +763,6 @@ void Searcher::complete_groups() {
     if (batch_.size() >= kBatch) flush();
   }
   flush();
-}
-
-std::vector<std::string> Searcher::reasons() const {
-  std::vector<std::pair<int64_t, std::string>> r;
-  int64_t mem = st_.pruned_memory + nonfit_sim_;
-  if (mem > 0) {
-    std::string s = "does not fit: " + std::to_string(mem) + " layouts exceed the " + std::to_string(int(std::lround(cap_))) +
-                    " GiB of " + job_.cluster.gpu.name;
-    if (std::isfinite(closest_gib_)) {
-      char b[96];
-      std::snprintf(b, sizeof b, " (closest: %.1f GiB with ", closest_gib_);
-      s += b + short_name(closest_) + ")";
-    }
-    r.emplace_back(mem, s);
-  }
-  for (const auto& [rule_name, n] : st_.rejected_by_rule) r.emplace_back(n, rule_name + ": " + std::to_string(n) + " layouts");
-  if (space_.structures.empty() && space_.rejected == 0)
-    r.emplace_back(1, "no layout matches --fix/--max for " + std::to_string(J_.world) +
-                          " GPUs (tp*pp*cp*dp must equal the GPU count and dp must divide the global batch)");
-  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::string> out;
-  for (size_t k = 0; k < r.size() && k < 5; ++k) out.push_back(r[k].second);
-  return out;
 }
 
 }  // namespace
