@@ -1,10 +1,11 @@
 // WorkerPool: core/parallel_for's loop on threads started once. A search runs thousands of short
 // parallel loops (every expansion, probe batch and evaluation batch); starting and joining a thread
 // for each costs ~25 us, a tenth of the DeepSeek-V3 search's wall time on two cores. The pool's
-// helpers sleep between loops; run(n, fn) calls fn(begin, end) over [0, n) in the same small
-// contiguous ranges as parallel_for (the caller is one of the threads), so results written by index
-// do not depend on scheduling. The first exception of any thread is rethrown once all have stopped.
-// One loop at a time: run() is not reentrant and not meant to be called from two threads at once.
+// helpers wait between loops (a few microseconds spinning, then asleep); run(n, fn) calls
+// fn(begin, end) over [0, n) in the same small contiguous ranges as parallel_for (the caller is one
+// of the threads), so results written by index do not depend on scheduling. The first exception of
+// any thread is rethrown once all have stopped. One loop at a time: run() is not reentrant and not
+// meant to be called from two threads at once.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -54,11 +55,12 @@ class WorkerPool {
   std::mutex mu_;
   std::condition_variable wake_, idle_;
   // the current loop (written under mu_ before helpers are woken)
-  uint64_t gen_ = 0;    // loops started
-  bool open_ = false;   // helpers may still join the current loop
-  size_t wanted_ = 0;   // helpers that may join it (t - 1)
-  size_t joined_ = 0;   // helpers that joined it
-  size_t in_loop_ = 0;  // helpers working on it now
+  uint64_t gen_ = 0;                    // loops started
+  std::atomic<uint64_t> published_{0};  // gen_, for the helpers' spin
+  bool open_ = false;                   // helpers may still join the current loop
+  size_t wanted_ = 0;                   // helpers that may join it (t - 1)
+  size_t joined_ = 0;                   // helpers that joined it
+  std::atomic<size_t> in_loop_{0};      // helpers working on it now (changed under mu_)
   bool stop_ = false;
   size_t n_ = 0, chunk_ = 1;
   Call call_ = nullptr;
