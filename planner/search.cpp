@@ -402,9 +402,21 @@ void Searcher::expand(const std::vector<int64_t>& group) {
   std::vector<ShapeKey> keys;
   for (const auto& k : shape_keys) keys.insert(keys.end(), k.begin(), k.end());
   costs_.prefill(keys, pool_);
-  // candidate bounds, one structure per task
-  std::vector<std::vector<Node>> made(group.size());
-  pool_.run(group.size(), [&](size_t b, size_t e) {
+  // candidate bounds, one structure per task, or parts of its variants when the group has fewer
+  // structures than twice the threads (each part makes its own shared bounds below: the same doubles)
+  struct Task {
+    size_t g, begin, end;
+  };
+  std::vector<Task> tasks;
+  const size_t want = threads_ > 1 ? 2 * size_t(threads_) : 1;
+  for (size_t g = 0; g < group.size(); ++g) {
+    const size_t nv = vars[g].size();
+    const size_t parts =
+        group.size() >= want ? 1 : std::max<size_t>(1, std::min((want + group.size() - 1) / group.size(), nv / 32));
+    for (size_t k = 0; k < parts; ++k) tasks.push_back({g, nv * k / parts, nv * (k + 1) / parts});
+  }
+  std::vector<std::vector<Node>> made(tasks.size());
+  pool_.run(tasks.size(), [&](size_t b, size_t e) {
     // A variant's chunk totals without selective recomputation (a selective candidate's time bound
     // before its probe, R5) and the bounds made from them: the same for every ZeRO level, and for the
     // variants of a structure with the same shape costs, recompute mode and schedule (the selective
@@ -431,12 +443,14 @@ void Searcher::expand(const std::vector<int64_t>& group) {
       recent[next_recent++ % kRecent] = {k, &sc};
       return sc;
     };
-    for (size_t g = b; g < e; ++g) {
+    for (size_t t = b; t < e; ++t) {
+      const size_t g = tasks[t].g;
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
       const PipeShape& ps = space_.pipes[f.pipe_id];
       used = 0;
-      for (const Layout& v : vars[g]) {
+      for (size_t vi = tasks[t].begin; vi < tasks[t].end; ++vi) {
+        const Layout& v = vars[g][vi];
         const bool sel = v.recompute == Recompute::selective;
         LevelBounds* lb = nullptr;
         for (int z : zeros_) {
@@ -467,7 +481,7 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           else
             n.bound =
                 mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb->time_lb(z, sel) * (1 - kSlack));
-          made[g].push_back(n);
+          made[t].push_back(n);
         }
       }
     }
