@@ -144,9 +144,10 @@ class Bounds {
   // Memory (GiB) of stage `s` of `l` holding `act_bytes` of activations at its peak.
   double stage_memory_gib(const Layout& l, const PipeShape& ps, int s, double act_bytes, MemScratch& sc) const;
   // stage_memory_gib of every stage of `base` at each ZeRO level of `zeros` with no activations
-  // (at_zero[z][s]) and with `probe` bytes of them (at_probe[z][s]).
-  void stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double probe, MemScratch& sc,
-                          std::array<std::vector<double>, 4>& at_zero, std::array<std::vector<double>, 4>& at_probe) const;
+  // (at_zero[z][s]); with `at_act`, instead that of `act_bytes` of them (at_act[z][s]; at_zero untouched).
+  void stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double act_bytes,
+                          MemScratch& sc, std::array<std::vector<double>, 4>& at_zero,
+                          std::array<std::vector<double>, 4>* at_act = nullptr) const;
   // Peak memory (GiB, max over stages) for `l` with per-stage activation peaks (empty = none);
   // `worst` receives the breakdown of the worst stage and its index when non-null.
   double peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& s,

@@ -241,7 +241,7 @@ bool Searcher::prepare() {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e && !cancelled(); ++k) {
       const PipeShape& ps = space_.pipes[frame_pipe[k]];
-      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms);  // collectives: when resolved
+      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms, false);  // slopes, collectives: when resolved
     }
   });
   report(0.5 * kPrepareShare);
@@ -322,22 +322,27 @@ bool Searcher::prepare() {
 }
 
 void Searcher::resolve_structures(const std::vector<int64_t>& index, std::vector<double>& bound) {
+  // the memory slopes and data-parallel collectives of their frames (each frame once, in parallel)
+  std::vector<int> fr;
+  for (int64_t i : index) {
+    const Frame& f = frames_[size_t(structs_[size_t(i)].frame)];
+    if (!f.slopes || (!mem_obj_ && !f.collectives)) fr.push_back(structs_[size_t(i)].frame);
+  }
+  std::sort(fr.begin(), fr.end());
+  fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
+  pool_.run(fr.size(), [&](size_t b, size_t e) {
+    Bounds::MemScratch ms = bounds_.scratch();
+    for (size_t k = b; k < e; ++k) {
+      Frame& f = frames_[size_t(fr[k])];
+      const PipeShape& ps = space_.pipes[size_t(f.pipe_id)];
+      frames_b_.add_slopes(f, ps, zeros_, ms);
+      if (!mem_obj_) frames_b_.add_collectives(f, ps, zeros_);
+    }
+  });
   if (mem_obj_) {  // the static memory, already exact
     for (size_t k = 0; k < index.size(); ++k) bound[k] = structs_[size_t(index[k])].bound;
     return;
   }
-  // the data-parallel collectives of their frames (each frame once, in parallel)
-  std::vector<int> fr;
-  for (int64_t i : index)
-    if (!frames_[size_t(structs_[size_t(i)].frame)].collectives) fr.push_back(structs_[size_t(i)].frame);
-  std::sort(fr.begin(), fr.end());
-  fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
-  pool_.run(fr.size(), [&](size_t b, size_t e) {
-    for (size_t k = b; k < e; ++k) {
-      Frame& f = frames_[size_t(fr[k])];
-      frames_b_.add_collectives(f, space_.pipes[size_t(f.pipe_id)], zeros_);
-    }
-  });
   pool_.run(index.size(), [&](size_t b, size_t e) {
     std::vector<int> fit;
     for (size_t k = b; k < e; ++k) {
@@ -378,9 +383,14 @@ void Searcher::expand(const std::vector<int64_t>& group) {
   // and their probes
   std::vector<std::vector<Layout>> vars(group.size());
   std::vector<std::vector<ShapeKey>> shape_keys(group.size());
-  for (int64_t i : group) {
-    const StructInfo& si = structs_[size_t(i)];
-    frames_b_.add_collectives(frames_[si.frame], space_.pipes[space_.structures[size_t(i)].pipe_id], zeros_);
+  for (int64_t i : group) {  // (done when they were resolved)
+    Frame& f = frames_[structs_[size_t(i)].frame];
+    const PipeShape& ps = space_.pipes[space_.structures[size_t(i)].pipe_id];
+    if (!f.slopes) {
+      Bounds::MemScratch ms = bounds_.scratch();
+      frames_b_.add_slopes(f, ps, zeros_, ms);
+    }
+    frames_b_.add_collectives(f, ps, zeros_);
   }
   pool_.run(group.size(), [&](size_t b, size_t e) {
     for (size_t g = b; g < e; ++g) {

@@ -1,10 +1,11 @@
 // The memos of the search's preparation return the doubles the uncached functions return: InputMemo
 // through evictions, a frame's data-parallel collectives (each distinct stage / chunk input costed
-// once) against simulator/dp_costs.h called per stage and chunk, ZeRO 3's FSDP traffic (add_fsdp)
-// against exposed_comm_s per chunk, the probes shapes share (a MoE model's dense-layer probes, a
-// selective shape's plain parts) against a cache that probes every shape on its own, and likewise the
-// structure floors' dense, embedding and head pieces; the structures' variant counts (VariantCounter)
-// against structure_variants per structure.
+// once) against simulator/dp_costs.h called per stage and chunk, its memory slopes added later
+// (add_slopes) against those made with the frame, ZeRO 3's FSDP traffic (add_fsdp) against
+// exposed_comm_s per chunk, the probes shapes share (a MoE model's dense-layer probes, a selective
+// shape's plain parts) against a cache that probes every shape on its own, and likewise the structure
+// floors' dense, embedding and head pieces; the structures' variant counts (VariantCounter) against
+// structure_variants per structure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,6 +74,16 @@ void expect_frame_collectives(const Plan& job_in, int samples, uint64_t seed) {
     base.mbs = 1;
     Frame f = frames.build(base, st.pipe_id, ps, zeros, ms);
     frames.add_collectives(f, ps, zeros);
+    {  // the search's frames get their memory slopes later (add_slopes): the same doubles
+      Frame late = frames.build(base, st.pipe_id, ps, zeros, ms, false);
+      ASSERT_FALSE(late.slopes);
+      frames.add_slopes(late, ps, zeros, ms);
+      for (int z : zeros) {
+        ASSERT_EQ(late.mem_base[z], f.mem_base[z]) << short_name(base) << " z" << z;
+        ASSERT_EQ(late.mem_slope[z], f.mem_slope[z]) << short_name(base) << " z" << z;
+        ASSERT_EQ(late.static_mem[z], f.static_mem[z]) << short_name(base) << " z" << z;
+      }
+    }
     auto pl = [&](Dim d) { return fast_placement(base.tp, base.cp, base.dp, base.pp, base.etp, base.ep, d, J.domain); };
     const GroupPlacement dp = pl(Dim::dp), edp = pl(Dim::edp);
     const std::string at = short_name(base);
