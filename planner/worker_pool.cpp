@@ -54,7 +54,7 @@ void WorkerPool::helper_loop() {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    if (!stop_ && gen_ == seen) {
+    if (spin_ && !stop_ && gen_ == seen) {
       lock.unlock();
       spin([&] { return published_.load(std::memory_order_acquire) != seen; });
       lock.lock();
@@ -76,7 +76,7 @@ void WorkerPool::helper_loop() {
 void WorkerPool::dispatch(size_t n, size_t chunk, size_t helpers, Call call, void* ctx) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    while (helpers_.size() < size_t(threads_ - 1)) helpers_.emplace_back([this] { helper_loop(); });
+    while (helpers_.size() < helpers) helpers_.emplace_back([this] { helper_loop(); });  // as many as loops need
     n_ = n;
     chunk_ = chunk;
     call_ = call;
@@ -96,7 +96,7 @@ void WorkerPool::dispatch(size_t n, size_t chunk, size_t helpers, Call call, voi
     // no helper joins from now on (the ranges are all taken); wait for those that did
     std::unique_lock<std::mutex> lock(mu_);
     open_ = false;
-    if (in_loop_.load(std::memory_order_relaxed) > 0) {
+    if (spin_ && in_loop_.load(std::memory_order_relaxed) > 0) {
       lock.unlock();
       spin([&] { return in_loop_.load(std::memory_order_acquire) == 0; });
       lock.lock();

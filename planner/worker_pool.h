@@ -22,9 +22,10 @@ namespace mplan::planner {
 
 class WorkerPool {
  public:
-  // `threads`: the threads of a loop, the caller included (helpers are started on the first loop that
+  // `threads`: the threads of a loop, the caller included (helpers are started when a loop first
   // needs them).
-  explicit WorkerPool(int threads) : threads_(std::max(1, threads)) {}
+  explicit WorkerPool(int threads)
+      : threads_(std::max(1, threads)), spin_(unsigned(threads_) <= std::max(1u, std::thread::hardware_concurrency())) {}
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
@@ -51,6 +52,7 @@ class WorkerPool {
   void work();  // takes ranges of the current loop until none is left
 
   const int threads_;
+  const bool spin_;  // threads wait spinning first (not when there are more of them than cores)
   std::vector<std::thread> helpers_;
   std::mutex mu_;
   std::condition_variable wake_, idle_;
