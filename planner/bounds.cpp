@@ -42,6 +42,16 @@ PipeShape make_pipe_shape(const ModelSpec& m, int pp, int vpp, PipeLayout pipe, 
     }
   ps.min_chunk = *std::min_element(ps.layers.begin(), ps.layers.end());
   ps.params = params_per_stage(m, p);
+  ps.stage_counts.assign(size_t(pp), {0, 0, 0, 0});
+  for (int s = 0; s < pp; ++s)
+    for (int c = 0; c < vpp; ++c) {
+      const size_t i = size_t(s) * vpp + c;
+      for (int k = ps.first[i]; k < ps.first[i] + ps.layers[i]; ++k) {
+        const size_t moe = m.is_moe_layer(k) ? 1 : 0;
+        ps.stage_counts[size_t(s)][moe] += 1;
+        if (c == 0) ps.stage_counts[size_t(s)][2 + moe] += 1;
+      }
+    }
   // the chunks chunk_totals copies: an inner chunk equal to an earlier computed inner chunk, layer for
   // layer dense or MoE (so that the MoE layers among its first r, as full recompute counts them, are too)
   const size_t n_chunks = ps.layers.size();
@@ -370,13 +380,19 @@ double Bounds::stage_memory_gib(const Layout& l, const PipeShape& ps, int s, dou
   return stage_memory(sc.plan, st, act_bytes, prm_).total();
 }
 
-void Bounds::stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double probe,
+void Bounds::stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double act_bytes,
                                 MemScratch& sc, std::array<std::vector<double>, 4>& at_zero,
-                                std::array<std::vector<double>, 4>& at_probe) const {
+                                std::array<std::vector<double>, 4>* at_act) const {
   set_layout(sc.plan.parallel, base, job_.world);
   StageWork& st = sc.st;
   st.chunks.resize(ps.vpp);
-  for (int z : zeros) at_zero[size_t(z)].assign(ps.pp, 0.0), at_probe[size_t(z)].assign(ps.pp, 0.0);
+  for (int z : zeros) {
+    if (!at_act) at_zero[size_t(z)].assign(ps.pp, 0.0);
+    if (at_act) (*at_act)[size_t(z)].assign(ps.pp, 0.0);
+  }
+  // with `at_act` only that line (at_zero holds the other)
+  std::array<std::vector<double>, 4>& out = at_act ? *at_act : at_zero;
+  const double act = at_act ? act_bytes : 0.0;
   StageMemoryInputs prev;
   for (int s = 0; s < ps.pp; ++s) {
     int layers = 0;
@@ -384,14 +400,13 @@ void Bounds::stage_memory_lines(const Layout& base, const PipeShape& ps, const s
     fill_stage_params(st, job_.model(), sc.plan.parallel, ps.params[s], s, layers, counts_);  // the same at every level
     const StageMemoryInputs in = stage_memory_inputs(st);
     if (s > 0 && in == prev) {  // the previous stage's doubles (simulator/memory.h)
-      for (int z : zeros) at_zero[size_t(z)][s] = at_zero[size_t(z)][s - 1], at_probe[size_t(z)][s] = at_probe[size_t(z)][s - 1];
+      for (int z : zeros) out[size_t(z)][s] = out[size_t(z)][s - 1];
       continue;
     }
     prev = in;
     for (int z : zeros) {
       sc.plan.parallel.zero = z;
-      at_zero[size_t(z)][s] = stage_memory(sc.plan, st, 0.0, prm_).total();
-      at_probe[size_t(z)][s] = stage_memory(sc.plan, st, probe, prm_).total();
+      out[size_t(z)][s] = stage_memory(sc.plan, st, act, prm_).total();
     }
   }
 }

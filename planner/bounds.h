@@ -23,6 +23,9 @@
 //     (sp/TP-comm overlap, CP exchange, zero-bubble split, moe_a2a_overlap on/off), with no
 //     recomputation and no offloading transfers (both only add time), group placements of the
 //     smallest grid with the shape (as the probes), and sequence parallel's smaller p2p transfer;
+//     before that floor is computed, its cheap bound (structure_time_floor) orders the structures: the
+//     busiest stage at the average stage's share of the floor's compute, the tail at the smallest
+//     optimizer step;
 //  R2 the chain: on each stage the actions are serial and micro-batch 0 passes the earlier stages
 //     once; every other wait (transfers queued on a link, the schedule's own bubbles, imbalance
 //     between stages) counts as zero;
@@ -64,6 +67,8 @@ struct PipeShape {
   std::vector<int> layers, first;  // [stage * vpp + chunk]
   int min_chunk = 0;
   std::vector<StageParams> params;  // per stage, not divided by TP/EP
+  // per stage: its dense and MoE layers, and those of its chunk 0 (structure_time_floor)
+  std::vector<std::array<int, 4>> stage_counts;
   // [stage * vpp + chunk]: an earlier chunk (neither the first nor the last: no embedding, no head)
   // with the same layers and the same MoE layers among them, whose chunk totals it copies; -1: none.
   // `computed`: the chunks with none, in order; `copies`: (chunk, its same_as) for the others.
@@ -139,9 +144,10 @@ class Bounds {
   // Memory (GiB) of stage `s` of `l` holding `act_bytes` of activations at its peak.
   double stage_memory_gib(const Layout& l, const PipeShape& ps, int s, double act_bytes, MemScratch& sc) const;
   // stage_memory_gib of every stage of `base` at each ZeRO level of `zeros` with no activations
-  // (at_zero[z][s]) and with `probe` bytes of them (at_probe[z][s]).
-  void stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double probe, MemScratch& sc,
-                          std::array<std::vector<double>, 4>& at_zero, std::array<std::vector<double>, 4>& at_probe) const;
+  // (at_zero[z][s]); with `at_act`, instead that of `act_bytes` of them (at_act[z][s]; at_zero untouched).
+  void stage_memory_lines(const Layout& base, const PipeShape& ps, const std::vector<int>& zeros, double act_bytes,
+                          MemScratch& sc, std::array<std::vector<double>, 4>& at_zero,
+                          std::array<std::vector<double>, 4>* at_act = nullptr) const;
   // Peak memory (GiB, max over stages) for `l` with per-stage activation peaks (empty = none);
   // `worst` receives the breakdown of the worst stage and its index when non-null.
   double peak_memory_gib(const Layout& l, const PipeShape& ps, const std::vector<double>& act_peak, MemScratch& s,

@@ -201,4 +201,25 @@ std::optional<const char*> first_broken_rule(const Job& job, const Layout& l, bo
   return std::nullopt;
 }
 
+Status check_search_job(const Plan& job, const std::map<std::string, int>& fix, const std::map<std::string, int>& max) {
+  const int world = job.parallel.world_size;
+  std::vector<std::string> e;
+  if (world < 1)
+    e.push_back("the job needs at least one GPU (parallel.world_size)");
+  else if (world > job.cluster.max_gpus())
+    e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name + "' has " +
+                std::to_string(job.cluster.max_gpus()));
+  if (job.training.global_batch_size < 1) e.push_back("global batch size must be >= 1");
+  if (job.training.seq_length < 1) e.push_back("sequence length must be >= 1");
+  if (!job.cluster.gpu.peak(job.training.precision))
+    e.push_back("precision " + std::string(to_string(job.training.precision)) + " is not supported by " + job.cluster.gpu.name +
+                " (cluster.gpu.peak_tflops has no entry for it)");
+  if (auto s = check_limits(fix, max, world); !s.ok())
+    for (const auto& p : s.error().problems) e.push_back(p);
+  if (auto s = check_framework_limits(fix, job.training.framework); !s.ok())
+    for (const auto& p : s.error().problems) e.push_back(p);
+  if (!e.empty()) return Error(e);
+  return {};
+}
+
 }  // namespace mplan::planner

@@ -44,6 +44,9 @@ Status check_limits(const std::map<std::string, int>& fix, const std::map<std::s
 // --fix values the job's framework does not run (tp/pp/cp > 1 without that parallelism, a schedule,
 // CP exchange or ZeRO level it lacks), each naming the framework's choices.
 Status check_framework_limits(const std::map<std::string, int>& fix, Framework fw);
+// What a search refuses before it starts: no GPU or more than the cluster holds, an empty batch or
+// sequence, a precision the GPU has no peak for, and check_limits / check_framework_limits.
+Status check_search_job(const Plan& job, const std::map<std::string, int>& fix, const std::map<std::string, int>& max);
 
 // Rule names (keys of SearchStats::rejected_by_rule).
 namespace rule {

@@ -299,4 +299,43 @@ double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, co
   return std::isfinite(best) ? best : 0.0;
 }
 
+double structure_time_floor(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
+                            const ShapeFloor& fl, int64_t microbatches) {
+  const ModelSpec& m = job.model();
+  const int pp = ps.pp, vpp = ps.vpp;
+  const double mb = double(microbatches), mtp = m.mtp_num_layers;
+  const FloorPiece& mtp_piece = mtp > 0 && m.is_moe_layer(m.num_layers - 1) ? fl.moe : fl.dense;
+  double best = 0, starts = 0, chain = 0, fb_last = 0, tail0 = 0;
+  for (int s = 0; s < pp; ++s) {
+    // the stage's layers and those of its chunk 0, dense and MoE
+    const auto [nd, nm, nd0, nm0] = ps.stage_counts[size_t(s)];
+    double T = nd * fl.dense.T + nm * fl.moe.T, FB = nd * fl.dense.FB + nm * fl.moe.FB;
+    double F0 = nd0 * fl.dense.F + nm0 * fl.moe.F, B0 = nd0 * fl.dense.B + nm0 * fl.moe.B;
+    if (s == 0) T += fl.emb.T, FB += fl.emb.FB, F0 += fl.emb.F, B0 += fl.emb.B;
+    if (s == pp - 1) {  // the last chunk holds the multi-token-prediction layers and the head
+      T += mtp * mtp_piece.T + (1 + mtp) * fl.head.T;
+      FB += mtp * mtp_piece.FB + (1 + mtp) * fl.head.FB;
+      if (vpp == 1) {
+        F0 += mtp * mtp_piece.F + (1 + mtp) * fl.head.F;
+        B0 += mtp * mtp_piece.B + (1 + mtp) * fl.head.B;
+      }
+    }
+    // every stage's tail starts with its optimizer step (structure_time_lb's tail_of)
+    double tail = std::numeric_limits<double>::infinity();
+    for (int z : zeros) tail = std::min(tail, f.opt[z].empty() ? 0.0 : f.opt[z][size_t(s)]);
+    if (!std::isfinite(tail)) tail = 0;
+    if (s == 0) tail0 = tail;
+    // the stage computes every micro-batch after micro-batch 0 reached it
+    best = std::max(best, starts + mb * T + tail);
+    starts += F0;
+    if (s < pp - 1)
+      chain += F0 + B0;
+    else
+      fb_last = FB;
+  }
+  // stage 0's last backward follows micro-batch 0's forward through the pipeline, the last stage's
+  // forwards and backwards and the backward's way back (structure_time_lb's chain)
+  return std::max(best, chain + mb * fb_last + tail0);
+}
+
 }  // namespace mplan::planner

@@ -60,5 +60,13 @@ class FloorCache {
 // Lower bound of the step time of any candidate of a structure (frame `f` + micro-batch size).
 double structure_time_lb(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros, const ShapeFloor& fl,
                          int64_t microbatches, double p2p_s, const std::vector<int>& moe_prefix, const CostParams& prm);
+// A cheap lower bound of structure_time_lb (O(pp): PipeShape::stage_counts, no collectives:
+// `f` needs only FrameBuilder::build): the chain of structure_time_lb with whole stages instead of
+// chunks, without the point-to-point transfers and with each stage's tail at its smallest optimizer
+// step of the levels `zeros` — every stage computes all micro-batches after micro-batch 0 reached it,
+// and stage 0's last backward follows the last stage's forwards and backwards. The search orders the
+// structures by it and computes structure_time_lb only for those it reaches (structure_queue.h).
+double structure_time_floor(const Job& job, const PipeShape& ps, const Frame& f, const std::vector<int>& zeros,
+                            const ShapeFloor& fl, int64_t microbatches);
 
 }  // namespace mplan::planner

@@ -18,8 +18,23 @@ namespace mplan::planner {
 FrameBuilder::FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b)
     : job_(job), prm_(framework_params(prm, job.plan->training.framework)), bounds_(b) {}
 
+namespace {
+constexpr double kSlopeProbe = 1e9;  // activation bytes the memory slopes are measured at
+}  // namespace
+
+void FrameBuilder::add_slopes(Frame& f, const PipeShape& ps, const std::vector<int>& zeros, Bounds::MemScratch& ms) const {
+  if (f.slopes) return;
+  std::array<std::vector<double>, 4> at_probe;
+  bounds_.stage_memory_lines(f.base, ps, zeros, kSlopeProbe, ms, f.mem_base, &at_probe);
+  for (int z : zeros) {
+    f.mem_slope[z].assign(ps.pp, 0.0);
+    for (int s = 0; s < ps.pp; ++s) f.mem_slope[z][s] = (at_probe[z][s] - f.mem_base[z][s]) / kSlopeProbe;
+  }
+  f.slopes = true;
+}
+
 Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros,
-                          Bounds::MemScratch& ms) const {
+                          Bounds::MemScratch& ms, bool slopes) const {
   Frame f;
   f.base = base;
   f.pipe_id = pipe_id;
@@ -28,14 +43,10 @@ Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, 
   const double overhead = prm_.optimizer_overhead_s;  // as simulator/dp_costs.h charges it
   const int dp = std::max(1, base.dp), edp = std::max(1, (base.tp * base.cp * base.dp) / (base.ep * base.etp));
   f.static_mem.fill(std::numeric_limits<double>::infinity());
-  const double probe = 1e9;
-  std::array<std::vector<double>, 4> at_probe;
-  bounds_.stage_memory_lines(base, ps, zeros, probe, ms, f.mem_base, at_probe);
+  bounds_.stage_memory_lines(base, ps, zeros, 0.0, ms, f.mem_base);
   for (int z : zeros) {
     // the peak over stages without activations (peak_memory_gib's value)
     f.static_mem[z] = *std::max_element(f.mem_base[z].begin(), f.mem_base[z].end());
-    f.mem_slope[z].assign(ps.pp, 0.0);
-    for (int s = 0; s < ps.pp; ++s) f.mem_slope[z][s] = (at_probe[z][s] - f.mem_base[z][s]) / probe;
     f.opt[z].assign(ps.pp, overhead);
     if (frozen) continue;
     for (int s = 0; s < ps.pp; ++s) {
@@ -43,6 +54,7 @@ Frame FrameBuilder::build(const Layout& base, int pipe_id, const PipeShape& ps, 
       f.opt[z][s] = optimizer_step_s(z, dense, expert, dp, edp, cl, prm_);
     }
   }
+  if (slopes) add_slopes(f, ps, zeros, ms);
   return f;
 }
 

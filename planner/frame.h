@@ -29,8 +29,9 @@ struct Frame {
   int pipe_id = 0;
   std::array<double, 4> static_mem{};  // GiB per ZeRO level, no activations
   // Memory of stage s with a bytes of activations: mem_base[z][s] + mem_slope[z][s] * a (GiB;
-  // simulator/memory.cpp's stage_memory is linear in the activations).
+  // simulator/memory.cpp's stage_memory is linear in the activations). The slopes when `slopes`.
   std::array<std::vector<double>, 4> mem_base, mem_slope;
+  bool slopes = false;
   std::array<std::vector<double>, 4> opt;  // per ZeRO level, per stage, seconds
   // Data-parallel collectives (filled by FrameBuilder::add_collectives, when the frame is expanded).
   bool collectives = false;
@@ -43,8 +44,11 @@ class FrameBuilder {
  public:
   // `prm`: the job's cost parameters (the framework's efficiency is applied here, as the simulator does)
   FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b);
-  // Memory and optimizer terms (cheap: no group placement).
-  Frame build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros, Bounds::MemScratch& ms) const;
+  // Memory and optimizer terms (cheap: no group placement); without `slopes`, the memory without
+  // activations only (add_slopes adds the rest: the search needs it for the structures it reaches).
+  Frame build(const Layout& base, int pipe_id, const PipeShape& ps, const std::vector<int>& zeros, Bounds::MemScratch& ms,
+              bool slopes = true) const;
+  void add_slopes(Frame& f, const PipeShape& ps, const std::vector<int>& zeros, Bounds::MemScratch& ms) const;
   // The data-parallel collectives of the frame.
   void add_collectives(Frame& f, const PipeShape& ps, const std::vector<int>& zeros);
 

@@ -298,7 +298,15 @@ const ShapeCosts& LayerCostCache::get(const ShapeKey& k, bool selective) {
   return *entry;
 }
 
-void LayerCostCache::prefill(const std::vector<ShapeKey>& keys_in, int threads) {
+void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, int threads) {
+  prefill_with(keys, [threads](size_t n, const std::function<void(size_t, size_t)>& fn) { parallel_for(n, threads, fn); });
+}
+
+void LayerCostCache::prefill(const std::vector<ShapeKey>& keys, WorkerPool& pool) {
+  prefill_with(keys, [&pool](size_t n, const std::function<void(size_t, size_t)>& fn) { pool.run(n, fn); });
+}
+
+void LayerCostCache::prefill_with(const std::vector<ShapeKey>& keys_in, const Loop& loop) {
   auto same = [](const ShapeKey& a, const ShapeKey& b) { return !(a < b) && !(b < a); };
   std::vector<ShapeKey> keys = keys_in, todo, derived;  // each shape once (a structure's variants repeat them)
   std::sort(keys.begin(), keys.end());
@@ -321,7 +329,7 @@ void LayerCostCache::prefill(const std::vector<ShapeKey>& keys_in, int threads) 
   todo.erase(std::unique(todo.begin(), todo.end(), same), todo.end());
   std::vector<std::unique_ptr<ShapeCosts>> out(todo.size());
   // a worker's exception (e.g. std::bad_alloc) reaches the caller once all workers have stopped
-  parallel_for(todo.size(), threads, [&](size_t b, size_t e) {
+  loop(todo.size(), [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) out[i] = std::make_unique<ShapeCosts>(compute(todo[i]));
   });
   {

@@ -11,6 +11,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 
 #include "core/plan.h"
 #include "planner/layout.h"
+#include "planner/worker_pool.h"
 #include "simulator/cost_params.h"
 #include "simulator/workload.h"
 
@@ -70,10 +72,15 @@ class LayerCostCache {
   const ShapeCosts& get(const ShapeKey& k, bool selective = false);
   // Computes many shapes (without their selective parts) on worker threads.
   void prefill(const std::vector<ShapeKey>& keys, int threads);
+  // The same on the threads of `pool`.
+  void prefill(const std::vector<ShapeKey>& keys, WorkerPool& pool);
   int64_t probes() const { return probes_; }
 
  private:
   ShapeCosts compute(const ShapeKey& k) const;
+  // prefill() with `loop(n, fn)` running fn(begin, end) over [0, n) on some threads.
+  using Loop = std::function<void(size_t, const std::function<void(size_t, size_t)>&)>;
+  void prefill_with(const std::vector<ShapeKey>& keys, const Loop& loop);
   // The cached entry of `k` when it holds what is asked (else nullptr); `entry`: the entry when cached.
   const ShapeCosts* find_ready(const ShapeKey& k, bool selective, ShapeCosts*& entry);
   // moe_a2a_overlap changes only the MoE layers' forward and backward times (not their memory, nor

@@ -202,6 +202,31 @@ GroupedResult GroupedTop::take() {
   return group_ranked(std::move(ranked), k_, distinct_);
 }
 
+std::vector<std::string> rejection_reasons(const SearchStats& st, int64_t nonfit_simulated, double cap_gib,
+                                           const std::string& gpu, double closest_gib, const Layout& closest, bool no_structures,
+                                           int world) {
+  std::vector<std::pair<int64_t, std::string>> r;
+  int64_t mem = st.pruned_memory + nonfit_simulated;
+  if (mem > 0) {
+    std::string s = "does not fit: " + std::to_string(mem) + " layouts exceed the " + std::to_string(int(std::lround(cap_gib))) +
+                    " GiB of " + gpu;
+    if (std::isfinite(closest_gib)) {
+      char b[96];
+      std::snprintf(b, sizeof b, " (closest: %.1f GiB with ", closest_gib);
+      s += b + short_name(closest) + ")";
+    }
+    r.emplace_back(mem, s);
+  }
+  for (const auto& [rule_name, n] : st.rejected_by_rule) r.emplace_back(n, rule_name + ": " + std::to_string(n) + " layouts");
+  if (no_structures)
+    r.emplace_back(1, "no layout matches --fix/--max for " + std::to_string(world) +
+                          " GPUs (tp*pp*cp*dp must equal the GPU count and dp must divide the global batch)");
+  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (size_t k = 0; k < r.size() && k < 5; ++k) out.push_back(r[k].second);
+  return out;
+}
+
 }  // namespace mplan::planner
 
 namespace mplan {

@@ -6,12 +6,20 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "planner/layout.h"
 #include "planner/planner.h"
 
 namespace mplan::planner {
+
+// The search's most frequent reasons layouts were rejected (at most five, most frequent first): those
+// that did not fit the `cap_gib` GiB of `gpu` (with the closest layout noted, `closest_gib` finite),
+// each rule's rejections, and `no_structures`: nothing matched --fix/--max for `world` GPUs.
+std::vector<std::string> rejection_reasons(const SearchStats& st, int64_t nonfit_simulated, double cap_gib,
+                                           const std::string& gpu, double closest_gib, const Layout& closest, bool no_structures,
+                                           int world);
 
 // True when `a` ranks before `b`.
 bool ranks_before(Objective obj, const Candidate& a, const Candidate& b);

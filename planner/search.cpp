@@ -1,7 +1,9 @@
 // search(): best-first branch and bound over the search space.
 //  1. Enumerate the structures (space.h); count their variants and ZeRO levels; drop ZeRO levels
 //     whose weights, gradients and optimizer states alone exceed the GPU (frame.h).
-//  2. Give every structure a probe-free lower bound (floor.h); sort them.
+//  2. Give every structure a cheap lower bound (floor.h, structure_time_floor); its probe-free bound
+//     (structure_time_lb) is computed when the search reaches it (structure_queue.h: the structures
+//     still come out in the order of their probe-free bounds).
 //  3. Take the smallest bound of the structures and the candidate heap. A structure is expanded (with
 //     the next ones, in parallel): its candidates get exact per-layer costs from probes
 //     (layer_costs.h) and a tight bound (bounds.h + frame.h) and go on the heap.
@@ -27,9 +29,9 @@
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <thread>
 
-#include "core/parallel_for.h"
 #include "planner/bounds.h"
 #include "planner/floor.h"
 #include "planner/frame.h"
@@ -38,6 +40,8 @@
 #include "planner/ranking.h"
 #include "planner/search_shared.h"
 #include "planner/space.h"
+#include "planner/structure_queue.h"
+#include "planner/worker_pool.h"
 
 namespace mplan {
 
@@ -53,13 +57,17 @@ constexpr double kSlack = 1e-9;      // relative slack of bounds against roundin
 constexpr double kDropSlack = 1e-6;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPrepareShare = 0.1;  // progress reported by the enumeration (step 1)
+// Relative margin under structure_time_floor (the structures' cheap bounds): above the rounding of its
+// other order of summation, so that a structure's bound is never below its cheap one.
+constexpr double kCheapSlack = 1e-6;
 
 struct StructInfo {
   int frame = 0;
   int mbs = 1;
   int64_t variants = 0;  // candidates = variants x fitting ZeRO levels
   int zeros_fit = 0;
-  double bound = 0;
+  double bound = 0;  // the structure's bound once resolved (StructureQueue)
+  double cheap = 0;  // a lower bound of it (structure_time_floor)
 };
 
 struct Node {
@@ -67,38 +75,6 @@ struct Node {
   int frame = 0;
   double bound = 0;
   int64_t structure = 0;
-};
-
-// A structure or a candidate in best-first order. Equal bounds pop in creation order (deterministic: the
-// expansion order does not depend on threads); the final ranking has its own total order.
-struct Item {
-  double bound;
-  int64_t order;  // structures: -(count - index); candidates: index
-  int64_t index;
-  bool is_node;
-  bool operator>(const Item& o) const { return bound != o.bound ? bound > o.bound : order > o.order; }
-};
-
-// A candidate on the heap: half an Item (its order is its node's index; the heap holds millions at
-// small GPU counts, and its sifts are cache misses).
-struct HeapItem {
-  double bound;
-  int64_t index;
-  bool operator>(const HeapItem& o) const { return bound != o.bound ? bound > o.bound : index > o.index; }
-  Item item() const { return {bound, index, index, true}; }
-};
-
-// The candidates' heap, smallest bound on top; complete_groups() takes out every item under a bound at once.
-struct ItemHeap : std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<HeapItem>> {
-  // The items with a bound at most `b`, in no particular order (the same for the same heap); the rest
-  // stay a heap.
-  std::vector<HeapItem> take_up_to(double b) {
-    auto mid = std::partition(c.begin(), c.end(), [b](const HeapItem& it) { return it.bound <= b; });
-    std::vector<HeapItem> out(c.begin(), mid);
-    c.erase(c.begin(), mid);
-    std::make_heap(c.begin(), c.end(), comp);
-    return out;
-  }
 };
 
 struct Evaluated {
@@ -122,8 +98,9 @@ class Searcher {
         frames_b_(J_, prm_, bounds_),
         floors_(shared.floors()),
         costs_(shared.costs()),
-        top_(opt.objective, std::max(1, opt.top_k), opt.distinct) {
-    threads_ = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+        top_(opt.objective, std::max(1, opt.top_k), opt.distinct),
+        threads_(opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+        pool_(threads_) {
     mem_obj_ = opt.objective == Objective::memory_headroom;
     cap_ = job.cluster.gpu.memory_gib;
     probes_before_ = costs_.probes();
@@ -156,7 +133,6 @@ class Searcher {
   // After the top K groups are known: simulate the candidates that may still fold into one of them
   // (same structure, bound within the group's member limit); everything else is pruned.
   void complete_groups();
-  std::vector<std::string> reasons() const;
   void note_closest(double gib, const Layout& l) {
     if (gib > cap_ && gib < closest_gib_) {
       closest_gib_ = gib;
@@ -176,6 +152,7 @@ class Searcher {
   LayerCostCache& costs_;  // likewise
   GroupedTop top_;
   int threads_ = 1;
+  WorkerPool pool_;  // the threads of every parallel loop of this search
   bool mem_obj_ = false;
   double cap_ = 0;
   Space space_;
@@ -183,21 +160,21 @@ class Searcher {
   std::vector<Frame> frames_;
   std::vector<StructInfo> structs_;
   std::vector<Node> nodes_;
-  ItemHeap heap_;            // candidates
-  std::vector<Item> order_;  // structures, best bound first
-  size_t next_struct_ = 0;
-  // the smallest item of the heap and the structure list
-  bool have_next() const { return !heap_.empty() || next_struct_ < order_.size(); }
-  Item peek() const {
-    if (next_struct_ >= order_.size()) return heap_.top().item();
-    if (heap_.empty()) return order_[next_struct_];
-    const Item& s = order_[next_struct_];
-    const Item h = heap_.top().item();
-    return h > s ? s : h;
+  ItemHeap heap_;             // candidates
+  StructureQueue structs_q_;  // structures, best bound first (bounds computed as the search reaches them)
+  // the bounds of structures `index` (StructureQueue::Resolve)
+  void resolve_structures(const std::vector<int64_t>& index, std::vector<double>& bound);
+  // the smallest item of the heap and the structures (an unresolved structure is returned with its cheap
+  // bound only when that is above the threshold: nothing is popped then)
+  bool have_next() const { return !heap_.empty() || !structs_q_.empty(); }
+  Item peek() {
+    const Item h = heap_.empty() ? Item{kInf, 0, 0, true} : heap_.top().item();
+    const Item* s = structs_q_.front(heap_.empty() ? nullptr : &h, threshold());
+    if (!s) return h;
+    return heap_.empty() || h > *s ? *s : h;
   }
   Item pop() {
-    if (next_struct_ < order_.size() && (heap_.empty() || heap_.top().item() > order_[next_struct_]))
-      return order_[next_struct_++];
+    if (!peek().is_node) return structs_q_.pop_front();
     Item it = heap_.top().item();
     heap_.pop();
     return it;
@@ -236,10 +213,20 @@ bool Searcher::prepare() {
   std::map<std::tuple<int, int, int, int, int, int, int, int, int, int>, int> frame_ids;
   std::vector<Layout> frame_base;
   std::vector<int> frame_pipe;
+  // (the structures of a frame come one after another, differing in the micro-batch size only)
+  std::tuple<int, int, int, int, int, int, int, int, int, int> last_key{};
+  int last_id = -1;
   for (size_t i = 0; i < n; ++i) {
     const Layout& b = space_.structures[i].base;
     auto key = std::make_tuple(b.tp, b.pp, b.vpp, int(b.pipe), int(b.first_layers), int(b.last_layers), b.cp, b.dp, b.ep, b.etp);
+    if (last_id >= 0 && key == last_key) {
+      structs_[i].frame = last_id;
+      structs_[i].mbs = b.mbs;
+      continue;
+    }
     auto [it, inserted] = frame_ids.emplace(key, int(frame_base.size()));
+    last_key = key;
+    last_id = it->second;
     if (inserted) {
       Layout fb = b;
       fb.mbs = 1;
@@ -250,23 +237,22 @@ bool Searcher::prepare() {
     structs_[i].mbs = b.mbs;
   }
   frames_.resize(frame_base.size());
-  parallel_for(frames_.size(), threads_, [&](size_t b, size_t e) {
+  pool_.run(frames_.size(), [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e && !cancelled(); ++k) {
       const PipeShape& ps = space_.pipes[frame_pipe[k]];
-      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms);
-      if (!mem_obj_) frames_b_.add_collectives(frames_[k], ps, zeros_);
+      frames_[k] = frames_b_.build(frame_base[k], frame_pipe[k], ps, zeros_, ms, false);  // slopes, collectives: when resolved
     }
   });
   report(0.5 * kPrepareShare);
   if (cancelled()) return false;
   // per-layer floors of every shape
   if (!mem_obj_) {
-    std::vector<std::tuple<int, int, int, int, int>> shapes;
-    for (const Structure& s : space_.structures) shapes.emplace_back(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
-    std::sort(shapes.begin(), shapes.end());
-    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
-    parallel_for(shapes.size(), threads_, [&](size_t b, size_t e) {
+    // each shape once, in order (a set of the few hundred shapes, not a sort of one per structure)
+    std::set<std::tuple<int, int, int, int, int>> shape_set;
+    for (const Structure& s : space_.structures) shape_set.insert({s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs});
+    const std::vector<std::tuple<int, int, int, int, int>> shapes(shape_set.begin(), shape_set.end());
+    pool_.run(shapes.size(), [&](size_t b, size_t e) {
       for (size_t k = b; k < e && !cancelled(); ++k) {
         auto [tp, cp, ep, etp, mbs] = shapes[k];
         floors_.get(tp, cp, ep, etp, mbs);
@@ -277,36 +263,35 @@ bool Searcher::prepare() {
   if (cancelled()) return false;
   // variants (with their rejections), memory and the structure bound
   std::mutex merge_mu;  // per-task counters are summed (order-free) under this lock
-  parallel_for(n, threads_, [&](size_t b, size_t e) {
+  pool_.run(n, [&](size_t b, size_t e) {
     Space local;
+    VariantCounter counter;
+    std::vector<int> fit;
     int64_t en = 0, pr = 0;
     for (size_t i = b; i < e && !cancelled(); ++i) {
       const Structure& s = space_.structures[i];
       const PipeShape& ps = space_.pipes[s.pipe_id];
       StructInfo& si = structs_[i];
-      si.variants = structure_variants(J_, lim_, s, ps, nullptr, &local);
+      si.variants = counter.count(J_, lim_, s, ps, &local);
       const Frame& f = frames_[si.frame];
-      std::vector<int> fit;
+      fit.clear();
       for (int z : zeros_)
         if (opt_.exhaustive || f.static_mem[z] <= cap_ * (1 + kSlack)) fit.push_back(z);
       si.zeros_fit = int(fit.size());
       en += si.variants * int64_t(zeros_.size());
       pr += si.variants * int64_t(zeros_.size() - fit.size());
       if (fit.empty() || si.variants == 0) {
-        si.bound = kInf;
+        si.bound = si.cheap = kInf;
         continue;
       }
       if (mem_obj_) {
         double m = kInf;
         for (int z : fit) m = std::min(m, f.static_mem[z]);
-        si.bound = m * (1 - kSlack);
+        si.bound = si.cheap = m * (1 - kSlack);
       } else {
-        Layout pl = s.base;
-        pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
         const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
-        si.bound = structure_time_lb(J_, ps, f, fit, fl, bounds_.microbatches(s.base), p2p_time(J_, prm_, pl),
-                                     bounds_.moe_prefix(), prm_) *
-                   (1 - kSlack);
+        si.cheap = structure_time_floor(J_, ps, f, fit, fl, bounds_.microbatches(s.base)) * (1 - kCheapSlack);
+        if (!std::isfinite(si.cheap)) si.cheap = 0;  // (infinite floors) resolved first
       }
     }
     std::lock_guard<std::mutex> lock(merge_mu);
@@ -315,6 +300,7 @@ bool Searcher::prepare() {
     space_.rejected += local.rejected;
     for (auto& [r, c] : local.rejected_by_rule) st_.rejected_by_rule[r] += c;
   });
+  std::vector<Item> cheap;
   for (size_t i = 0; i < n; ++i) {
     const StructInfo& si = structs_[i];
     const Frame& f = frames_[si.frame];
@@ -323,9 +309,10 @@ bool Searcher::prepare() {
       l.zero = z;
       note_closest(f.static_mem[z], l);
     }
-    if (std::isfinite(si.bound)) order_.push_back({si.bound, int64_t(i) - int64_t(n), int64_t(i), false});
+    if (si.variants > 0 && si.zeros_fit > 0) cheap.push_back({si.cheap, int64_t(i) - int64_t(n), int64_t(i), false});
   }
-  std::sort(order_.begin(), order_.end(), [](const Item& a, const Item& b) { return b > a; });
+  structs_q_.reset(std::move(cheap),
+                   [this](const std::vector<int64_t>& index, std::vector<double>& bound) { resolve_structures(index, bound); });
   st_.rejected = space_.rejected;
   st_.enumerated += space_.rejected;
   for (const auto& [r, c] : space_.rejected_by_rule) st_.rejected_by_rule[r] += c;
@@ -334,11 +321,51 @@ bool Searcher::prepare() {
   return true;
 }
 
+void Searcher::resolve_structures(const std::vector<int64_t>& index, std::vector<double>& bound) {
+  // the memory slopes and data-parallel collectives of their frames (each frame once, in parallel)
+  std::vector<int> fr;
+  for (int64_t i : index) {
+    const Frame& f = frames_[size_t(structs_[size_t(i)].frame)];
+    if (!f.slopes || (!mem_obj_ && !f.collectives)) fr.push_back(structs_[size_t(i)].frame);
+  }
+  std::sort(fr.begin(), fr.end());
+  fr.erase(std::unique(fr.begin(), fr.end()), fr.end());
+  pool_.run(fr.size(), [&](size_t b, size_t e) {
+    Bounds::MemScratch ms = bounds_.scratch();
+    for (size_t k = b; k < e; ++k) {
+      Frame& f = frames_[size_t(fr[k])];
+      const PipeShape& ps = space_.pipes[size_t(f.pipe_id)];
+      frames_b_.add_slopes(f, ps, zeros_, ms);
+      if (!mem_obj_) frames_b_.add_collectives(f, ps, zeros_);
+    }
+  });
+  if (mem_obj_) {  // the static memory, already exact
+    for (size_t k = 0; k < index.size(); ++k) bound[k] = structs_[size_t(index[k])].bound;
+    return;
+  }
+  pool_.run(index.size(), [&](size_t b, size_t e) {
+    std::vector<int> fit;
+    for (size_t k = b; k < e; ++k) {
+      StructInfo& si = structs_[size_t(index[k])];
+      const Structure& s = space_.structures[size_t(index[k])];
+      const Frame& f = frames_[size_t(si.frame)];
+      fit.clear();
+      for (int z : zeros_)
+        if (opt_.exhaustive || f.static_mem[z] <= cap_ * (1 + kSlack)) fit.push_back(z);
+      Layout pl = s.base;
+      pl.sp = s.base.tp > 1;  // sequence parallel halves the transfer: the smaller of the variants
+      const ShapeFloor& fl = floors_.get(s.base.tp, s.base.cp, s.base.ep, s.base.etp, s.base.mbs);
+      si.bound = structure_time_lb(J_, space_.pipes[size_t(s.pipe_id)], f, fit, fl, bounds_.microbatches(s.base),
+                                   p2p_time(J_, prm_, pl), bounds_.moe_prefix(), prm_) *
+                 (1 - kSlack);
+      bound[k] = si.bound;
+    }
+  });
+}
+
 double Searcher::search_progress(int64_t popped) const {
   double thr = threshold();
-  auto live_end = std::upper_bound(order_.begin() + int64_t(next_struct_), order_.end(), thr,
-                                   [](double t, const Item& it) { return t < it.bound; });
-  double live = double(live_end - (order_.begin() + int64_t(next_struct_)));
+  double live = double(structs_q_.live(thr));
   double done = popped + live > 0 ? double(popped) / (double(popped) + live) : 1.0;
   return kPrepareShare + (1 - kPrepareShare) * done;
 }
@@ -352,31 +379,54 @@ double Searcher::node_bound(const Node& n, std::vector<ChunkTotals>& ct, std::ve
 }
 
 void Searcher::expand(const std::vector<int64_t>& group) {
-  // data-parallel collectives of the frames, the variants and their probes
+  // data-parallel collectives of the frames (made when the structures were resolved), the variants
+  // and their probes
   std::vector<std::vector<Layout>> vars(group.size());
-  std::vector<ShapeKey> keys;
-  for (size_t g = 0; g < group.size(); ++g) {
-    const Structure& s = space_.structures[size_t(group[g])];
-    const StructInfo& si = structs_[size_t(group[g])];
-    const PipeShape& ps = space_.pipes[s.pipe_id];
-    frames_b_.add_collectives(frames_[si.frame], ps, zeros_);
-    structure_variants(J_, lim_, s, ps, &vars[g], nullptr);
-    // the shapes the candidate bounds read: without selective recomputation (a selective variant's
-    // own probe is made when it is evaluated); the last few are skipped (prefill deduplicates the rest)
-    const size_t first = keys.size();
-    for (const Layout& v : vars[g]) {
-      Layout lp = v;
-      if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
-      const ShapeKey k = shape_of(lp);
-      bool seen = false;
-      for (size_t i = keys.size(); i > first && i + 8 > keys.size() && !seen; --i) seen = keys[i - 1].tie() == k.tie();
-      if (!seen) keys.push_back(k);
+  std::vector<std::vector<ShapeKey>> shape_keys(group.size());
+  for (int64_t i : group) {  // (done when they were resolved)
+    Frame& f = frames_[structs_[size_t(i)].frame];
+    const PipeShape& ps = space_.pipes[space_.structures[size_t(i)].pipe_id];
+    if (!f.slopes) {
+      Bounds::MemScratch ms = bounds_.scratch();
+      frames_b_.add_slopes(f, ps, zeros_, ms);
     }
+    frames_b_.add_collectives(f, ps, zeros_);
   }
-  costs_.prefill(keys, threads_);
-  // candidate bounds, one structure per task
-  std::vector<std::vector<Node>> made(group.size());
-  parallel_for(group.size(), threads_, [&](size_t b, size_t e) {
+  pool_.run(group.size(), [&](size_t b, size_t e) {
+    for (size_t g = b; g < e; ++g) {
+      const Structure& s = space_.structures[size_t(group[g])];
+      structure_variants(J_, lim_, s, space_.pipes[s.pipe_id], &vars[g], nullptr);
+      // the shapes the candidate bounds read: without selective recomputation (a selective variant's
+      // own probe is made when it is evaluated); the last few are skipped (prefill deduplicates the rest)
+      std::vector<ShapeKey>& keys = shape_keys[g];
+      for (const Layout& v : vars[g]) {
+        Layout lp = v;
+        if (lp.recompute == Recompute::selective) lp.recompute = Recompute::none;
+        const ShapeKey k = shape_of(lp);
+        bool seen = false;
+        for (size_t i = keys.size(); i > 0 && i + 8 > keys.size() && !seen; --i) seen = keys[i - 1].tie() == k.tie();
+        if (!seen) keys.push_back(k);
+      }
+    }
+  });
+  std::vector<ShapeKey> keys;
+  for (const auto& k : shape_keys) keys.insert(keys.end(), k.begin(), k.end());
+  costs_.prefill(keys, pool_);
+  // candidate bounds, one structure per task, or parts of its variants when the group has fewer
+  // structures than twice the threads (each part makes its own shared bounds below: the same doubles)
+  struct Task {
+    size_t g, begin, end;
+  };
+  std::vector<Task> tasks;
+  const size_t want = threads_ > 1 ? 2 * size_t(threads_) : 1;
+  for (size_t g = 0; g < group.size(); ++g) {
+    const size_t nv = vars[g].size();
+    const size_t parts =
+        group.size() >= want ? 1 : std::max<size_t>(1, std::min((want + group.size() - 1) / group.size(), nv / 32));
+    for (size_t k = 0; k < parts; ++k) tasks.push_back({g, nv * k / parts, nv * (k + 1) / parts});
+  }
+  std::vector<std::vector<Node>> made(tasks.size());
+  pool_.run(tasks.size(), [&](size_t b, size_t e) {
     // A variant's chunk totals without selective recomputation (a selective candidate's time bound
     // before its probe, R5) and the bounds made from them: the same for every ZeRO level, and for the
     // variants of a structure with the same shape costs, recompute mode and schedule (the selective
@@ -403,12 +453,14 @@ void Searcher::expand(const std::vector<int64_t>& group) {
       recent[next_recent++ % kRecent] = {k, &sc};
       return sc;
     };
-    for (size_t g = b; g < e; ++g) {
+    for (size_t t = b; t < e; ++t) {
+      const size_t g = tasks[t].g;
       const StructInfo& si = structs_[size_t(group[g])];
       const Frame& f = frames_[si.frame];
       const PipeShape& ps = space_.pipes[f.pipe_id];
       used = 0;
-      for (const Layout& v : vars[g]) {
+      for (size_t vi = tasks[t].begin; vi < tasks[t].end; ++vi) {
+        const Layout& v = vars[g][vi];
         const bool sel = v.recompute == Recompute::selective;
         LevelBounds* lb = nullptr;
         for (int z : zeros_) {
@@ -439,7 +491,7 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           else
             n.bound =
                 mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb->time_lb(z, sel) * (1 - kSlack));
-          made[g].push_back(n);
+          made[t].push_back(n);
         }
       }
     }
@@ -575,7 +627,7 @@ void Searcher::flush() {
   // complete_groups() evaluates every candidate under its limit once: nothing is deferred there; nor
   // before the top K holds K results (what those first simulations give sets the threshold)
   const double defer = !second_pass_ && std::isfinite(thr) && have_next() ? peek().bound : kInf;
-  parallel_for(batch_.size(), threads_, [&](size_t b, size_t e) {
+  pool_.run(batch_.size(), [&](size_t b, size_t e) {
     Bounds::MemScratch ms = bounds_.scratch();
     for (size_t k = b; k < e; ++k)
       out[k] =
@@ -657,17 +709,16 @@ SearchResult Searcher::run() {
   if (!res.cancelled && !opt_.exhaustive) complete_groups();
   // whatever is left was pruned by its bound (counted without popping: the heap holds candidates only)
   st_.pruned_by_bound += int64_t(heap_.size());
-  for (; next_struct_ < order_.size(); ++next_struct_) {
-    const StructInfo& si = structs_[size_t(order_[next_struct_].index)];
-    st_.pruned_by_bound += si.variants * si.zeros_fit;
-  }
+  structs_q_.for_each_left(
+      [&](int64_t i) { st_.pruned_by_bound += structs_[size_t(i)].variants * structs_[size_t(i)].zeros_fit; });
   st_.pruned_by_bound += int64_t(batch_.size());
   st_.probes = costs_.probes() - probes_before_;  // this search's (the cache may be a sweep's)
   GroupedResult g = top_.take();
   res.top = std::move(g.best);
   res.folded = std::move(g.folded);
   mark_ties(res.top);
-  res.top_rejection_reasons = reasons();
+  res.top_rejection_reasons = rejection_reasons(st_, nonfit_sim_, cap_, job_.cluster.gpu.name, closest_gib_, closest_,
+                                                space_.structures.empty() && space_.rejected == 0, J_.world);
   st_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.stats = st_;
   if (!res.cancelled) report(1.0);
@@ -704,8 +755,10 @@ void Searcher::complete_groups() {
   // not depend on the order: the limits are fixed, and a candidate whose exact bound exceeds its limit
   // goes back to the heap)
   std::vector<int64_t> group;
-  for (; next_struct_ < order_.size() && order_[next_struct_].bound <= most && !cancelled(); ++next_struct_) {
-    const int64_t i = order_[next_struct_].index;
+  while (!cancelled()) {
+    const Item* next = structs_q_.front(nullptr, most);
+    if (!next || next->bound > most) break;
+    const int64_t i = structs_q_.pop_front().index;
     const StructInfo& si = structs_[size_t(i)];
     if (!structure_matches(space_.structures[size_t(i)].base)) {
       st_.pruned_by_bound += si.variants * si.zeros_fit;
@@ -736,29 +789,6 @@ void Searcher::complete_groups() {
   flush();
 }
 
-std::vector<std::string> Searcher::reasons() const {
-  std::vector<std::pair<int64_t, std::string>> r;
-  int64_t mem = st_.pruned_memory + nonfit_sim_;
-  if (mem > 0) {
-    std::string s = "does not fit: " + std::to_string(mem) + " layouts exceed the " + std::to_string(int(std::lround(cap_))) +
-                    " GiB of " + job_.cluster.gpu.name;
-    if (std::isfinite(closest_gib_)) {
-      char b[96];
-      std::snprintf(b, sizeof b, " (closest: %.1f GiB with ", closest_gib_);
-      s += b + short_name(closest_) + ")";
-    }
-    r.emplace_back(mem, s);
-  }
-  for (const auto& [rule_name, n] : st_.rejected_by_rule) r.emplace_back(n, rule_name + ": " + std::to_string(n) + " layouts");
-  if (space_.structures.empty() && space_.rejected == 0)
-    r.emplace_back(1, "no layout matches --fix/--max for " + std::to_string(J_.world) +
-                          " GPUs (tp*pp*cp*dp must equal the GPU count and dp must divide the global batch)");
-  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::string> out;
-  for (size_t k = 0; k < r.size() && k < 5; ++k) out.push_back(r[k].second);
-  return out;
-}
-
 }  // namespace
 
 Expected<SearchResult> search(const Plan& job, const Calibration& cal, const SearchOptions& opt) {
@@ -774,23 +804,7 @@ Expected<SearchResult> planner::search_shared(const Plan& job_in, const Calibrat
   job.parallel = ParallelConfig{};
   job.parallel.world_size = keep.world_size;
   copy_job_runtime(job.parallel, keep);
-  int world = keep.world_size;
-  std::vector<std::string> e;
-  if (world < 1)
-    e.push_back("the job needs at least one GPU (parallel.world_size)");
-  else if (world > job.cluster.max_gpus())
-    e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name + "' has " +
-                std::to_string(job.cluster.max_gpus()));
-  if (job.training.global_batch_size < 1) e.push_back("global batch size must be >= 1");
-  if (job.training.seq_length < 1) e.push_back("sequence length must be >= 1");
-  if (!job.cluster.gpu.peak(job.training.precision))
-    e.push_back("precision " + std::string(to_string(job.training.precision)) + " is not supported by " + job.cluster.gpu.name +
-                " (cluster.gpu.peak_tflops has no entry for it)");
-  if (auto s = check_limits(opt.fix, opt.max, world); !s.ok())
-    for (const auto& p : s.error().problems) e.push_back(p);
-  if (auto s = check_framework_limits(opt.fix, job.training.framework); !s.ok())
-    for (const auto& p : s.error().problems) e.push_back(p);
-  if (!e.empty()) return Error(e);
+  if (auto st = check_search_job(job, opt.fix, opt.max); !st.ok()) return st.error();
   // a job that asks for the MoE all-to-all overlap keeps it; otherwise the search tries both
   SearchOptions o = opt;
   if (keep.moe_a2a_overlap && !o.fix.count("moe_a2a_overlap")) o.fix["moe_a2a_overlap"] = 1;

@@ -450,4 +450,30 @@ int64_t structure_variants(const Job& job, const Limits& lim, const Structure& s
   return count;
 }
 
+int64_t VariantCounter::count(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps, Space* space) {
+  const Layout& l = st.base;
+  const std::array<int, 7> key{l.tp, l.cp, l.pp, l.vpp, l.ep, l.mbs, ps.min_chunk};
+  auto it = memo_.find(key);
+  if (it == memo_.end()) {
+    Space own;
+    Counted c;
+    c.variants = structure_variants(job, lim, st, ps, nullptr, &own);
+    c.rejected = std::move(own.rejected_by_rule);
+    it = memo_.emplace(key, std::move(c)).first;
+  }
+  if (space)
+    for (const auto& [rule_name, n] : it->second.rejected) {
+      space->rejected += n;
+      bool found = false;
+      for (auto& [name, m] : space->rejected_by_rule)
+        if (name == rule_name) {
+          m += n;
+          found = true;
+          break;
+        }
+      if (!found) space->rejected_by_rule.emplace_back(rule_name, n);
+    }
+  return it->second.variants;
+}
+
 }  // namespace mplan::planner

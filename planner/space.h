@@ -29,7 +29,9 @@
 //    allows it — MoE with ep > 1, pp = 1 or interleaved, no full recompute and no 'moe' recompute
 //    module. `--fix moe_a2a_overlap=on|off` (or the job's own parallel.moe_a2a_overlap, which fixes it on) narrows it.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "planner/bounds.h"
@@ -63,6 +65,21 @@ Space enumerate_structures(const Job& job, const Limits& lim, bool allow_tp_acro
 // variants are counted into `space` when given. Returns how many there are.
 int64_t structure_variants(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps, std::vector<Layout>* out,
                            Space* space);
+
+// structure_variants' count and rejections for many structures of one job and limits (one per thread):
+// they depend only on the structure's tp, cp, pp, vpp, ep, micro-batch size and its pipe shape's
+// smallest chunk, so structures that agree there are counted once and their rejections replayed.
+class VariantCounter {
+ public:
+  int64_t count(const Job& job, const Limits& lim, const Structure& st, const PipeShape& ps, Space* space);
+
+ private:
+  struct Counted {
+    int64_t variants = 0;
+    std::vector<std::pair<const char*, int64_t>> rejected;  // in the order structure_variants met them
+  };
+  std::map<std::array<int, 7>, Counted> memo_;
+};
 
 // First/last-stage layer counts tried for pp > 1 and vpp = 1 (Megatron's
 // --decoder-first/last-pipeline-num-layers): the middle stages hold n layers each, the last stage

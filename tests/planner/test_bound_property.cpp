@@ -2,7 +2,8 @@
 // with every MoE runtime option — dispatchers, forced balance, capacity factors with and without
 // padding, the all-to-all overlap the search offers —, CP, ZeRO 0-3/FSDP, recompute modules,
 // offloading, LoRA, another framework's efficiency), every step-time bound the search uses (the
-// probe-free structure floor, the candidate bound before and after the selective probe) is at or
+// cheap structure bound and the probe-free structure floor, the candidate bound before and after the
+// selective probe; MoE experts as one GEMM per local expert and as one fused kernel) is at or
 // below the simulated step time, and every memory bound (static, first backward, exact walk) at or
 // below the simulated peak memory. >= 10,000 layouts in all.
 #include <gtest/gtest.h>
@@ -54,6 +55,9 @@ std::vector<JobCase> jobs() {
   Plan drop = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 16, 32, 2048);
   drop.parallel.moe_capacity_factor = 0.75;
   add("moe capacity 0.75 dropping", drop, 1200);
+  Plan fused = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 16, 64, 4096, Precision::fp8);
+  fused.parallel.moe_fused_grouped_mlp = true;  // the experts as one grouped kernel (not one GEMM per local expert)
+  add("moe fused grouped mlp fp8", fused, 600);
   Plan lora = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 8, 16, 2048, Precision::bf16, TrainingMethod::lora);
   add("moe lora", lora, 600);
   Plan big = test::job(model_preset("mixtral-8x7b").value(), test::cluster("dgx-h100"), 64, 256, 4096);
@@ -107,6 +111,10 @@ TEST(BoundProperty, BoundsNeverExceedSimulationOnRandomLayouts) {
       const ShapeFloor& fl = floors.get(l.tp, l.cp, l.ep, l.etp, l.mbs);
       double floor_lb =
           structure_time_lb(J, ps, f, {l.zero}, fl, bounds.microbatches(l), p2p_time(J, prm, pl), bounds.moe_prefix(), prm);
+      // the cheap bound the search orders structures by before it computes their floor (structure_queue.h):
+      // at most the floor (up to the rounding of its other order of summation; the search keeps 1e-6)
+      const double cheap = structure_time_floor(J, ps, f, {l.zero}, fl, bounds.microbatches(l));
+      EXPECT_LE(cheap, floor_lb * (1 + 1e-12)) << at << " (cheap structure bound)";
       double p2p = p2p_time(J, prm, l);
       double approx_lb = candidate_time_lb(bounds, f, l, ps, costs, prm, p2p, false, ct, tail);
       double exact_lb = candidate_time_lb(bounds, f, l, ps, costs, prm, p2p, true, ct, tail);

@@ -1,9 +1,11 @@
 // The memos of the search's preparation return the doubles the uncached functions return: InputMemo
 // through evictions, a frame's data-parallel collectives (each distinct stage / chunk input costed
-// once) against simulator/dp_costs.h called per stage and chunk, ZeRO 3's FSDP traffic (add_fsdp)
-// against exposed_comm_s per chunk, the probes shapes share (a MoE model's dense-layer probes, a
-// selective shape's plain parts) against a cache that probes every shape on its own, and likewise the
-// structure floors' dense, embedding and head pieces.
+// once) against simulator/dp_costs.h called per stage and chunk, its memory slopes added later
+// (add_slopes) against those made with the frame, ZeRO 3's FSDP traffic (add_fsdp) against
+// exposed_comm_s per chunk, the probes shapes share (a MoE model's dense-layer probes, a selective
+// shape's plain parts) against a cache that probes every shape on its own, and likewise the structure
+// floors' dense, embedding and head pieces; the structures' variant counts (VariantCounter) against
+// structure_variants per structure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,6 +74,16 @@ void expect_frame_collectives(const Plan& job_in, int samples, uint64_t seed) {
     base.mbs = 1;
     Frame f = frames.build(base, st.pipe_id, ps, zeros, ms);
     frames.add_collectives(f, ps, zeros);
+    {  // the search's frames get their memory slopes later (add_slopes): the same doubles
+      Frame late = frames.build(base, st.pipe_id, ps, zeros, ms, false);
+      ASSERT_FALSE(late.slopes);
+      frames.add_slopes(late, ps, zeros, ms);
+      for (int z : zeros) {
+        ASSERT_EQ(late.mem_base[z], f.mem_base[z]) << short_name(base) << " z" << z;
+        ASSERT_EQ(late.mem_slope[z], f.mem_slope[z]) << short_name(base) << " z" << z;
+        ASSERT_EQ(late.static_mem[z], f.static_mem[z]) << short_name(base) << " z" << z;
+      }
+    }
     auto pl = [&](Dim d) { return fast_placement(base.tp, base.cp, base.dp, base.pp, base.etp, base.ep, d, J.domain); };
     const GroupPlacement dp = pl(Dim::dp), edp = pl(Dim::edp);
     const std::string at = short_name(base);
@@ -209,6 +221,40 @@ TEST(FloorMemo, SharedDensePiecesAreEachShapesOwn) {
     }
     if (job.model.moe) EXPECT_LT(tp_cp_mbs.size(), shapes.size());  // some shapes shared their dense pieces
   }
+}
+
+TEST(VariantCounterMemo, CountsAndRejectionsAreEachStructuresOwn) {
+  // structures_variants per structure against VariantCounter (structures that agree in what it reads
+  // counted once): the same count for each, the same rejections in all
+  Plan fp8 = test::job(test::tiny_dense(), test::cluster("dgx-h100"), 32, 64, 4096, Precision::fp8);  // fp8 shape rule
+  Plan cp = test::job(test::tiny_moe(), test::cluster("dgx-h100"), 64, 256, 16384);                   // CP exchanges
+  Plan tt = test::job(test::tiny_dense(), test::cluster("dgx-h100"), 16, 32, 4096);
+  tt.training.framework = Framework::torchtitan;
+  int64_t rejected = 0;
+  for (Plan job : {fp8, cp, tt}) {
+    job = test::open_layout(job);
+    Job J(job);
+    Limits lim;
+    Space space = enumerate_structures(J, lim, false);
+    ASSERT_FALSE(space.structures.empty());
+    Space each, memo;
+    VariantCounter counter;
+    int64_t hits = 0;
+    std::set<std::array<int, 7>> keys;
+    for (const Structure& s : space.structures) {
+      const PipeShape& ps = space.pipes[s.pipe_id];
+      EXPECT_EQ(counter.count(J, lim, s, ps, &memo), structure_variants(J, lim, s, ps, nullptr, &each)) << short_name(s.base);
+      hits += !keys.insert({s.base.tp, s.base.cp, s.base.pp, s.base.vpp, s.base.ep, s.base.mbs, ps.min_chunk}).second;
+    }
+    EXPECT_EQ(memo.rejected, each.rejected);
+    rejected += each.rejected;
+    std::map<std::string, int64_t> a, b;
+    for (const auto& [r, n] : memo.rejected_by_rule) a[r] += n;
+    for (const auto& [r, n] : each.rejected_by_rule) b[r] += n;
+    EXPECT_EQ(a, b);
+    EXPECT_GT(hits, 0);  // the memo served some structures
+  }
+  EXPECT_GT(rejected, 0);  // and replayed rejections
 }
 
 }  // namespace
