@@ -86,7 +86,8 @@ void add_info_commands(CLI::App& app, Runner& run) {
       std::cout << "mplan " << MPLAN_VERSION << "\n"
                 << "  CUDA backend: " << MPLAN_CUDA_STATE << "\n"
                 << "  MPI: " << MPLAN_MPI_STATE << "\n"
-                << "  GUI: " << MPLAN_GUI_STATE << "\n";
+                << "  GUI: " << MPLAN_GUI_STATE << "\n"
+                << "  allocator: " << MPLAN_ALLOCATOR_STATE << "\n";
       return kExitOk;
     };
   });

@@ -77,3 +77,32 @@ endif()
 # No Google Benchmark: the speed benchmarks are `mplan bench` (a subcommand of the shipped binary,
 # with its own table, --repeat and p10/p90) and plain programs (bench_planner, bench_gpt2_step) that
 # measure wall and CPU time per run; see docs/architecture.md.
+
+# mimalloc (libmimalloc-dev) as the programs' allocator: a search allocates and frees millions of small
+# vectors on its worker threads, and glibc's malloc took a sixth of the DeepSeek-V3 search's instructions
+# (docs/planner.md, seventh round). `mplan_allocator` is linked into the executables only (never into a
+# library); its one object routes operator new/delete to mimalloc, and linking libmimalloc (loaded ahead
+# of libc) makes it the process's malloc. Sanitizer and fuzzer builds keep the sanitizers' allocator.
+if(MPLAN_SANITIZE OR MPLAN_FUZZ)
+  if(MPLAN_MIMALLOC STREQUAL "ON")
+    message(FATAL_ERROR "MPLAN_MIMALLOC=ON cannot be combined with MPLAN_SANITIZE or MPLAN_FUZZ (the sanitizers replace malloc); use OFF or AUTO")
+  endif()
+  set(MPLAN_MIMALLOC OFF)
+elseif(NOT MPLAN_MIMALLOC STREQUAL "OFF")
+  find_package(mimalloc 2 CONFIG QUIET)
+  if(mimalloc_FOUND)
+    set(MPLAN_MIMALLOC ON)
+  elseif(MPLAN_MIMALLOC STREQUAL "ON")
+    message(FATAL_ERROR "MPLAN_MIMALLOC=ON but mimalloc was not found: run scripts/setup-deps (package libmimalloc-dev)")
+  else()
+    set(MPLAN_MIMALLOC OFF)
+  endif()
+endif()
+if(MPLAN_MIMALLOC)
+  add_library(mplan_allocator OBJECT ${PROJECT_SOURCE_DIR}/core/allocator.cpp)
+  target_link_libraries(mplan_allocator PUBLIC mimalloc)
+  target_compile_definitions(mplan_allocator PUBLIC MPLAN_ALLOCATOR_STATE="mimalloc")
+else()
+  add_library(mplan_allocator INTERFACE)
+  target_compile_definitions(mplan_allocator INTERFACE MPLAN_ALLOCATOR_STATE="the C library's malloc")
+endif()

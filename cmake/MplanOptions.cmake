@@ -2,6 +2,8 @@
 set(MPLAN_BUILD_GUI "AUTO" CACHE STRING "Build the Qt6 GUI: ON, OFF or AUTO (on when Qt6 Widgets+Charts are found)")
 set(MPLAN_ENABLE_CUDA "AUTO" CACHE STRING "Build the CUDA backend: ON, OFF or AUTO (on when the CUDA toolkit is found)")
 set(MPLAN_ENABLE_MPI "AUTO" CACHE STRING "Build the MPI communicator: ON, OFF or AUTO (on when MPI is found)")
+set(MPLAN_MIMALLOC "AUTO" CACHE STRING
+  "Link the programs (mplan, mplan-gui, bench_planner) with mimalloc: ON, OFF or AUTO (on when found; off with sanitizers)")
 option(MPLAN_BUILD_PROFILES "Build the profiles part (profile DB, profilers, calibrate)" ON)
 option(MPLAN_BUILD_EXECUTOR "Build the executor part (trainer, mplan train/verify)" ON)
 option(MPLAN_BUILD_RUNS "Build the runs part (runs DB, mplan runs/regress)" ON)

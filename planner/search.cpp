@@ -525,7 +525,9 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
   Evaluated ev;
   const Frame& f = frames_[n.frame];
   const PipeShape& ps = space_.pipes[f.pipe_id];
-  std::vector<ChunkTotals> ct;
+  // scratch reused by this thread's evaluations (every element is written before it is read)
+  thread_local std::vector<ChunkTotals> ct, ct2;
+  thread_local std::vector<double> tail, act, budget;
   bounds_.chunk_totals(n.l, ps, costs_.get(shape_of(n.l), n.l.recompute == Recompute::selective), ct);
   if (!opt_.exhaustive && !mem_obj_ && n.l.recompute == Recompute::selective) {
     // The node's bound took the plain costs (relaxation R5); with the selective probe's costs (the
@@ -533,22 +535,20 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
     // with it (flush()) instead of being checked and simulated; so it does above the next bound to
     // pop (`defer`): best-first by the exact bound, the candidates that set the threshold come first
     // and fewer are simulated (the node is popped again while its bound is under the threshold).
-    std::vector<double> tail;
-    std::vector<ChunkTotals> ct2 = ct;  // the exact bound's chunk totals (it adds the FSDP traffic to its copy)
+    ct2 = ct;  // the exact bound's chunk totals (it adds the FSDP traffic to its copy)
     double tb = std::max(n.bound, node_bound(n, ct2, tail, true, true));
     if (tb > limit || tb > defer) {
       ev.rebound = tb;
       return ev;
     }
   }
-  std::vector<double> act;
   if (!opt_.exhaustive) {
     // Walk each stage's activations only until the stage is known not to fit: above the GPU and above
     // the closest layout noted so far (so the pruned layout cannot be the closest one: flush() then
     // never needs its exact peak). Stage memory grows with the activations; the frame's linear form
     // says where to look, stage_memory_gib decides.
     const double lim = std::max(cap_ * (1 + kSlack), closest_gib);
-    std::vector<double> budget(size_t(ps.pp));
+    budget.resize(size_t(ps.pp));
     for (int s = 0; s < ps.pp; ++s) {
       double slope = f.mem_slope[n.l.zero][size_t(s)];
       budget[size_t(s)] = slope > 0 ? (lim - f.mem_base[n.l.zero][size_t(s)]) / slope : kInf;
@@ -598,8 +598,6 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
   }
   ev.simulated = true;
   if (opt_.exhaustive) {  // every bound must be at or below what the simulation says
-    std::vector<double> tail;
-    std::vector<ChunkTotals> ct2;
     double tb = mem_obj_ ? 0.0 : node_bound(n, ct2, tail, true);
     Bounds::MemScratch ms2 = bounds_.scratch();
     double mlb = memory_lb(n, ct2, tail, ms2);
@@ -616,7 +614,8 @@ Evaluated Searcher::evaluate(const Node& n, double threshold, double limit, doub
   }
   ev.fits = r->fits;
   ev.mem_gib = r->peak_memory_gib;
-  ev.cand = {std::move(p), std::move(r).value()};
+  ev.cand.plan = std::move(p);
+  ev.cand.report = std::move(r).value();
   return ev;
 }
 
