@@ -12,6 +12,11 @@
 
 namespace mplan {
 
+// The range size a loop of n items over t threads hands out: small (about four per thread) and
+// interleaved, so that uneven work (some items simulate, some do not) balances. planner/worker_pool.h
+// hands out the same ranges.
+inline size_t parallel_chunk(size_t n, size_t t) { return std::max<size_t>(1, n / (t * 4)); }
+
 template <class Fn>
 void parallel_for(size_t n, int threads, Fn&& fn) {
   if (n == 0) return;
@@ -20,10 +25,9 @@ void parallel_for(size_t n, int threads, Fn&& fn) {
     fn(size_t(0), n);
     return;
   }
-  // interleave small chunks so that uneven work (some items simulate, some do not) balances; the
-  // first exception of any thread is rethrown here once all have stopped
+  // the first exception of any thread is rethrown here once all have stopped
   std::vector<std::thread> pool;
-  size_t chunk = std::max<size_t>(1, n / (t * 4));
+  size_t chunk = parallel_chunk(n, t);
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mu;

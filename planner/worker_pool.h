@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/parallel_for.h"
+
 namespace mplan::planner {
 
 class WorkerPool {
@@ -41,7 +43,7 @@ class WorkerPool {
     }
     using F = std::remove_reference_t<Fn>;
     dispatch(
-        n, std::max<size_t>(1, n / (t * 4)), t - 1, [](void* ctx, size_t b, size_t e) { (*static_cast<F*>(ctx))(b, e); },
+        n, parallel_chunk(n, t), t - 1, [](void* ctx, size_t b, size_t e) { (*static_cast<F*>(ctx))(b, e); },
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
