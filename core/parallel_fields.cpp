@@ -188,7 +188,7 @@ std::vector<ParallelField> make_fields() {
        "moe_pad_expert_input_to_capacity", "", S::job, G::job, M::direct, X, X, "pad every expert's input to its capacity",
        B(&P::moe_pad_to_capacity), opt, nullptr, pad_written},
       {"cuda_graph_impl", "--cuda-graph-impl", "--cuda-graph-impl", "cuda_graph_impl", "", S::job, G::job, M::direct, X, X,
-       "CUDA graphs of Megatron-LM (recorded and exported; not costed yet)", C<&P::cuda_graph_impl>(),
+       "CUDA graphs of Megatron-LM (costed as the shorter kernel gap of graph replay, kernel_overhead_graph_us)", C<&P::cuda_graph_impl>(),
        opt},
       {"overlap_grad_reduce", "--no-overlap-grad-reduce", "--overlap-grad-reduce", "overlap_grad_reduce", "", S::none,
        G::layout, M::direct, X, X, "overlap the DP gradient reduction with the backward", B(&P::overlap_grad_reduce)},

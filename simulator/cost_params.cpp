@@ -63,7 +63,9 @@ const std::vector<CostParamRow>& cost_param_table() {
       {"attn_fa2_bwd_eff", &P::attn_fa2_bwd_eff, eff, false, "FlashAttention-2 backward, fraction of the dense peak (per architecture; 0 = the fused rate)"},
       {"triton_attn_eff", &P::triton_attn_eff, eff, true, "the 2022 Triton flash-attention kernel relative to fused flash attention", {0.2, 1.0}},
       {"hbm_eff", &P::hbm_eff, eff, true, "memory-bound kernels' fraction of HBM bandwidth", fraction},
-      {"kernel_overhead_us", &P::kernel_overhead_us, {0, 1e6, false}, true, "fixed cost per kernel (launch and tail), microseconds", {0.5, 40}},
+      // measured (Hazy Research 2025, H100), not fitted to the published runs; `mplan calibrate` fits it to a machine's CUPTI rows
+      {"kernel_overhead_us", &P::kernel_overhead_us, {0, 1e6, false}, true, "GPU idle time per kernel launched on a stream, microseconds"},
+      {"kernel_overhead_graph_us", &P::kernel_overhead_graph_us, {0, 1e6, false}, true, "GPU idle time per kernel inside a CUDA graph (cuda_graph_impl), microseconds"},
       {"nvlink_eff", &P::nvlink_eff, eff, true, "achieved NVLink bus bandwidth fraction", fraction},
       {"network_eff", &P::network_eff, eff, true, "achieved scale-out bus bandwidth fraction", fraction},
       {"a2a_eff", &P::a2a_eff, eff, true, "all-to-all relative to the other collectives", {0.1, 1.0}},

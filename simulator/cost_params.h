@@ -43,8 +43,12 @@ struct CostParams {
   double triton_attn_eff = 0.5;
   // Memory-bound ops: bytes / (hbm_gbps * hbm_eff).
   double hbm_eff = 0.70;
-  // Fixed cost per kernel (launch + tail), microseconds.
-  double kernel_overhead_us = 4.0;
+  // The GPU's idle time at each kernel boundary, microseconds: measured, not fitted. 2.1 us per
+  // kernel launched on a stream and 1.3 us inside a CUDA graph on an H100 (Spector, Juravsky et al.,
+  // "Look Ma, No Bubbles!", Hazy Research, 2025-05-27; docs/cost_model.md). The graph value applies
+  // where the plan captures its layers in CUDA graphs (ParallelConfig::cuda_graph_impl, framework_params).
+  double kernel_overhead_us = 2.1;
+  double kernel_overhead_graph_us = 1.3;
   // --- communication ---
   // Achieved bus bandwidth as a fraction of the nominal per-direction link bandwidth.
   double nvlink_eff = 0.80;

@@ -32,8 +32,10 @@ const GroupPlacement& placement_of(const ListTimingContext& x, CommGroup g) {
 
 }  // namespace
 
-CostParams framework_params(const CostParams& prm_in, Framework fw) {
+CostParams framework_params(const CostParams& prm_in, Framework fw, CudaGraphImpl graphs) {
   CostParams prm = prm_in;
+  // kernels replayed from a CUDA graph leave a shorter gap than kernels launched one by one
+  if (graphs != CudaGraphImpl::none) prm.kernel_overhead_us = prm_in.kernel_overhead_graph_us;
   // the framework's attention kernel: FlashAttention-2 where it has a measured rate on this architecture
   // (the build it calls: PyTorch SDPA's is slower than the flash-attn 2 package, framework_step)
   const FrameworkStep& st = framework_step(fw);

@@ -41,8 +41,9 @@ inline double exposed_comm_s(double comm_s, double compute_s, int pieces, const 
 }
 
 // The cost parameters of a framework (its kernel efficiency relative to Megatron-Core's,
-// CostParams::framework_eff, applied to the GEMM, attention and HBM efficiencies).
-CostParams framework_params(const CostParams& prm, Framework fw);
+// CostParams::framework_eff, applied to the GEMM, attention and HBM efficiencies; its loop's per-step
+// host time and FP8 scaling kernels), and the kernel gap of CUDA graphs where the plan captures them.
+CostParams framework_params(const CostParams& prm, Framework fw, CudaGraphImpl graphs = CudaGraphImpl::none);
 
 // The op context of layout `p` for `plan`'s model and training (p may differ from plan.parallel).
 OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams& prm);

@@ -159,7 +159,8 @@ TEST(CostParamTable, RowsRoundTripAndTheDocsListThem) {
 }
 
 // The fitted parameters, their order (the fit's coordinates) and bounds, as default_fit_params()
-// listed them before the bounds moved into the cost-parameter table.
+// listed them before the bounds moved into the cost-parameter table (kernel_overhead_us left the list
+// when it became a measured constant, issue 31).
 TEST(CostParamTable, FitBoundsAreTheTablesInTheFitOrder) {
   const std::vector<std::tuple<std::string, double, double>> expected = {{"ampere/gemm_eff_max", 0.4, 1.0},
                                                                          {"hopper/gemm_eff_max", 0.4, 1.0},
@@ -169,7 +170,6 @@ TEST(CostParamTable, FitBoundsAreTheTablesInTheFitOrder) {
                                                                          {"grouped_gemm_eff", 0.3, 1.0},
                                                                          {"triton_attn_eff", 0.2, 1.0},
                                                                          {"hbm_eff", 0.3, 1.0},
-                                                                         {"kernel_overhead_us", 0.5, 40},
                                                                          {"nvlink_eff", 0.3, 1.0},
                                                                          {"network_eff", 0.3, 1.0},
                                                                          {"a2a_eff", 0.1, 1.0},

@@ -60,6 +60,27 @@ TEST(FrameworkData, FrameworkParamsChargesTheStatedOrFittedPerStepHostTime) {
   EXPECT_DOUBLE_EQ(framework_params(prm, Framework::maxtext).optimizer_overhead_s, 0.01 + 0.0038 + 0.07);
 }
 
+// The kernel gap is a measured constant (2.1 us launched on a stream, 1.3 us replayed from a CUDA
+// graph, H100): a plan with CUDA graphs pays the shorter one on every kernel, the rest is unchanged.
+TEST(FrameworkData, CudaGraphsShortenTheGapOfEveryKernel) {
+  auto cl = cluster_preset("dgx-h100");
+  ASSERT_TRUE(bool(cl));
+  const CostParams prm;  // the measured defaults
+  EXPECT_DOUBLE_EQ(prm.kernel_overhead_us, 2.1);
+  EXPECT_DOUBLE_EQ(prm.kernel_overhead_graph_us, 1.3);
+  const CostParams launched = framework_params(prm, Framework::megatron),
+                   graphed = framework_params(prm, Framework::megatron, CudaGraphImpl::transformer_engine);
+  EXPECT_DOUBLE_EQ(launched.kernel_overhead_us, 2.1);
+  EXPECT_DOUBLE_EQ(graphed.kernel_overhead_us, 1.3);
+  EXPECT_DOUBLE_EQ(framework_params(prm, Framework::megatron, CudaGraphImpl::local).kernel_overhead_us, 1.3);
+  Op norm;
+  norm.kind = OpKind::norm;
+  norm.fwd_bytes = 4096.0 * 4096 * 4;
+  const OpCost a = compute_op_cost(norm, Precision::bf16, *cl, launched), b = compute_op_cost(norm, Precision::bf16, *cl, graphed);
+  EXPECT_NEAR(a.fwd_s - b.fwd_s, 0.8e-6, 1e-12);        // one kernel forward
+  EXPECT_NEAR(a.bwd_input_s - b.bwd_input_s, 0.8e-6, 1e-12);  // one kernel backward
+}
+
 TEST(FrameworkData, TorchaosFp8CastsCostMoreThanTransformerEnginesFusedOnes) {
   auto cl = cluster_preset("dgx-h100");
   ASSERT_TRUE(bool(cl));
