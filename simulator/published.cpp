@@ -37,12 +37,21 @@ std::string lower(std::string s) {
 }
 bool has(const std::string& s, const char* needle) { return lower(s).find(needle) != std::string::npos; }
 
-// preset for a published model name, "" if none
+// A model name as the published tables spell it, lower-case without the separators they vary in
+// ("Mixtral 8x7B", "Mixtral-8x7B" and "MIXTRAL_8x7B" are one model): spaces, '-' and '_' dropped.
+std::string canonical_name(const std::string& s) {
+  std::string out;
+  for (char c : lower(s))
+    if (c != ' ' && c != '-' && c != '_') out += c;
+  return out;
+}
+
+// preset for a published model name, "" if none (keys compared in canonical form)
 std::string preset_for(const std::string& name) {
-  std::string n = lower(name);
+  const std::string n = canonical_name(name);
   auto any = [&](std::initializer_list<const char*> keys) {
     for (const char* k : keys)
-      if (n.find(k) != std::string::npos) return true;
+      if (n.find(canonical_name(k)) != std::string::npos) return true;
     return false;
   };
   if (any({"qwen3-235b", "qwen3_235b"})) return "qwen3-235b-a22b";
@@ -60,6 +69,7 @@ std::string preset_for(const std::string& name) {
   if (any({"mixtral-8x22b"})) return "mixtral-8x22b";
   if (any({"nemotron-340b", "nemotron4-340b"})) return "nemotron4-340b";
   if (any({"nemotron-15b", "nemotron4-15b"})) return "nemotron4-15b";
+  if (any({"grok-1", "grok 1 314b"})) return "grok-1";
   return "";
 }
 
@@ -96,8 +106,9 @@ std::optional<std::string> bad_count(const char* column, double v, int64_t max) 
 
 Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   const std::string& name = r.get("model");
-  if (has(name, "nemotron_3") || has(name, "nemotron 3"))
-    return Error("hybrid Mamba-Transformer (Nemotron 3) is not expressible");
+  const std::string cn = canonical_name(name);
+  if (cn.find("nemotron3") != std::string::npos || cn.find("nemotronh") != std::string::npos)
+    return Error("hybrid Mamba-Transformer (Nemotron 3, Nemotron-H) is not expressible");
   if (has(name, "llama4")) return Error("Llama 4 (chunked attention, interleaved MoE) is not expressible");
   auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
   if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");
@@ -118,8 +129,11 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   if (!r.num("vocab")) notes += "vocab 51200 assumed (GPT-2 BPE padded); ";
   m.norm = NormKind::layernorm;
   m.tied_embeddings = true;
-  if (has(name, "llama")) {
-    // Llama family: SwiGLU, RMSNorm, RoPE, untied embeddings, no biases
+  if (has(name, "llama") || has(name, "mistral") || has(name, "mixtral") || has(name, "qwen")) {
+    // Llama family: SwiGLU, RMSNorm, RoPE, untied embeddings, no biases; Mistral 7B and Mixtral
+    // (arXiv 2310.06825, 2401.04088: the Llama architecture with GQA, Mixtral's experts from the row's
+    // MoE columns) and Qwen (Qwen2 report arXiv 2407.10671: SwiGLU, RMSNorm, RoPE; its QKV bias is
+    // not counted) are built the same way
     m.activation = Activation::swiglu;
     m.norm = NormKind::rmsnorm;
     m.position_embedding = PositionEmbedding::rope;

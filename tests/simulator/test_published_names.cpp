@@ -1,0 +1,70 @@
+// Published tables spell one model several ways ("Mixtral 8x7B", "Mixtral-8x7B", "MIXTRAL_8x7B"):
+// a row maps to the model preset whatever its separators, Grok-1 rows to the grok-1 preset, Mistral /
+// Qwen rows without a preset to the Llama architecture from their columns, and hybrid Mamba rows are
+// refused naming what cannot be expressed (simulator/published.cpp).
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "simulator/published.h"
+
+namespace mplan {
+namespace {
+
+Expected<PublishedRun> run_of(const std::string& model, const std::string& dims = ",,,,,") {
+  std::ostringstream csv;
+  csv << "row_id,source_id,framework,model,layers,hidden,ffn_hidden,heads,kv_heads,vocab,seq_len,gpu_type,num_gpus,gbs,mbs,"
+         "tp,sp,pp,cp,ep,moe_num_experts,moe_topk,precision,tokens_per_sec_per_gpu\n";
+  csv << "R-1,src,Megatron-Core," << model << "," << dims << ",4096,H100,64,256,1,8,,4,1,1,,,bf16,1000\n";
+  auto rows = read_csv_text(csv.str(), "synthetic");
+  if (!rows || rows->size() != 1) return Error("csv not read");
+  return published_run_from_row(rows->front(), RowSettings::as_stated);
+}
+
+TEST(PublishedNames, SeparatorsDoNotHideAPreset) {
+  for (const char* name : {"Mixtral-8x7B", "Mixtral 8x7B", "MIXTRAL_8x7B", "mixtral 8x7b (MaxText)"}) {
+    auto r = run_of(name);
+    ASSERT_TRUE(bool(r)) << name << ": " << r.error().message();
+    ASSERT_TRUE(r->plan.model.moe.has_value()) << name;
+    EXPECT_EQ(r->plan.model.moe->num_experts, 8) << name;
+    EXPECT_EQ(r->plan.model.num_layers, 32) << name;
+  }
+  // 8x22B is another preset, not 8x7B's
+  auto big = run_of("Mixtral 8x22B");
+  ASSERT_TRUE(bool(big)) << big.error().message();
+  EXPECT_EQ(big->plan.model.num_layers, 56);
+}
+
+TEST(PublishedNames, GrokRowsUseTheGrokPreset) {
+  auto r = run_of("Grok-1 314B");
+  ASSERT_TRUE(bool(r)) << r.error().message();
+  ASSERT_TRUE(r->plan.model.moe.has_value());
+  EXPECT_EQ(r->plan.model.num_layers, 64);
+  EXPECT_EQ(r->plan.model.hidden_size, 6144);
+}
+
+TEST(PublishedNames, MistralAndQwenWithoutAPresetAreBuiltAsLlamaFromTheirColumns) {
+  for (const char* name : {"Mistral 7B", "Qwen2.5 7B"}) {
+    auto r = run_of(name, "32,4096,14336,32,8,32000");
+    ASSERT_TRUE(bool(r)) << name << ": " << r.error().message();
+    EXPECT_EQ(r->plan.model.activation, Activation::swiglu) << name;
+    EXPECT_EQ(r->plan.model.norm, NormKind::rmsnorm) << name;
+    EXPECT_EQ(r->plan.model.num_query_groups, 8) << name;
+  }
+  // a family nobody documented is still refused by name, not guessed
+  auto unknown = run_of("Frobnicator 7B", "32,4096,14336,32,8,32000");
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_NE(unknown.error().message().find("Frobnicator 7B"), std::string::npos);
+}
+
+TEST(PublishedNames, HybridMambaRowsAreRefusedSayingSo) {
+  for (const char* name : {"Nemotron_3_Nano", "Nemotron 3 Super", "Nemotron-H 56B", "NemotronH_56B"}) {
+    auto r = run_of(name, "118,8192,,64,8,131072");
+    ASSERT_FALSE(bool(r)) << name;
+    EXPECT_NE(r.error().message().find("hybrid Mamba"), std::string::npos) << name << ": " << r.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace mplan
