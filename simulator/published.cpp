@@ -73,16 +73,22 @@ std::string preset_for(const std::string& name) {
   return "";
 }
 
+// The cluster preset of a published GPU type, compared like model names ("H100 SXM5", "H100-80GB" and
+// "H100" are one preset); "" when the type names none (a PCIe/NVL card, an A100 without its memory size).
 std::string cluster_for(const std::string& gpu) {
-  if (gpu == "H100") return "dgx-h100";
-  if (gpu == "H200") return "dgx-h200";
-  if (gpu == "A100-40GB") return "dgx-a100-40g";
-  if (gpu == "A100-80GB") return "dgx-a100-80g";
-  if (gpu == "B200") return "dgx-b200";
-  if (gpu == "B300") return "dgx-b300";
-  if (gpu == "GB200") return "gb200-nvl72";
-  if (gpu == "GB300") return "gb300-nvl72";
-  if (gpu.rfind("H100-96GB-HBM2e", 0) == 0 || gpu.rfind("H100-95GB-HBM2e", 0) == 0) return "grand-teton-h100";
+  const std::string g = canonical_name(gpu);
+  auto starts = [&](const char* p) { return g.rfind(p, 0) == 0; };
+  auto mentions = [&](const char* p) { return g.find(p) != std::string::npos; };
+  if (mentions("pcie") || (mentions("nvl") && !starts("gb"))) return "";
+  if (starts("gb300")) return "gb300-nvl72";
+  if (starts("gb200")) return "gb200-nvl72";
+  if (starts("b300")) return "dgx-b300";
+  if (starts("b200")) return "dgx-b200";
+  if (starts("h200")) return "dgx-h200";
+  if (starts("h10096gb") || starts("h10095gb")) return "grand-teton-h100";  // Grand Teton's HBM2e H100
+  if (starts("h100")) return "dgx-h100";
+  if (starts("a100") && mentions("40gb")) return "dgx-a100-40g";
+  if (starts("a100") && mentions("80gb")) return "dgx-a100-80g";
   return "";
 }
 

@@ -12,11 +12,11 @@
 namespace mplan {
 namespace {
 
-Expected<PublishedRun> run_of(const std::string& model, const std::string& dims = ",,,,,") {
+Expected<PublishedRun> run_of(const std::string& model, const std::string& dims = ",,,,,", const std::string& gpu = "H100") {
   std::ostringstream csv;
   csv << "row_id,source_id,framework,model,layers,hidden,ffn_hidden,heads,kv_heads,vocab,seq_len,gpu_type,num_gpus,gbs,mbs,"
          "tp,sp,pp,cp,ep,moe_num_experts,moe_topk,precision,tokens_per_sec_per_gpu\n";
-  csv << "R-1,src,Megatron-Core," << model << "," << dims << ",4096,H100,64,256,1,8,,4,1,1,,,bf16,1000\n";
+  csv << "R-1,src,Megatron-Core," << model << "," << dims << ",4096," << gpu << ",64,256,1,8,,4,1,1,,,bf16,1000\n";
   auto rows = read_csv_text(csv.str(), "synthetic");
   if (!rows || rows->size() != 1) return Error("csv not read");
   return published_run_from_row(rows->front(), RowSettings::as_stated);
@@ -63,6 +63,25 @@ TEST(PublishedNames, HybridMambaRowsAreRefusedSayingSo) {
     auto r = run_of(name, "118,8192,,64,8,131072");
     ASSERT_FALSE(bool(r)) << name;
     EXPECT_NE(r.error().message().find("hybrid Mamba"), std::string::npos) << name << ": " << r.error().message();
+  }
+}
+
+TEST(PublishedNames, GpuTypesAreComparedLikeModelNames) {
+  const std::pair<const char*, const char*> same[] = {{"H100 SXM5", "dgx-h100"},          {"H100-80GB", "dgx-h100"},
+                                                      {"h100", "dgx-h100"},                {"H200 SXM", "dgx-h200"},
+                                                      {"A100 80GB", "dgx-a100-80g"},       {"A100-SXM4-40GB", "dgx-a100-40g"},
+                                                      {"GB200 NVL72", "gb200-nvl72"},      {"B200", "dgx-b200"},
+                                                      {"H100-96GB-HBM2e", "grand-teton-h100"}};
+  for (const auto& [gpu, cluster] : same) {
+    auto r = run_of("LLAMA3-8B", ",,,,,", gpu);
+    ASSERT_TRUE(bool(r)) << gpu << ": " << r.error().message();
+    EXPECT_EQ(r->plan.cluster.name, cluster) << gpu;
+  }
+  // a card of another form factor or an A100 without its memory size names no preset: refused by name
+  for (const char* gpu : {"H100 PCIe", "H100 NVL", "A100", "MI300X"}) {
+    auto r = run_of("LLAMA3-8B", ",,,,,", gpu);
+    ASSERT_FALSE(bool(r)) << gpu;
+    EXPECT_NE(r.error().message().find(gpu), std::string::npos) << r.error().message();
   }
 }
 
