@@ -96,6 +96,7 @@ ReleaseDefaults read_release(const json& e, const std::string& file) {
       throw std::logic_error(file + ": " + r.section + ".dropout.value must be a probability in [0, 1)");
     d.dropout = v.get<double>();
   }
+  if (defs.contains("moe_force_balance")) d.moe_force_balance = r.flag("moe_force_balance");
   for (const auto& [key, v] : defs.items())
     if (!r.seen.count(key)) throw std::logic_error(file + ": " + r.section + "." + key + " is not a known release default");
   return d;

@@ -59,6 +59,8 @@ struct ReleaseDefaults {
   std::optional<MainParams> main_params;
   std::optional<AttentionBackend> attention_backend;  // the attention kernel of that release
   std::optional<double> dropout;                      // hidden and attention dropout probability
+  // MoE runs of the release route with forced balance (a benchmark setting of its performance recipes)
+  std::optional<bool> moe_force_balance;
 };
 
 struct FrameworkProfile {

@@ -306,6 +306,9 @@ void release_defaults_for(const ReleaseDefaults& d, Plan& plan, std::string& not
   }
   if (d.main_params && low_precision)
     attempt("master weights " + to_string(*d.main_params), [&](ParallelConfig& q) { q.main_params = *d.main_params; });
+  if (d.moe_force_balance && plan.model.moe && p.moe_force_balance != *d.moe_force_balance)
+    attempt(*d.moe_force_balance ? "forced MoE routing" : "learned MoE routing",
+            [&](ParallelConfig& q) { q.moe_force_balance = *d.moe_force_balance; });
 }
 }  // namespace
 
