@@ -12,11 +12,12 @@
 namespace mplan {
 namespace {
 
-Expected<PublishedRun> run_of(const std::string& model, const std::string& dims = ",,,,,", const std::string& gpu = "H100") {
+Expected<PublishedRun> run_of(const std::string& model, const std::string& dims = ",,,,,", const std::string& gpu = "H100",
+                              const std::string& framework = "Megatron-Core") {
   std::ostringstream csv;
   csv << "row_id,source_id,framework,model,layers,hidden,ffn_hidden,heads,kv_heads,vocab,seq_len,gpu_type,num_gpus,gbs,mbs,"
          "tp,sp,pp,cp,ep,moe_num_experts,moe_topk,precision,tokens_per_sec_per_gpu\n";
-  csv << "R-1,src,Megatron-Core," << model << "," << dims << ",4096," << gpu << ",64,256,1,8,,4,1,1,,,bf16,1000\n";
+  csv << "R-1,src," << framework << "," << model << "," << dims << ",4096," << gpu << ",64,256,1,8,,4,1,1,,,bf16,1000\n";
   auto rows = read_csv_text(csv.str(), "synthetic");
   if (!rows || rows->size() != 1) return Error("csv not read");
   return published_run_from_row(rows->front(), RowSettings::as_stated);
@@ -64,6 +65,22 @@ TEST(PublishedNames, HybridMambaRowsAreRefusedSayingSo) {
     ASSERT_FALSE(bool(r)) << name;
     EXPECT_NE(r.error().message().find("hybrid Mamba"), std::string::npos) << name << ": " << r.error().message();
   }
+}
+
+// Megatron-Bridge's performance summary force-balances every MoE benchmark: a release default of that
+// line (data/frameworks/megatron.json) for MoE rows that do not state their routing; NeMo 2.0's scripts
+// and dense rows are left alone.
+TEST(PublishedNames, MegatronBridgeMoeRowsRouteWithForcedBalanceAsStated) {
+  auto mb = run_of("Mixtral 8x7B", ",,,,,", "H100", "Megatron-Bridge / Megatron-Core (NeMo container)");
+  ASSERT_TRUE(bool(mb)) << mb.error().message();
+  EXPECT_TRUE(mb->plan.parallel.moe_force_balance);
+  EXPECT_NE(mb->notes.find("forced MoE routing (release default)"), std::string::npos) << mb->notes;
+  auto nemo = run_of("Mixtral 8x7B", ",,,,,", "H100", "NeMo 2.0 (Megatron-Core)");
+  ASSERT_TRUE(bool(nemo)) << nemo.error().message();
+  EXPECT_FALSE(nemo->plan.parallel.moe_force_balance);
+  auto dense = run_of("LLAMA3-8B", ",,,,,", "H100", "Megatron-Bridge / Megatron-Core (NeMo container)");
+  ASSERT_TRUE(bool(dense)) << dense.error().message();
+  EXPECT_FALSE(dense->plan.parallel.moe_force_balance);
 }
 
 TEST(PublishedNames, GpuTypesAreComparedLikeModelNames) {
