@@ -76,8 +76,9 @@ TEST(FrameworkData, CudaGraphsShortenTheGapOfEveryKernel) {
   Op norm;
   norm.kind = OpKind::norm;
   norm.fwd_bytes = 4096.0 * 4096 * 4;
-  const OpCost a = compute_op_cost(norm, Precision::bf16, *cl, launched), b = compute_op_cost(norm, Precision::bf16, *cl, graphed);
-  EXPECT_NEAR(a.fwd_s - b.fwd_s, 0.8e-6, 1e-12);        // one kernel forward
+  const OpCost a = compute_op_cost(norm, Precision::bf16, *cl, launched),
+               b = compute_op_cost(norm, Precision::bf16, *cl, graphed);
+  EXPECT_NEAR(a.fwd_s - b.fwd_s, 0.8e-6, 1e-12);              // one kernel forward
   EXPECT_NEAR(a.bwd_input_s - b.bwd_input_s, 0.8e-6, 1e-12);  // one kernel backward
 }
 

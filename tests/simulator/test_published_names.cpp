@@ -84,11 +84,10 @@ TEST(PublishedNames, MegatronBridgeMoeRowsRouteWithForcedBalanceAsStated) {
 }
 
 TEST(PublishedNames, GpuTypesAreComparedLikeModelNames) {
-  const std::pair<const char*, const char*> same[] = {{"H100 SXM5", "dgx-h100"},          {"H100-80GB", "dgx-h100"},
-                                                      {"h100", "dgx-h100"},                {"H200 SXM", "dgx-h200"},
-                                                      {"A100 80GB", "dgx-a100-80g"},       {"A100-SXM4-40GB", "dgx-a100-40g"},
-                                                      {"GB200 NVL72", "gb200-nvl72"},      {"B200", "dgx-b200"},
-                                                      {"H100-96GB-HBM2e", "grand-teton-h100"}};
+  const std::pair<const char*, const char*> same[] = {
+      {"H100 SXM5", "dgx-h100"},      {"H100-80GB", "dgx-h100"},     {"h100", "dgx-h100"},
+      {"H200 SXM", "dgx-h200"},       {"A100 80GB", "dgx-a100-80g"}, {"A100-SXM4-40GB", "dgx-a100-40g"},
+      {"GB200 NVL72", "gb200-nvl72"}, {"B200", "dgx-b200"},          {"H100-96GB-HBM2e", "grand-teton-h100"}};
   for (const auto& [gpu, cluster] : same) {
     auto r = run_of("LLAMA3-8B", ",,,,,", gpu);
     ASSERT_TRUE(bool(r)) << gpu << ": " << r.error().message();
