@@ -27,8 +27,9 @@ enum class AttentionBackend { flash, unfused, triton };
 enum class MoeDispatcher { alltoall, deepep, hybridep };
 enum class MainParams { fp32, remainder, bf16, none };
 // Megatron-LM's --cuda-graph-impl: kernels captured into CUDA graphs by Megatron's own capture
-// (local) or Transformer Engine's, or none.
-enum class CudaGraphImpl { none, local, transformer_engine };
+// (local) or Transformer Engine's, the whole training iteration captured as one graph (full_iteration,
+// Megatron-Core's value since its CUDA-graph refactor moved it from --cuda-graph-scope), or none.
+enum class CudaGraphImpl { none, local, transformer_engine, full_iteration };
 
 // The names of the enums' values (core/activation_options.h: to_string, parse_enum, enum_names).
 constexpr const char* enum_names_text(Recompute) { return "none,selective,full"; }
@@ -37,7 +38,7 @@ constexpr const char* enum_names_text(CpCommType) { return "p2p,a2a,allgather"; 
 constexpr const char* enum_names_text(AttentionBackend) { return "flash,unfused,triton"; }
 constexpr const char* enum_names_text(MoeDispatcher) { return "alltoall,deepep,hybridep"; }
 constexpr const char* enum_names_text(MainParams) { return "fp32,remainder,bf16,none"; }
-constexpr const char* enum_names_text(CudaGraphImpl) { return "none,local,transformer_engine"; }
+constexpr const char* enum_names_text(CudaGraphImpl) { return "none,local,transformer_engine,full_iteration"; }
 
 struct ParallelConfig {
   int world_size = 1;  // GPUs of the job

@@ -73,6 +73,7 @@ TEST(FrameworkData, CudaGraphsShortenTheGapOfEveryKernel) {
   EXPECT_DOUBLE_EQ(launched.kernel_overhead_us, 2.1);
   EXPECT_DOUBLE_EQ(graphed.kernel_overhead_us, 1.3);
   EXPECT_DOUBLE_EQ(framework_params(prm, Framework::megatron, CudaGraphImpl::local).kernel_overhead_us, 1.3);
+  EXPECT_DOUBLE_EQ(framework_params(prm, Framework::megatron, CudaGraphImpl::full_iteration).kernel_overhead_us, 1.3);
   Op norm;
   norm.kind = OpKind::norm;
   norm.fwd_bytes = 4096.0 * 4096 * 4;

@@ -277,8 +277,9 @@ TEST(RunFacts, EveryFactNameIsAppliedOrDeclaredNotModelled) {
 }
 
 TEST(RunFacts, CudaGraphImplIsReadFromItsFieldsRunFactName) {
-  // the plan field's run-fact name is its descriptor row's (core/parallel_fields.h); a value that is
-  // not one of Megatron's (full_iteration is a --cuda-graph-scope) leaves the plan as it was
+  // the plan field's run-fact name is its descriptor row's (core/parallel_fields.h); full_iteration is
+  // one of Megatron-Core's values since its CUDA-graph refactor; a value that is not one of Megatron's
+  // leaves the plan as it was
   Plan plan = llama3_8b_on_8_h100(32, 4096);
   CsvRow row;
   std::string notes;
@@ -287,5 +288,8 @@ TEST(RunFacts, CudaGraphImplIsReadFromItsFieldsRunFactName) {
   EXPECT_NE(notes.find("CUDA graphs transformer_engine (recipe)"), std::string::npos) << notes;
   Plan other = llama3_8b_on_8_h100(32, 4096);
   apply_run_facts({{"cuda_graph_impl", "full_iteration", "", "x@1:y"}}, row, other, notes);
-  EXPECT_EQ(other.parallel.cuda_graph_impl, CudaGraphImpl::none);
+  EXPECT_EQ(other.parallel.cuda_graph_impl, CudaGraphImpl::full_iteration);
+  Plan third = llama3_8b_on_8_h100(32, 4096);
+  apply_run_facts({{"cuda_graph_impl", "per_layer", "", "x@1:y"}}, row, third, notes);
+  EXPECT_EQ(third.parallel.cuda_graph_impl, CudaGraphImpl::none);
 }
