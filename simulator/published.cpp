@@ -281,7 +281,7 @@ void default_recompute(const FrameworkProfile& fwp, Plan& plan, std::string& not
 }
 // settings the row's release line applies to every run (core/framework_profile.h ReleaseDefaults); one
 // that would break a layout rule is left out
-void release_defaults_for(const ReleaseDefaults& d, Plan& plan, std::string& notes) {
+void release_defaults_for(const ReleaseDefaults& d, Plan& plan, bool routing_stated, std::string& notes) {
   ParallelConfig& p = plan.parallel;
   const bool low_precision = plan.training.precision != Precision::fp32;
   auto attempt = [&](const std::string& what, auto&& set) {
@@ -306,7 +306,7 @@ void release_defaults_for(const ReleaseDefaults& d, Plan& plan, std::string& not
   }
   if (d.main_params && low_precision)
     attempt("master weights " + to_string(*d.main_params), [&](ParallelConfig& q) { q.main_params = *d.main_params; });
-  if (d.moe_force_balance && plan.model.moe && p.moe_force_balance != *d.moe_force_balance)
+  if (d.moe_force_balance && plan.model.moe && !routing_stated && p.moe_force_balance != *d.moe_force_balance)
     attempt(*d.moe_force_balance ? "forced MoE routing" : "learned MoE routing",
             [&](ParallelConfig& q) { q.moe_force_balance = *d.moe_force_balance; });
 }
@@ -442,6 +442,7 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings set
     p.overlap_grad_reduce = false;
     run.notes += "gradient all-reduce not overlapped (local DDP); ";
   }
+  bool routing_stated = false;  // the row says how its MoE layers route (else its release's default)
   if (plan.model.moe) {
     // MoE runtime choices the sources state in their notes or table titles
     std::string text = lower(r.get("notes") + " " + r.get("source_detail"));
@@ -452,8 +453,10 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings set
     if (p.moe_dispatcher != MoeDispatcher::alltoall) run.notes += to_string(p.moe_dispatcher) + " dispatcher; ";
     if (has(text, "force-balanced") || has(text, "forced balance") || has(text, "forced load balancing")) {
       p.moe_force_balance = true;
+      routing_stated = true;
     } else if (has(text, "routing: dropless")) {
       p.moe_force_balance = false;
+      routing_stated = true;
     } else {
       // not stated by the row: Megatron's default, learned routing (a recipe fact may say otherwise)
       p.moe_force_balance = false;
@@ -477,7 +480,7 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings set
   // what the row's release applies to every run it does not say otherwise for (data/frameworks), then
   // what the recipe behind the row set and the table did not print (data/run_facts)
   if (const ReleaseDefaults* d = release_defaults(plan.training.framework, fw_text + " " + r.get("framework_version")))
-    release_defaults_for(*d, plan, run.notes);
+    release_defaults_for(*d, plan, routing_stated, run.notes);
   apply_run_facts(facts, r, plan, run.notes);
   run.families.push_back(plan.model.moe ? "moe" : "dense");
   if (p.cp > 1) run.families.push_back("cp");

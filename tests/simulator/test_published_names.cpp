@@ -78,6 +78,16 @@ TEST(PublishedNames, MegatronBridgeMoeRowsRouteWithForcedBalanceAsStated) {
   auto nemo = run_of("Mixtral 8x7B", ",,,,,", "H100", "NeMo 2.0 (Megatron-Core)");
   ASSERT_TRUE(bool(nemo)) << nemo.error().message();
   EXPECT_FALSE(nemo->plan.parallel.moe_force_balance);
+  // a row that states learned (dropless) routing keeps it
+  std::ostringstream csv;
+  csv << "row_id,source_id,framework,model,seq_len,gpu_type,num_gpus,gbs,mbs,tp,pp,ep,precision,notes,tokens_per_sec_per_gpu\n"
+      << "R-2,src,Megatron-Bridge / Megatron-Core (NeMo container),Mixtral 8x7B,4096,H100,64,256,1,8,1,4,bf16,routing: "
+         "dropless,1000\n";
+  auto rows = read_csv_text(csv.str(), "synthetic");
+  ASSERT_TRUE(rows && rows->size() == 1);
+  auto learned = published_run_from_row(rows->front(), RowSettings::as_stated);
+  ASSERT_TRUE(bool(learned)) << learned.error().message();
+  EXPECT_FALSE(learned->plan.parallel.moe_force_balance) << learned->notes;
   auto dense = run_of("LLAMA3-8B", ",,,,,", "H100", "Megatron-Bridge / Megatron-Core (NeMo container)");
   ASSERT_TRUE(bool(dense)) << dense.error().message();
   EXPECT_FALSE(dense->plan.parallel.moe_force_balance);
