@@ -35,9 +35,7 @@ FloorPiece piece_of(const std::vector<Op>& ops, const std::vector<OpCost>& oc, c
 }  // namespace
 
 FloorCache::FloorCache(const Job& job, const CostParams& prm, bool share_dense)
-    : job_(job),
-      prm_(framework_params(prm, job.plan->training.framework, job.plan->parallel.cuda_graph_impl)),
-      share_dense_(share_dense) {}
+    : job_(job), prm_(framework_params(prm, *job.plan)), share_dense_(share_dense) {}
 
 const ShapeFloor& FloorCache::get(int tp, int cp, int ep, int etp, int mbs) {
   auto key = std::make_tuple(tp, cp, ep, etp, mbs);

@@ -16,7 +16,7 @@
 namespace mplan::planner {
 
 FrameBuilder::FrameBuilder(const Job& job, const CostParams& prm, const Bounds& b)
-    : job_(job), prm_(framework_params(prm, job.plan->training.framework, job.plan->parallel.cuda_graph_impl)), bounds_(b) {}
+    : job_(job), prm_(framework_params(prm, *job.plan)), bounds_(b) {}
 
 namespace {
 constexpr double kSlopeProbe = 1e9;  // activation bytes the memory slopes are measured at

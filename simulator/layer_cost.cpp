@@ -58,6 +58,10 @@ CostParams framework_params(const CostParams& prm_in, Framework fw, CudaGraphImp
   return prm;
 }
 
+CostParams framework_params(const CostParams& prm, const Plan& plan) {
+  return framework_params(prm, plan.training.framework, plan.parallel.cuda_graph_impl);
+}
+
 OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams& prm) {
   const ModelSpec& m = plan.model;
   OpContext oc;

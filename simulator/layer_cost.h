@@ -44,6 +44,8 @@ inline double exposed_comm_s(double comm_s, double compute_s, int pieces, const 
 // CostParams::framework_eff, applied to the GEMM, attention and HBM efficiencies; its loop's per-step
 // host time and FP8 scaling kernels), and the kernel gap of CUDA graphs where the plan captures them.
 CostParams framework_params(const CostParams& prm, Framework fw, CudaGraphImpl graphs = CudaGraphImpl::none);
+// framework_params for a plan: its framework and its CUDA graphs (what the simulator and the planner use).
+CostParams framework_params(const CostParams& prm, const Plan& plan);
 
 // The op context of layout `p` for `plan`'s model and training (p may differ from plan.parallel).
 OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams& prm);

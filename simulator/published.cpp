@@ -46,7 +46,8 @@ std::string canonical_name(const std::string& s) {
   return out;
 }
 
-// preset for a published model name, "" if none (keys compared in canonical form)
+// preset for a published model name, "" if none (keys compared in canonical form, so one spelling of
+// each covers its variants: "llama3-70b" matches "LLAMA3_70B" and "Llama 3 70B")
 std::string preset_for(const std::string& name) {
   const std::string n = canonical_name(name);
   auto any = [&](std::initializer_list<const char*> keys) {
@@ -54,22 +55,22 @@ std::string preset_for(const std::string& name) {
       if (n.find(canonical_name(k)) != std::string::npos) return true;
     return false;
   };
-  if (any({"qwen3-235b", "qwen3_235b"})) return "qwen3-235b-a22b";
-  if (any({"qwen3-30b", "qwen3_30b"})) return "qwen3-30b-a3b";
-  if (any({"llama3.1_405b", "llama3.1-405b", "llama3-405b", "llama 3.1 405b"})) return "llama3.1-405b";
-  if (any({"llama3_70b", "llama3-70b", "llama 3.1 70b", "llama 3 70b"})) return "llama3-70b";
-  if (any({"llama3_8b", "llama3-8b", "llama 3.1 8b", "llama 3 8b"})) return "llama3-8b";
+  if (any({"qwen3-235b"})) return "qwen3-235b-a22b";
+  if (any({"qwen3-30b"})) return "qwen3-30b-a3b";
+  if (any({"llama3.1-405b", "llama3-405b"})) return "llama3.1-405b";
+  if (any({"llama3-70b", "llama3.1-70b"})) return "llama3-70b";
+  if (any({"llama3-8b", "llama3.1-8b"})) return "llama3-8b";
   if (any({"llama2-7b"})) return "llama2-7b";
   if (any({"llama2-13b"})) return "llama2-13b";
   if (any({"llama2-70b"})) return "llama2-70b";
-  if (any({"deepseekv3", "deepseek-v3"})) return "deepseek-v3";
+  if (any({"deepseek-v3"})) return "deepseek-v3";
   if (any({"kimi"})) return "kimi-k2";
-  if (any({"gpt oss 120b", "gpt-oss-120b"})) return "gpt-oss-120b";
+  if (any({"gpt-oss-120b"})) return "gpt-oss-120b";
   if (any({"mixtral-8x7b"})) return "mixtral-8x7b";
   if (any({"mixtral-8x22b"})) return "mixtral-8x22b";
   if (any({"nemotron-340b", "nemotron4-340b"})) return "nemotron4-340b";
   if (any({"nemotron-15b", "nemotron4-15b"})) return "nemotron4-15b";
-  if (any({"grok-1", "grok 1 314b"})) return "grok-1";
+  if (any({"grok-1"})) return "grok-1";
   return "";
 }
 

@@ -297,7 +297,7 @@ double p2p_activation_bytes(const ModelSpec& m, const TrainingSpec& t, int mbs, 
 }
 
 ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
-  const CostParams prm = framework_params(prm_in, plan.training.framework, plan.parallel.cuda_graph_impl);
+  const CostParams prm = framework_params(prm_in, plan);
   RankGrid grid(plan.parallel);
   const ListTimingContext lt = list_timing_context(plan, prm, grid, std::max(1, plan.cluster.placement_domain()));
   const OpContext oc = op_context(plan, plan.parallel, prm);
@@ -310,7 +310,7 @@ ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
 
 Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo* memo) {
   // the framework's kernel efficiency relative to Megatron-Core's (CostParams::framework_eff)
-  const CostParams prm = framework_params(prm_in, plan.training.framework, plan.parallel.cuda_graph_impl);
+  const CostParams prm = framework_params(prm_in, plan);
   const ModelSpec& m = plan.model;
   const ParallelConfig& p = plan.parallel;
   const ClusterSpec& cl = plan.cluster;
