@@ -3,6 +3,8 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/resolve.h"
@@ -23,7 +25,26 @@ struct InspectOptions {
 nlohmann::json layer_json(const LayerParams& lp) {
   return {{"attention", lp.attention}, {"norms", lp.norms},     {"mlp", lp.mlp},
           {"router", lp.router},       {"experts", lp.experts}, {"shared_experts", lp.shared_experts},
-          {"total", lp.total()},       {"active", lp.active()}};
+          {"mamba", lp.mamba},         {"total", lp.total()},   {"active", lp.active()}};
+}
+
+// A hybrid model's layers by kind (Megatron's pattern symbols): the count and one layer's parameters.
+struct KindRow {
+  LayerKind kind;
+  const char* symbol;
+  const char* name;
+  int count = 0;
+  LayerParams params;
+};
+std::vector<KindRow> hybrid_kinds(const ModelSpec& m) {
+  std::vector<KindRow> rows = {{LayerKind::mamba, "M", "mamba"},
+                               {LayerKind::attention, "*", "attention"},
+                               {LayerKind::mlp, "-", "mlp"},
+                               {LayerKind::moe, "E", "moe"}};
+  for (int i = 0; i < m.num_layers; ++i)
+    for (KindRow& r : rows)
+      if (m.layer_kind(i) == r.kind && r.count++ == 0) r.params = layer_params_at(m, i);
+  return rows;
 }
 
 int run_inspect(const InspectOptions& o) {
@@ -48,11 +69,23 @@ int run_inspect(const InspectOptions& o) {
                         {"flops_per_token_causal", causal},
                         {"flops_per_token_full_attention", full}};
     if (m.moe) j["moe_layer"] = layer_json(pc.moe_layer);
+    if (m.is_hybrid()) {
+      j["hybrid_override_pattern"] = m.hybrid_override_pattern;
+      for (const KindRow& r : hybrid_kinds(m))
+        j["hybrid_layers"][r.name] = {{"symbol", r.symbol}, {"count", r.count}, {"layer", layer_json(r.params)}};
+    }
     std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
-  std::cout << "model " << m.name << ": " << m.num_layers << " layers (" << dense_layers << " dense";
-  if (moe_layers) std::cout << ", " << moe_layers << " MoE";
+  std::cout << "model " << m.name << ": " << m.num_layers << " layers (";
+  if (m.is_hybrid()) {
+    const char* sep = "";
+    for (const KindRow& r : hybrid_kinds(m))
+      if (r.count > 0) std::cout << sep << r.count << " " << r.name << " (" << r.symbol << ")", sep = ", ";
+  } else {
+    std::cout << dense_layers << " dense";
+    if (moe_layers) std::cout << ", " << moe_layers << " MoE";
+  }
   std::cout << "), hidden " << m.hidden_size << ", " << m.num_attention_heads << " heads / " << m.num_query_groups
             << " query groups, head dim " << m.kv_channels << ", vocab " << m.vocab_size << ", " << to_string(m.activation)
             << ", " << to_string(m.norm) << (m.mla ? ", MLA" : "") << "\n\n";
@@ -63,10 +96,23 @@ int run_inspect(const InspectOptions& o) {
     t.add_row({name, fmt_count(per), std::to_string(n), fmt_count(tot), fmt_pct(tot / pc.total)});
   };
   add("embedding", pc.embedding, 1);
+  if (m.is_hybrid()) {
+    for (const KindRow& r : hybrid_kinds(m)) {
+      const std::string of = std::string(" (") + r.symbol + " layers)";
+      add("mamba mixer" + of, r.params.mamba, r.count);
+      add("attention" + of, r.params.attention, r.count);
+      add("mlp" + of, r.params.mlp, r.count);
+      add("router" + of, r.params.router, r.count);
+      add("routed experts" + of, r.params.experts, r.count);
+      add("shared experts" + of, r.params.shared_experts, r.count);
+      add("norm" + of, r.params.norms, r.count);
+    }
+    dense_layers = moe_layers = 0;  // (listed by kind above)
+  }
   add("attention (dense layers)", pc.dense_layer.attention, dense_layers);
   add("norms (dense layers)", pc.dense_layer.norms, dense_layers);
   add("mlp (dense layers)", pc.dense_layer.mlp, dense_layers);
-  if (m.moe) {
+  if (m.moe && moe_layers > 0) {
     add("attention (MoE layers)", pc.moe_layer.attention, moe_layers);
     add("norms (MoE layers)", pc.moe_layer.norms, moe_layers);
     add("router", pc.moe_layer.router, moe_layers);

@@ -325,10 +325,15 @@ int run_validate(const ValidateOptions& o) {
                {"source", o.runs},
                {"failed_rows", fr.failed},
                {"method", "NLopt LN_SBPLX over all parameters jointly (log-scaled, bounded), weighted mean |ln(pred/meas)|"}};
+    if (fr.rows_not_fitted > 0) cal.fit["rows_not_fitted"] = fr.rows_not_fitted;  // an unmeasured kernel (fit_runs.h)
     std::string err = write_text_file_atomic(o.fit_out, dump_json(calibration_to_json(cal), 2) + "\n");
     if (!err.empty()) throw InputError{"--fit: " + err};
     std::cout << "fitted " << fr.rows << " rows: MAPE " << fmt(fr.mape_before, 1) << "% -> " << fmt(fr.mape_after, 1) << "% ("
-              << fr.evaluations << " simulations); wrote " << o.fit_out << "\n\n";
+              << fr.evaluations << " simulations); wrote " << o.fit_out << "\n";
+    if (fr.rows_not_fitted > 0)
+      std::cout << fr.rows_not_fitted
+                << " rows scored, not fitted: their step has a kernel no measurement rates (the Mamba SSD scan)\n";
+    std::cout << "\n";
     const_cast<ValidateOptions&>(o).calibration = o.fit_out;
   }
   nlohmann::json out = nlohmann::json::object();

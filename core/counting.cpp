@@ -31,16 +31,60 @@ double attention_params(const ModelSpec& m) {
   return p;
 }
 
-// One MLP of width f (dense, one expert, or shared expert).
-double mlp_params(const ModelSpec& m, double f) {
-  double h = double(m.hidden_size);
+// One MLP of width f (dense, one expert, or shared expert) on tokens of width h (default: hidden_size;
+// a latent MoE's routed experts: the latent width).
+double mlp_params(const ModelSpec& m, double f, double h = 0) {
+  if (h <= 0) h = double(m.hidden_size);
   double mats = m.gated_mlp() ? 3 : 2;
   double p = mats * h * f;
   if (m.add_bias_linear) p += (m.gated_mlp() ? 2 * f : f) + h;
   return p;
 }
 
+// Megatron-Core MambaMixer: in_proj (no bias), conv1d with bias, A_log, D and dt_bias per head, the
+// gated RMSNorm over d_inner, out_proj (no bias).
+double mamba_params(const ModelSpec& m) {
+  const MambaSpec& b = *m.mamba;
+  const double h = double(m.hidden_size), di = double(b.d_inner()), conv = double(b.conv_width());
+  return h * double(b.in_proj_width()) + conv * (b.conv_kernel + 1) + 3.0 * b.num_heads + di + di * h;
+}
+
+// The experts of an MoE layer (router, routed, shared) into `lp`.
+void moe_params(const ModelSpec& m, LayerParams& lp) {
+  const MoeSpec& e = *m.moe;
+  const double h = double(m.hidden_size);
+  lp.router = h * e.num_experts + (m.add_bias_linear ? e.num_experts : 0);
+  double one = mlp_params(m, double(e.moe_ffn_hidden_size), double(e.moe_latent_size));
+  lp.experts = one * e.num_experts;
+  lp.experts_active = one * e.top_k;
+  if (e.shared_expert_ffn_hidden_size > 0) lp.shared_experts = mlp_params(m, double(e.shared_expert_ffn_hidden_size));
+  lp.router += 2 * h * double(e.moe_latent_size);  // the latent projections (replicated, like the router)
+}
+
 }  // namespace
+
+LayerParams layer_params_at(const ModelSpec& m, int layer) {
+  const double h = double(m.hidden_size);
+  LayerParams lp;
+  switch (m.layer_kind(layer)) {
+    case LayerKind::transformer:
+      return layer_params(m, m.is_moe_layer(layer));
+    case LayerKind::mamba:
+      if (m.mamba) lp.mamba = mamba_params(m);
+      break;
+    case LayerKind::attention:
+      lp.attention = attention_params(m);
+      break;
+    case LayerKind::mlp:
+      lp.mlp = mlp_params(m, double(m.ffn_hidden_size));
+      break;
+    case LayerKind::moe:
+      if (m.moe) moe_params(m, lp);
+      break;
+  }
+  lp.norms = norm_params(m, h);  // the one pre-norm of a hybrid layer
+  return lp;
+}
 
 LayerParams layer_params(const ModelSpec& m, bool moe_layer) {
   LayerParams lp;
@@ -48,12 +92,7 @@ LayerParams layer_params(const ModelSpec& m, bool moe_layer) {
   lp.attention = attention_params(m);
   lp.norms = 2 * norm_params(m, h);
   if (moe_layer && m.moe) {
-    const MoeSpec& e = *m.moe;
-    lp.router = h * e.num_experts + (m.add_bias_linear ? e.num_experts : 0);
-    double one = mlp_params(m, double(e.moe_ffn_hidden_size));
-    lp.experts = one * e.num_experts;
-    lp.experts_active = one * e.top_k;
-    if (e.shared_expert_ffn_hidden_size > 0) lp.shared_experts = mlp_params(m, double(e.shared_expert_ffn_hidden_size));
+    moe_params(m, lp);
   } else {
     lp.mlp = mlp_params(m, double(m.ffn_hidden_size));
   }
@@ -73,7 +112,7 @@ ParamCounts count_params(const ModelSpec& m) {
     c.moe_layer_total = c.moe_layer.total();
   }
   for (int i = 0; i < m.num_layers; ++i) {
-    const LayerParams& lp = m.is_moe_layer(i) ? c.moe_layer : c.dense_layer;
+    const LayerParams lp = m.is_hybrid() ? layer_params_at(m, i) : m.is_moe_layer(i) ? c.moe_layer : c.dense_layer;
     c.layers_total += lp.total();
     c.layers_active += lp.active();
   }
@@ -83,7 +122,8 @@ ParamCounts count_params(const ModelSpec& m) {
   if (m.mtp_num_layers > 0) {
     // DeepSeek-V3 MTP module: two norms, a 2h->h projection, one transformer layer (MoE like the
     // last layer) and a final norm; embedding and head are shared with the main model.
-    bool moe_last = m.is_moe_layer(m.num_layers - 1);
+    // (a hybrid model's MTP depth is Megatron's "*E" / "*-" pattern: attention and an MoE or MLP layer)
+    bool moe_last = m.is_hybrid() ? m.is_moe() : m.is_moe_layer(m.num_layers - 1);
     double one = 2 * norm_params(m, h) + 2 * h * h + (moe_last ? c.moe_layer_total : c.dense_layer_total) + norm_params(m, h);
     c.mtp = one * m.mtp_num_layers;
   }
@@ -99,7 +139,7 @@ std::vector<StageParams> params_per_stage(const ModelSpec& m, const ParallelConf
   for (int ch = 0; ch < p.vpp; ++ch) {
     for (int s = 0; s < p.pp; ++s) {
       for (int i = idx; i < idx + n[s][ch]; ++i) {
-        const LayerParams& lp = m.is_moe_layer(i) ? moe : dense;
+        const LayerParams lp = m.is_hybrid() ? layer_params_at(m, i) : m.is_moe_layer(i) ? moe : dense;
         out[s].dense += lp.total() - lp.experts;
         out[s].expert += lp.experts;
       }
@@ -110,14 +150,67 @@ std::vector<StageParams> params_per_stage(const ModelSpec& m, const ParallelConf
   double head = m.tied_embeddings ? (p.pp > 1 ? double(m.vocab_size) * m.hidden_size : 0) : c.output;
   out[p.pp - 1].dense += head + c.final_norm;
   if (m.mtp_num_layers > 0) {
-    LayerParams lp = layer_params(m, m.is_moe_layer(m.num_layers - 1));
+    LayerParams lp = layer_params(m, m.is_hybrid() ? m.is_moe() : m.is_moe_layer(m.num_layers - 1));
     out[p.pp - 1].dense += c.mtp - lp.experts * m.mtp_num_layers;
     out[p.pp - 1].expert += lp.experts * m.mtp_num_layers;
   }
   return out;
 }
 
+namespace {
+
+// Megatron-LM's hybrid branch of num_floating_point_operations (megatron/training/training.py, read at
+// NVIDIA/Megatron-LM@d98e8a6): per layer kind, forward FLOPs with the multiply-add's 2 included, times 3
+// for the backward; MTP depths count as layers of their pattern (mplan: attention + MoE, or + MLP) and
+// as extra logit layers; the Mamba term takes d_inner as 2 x hidden (Megatron's own simplification,
+// kept so that MFU compares with published figures); conv1d, norms and the router are not counted.
+double hybrid_flops_per_step(const ModelSpec& m, double B, double s, double causal) {
+  const double T = B * s, h = double(m.hidden_size);
+  double n_attn = 0, n_mlp = 0, n_moe = 0, n_mamba = 0;
+  for (int i = 0; i < m.num_layers; ++i) switch (m.layer_kind(i)) {
+      case LayerKind::mamba:
+        ++n_mamba;
+        break;
+      case LayerKind::attention:
+        ++n_attn;
+        break;
+      case LayerKind::moe:
+        ++n_moe;
+        break;
+      default:
+        ++n_mlp;
+        break;
+    }
+  const double mtp = m.mtp_num_layers;
+  n_attn += mtp;
+  (m.moe ? n_moe : n_mlp) += mtp;
+  const double c = m.gated_mlp() ? 1.5 : 1.0;
+  const double p = double(m.kv_channels) * m.num_attention_heads / h;
+  const double g = m.num_query_groups;
+  const double attn = 4 * T * h * p * (h + h * g / m.num_attention_heads) + 2 * causal * 2 * B * s * s * h * p;
+  const double mlp = 4 * T * h * double(m.ffn_hidden_size) * c;
+  double moe = 0;
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    const double width = e.moe_latent_size > 0 ? double(e.moe_latent_size) : h;
+    moe = 4 * T * width * double(e.moe_ffn_hidden_size) * e.top_k * c + 4 * T * h * double(e.shared_expert_ffn_hidden_size) * c;
+    if (e.moe_latent_size > 0) moe += 4 * T * h * double(e.moe_latent_size);
+  }
+  double mamba = 0;
+  if (m.mamba) {
+    const MambaSpec& b = *m.mamba;
+    const double d_in = 2 * h, G = b.num_groups, N = b.state_dim, H = b.num_heads;
+    mamba = 2 * T * h * (2 * d_in + 2 * G * N + H) + 7 * T * d_in * N + 2 * T * d_in * h;
+  }
+  const double logits = 2 * T * h * double(m.vocab_size) * (1 + mtp);
+  return 3 * (n_attn * attn + n_mlp * mlp + n_moe * moe + n_mamba * mamba + logits);
+}
+
+}  // namespace
+
 double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t seq, AttentionFlops conv) {
+  if (m.is_hybrid())
+    return hybrid_flops_per_step(m, double(global_batch), double(seq), conv == AttentionFlops::causal ? 0.5 : 1.0);
   // Mirrors Megatron-LM megatron/training/training.py num_floating_point_operations (transformer path).
   const double B = double(global_batch), s = double(seq), h = double(m.hidden_size);
   const double fb = 3, fma = 2;  // forward+dgrad+wgrad; multiply-add

@@ -19,8 +19,9 @@ struct LayerParams {
   double experts = 0;         // all routed experts
   double experts_active = 0;  // routed experts used by one token (top_k)
   double shared_experts = 0;
-  double total() const { return attention + norms + mlp + router + experts + shared_experts; }
-  double active() const { return attention + norms + mlp + router + experts_active + shared_experts; }
+  double mamba = 0;  // a hybrid model's Mamba-2 mixer (in/out projections, conv1d, per-head A, D, dt bias, gated norm)
+  double total() const { return attention + norms + mlp + router + experts + shared_experts + mamba; }
+  double active() const { return attention + norms + mlp + router + experts_active + shared_experts + mamba; }
 };
 
 struct ParamCounts {
@@ -40,7 +41,10 @@ struct ParamCounts {
   LayerParams dense_layer, moe_layer;
 };
 
+// A transformer layer (attention and a dense MLP, or attention and MoE).
 LayerParams layer_params(const ModelSpec& m, bool moe_layer);
+// Layer `layer` of the model as it is (a transformer layer, or a hybrid model's M, *, - or E layer).
+LayerParams layer_params_at(const ModelSpec& m, int layer);
 ParamCounts count_params(const ModelSpec& m);
 
 // Parameters held by one pipeline stage (all its chunks, embedding on the first stage, head and

@@ -1,4 +1,4 @@
-// Hugging Face config.json -> ModelSpec for llama, mistral, mixtral, qwen2/3(+moe), deepseek_v3 (and
+// Hugging Face config.json -> ModelSpec for llama, mistral, mixtral, qwen2/3(+moe), nemotron_h, deepseek_v3 (and
 // kimi_k2), gpt2, gpt_neox and gpt_oss. Unknown fields are ignored (HF configs carry many unrelated
 // keys); required ones are named when missing.
 #include "core/hf_import.h"
@@ -15,8 +15,9 @@ namespace mplan {
 using nlohmann::json;
 
 const std::vector<std::string>& hf_supported_model_types() {
-  static const std::vector<std::string> types = {"llama",     "mistral",     "mixtral", "qwen2", "qwen3",    "qwen2_moe",
-                                                 "qwen3_moe", "deepseek_v3", "kimi_k2", "gpt2",  "gpt_neox", "gpt_oss"};
+  static const std::vector<std::string> types = {"llama",     "mistral",   "mixtral",     "qwen2",   "qwen3",
+                                                 "qwen2_moe", "qwen3_moe", "deepseek_v3", "kimi_k2", "gpt2",
+                                                 "gpt_neox",  "gpt_oss",   "nemotron_h"};
   return types;
 }
 
@@ -40,7 +41,7 @@ Activation read_activation(JsonFields& f, const char* key, bool gated) {
 
 // hidden_size / num_attention_heads when head_dim is not given, which must then divide exactly.
 void derive_head_dim(JsonFields& f, ModelSpec& m) {
-  if (f.has("head_dim") || m.num_attention_heads <= 0 || m.hidden_size <= 0) return;
+  if (f.has("head_dim") || f.has("attention_head_dim") || m.num_attention_heads <= 0 || m.hidden_size <= 0) return;
   if (m.hidden_size % m.num_attention_heads == 0) {
     m.kv_channels = static_cast<int>(m.hidden_size / m.num_attention_heads);
     return;
@@ -227,9 +228,40 @@ void read_deepseek(JsonFields& f, const json& j, ModelSpec& m) {
   }
 }
 
+// Nemotron-H and Nemotron 3 (NemotronHForCausalLM): a hybrid of Mamba-2, attention, MLP and MoE layers by
+// hybrid_override_pattern, squared-ReLU MLPs, RMSNorm; MoE with a sigmoid router and expert bias, the
+// shared expert's width its own key, a latent width where given; MTP depths by mtp_hybrid_override_pattern.
+// The HF keys and the fixed values are Megatron-Bridge's (NVIDIA-NeMo/Megatron-Bridge@067f987,
+// src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py: CONFIG_MAPPING, provider_bridge).
+void read_nemotron_h(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::string>& problems) {
+  m.activation = Activation::squared_relu;
+  m.norm = NormKind::rmsnorm;
+  m.position_embedding = PositionEmbedding::rope;  // Megatron: none; mplan keeps rope (docs/cost_model.md)
+  if (!f.has("head_dim") && f.has("attention_head_dim"))
+    m.kv_channels = static_cast<int>(f.integer("attention_head_dim", 1, kMaxHeadDim));
+  m.hybrid_override_pattern = f.string("hybrid_override_pattern");
+  m.mamba.emplace();
+  read_hf_fields(f, j, "mamba", m);
+  if (m.hybrid_override_pattern.find('E') != std::string::npos) {
+    read_moe(f, j, m, true);
+    MoeSpec& e = *m.moe;
+    e.shared_expert_ffn_hidden_size = f.integer_or("moe_shared_expert_intermediate_size", 0, 0, kMaxFfn);
+    e.router_score_function = RouterScore::sigmoid;
+    e.router_enable_expert_bias = true;
+    e.router_num_groups = e.router_group_topk = 0;  // n_group / topk_group 1: no group limit
+  }
+  if (m.mtp_num_layers > 0) {
+    const std::string mtp = f.has("mtp_hybrid_override_pattern") ? f.string("mtp_hybrid_override_pattern") : "";
+    if (mtp != (m.moe ? "*E" : "*-"))
+      problems.push_back("config.json.mtp_hybrid_override_pattern: '" + mtp + "'; mplan models an MTP depth as " +
+                         (m.moe ? "\"*E\"" : "\"*-\"") + " (attention and the model's " + (m.moe ? "MoE" : "MLP") + ")");
+  }
+}
+
 // The rules of each model type, after the fields with a key of their own (read_hf_fields).
 void read_type_rules(JsonFields& f, const json& j, const std::string& type, ModelSpec& m, std::vector<std::string>& problems) {
   if (type == "deepseek_v3" || type == "kimi_k2") return read_deepseek(f, j, m);
+  if (type == "nemotron_h") return read_nemotron_h(f, j, m, problems);
   if (type == "gpt2") {
     if (!f.has("n_inner")) m.ffn_hidden_size = 4 * m.hidden_size;
     if (!f.has("n_positions")) f.problem("n_positions", "missing; the learned position table's length");

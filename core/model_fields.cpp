@@ -20,6 +20,7 @@ template <class C>
 const C* part_of(const ModelSpec& m) {
   if constexpr (std::is_same_v<C, MoeSpec>) return m.moe ? &*m.moe : nullptr;
   if constexpr (std::is_same_v<C, MlaSpec>) return m.mla ? &*m.mla : nullptr;
+  if constexpr (std::is_same_v<C, MambaSpec>) return m.mamba ? &*m.mamba : nullptr;
   if constexpr (std::is_same_v<C, RopeScaling>) return &m.rope_scaling;
   if constexpr (std::is_same_v<C, ModelSpec>) return &m;
 }
@@ -27,6 +28,7 @@ template <class C>
 C& make_part(ModelSpec& m) {
   if constexpr (std::is_same_v<C, MoeSpec>) return m.moe ? *m.moe : m.moe.emplace();
   if constexpr (std::is_same_v<C, MlaSpec>) return m.mla ? *m.mla : m.mla.emplace();
+  if constexpr (std::is_same_v<C, MambaSpec>) return m.mamba ? *m.mamba : m.mamba.emplace();
   if constexpr (std::is_same_v<C, RopeScaling>) return m.rope_scaling;
   if constexpr (std::is_same_v<C, ModelSpec>) return m;
 }
@@ -78,6 +80,7 @@ std::vector<ModelField> make_fields() {
   using E = MoeSpec;
   using A = MlaSpec;
   using R = RopeScaling;
+  using B = MambaSpec;
   const MegatronMap D = MegatronMap::direct, P = MegatronMap::mapped, N = MegatronMap::none;
   // Q: exported always, and the model JSON must give it
   const Presence W = Presence::always, S = Presence::if_set, Q = Presence::required;
@@ -168,6 +171,8 @@ std::vector<ModelField> make_fields() {
        V<&E::router_group_topk>(), grouped},
       {"moe.router_topk_scaling_factor", "--moe-router-topk-scaling-factor", "", "routed_scaling_factor", D, 0, F, S,
        "routed-weight scaling", V<&E::router_topk_scaling_factor>()},
+      {"moe.moe_latent_size", "--moe-latent-size", "moe_latent_size", "moe_latent_size", D, 0, kMaxHidden, S,
+       "latent width of the routed experts (0 = none)", V<&E::moe_latent_size>()},
       {"mla.q_lora_rank", "--q-lora-rank", "", "q_lora_rank", D, 0, H, S, "query compression rank (0 = none)",
        V<&A::q_lora_rank>()},
       {"mla.kv_lora_rank", "--kv-lora-rank", "kv_lora_rank", "kv_lora_rank", D, 0, H, Q, "key/value compression rank",
@@ -177,6 +182,17 @@ std::vector<ModelField> make_fields() {
       {"mla.qk_rope_head_dim", "--qk-pos-emb-head-dim", "qk_pos_emb_head_dim", "qk_rope_head_dim", D, 0, H, Q,
        "rope part of the q/k head", V<&A::qk_rope_head_dim>()},
       {"mla.v_head_dim", "--v-head-dim", "v_head_dim", "v_head_dim", D, 0, H, Q, "value head", V<&A::v_head_dim>()},
+      {"mamba.num_heads", "--mamba-num-heads", "mamba_num_heads", "mamba_num_heads", D, 1, kMaxHeads, Q,
+       "Mamba-2 heads (d_inner = heads x head_dim)", V<&B::num_heads>()},
+      {"mamba.head_dim", "--mamba-head-dim", "mamba_head_dim", "mamba_head_dim", D, 1, H, W, "channels per Mamba-2 head",
+       V<&B::head_dim>()},
+      {"mamba.state_dim", "--mamba-state-dim", "mamba_state_dim", "ssm_state_size", D, 1, H, W, "SSM state per head",
+       V<&B::state_dim>()},
+      {"mamba.num_groups", "--mamba-num-groups", "mamba_num_groups", "n_groups", D, 1, kMaxHeads, W,
+       "groups sharing B and C", V<&B::num_groups>()},
+      {"mamba.conv_kernel", "", "", "conv_kernel", N, 1, 64, W, "causal conv1d taps (Megatron-Core fixes 4)",
+       V<&B::conv_kernel>()},
+      {"mamba.chunk_size", "", "", "chunk_size", N, 1, kMaxSeq, W, "SSD scan chunk length", V<&B::chunk_size>()},
   };
   // clang-format on
 }
@@ -218,7 +234,7 @@ std::vector<std::string> model_json_keys(const std::string& part) {
 std::string megatron_model_arg(const ModelField& f, const ModelSpec& m) {
   static const ModelSpec defaults = [] {
     ModelSpec d;
-    d.moe.emplace(), d.mla.emplace();
+    d.moe.emplace(), d.mla.emplace(), d.mamba.emplace();
     return d;
   }();
   auto v = f.access.get(m);

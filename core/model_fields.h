@@ -21,7 +21,7 @@ struct ModelAccess {
 };
 
 struct ModelField {
-  const char* json;      // key in the model JSON; "moe.top_k": in the model's "moe" ("mla", "rope_scaling") object
+  const char* json;      // key in the model JSON; "moe.top_k": in the model's "moe" ("mla", "rope_scaling", "mamba") object
   const char* megatron;  // Megatron-LM flag(s); "a | b": either carries the value ("" = none)
   const char* log;       // Megatron-LM printed-argument name the log check compares one to one ("" = none or a rule)
   const char* hf;        // Hugging Face config.json key(s) with the same value; "a | b": the first given ("" = a rule)
@@ -34,7 +34,8 @@ struct ModelField {
   FieldType type() const { return access.type; }
 };
 
-// Every field, the model's own first, then those of rope_scaling, moe and mla.
+// Every field, the model's own first, then those of rope_scaling, moe, mla and mamba. (The hybrid
+// layer pattern, a string, is read and written by model_from_json / model_to_json.)
 const std::vector<ModelField>& model_fields();
 // The field with this JSON key ("moe.top_k"); nullptr when none.
 const ModelField* model_field(const std::string& json_key);

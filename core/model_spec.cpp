@@ -11,8 +11,24 @@ namespace mplan {
 
 using nlohmann::json;
 
+LayerKind ModelSpec::layer_kind(int layer) const {
+  if (hybrid_override_pattern.empty() || layer < 0 || size_t(layer) >= hybrid_override_pattern.size())
+    return LayerKind::transformer;
+  switch (hybrid_override_pattern[size_t(layer)]) {
+    case 'M':
+      return LayerKind::mamba;
+    case '*':
+      return LayerKind::attention;
+    case 'E':
+      return LayerKind::moe;
+    default:
+      return LayerKind::mlp;
+  }
+}
+
 bool ModelSpec::is_moe_layer(int layer) const {
   if (!moe) return false;
+  if (is_hybrid()) return layer_kind(layer) == LayerKind::moe;
   if (layer < moe->first_k_dense_layers) return false;
   return layer % moe->moe_layer_freq == 0;
 }
@@ -86,7 +102,8 @@ Expected<ModelSpec> model_from_json(const json& j) {
   JsonFields f(j, "model", problems);
   if (!problems.empty()) return Error(problems);
   std::vector<std::string> keys = model_json_keys("");  // core/model_fields.h, and the parts and provenance
-  keys.insert(keys.end(), {"name", "moe", "mla", "rope_scaling", "source", "notes", "sources"});
+  keys.insert(keys.end(),
+              {"name", "moe", "mla", "mamba", "hybrid_override_pattern", "rope_scaling", "source", "notes", "sources"});
   f.reject_unknown(keys);
   ModelSpec m;
   m.name = f.opt_string("name").value_or("custom");
@@ -115,6 +132,13 @@ Expected<ModelSpec> model_from_json(const json& j) {
     m.mla.emplace();
     read_model_part(g, *lj, "mla", m);
   }
+  if (const json* bj = f.object("mamba")) {
+    JsonFields g(*bj, "model.mamba", problems);
+    g.reject_unknown(model_json_keys("mamba"));
+    m.mamba.emplace();
+    read_model_part(g, *bj, "mamba", m);
+  }
+  if (auto pattern = f.opt_string("hybrid_override_pattern")) m.hybrid_override_pattern = *pattern;
   if (!problems.empty()) return Error(problems);
   auto v = validate_model(m);
   if (!v.empty()) return Error(v);
@@ -123,6 +147,7 @@ Expected<ModelSpec> model_from_json(const json& j) {
 
 json model_to_json(const ModelSpec& m) {
   json j = {{"name", m.name}};
+  if (m.is_hybrid()) j["hybrid_override_pattern"] = m.hybrid_override_pattern;
   for (const ModelField& f : model_fields()) {  // each field where its row says (core/model_fields.h)
     if (f.written && !f.written(m)) continue;
     json v = model_field_json(f, m);
@@ -177,6 +202,44 @@ void validate_attention(const ModelSpec& m, std::vector<std::string>& p) {
     p.push_back("model.window_attn_skip_freq: needs window_size > 0 and must be >= 0");
   if (m.window_attn_skip_freq == 1)
     p.push_back("model.window_attn_skip_freq: 1 would make every layer full attention; leave window_size out instead");
+}
+
+// Megatron's hybrid stack (megatron/core/ssm/mamba_hybrid_layer_allocation.py): one symbol per layer
+// of M, *, - and E; Mamba layers need the mixer's sizes, E layers the experts; the mixer's heads split
+// into its groups.
+void validate_hybrid(const ModelSpec& m, std::vector<std::string>& p) {
+  const std::string& pat = m.hybrid_override_pattern;
+  if (pat.empty()) {
+    if (m.mamba) p.push_back("model.mamba: needs hybrid_override_pattern (which layers are Mamba layers)");
+    return;
+  }
+  const size_t bad = pat.find_first_not_of("M*-E");
+  if (bad != std::string::npos) {
+    p.push_back("model.hybrid_override_pattern: symbol '" + std::string(1, pat[bad]) + "' at layer " + std::to_string(bad) +
+                " is not one of M (Mamba), * (attention), - (MLP), E (MoE)");
+    return;
+  }
+  if (int64_t(pat.size()) != m.num_layers)
+    p.push_back("model.hybrid_override_pattern: " + std::to_string(pat.size()) +
+                " symbols for num_layers=" + std::to_string(m.num_layers) + "; give one symbol per layer");
+  if (pat.find('M') != std::string::npos && !m.mamba)
+    p.push_back("model.mamba: the pattern has Mamba layers (M); give mamba.num_heads and the other mixer sizes");
+  if (pat.find('E') != std::string::npos && !m.moe)
+    p.push_back("model.moe: the pattern has MoE layers (E); give the experts (moe.num_experts, moe.top_k)");
+  if (m.moe && pat.find('E') == std::string::npos)
+    p.push_back("model.moe: a hybrid model routes only in its E layers; the pattern has none");
+  if (m.moe && (m.moe->first_k_dense_layers != 0 || m.moe->moe_layer_freq != 1))
+    p.push_back(
+        "model.moe.first_k_dense_layers: a hybrid model places its MoE layers by the pattern; leave "
+        "first_k_dense_layers and moe_layer_freq at their defaults");
+  if (m.mamba) {
+    const MambaSpec& b = *m.mamba;
+    if (b.num_heads < 1 || b.head_dim < 1 || b.state_dim < 1 || b.num_groups < 1 || b.conv_kernel < 1 || b.chunk_size < 1)
+      p.push_back("model.mamba: num_heads, head_dim, state_dim, num_groups, conv_kernel and chunk_size must be >= 1");
+    else if (b.num_heads % b.num_groups != 0)
+      p.push_back("model.mamba.num_groups: " + std::to_string(b.num_groups) +
+                  " does not divide num_heads=" + std::to_string(b.num_heads));
+  }
 }
 
 }  // namespace
@@ -242,6 +305,7 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     validate_router(e, p);
   }
   validate_attention(m, p);
+  validate_hybrid(m, p);
   if (m.mla) {
     if (m.mla->kv_lora_rank <= 0) p.push_back("model.mla.kv_lora_rank: must be > 0");
     if (m.mla->qk_head_dim <= 0) p.push_back("model.mla.qk_head_dim: must be > 0");

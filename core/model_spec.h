@@ -1,4 +1,5 @@
-// ModelSpec: a decoder-only transformer (dense or MoE, optional MLA and MTP), with Megatron's names.
+// ModelSpec: a decoder-only transformer (dense or MoE, optional MLA and MTP), or a hybrid of Mamba-2,
+// attention, MLP and MoE layers (Megatron's hybrid model), with Megatron's names.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -56,7 +57,33 @@ struct MoeSpec {
   int router_num_groups = 0;  // 0 = no group-limited routing
   int router_group_topk = 0;
   double router_topk_scaling_factor = 1.0;  // 1 = none
+  // Latent MoE (Megatron's --moe-latent-size; Nemotron 3 Super): tokens are projected from hidden_size
+  // to this width before dispatch (a replicated linear), the routed experts work at it, and a second
+  // linear projects their combined output back; the router and the shared expert see the full width.
+  int64_t moe_latent_size = 0;  // 0 = none
 };
+
+// Mamba-2 mixer (Megatron-Core's MambaMixer, megatron/core/ssm/mamba_mixer.py): heads of head_dim
+// channels (d_inner = num_heads * head_dim), an SSM state of state_dim per head, B and C shared within
+// num_groups groups, a depthwise causal conv1d of conv_kernel taps, the SSD scan in chunks of chunk_size.
+struct MambaSpec {
+  int num_heads = 0;  // --mamba-num-heads
+  int head_dim = 64;  // --mamba-head-dim
+  int state_dim = 128;
+  int num_groups = 8;
+  int conv_kernel = 4;   // d_conv (Megatron-Core fixes 4)
+  int chunk_size = 128;  // the SSD kernels' chunk length
+  int64_t d_inner() const { return int64_t(num_heads) * head_dim; }
+  // in_proj output width per token: z and x (d_inner each), B and C (groups x state), dt (one per head)
+  int64_t in_proj_width() const { return 2 * d_inner() + 2 * int64_t(num_groups) * state_dim + num_heads; }
+  // channels of the conv1d: x, B and C
+  int64_t conv_width() const { return d_inner() + 2 * int64_t(num_groups) * state_dim; }
+};
+
+// What a layer holds: a transformer layer (attention + dense MLP or MoE), or, in a hybrid model, one of
+// Megatron's hybrid layer symbols: M a Mamba-2 mixer, * attention, - an MLP, E an MoE (each with its
+// pre-norm and residual).
+enum class LayerKind { transformer, mamba, attention, mlp, moe };
 
 struct MlaSpec {
   int q_lora_rank = 0;  // 0 = no query compression
@@ -96,6 +123,10 @@ struct ModelSpec {
   SoftmaxType softmax_type = SoftmaxType::vanilla;  // attention sinks
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
+  // Hybrid model (Megatron's --hybrid-override-pattern): one symbol per layer, M (Mamba-2), * (attention),
+  // - (MLP), E (MoE); its length is num_layers. Empty: every layer is a transformer layer.
+  std::string hybrid_override_pattern;
+  std::optional<MambaSpec> mamba;
   int mtp_num_layers = 0;
   // Dropout probabilities (Megatron's --hidden-dropout / --attention-dropout). mplan's default is 0, as
   // in current LLM pre-training recipes, not Megatron-LM's 0.1: set them for GPT-3-era setups. They
@@ -104,6 +135,9 @@ struct ModelSpec {
   double attention_dropout = 0.0;
 
   bool is_moe() const { return moe.has_value(); }
+  bool is_hybrid() const { return !hybrid_override_pattern.empty(); }
+  LayerKind layer_kind(int layer) const;
+  // Whether layer `layer` routes tokens to experts (a transformer MoE layer, or a hybrid E layer).
   bool is_moe_layer(int layer) const;
   int num_moe_layers() const;
   int head_dim() const { return kv_channels; }

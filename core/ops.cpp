@@ -26,6 +26,8 @@ std::string to_string(OpKind k) {
       return "comm";
     case OpKind::optimizer:
       return "optimizer";
+    case OpKind::scan:
+      return "scan";
   }
   return "?";
 }
@@ -132,6 +134,13 @@ constexpr OpInfo kOps[] = {
     {OpId::dp_allreduce, "dp_allreduce", OpKind::comm, kNoRole},
     {OpId::dp_allgather, "dp_allgather", OpKind::comm, kNoRole},
     {OpId::adamw, "adamw", OpKind::optimizer, kNoRole},
+    {OpId::ssm_in_gemm, "ssm_in_gemm", OpKind::gemm, kNoRole},
+    {OpId::ssm_conv, "ssm_conv", OpKind::elementwise, kNoRole},
+    {OpId::ssm_scan, "ssm_scan", OpKind::scan, kNoRole},
+    {OpId::ssm_gate_norm, "ssm_gate_norm", OpKind::norm, kNoRole},
+    {OpId::ssm_out_gemm, "ssm_out_gemm", OpKind::gemm, kNoRole},
+    {OpId::moe_latent_down_gemm, "moe_latent_down_gemm", OpKind::gemm, kNoRole},
+    {OpId::moe_latent_up_gemm, "moe_latent_up_gemm", OpKind::gemm, kNoRole},
 };
 static_assert(std::size(kOps) == kOpCount, "one kOps entry per OpId");
 constexpr bool in_id_order() {
@@ -463,11 +472,18 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
   keep(r, Tl * h * d.a, ln);             // the norm output (the MoE layer's input)
   keep(r, Tl * e.num_experts * 4, moe);  // fp32 routing probabilities
   ops.push_back(rerun(r, moe));
-  Op perm = mem_op(OpId::permute, 2 * routed * h * d.a, 0);
-  perm.fwd_transient_bytes = routed * h * d.a;  // the permuted copy handed to the dispatcher
+  // latent MoE: the routed tokens travel and are computed at the latent width (moe_layer.py
+  // fc1_latent_proj / fc2_latent_proj, replicated over tensor parallelism)
+  const double w = e.moe_latent_size > 0 ? double(e.moe_latent_size) : h;
+  if (e.moe_latent_size > 0) {
+    Op down = gemm(OpId::moe_latent_down_gemm, Tl, w, h, d.a);
+    ops.push_back(rerun(down, moe));  // reads the router's input, kept above
+  }
+  Op perm = mem_op(OpId::permute, 2 * routed * w * d.a, 0);
+  perm.fwd_transient_bytes = routed * w * d.a;  // the permuted copy handed to the dispatcher
   ops.push_back(rerun(perm, moe));
-  if (c.ep > 1) ops.push_back(rerun(comm(OpId::dispatch_a2a, Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
-  if (c.etp > 1) ops.push_back(rerun(comm(OpId::etp_allgather, Collective::all_gather, CommGroup::etp, f * R * h * d.a), moe));
+  if (c.ep > 1) ops.push_back(rerun(comm(OpId::dispatch_a2a, Collective::all_to_all, CommGroup::ep, arriving * w * d.a), moe));
+  if (c.etp > 1) ops.push_back(rerun(comm(OpId::etp_allgather, Collective::all_gather, CommGroup::etp, f * R * w * d.a), moe));
   double per_expert = R / local_experts;
   // sized for the mean load; the busiest rank takes f times as long and keeps f times the activations
   auto busiest = [f](Op o) {
@@ -477,21 +493,25 @@ void moe_mlp(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const
     o.bwd_transient_bytes *= f;
     return o;
   };
-  Op fc1 = gemm(OpId::expert_fc1_gemm, per_expert, gate * fe, h, d.a, int64_t(local_experts));
-  ops.push_back(rerun(busiest(keep(fc1, R * h * d.g, moe, bit(OffloadModule::expert_fc1))), moe));
+  Op fc1 = gemm(OpId::expert_fc1_gemm, per_expert, gate * fe, w, d.a, int64_t(local_experts));
+  ops.push_back(rerun(busiest(keep(fc1, R * w * d.g, moe, bit(OffloadModule::expert_fc1))), moe));
   Op act = mem_op(OpId::expert_act, R * fe * act_bytes_per_elem(d, gate), 4 * R * fe);
   keep(act, R * 4, moe);  // fp32 permuted probabilities
   ops.push_back(rerun(busiest(keep(act, R * gate * fe * d.a, moe, bit(OffloadModule::moe_act))), moe | act_m));
-  Op fc2 = gemm(OpId::expert_fc2_gemm, per_expert, h, fe, d.a, int64_t(local_experts));
+  Op fc2 = gemm(OpId::expert_fc2_gemm, per_expert, w, fe, d.a, int64_t(local_experts));
   ops.push_back(rerun(busiest(keep(fc2, R * fe * d.g, moe | act_m)), moe));
   if (c.etp > 1)
-    ops.push_back(rerun(comm(OpId::etp_reduce_scatter, Collective::reduce_scatter, CommGroup::etp, f * R * h * d.a), moe));
-  if (c.ep > 1) ops.push_back(rerun(comm(OpId::combine_a2a, Collective::all_to_all, CommGroup::ep, arriving * h * d.a), moe));
+    ops.push_back(rerun(comm(OpId::etp_reduce_scatter, Collective::reduce_scatter, CommGroup::etp, f * R * w * d.a), moe));
+  if (c.ep > 1) ops.push_back(rerun(comm(OpId::combine_a2a, Collective::all_to_all, CommGroup::ep, arriving * w * d.a), moe));
   // Megatron applies the routing probabilities inside the expert activation ("memory efficient token
   // permutation", megatron/core/transformer/moe/README.md): the activation keeps the fp32 permuted
   // probabilities and the unpermutation keeps only indices
-  Op unperm = mem_op(OpId::unpermute, 2 * routed * h * d.a, routed * h);
+  Op unperm = mem_op(OpId::unpermute, 2 * routed * w * d.a, routed * w);
   ops.push_back(rerun(unperm, moe));
+  if (e.moe_latent_size > 0) {
+    Op up = gemm(OpId::moe_latent_up_gemm, Tl, h, w, d.a);
+    ops.push_back(rerun(keep(up, Tl * w * d.g, moe), moe));
+  }
   if (e.shared_expert_ffn_hidden_size > 0) {
     double fs = double(e.shared_expert_ffn_hidden_size) / tp;
     tp_enter(ops, c, d, h, moe | shared);
@@ -517,6 +537,48 @@ void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
   ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
 }
 
+// A hybrid model's Mamba layer (Megatron-Core MambaLayer: pre-norm, MambaMixer, residual;
+// megatron/core/ssm/mamba_mixer.py). Under tensor parallelism in_proj is column-parallel and out_proj
+// row-parallel: each rank holds heads/tp heads, d_inner/tp channels and groups/tp groups of B and C.
+// Under context parallelism an all-to-all trades the sequence shard for a head shard before the conv
+// and back after the scan (megatron/core/ssm/mamba_context_parallel.py). Per token, with H heads of P
+// channels, G groups, state N and chunk Q on the rank:
+//  - the SSD scan (mamba_ssm ssd_combined.py: chunk cumsum, chunk states, state passing, C.B^T within
+//    chunks, chunk scan) multiplies 2QNG (C.B^T) + 2QPH (within-chunk output) + 4NPH (chunk states in,
+//    states out) FLOPs forward, and moves x and B, C twice, dt, the output, C.B^T (fp32, written and
+//    read) and the fp32 chunk states H.P.N/Q per token four times (written, passed, read);
+//  - it keeps its inputs x, B, C (post-conv), dt and its output for the backward, which recomputes
+//    the chunk states.
+void mamba_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d) {
+  const MambaSpec& b = *m.mamba;
+  const double h = double(m.hidden_size), tp = c.tp;
+  const double H = b.num_heads / tp, P = b.head_dim, N = b.state_dim, G = b.num_groups / tp, Q = b.chunk_size;
+  const double di = H * P, conv_w = di + 2 * G * N, in_w = 2 * di + 2 * G * N + H;
+  Op an = norm_op(OpId::attn_norm, d, h, bit(OffloadModule::attn_norm));
+  ops.push_back(an);
+  tp_enter(ops, c, d, h);
+  Op in = gemm(OpId::ssm_in_gemm, d.T, in_w, h, d.a);
+  ops.push_back(keep(in, d.Tsp * h * d.g, bit(RecomputeModule::layernorm), bit(OffloadModule::qkv_linear)));
+  if (c.cp > 1) ops.push_back(comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * (conv_w + H) * d.a));
+  Op conv = mem_op(OpId::ssm_conv, 2 * d.T * conv_w * d.a, 2.0 * b.conv_kernel * d.T * conv_w);
+  ops.push_back(keep(conv, d.T * conv_w * d.a));
+  Op scan = vocabulary_op(OpId::ssm_scan);
+  scan.fwd_flops = d.T * (2 * Q * N * G + 2 * Q * P * H + 4 * N * P * H);
+  scan.fwd_bytes = d.T * (d.a * (2 * di + 4 * G * N + di) + 4 * H + 8 * G * Q + 16 * H * P * N / Q);
+  keep(scan, d.T * (conv_w * d.a + 4 * H));                             // x, B, C and dt
+  keep(scan, d.T * di * d.a);                                           // the output (the gated norm's input)
+  scan.bwd_transient_bytes = d.T * (conv_w * d.a + 4 * H * P * N / Q);  // dx, dB, dC and the recomputed states
+  ops.push_back(scan);
+  if (c.cp > 1) ops.push_back(comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * di * d.a));
+  Op gn = mem_op(OpId::ssm_gate_norm, 3 * d.T * di * d.a, 6 * d.T * di);
+  ops.push_back(keep(gn, d.T * di * d.a));  // z
+  Op out = gemm(OpId::ssm_out_gemm, d.T, h, di, d.a);
+  ops.push_back(keep(out, d.T * di * d.g, 0, bit(OffloadModule::attn_proj)));
+  tp_exit(ops, c, d, h);
+  Op res = mem_op(OpId::attn_residual, 3 * d.Tsp * h * d.a, d.Tsp * h);
+  ops.push_back(keep(res, m.hidden_dropout > 0 ? d.Tsp * h : 0));
+}
+
 }  // namespace
 
 double saved_gemm_input_bytes(Precision p) {
@@ -536,8 +598,25 @@ std::vector<Op> layer_ops(const ModelSpec& m, int layer, const OpContext& c) {
   Dims d = dims(c);
   std::vector<Op> ops;
   ops.reserve(24);
-  attention_block(ops, m, c, d, m.attention_fraction(c.seq, c.packed_doc_tokens, m.is_window_layer(layer)));
-  mlp_block(ops, m, c, d, m.is_moe_layer(layer));
+  const double window = m.attention_fraction(c.seq, c.packed_doc_tokens, m.is_window_layer(layer));
+  switch (m.layer_kind(layer)) {
+    case LayerKind::transformer:
+      attention_block(ops, m, c, d, window);
+      mlp_block(ops, m, c, d, m.is_moe_layer(layer));
+      break;
+    case LayerKind::mamba:
+      mamba_block(ops, m, c, d);
+      break;
+    case LayerKind::attention:
+      attention_block(ops, m, c, d, window);
+      break;
+    case LayerKind::mlp:
+      mlp_block(ops, m, c, d, false);
+      break;
+    case LayerKind::moe:
+      mlp_block(ops, m, c, d, true);
+      break;
+  }
   return ops;
 }
 

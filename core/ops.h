@@ -27,6 +27,8 @@ enum class OpKind {
   loss,         // softmax cross-entropy
   comm,         // a collective or point-to-point transfer
   optimizer,    // AdamW update
+  scan,         // a chunked state-space scan (Mamba-2 SSD): small tensor-core matmuls per chunk, fp32
+                // chunk states through HBM
 };
 std::string to_string(OpKind k);
 
@@ -79,6 +81,15 @@ enum class OpId : uint8_t {
   dp_allreduce,
   dp_allgather,
   adamw,
+  // the Mamba-2 mixer of a hybrid model's M layers (pre-norm attn_norm, residual attn_residual)
+  ssm_in_gemm,    // in_proj: z, x, B, C, dt
+  ssm_conv,       // depthwise causal conv1d + SiLU over x, B, C
+  ssm_scan,       // the SSD chunked scan
+  ssm_gate_norm,  // RMSNorm of the scan output gated by SiLU(z)
+  ssm_out_gemm,   // out_proj
+  // latent MoE: the projections into and out of the routed experts' width
+  moe_latent_down_gemm,
+  moe_latent_up_gemm,
   count
 };
 inline constexpr size_t kOpCount = size_t(OpId::count);

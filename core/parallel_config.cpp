@@ -304,6 +304,14 @@ std::vector<std::string> validate_layout(const ModelSpec& m, const ClusterSpec& 
                                   {"num_query_groups", int64_t(m.num_query_groups), !m.mla},
                                   {"ffn_hidden_size", m.ffn_hidden_size, true}})
     if (applies && v % p.tp != 0) e.push_back("tp=" + s(p.tp) + " does not divide " + what + "=" + s(v));
+  if (m.mamba) {  // Megatron-Core MambaMixer: heads and B/C groups split over TP, heads over CP too
+    const MambaSpec& b = *m.mamba;
+    if (b.num_heads % p.tp != 0) e.push_back("tp=" + s(p.tp) + " does not divide mamba.num_heads=" + s(b.num_heads));
+    if (b.num_groups % p.tp != 0) e.push_back("tp=" + s(p.tp) + " does not divide mamba.num_groups=" + s(b.num_groups));
+    if (p.cp > 1 && (b.num_heads / p.tp) % p.cp != 0)
+      e.push_back("cp=" + s(p.cp) + " does not divide the Mamba heads per tensor-parallel rank (" + s(b.num_heads / p.tp) +
+                  "); context parallelism shards them");
+  }
   if (p.sp && p.tp == 1) e.push_back("sequence parallel needs tp > 1 (sp=true with tp=1); turn sp off");
   if (p.sp && t.seq_length % (int64_t(p.tp) * p.cp) != 0)
     e.push_back("seq_length=" + s(t.seq_length) + " is not divisible by tp*cp=" + s(p.tp * p.cp) +

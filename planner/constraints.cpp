@@ -209,6 +209,10 @@ Status check_search_job(const Plan& job, const std::map<std::string, int>& fix, 
   else if (world > job.cluster.max_gpus())
     e.push_back("cluster too small: " + std::to_string(world) + " GPUs requested but cluster '" + job.cluster.name + "' has " +
                 std::to_string(job.cluster.max_gpus()));
+  if (job.model.is_hybrid())
+    e.push_back("model '" + job.model.name +
+                "' is a hybrid (hybrid_override_pattern): the search's bounds know transformer layers only; "
+                "predict its layouts one by one with `mplan simulate`");
   if (job.training.global_batch_size < 1) e.push_back("global batch size must be >= 1");
   if (job.training.seq_length < 1) e.push_back("sequence length must be >= 1");
   if (!job.cluster.gpu.peak(job.training.precision))

@@ -171,8 +171,17 @@ std::string export_megatron_args(const Plan& plan) {
       put(std::string("mla.") + f);
   }
   put("mtp_num_layers");
+  if (m.is_hybrid()) {
+    // the hybrid stack (megatron/core/models/hybrid): one symbol per layer, then one "/" pattern per MTP
+    // depth (mplan's MTP depth: attention and the model's MoE or MLP)
+    std::string pattern = m.hybrid_override_pattern;
+    for (int i = 0; i < m.mtp_num_layers; ++i) pattern += m.moe ? "/*E" : "/*-";
+    arg("--hybrid-override-pattern", "\"" + pattern + "\"");
+    for (const char* f : {"num_heads", "head_dim", "state_dim", "num_groups"}) put(std::string("mamba.") + f);
+    notes.push_back("a hybrid model trains with Megatron-LM's pretrain_mamba.py (the hybrid stack), not pretrain_gpt.py");
+  }
   if (m.moe) {
-    for (const char* f : {"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size"})
+    for (const char* f : {"num_experts", "top_k", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size", "moe_latent_size"})
       put(std::string("moe.") + f);
     if (m.moe->first_k_dense_layers > 0 || m.moe->moe_layer_freq != 1)
       arg("--moe-layer-freq", "\"" + megatron_moe_layer_freq(m) + "\"");

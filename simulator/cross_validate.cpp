@@ -169,7 +169,7 @@ CvReport cross_validate(const std::vector<CsvRow>& csv, const Calibration& start
     std::vector<MeasuredRun> train, test;
     for (size_t i = 0; i < n; ++i) (out.count(i) ? test : train).push_back(p.runs[i]);
     Calibration fold_start = start;
-    std::vector<std::string> reset = reset_unidentified(train, fold_start, which, opt.threads);
+    std::vector<std::string> reset = reset_unidentified(fitted_runs(train), fold_start, which, opt.threads);
     if (!reset.empty()) rep.reset_to_prior[name] = reset;
     // and stay there: the loss is flat along them, so a simplex search would let them drift anywhere
     std::vector<FitParamSpec> fold_which;

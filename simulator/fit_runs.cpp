@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/ops.h"
 #include "core/parallel_for.h"
 #include "simulator/cost_param_table.h"
 #include "simulator/simulator.h"
@@ -105,11 +106,31 @@ struct Scale {
 
 }  // namespace
 
-FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start, const std::vector<FitParamSpec>& which,
-                          int rounds, const std::function<void(int, int, double)>& progress, int max_evals, int threads) {
+bool has_unmeasured_kernel(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  for (int i = 0; i < m.num_layers; ++i) {
+    if (m.layer_kind(i) == LayerKind::transformer) continue;  // (attention and MLPs have measured rates)
+    for (const Op& o : layer_ops(m, i, OpContext{}))
+      if (o.kind == OpKind::scan) return true;
+  }
+  return false;
+}
+
+std::vector<MeasuredRun> fitted_runs(const std::vector<MeasuredRun>& runs) {
+  std::vector<MeasuredRun> out;
+  for (const MeasuredRun& r : runs)
+    if (!has_unmeasured_kernel(r.plan)) out.push_back(r);
+  return out;
+}
+
+FitResult fit_cost_params(const std::vector<MeasuredRun>& all_runs, const Calibration& start,
+                          const std::vector<FitParamSpec>& which, int rounds,
+                          const std::function<void(int, int, double)>& progress, int max_evals, int threads) {
+  const std::vector<MeasuredRun> runs = fitted_runs(all_runs);
   FitResult fr;
   fr.calibration = start;
   fr.rows = int(runs.size());
+  fr.rows_not_fitted = int(all_runs.size() - runs.size());
   std::vector<Scale> scales;
   std::vector<double> x;
   for (const auto& spec : which) {

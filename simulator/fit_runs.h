@@ -48,7 +48,8 @@ struct FitResult {
   double loss_before = 0, loss_after = 0;  // weighted mean |ln(pred/meas)|
   double mape_before = 0, mape_after = 0;  // percent
   int evaluations = 0;
-  int rows = 0;
+  int rows = 0;                     // rows fitted
+  int rows_not_fitted = 0;          // rows with an unmeasured kernel (has_unmeasured_kernel)
   std::vector<std::string> failed;  // rows that did not simulate at the end
 };
 
@@ -56,6 +57,15 @@ struct FitResult {
 // nullptr for an unknown name.
 double* calibration_param(Calibration& c, const std::string& name);
 
+// Whether a run's step contains a kernel whose rate no measurement pins down: an op of kind scan (the
+// Mamba-2 SSD scan of a hybrid model, costed from its bytes and FLOPs alone). Such a run is scored
+// but not fitted: the shared parameters would otherwise absorb that kernel's unknown rate and move
+// every other model's prediction with it.
+bool has_unmeasured_kernel(const Plan& plan);
+// The runs a fit uses: those without an unmeasured kernel.
+std::vector<MeasuredRun> fitted_runs(const std::vector<MeasuredRun>& runs);
+
+// The fit uses fitted_runs(runs) (FitResult::rows counts them; the other rows are not simulated);
 // `rounds` restarts of the optimiser, each from the best point so far with a smaller initial step;
 // `max_evals` bounds the simulations of all rows per round (0 = 60 per parameter).
 FitResult fit_cost_params(const std::vector<MeasuredRun>& runs, const Calibration& start, const std::vector<FitParamSpec>& which,

@@ -3,7 +3,8 @@
 //    overrides the preset's, as sources count logits with their own vocab), else built from the row's
 //    dimensions in the style of its family (Llama: SwiGLU, RMSNorm, untied; GPT/MT-NLG: GELU,
 //    LayerNorm, biases, learned positions; MPT: GELU, LayerNorm, ALiBi; Nemotron-4: squared ReLU);
-//    hybrid Mamba (Nemotron 3) and Llama 4 rows are not expressible;
+//    hybrid Mamba models (Nemotron 3, Nemotron-H) come from their presets (their layer pattern is in no
+//    column); Llama 4 rows are not expressible;
 //  - framework: the row's `framework` column (Megatron/NeMo, torchtitan, llm-foundry, MaxText/Paxml);
 //  - cluster: the preset of the row's GPU type; layout: the row's tp/sp/pp/vp/cp/ep/etp/mbs, ZeRO from
 //    dist_optimizer/fsdp, recompute from its text; layers that do not split evenly over pp*vp chunks
@@ -55,6 +56,11 @@ std::string preset_for(const std::string& name) {
       if (n.find(canonical_name(k)) != std::string::npos) return true;
     return false;
   };
+  if (any({"nemotron-3-nano", "nemotron3-nano"})) return "nemotron-3-nano";
+  if (any({"nemotron-3-super", "nemotron3-super"})) return "nemotron-3-super";
+  if (any({"nemotron-h-56b"})) return "nemotron-h-56b";
+  if (any({"nemotron-h-47b"})) return "nemotron-h-47b";
+  if (any({"nemotron-h-8b"})) return "nemotron-h-8b";
   if (any({"qwen3-235b"})) return "qwen3-235b-a22b";
   if (any({"qwen3-30b"})) return "qwen3-30b-a3b";
   if (any({"llama3.1-405b", "llama3-405b"})) return "llama3.1-405b";
@@ -115,7 +121,7 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   const std::string& name = r.get("model");
   const std::string cn = canonical_name(name);
   if (cn.find("nemotron3") != std::string::npos || cn.find("nemotronh") != std::string::npos)
-    return Error("hybrid Mamba-Transformer (Nemotron 3, Nemotron-H) is not expressible");
+    return Error("hybrid Mamba-Transformer model without a preset: its layer pattern is not in the row's columns");
   if (has(name, "llama4")) return Error("Llama 4 (chunked attention, interleaved MoE) is not expressible");
   auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
   if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");

@@ -206,27 +206,66 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
 
 // The op lists' costs of one layout: layer types (dense / MoE) x attention (full / sliding window),
 // embedding and head.
+// The op lists a layer can be (core/ops.h layer_ops): a transformer layer with a dense MLP or with
+// MoE, or a hybrid model's Mamba, attention, MLP or MoE layer; each with full or windowed attention.
+enum LayerList { kDense, kMoe, kMamba, kAttention, kMlp, kMoeOnly, kLayerLists };
+
+int layer_list(const ModelSpec& m, int i) {
+  switch (m.layer_kind(i)) {
+    case LayerKind::transformer:
+      return m.is_moe_layer(i) ? kMoe : kDense;
+    case LayerKind::mamba:
+      return kMamba;
+    case LayerKind::attention:
+      return kAttention;
+    case LayerKind::mlp:
+      return kMlp;
+    case LayerKind::moe:
+      return kMoeOnly;
+  }
+  return kDense;
+}
+
 struct ListCosts {
-  ListCost dense, moe, dense_win, moe_win, emb, head;
+  std::array<ListCost, kLayerLists> full, win;  // by LayerList; win: with the sliding window
+  ListCost emb, head;
 };
 
 ListCosts cost_lists(const Ctx& x, const OpContext& oc, int first_moe) {
   const ModelSpec& m = x.plan.model;
   ModelSpec full_model = m;
   full_model.window_size = 0;
-  ModelSpec dense_model = full_model;
-  dense_model.moe.reset();
+  ModelSpec win_model = m;
+  win_model.window_attn_skip_freq = 0;  // every layer windowed
   ListCosts lc;
-  lc.dense = cost_ops(x, layer_ops(dense_model, 0, oc));
-  if (m.moe) lc.moe = cost_ops(x, layer_ops(full_model, first_moe, oc));
-  lc.dense_win = lc.dense, lc.moe_win = lc.moe;
-  if (m.window_size > 0) {
-    ModelSpec win_model = m;
-    win_model.window_attn_skip_freq = 0;  // every layer windowed
-    ModelSpec dense_win_model = win_model;
-    dense_win_model.moe.reset();
-    lc.dense_win = cost_ops(x, layer_ops(dense_win_model, 0, oc));
-    if (m.moe) lc.moe_win = cost_ops(x, layer_ops(win_model, first_moe, oc));
+  if (!m.is_hybrid()) {
+    ModelSpec dense_model = full_model;
+    dense_model.moe.reset();
+    lc.full[kDense] = cost_ops(x, layer_ops(dense_model, 0, oc));
+    if (m.moe) lc.full[kMoe] = cost_ops(x, layer_ops(full_model, first_moe, oc));
+    lc.win = lc.full;
+    if (m.window_size > 0) {
+      ModelSpec dense_win_model = win_model;
+      dense_win_model.moe.reset();
+      lc.win[kDense] = cost_ops(x, layer_ops(dense_win_model, 0, oc));
+      if (m.moe) lc.win[kMoe] = cost_ops(x, layer_ops(win_model, first_moe, oc));
+    }
+  } else {
+    // each kind of layer the pattern has, costed at its first layer; an MTP depth is a transformer layer
+    // (Megatron's MTP pattern "*E" or "*-": attention and the model's MoE or MLP)
+    std::array<bool, kLayerLists> done{};
+    if (m.mtp_num_layers > 0) {
+      ModelSpec mtp_model = full_model;
+      mtp_model.hybrid_override_pattern.clear();
+      lc.full[m.moe ? kMoe : kDense] = cost_ops(x, layer_ops(mtp_model, 0, oc));
+    }
+    for (int i = 0; i < m.num_layers; ++i) {
+      const int l = layer_list(m, i);
+      if (done[size_t(l)]) continue;
+      done[size_t(l)] = true;
+      lc.full[size_t(l)] = cost_ops(x, layer_ops(full_model, i, oc));
+      lc.win[size_t(l)] = m.window_size > 0 ? cost_ops(x, layer_ops(win_model, i, oc)) : lc.full[size_t(l)];
+    }
   }
   lc.emb = cost_ops(x, embedding_ops(m, oc));
   lc.head = cost_ops(x, head_ops(m, oc));
@@ -302,9 +341,9 @@ ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
   const ListTimingContext lt = list_timing_context(plan, prm, grid, std::max(1, plan.cluster.placement_domain()));
   const OpContext oc = op_context(plan, plan.parallel, prm);
   ModelSpec dense_model = plan.model;
-  if (!plan.model.is_moe_layer(layer)) dense_model.moe.reset();
-  const std::vector<Op> ops =
-      layer_ops(plan.model.is_moe_layer(layer) ? plan.model : dense_model, plan.model.is_moe_layer(layer) ? layer : 0, oc);
+  if (!plan.model.is_moe_layer(layer) && !plan.model.is_hybrid()) dense_model.moe.reset();
+  const bool as_is = plan.model.is_moe_layer(layer) || plan.model.is_hybrid();
+  const std::vector<Op> ops = layer_ops(as_is ? plan.model : dense_model, as_is ? layer : 0, oc);
   return time_op_list(ops, op_list_compute(ops, lt), lt);
 }
 
@@ -344,10 +383,9 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
     own_costs.emplace(cost_lists(x, oc, first_moe));
   }
   const ListCosts* costs = memo_costs ? memo_costs.get() : &*own_costs;
-  const ListCost &dense = costs->dense, &moe = costs->moe, &dense_win = costs->dense_win, &moe_win = costs->moe_win;
+  const ListCost &dense = costs->full[kDense], &moe = costs->full[kMoe];
   auto layer_cost = [&](int i) -> const ListCost& {
-    bool win = m.is_window_layer(i);
-    return m.is_moe_layer(i) ? (win ? moe_win : moe) : (win ? dense_win : dense);
+    return (m.is_window_layer(i) ? costs->win : costs->full)[size_t(layer_list(m, i))];
   };
   const ListCost &emb = costs->emb, &head = costs->head;
   auto list_memory = [](const ListCost& lc) {
@@ -369,7 +407,8 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
     }
   w.stages.resize(p.pp);
   std::optional<ChunkCost> inner_chunk;  // the last inner chunk computed and its layer counts
-  int inner_count[8] = {};
+  constexpr int kCounts = kLayerLists * 2 * 2;
+  int inner_count[kCounts] = {};
   for (int s = 0; s < p.pp; ++s) {
     StageWork& st = w.stages[s];
     st.chunks.resize(p.vpp);
@@ -416,23 +455,24 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
         }
         add_tally(ch.ops, lc, k);
       };
-      int count[2][2][2] = {};  // [moe][window][recomputed]
+      int count[kLayerLists][2][2] = {};  // [LayerList][window][recomputed]
       for (int i = first; i < first + ch.layers; ++i)
-        count[m.is_moe_layer(i) ? 1 : 0][m.is_window_layer(i) ? 1 : 0][i - first < recompute_layers ? 1 : 0]++;
+        count[layer_list(m, i)][m.is_window_layer(i) ? 1 : 0][i - first < recompute_layers ? 1 : 0]++;
       // a chunk of the same lists as the last inner one (not the first or the last chunk: they add the
       // embedding or the head; no layer-wise offloading) costs the same, by the same expressions: copied
       const bool inner = !(s == 0 && c == 0) && !(s == p.pp - 1 && c == p.vpp - 1) && p.cpu_offload_layers == 0;
       if (inner && inner_chunk && ch.layers == inner_chunk->layers &&
-          std::equal(&count[0][0][0], &count[0][0][0] + 8, inner_count)) {
+          std::equal(&count[0][0][0], &count[0][0][0] + kCounts, inner_count)) {
         ch = *inner_chunk;
         continue;
       }
       if (s == 0 && c == 0) add_list(emb, false, 1);
-      for (int e = 0; e < 2; ++e)
+      for (int e = 0; e < kLayerLists; ++e)
         for (int wi = 0; wi < 2; ++wi)
-          for (int r = 0; r < 2; ++r) add_list(e ? (wi ? moe_win : moe) : (wi ? dense_win : dense), r == 1, count[e][wi][r]);
+          for (int r = 0; r < 2; ++r) add_list((wi ? costs->win : costs->full)[size_t(e)], r == 1, count[e][wi][r]);
       if (s == p.pp - 1 && c == p.vpp - 1) {
-        add_list(m.is_moe_layer(m.num_layers - 1) ? moe : dense, false, m.mtp_num_layers);
+        const int mtp_list = m.is_hybrid() ? (m.moe ? kMoe : kDense) : layer_list(m, m.num_layers - 1);
+        add_list(costs->full[size_t(mtp_list)], false, m.mtp_num_layers);
         add_list(head, false, 1 + m.mtp_num_layers);
       }
       if (p.cpu_offload_layers > 0) {
@@ -448,7 +488,7 @@ Workload build_workload(const Plan& plan, const CostParams& prm_in, WorkloadMemo
       }
       if (inner) {  // as computed, before a stage's FSDP traffic is added below
         inner_chunk = ch;
-        std::copy(&count[0][0][0], &count[0][0][0] + 8, inner_count);
+        std::copy(&count[0][0][0], &count[0][0][0] + kCounts, inner_count);
       }
     }
     // parameters on this rank

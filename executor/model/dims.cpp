@@ -90,6 +90,12 @@ std::vector<std::string> unsupported_features(const Plan& plan) {
     out.push_back("model '" + m.name +
                   "' uses multi-head latent attention (mla), which the CPU executor does not "
                   "implement; remove the mla block to train a GQA model of the same size");
+  if (m.is_hybrid())
+    out.push_back("model '" + m.name +
+                  "' is a hybrid of Mamba, attention, MLP and MoE layers (hybrid_override_pattern); the executor "
+                  "trains transformer layers only");
+  if (m.moe && m.moe->moe_latent_size > 0)
+    out.push_back("model.moe.moe_latent_size: latent MoE is not implemented by the executor; remove it");
   if (m.mtp_num_layers > 0)
     out.push_back("model '" + m.name + "' has mtp_num_layers=" + std::to_string(m.mtp_num_layers) +
                   "; multi-token prediction is not implemented by the executor, set it to 0");

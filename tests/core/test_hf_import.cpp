@@ -182,3 +182,60 @@ TEST(HfImport, KeysOfTheTableAreReadThroughTheirRows) {
             std::string::npos)
       << e;
 }
+
+// Nemotron-H / Nemotron 3 (model_type nemotron_h). No config.json of these models is stored here: the
+// configs below use the keys Megatron-Bridge's nemotron_h_bridge.py reads (NVIDIA-NeMo/Megatron-Bridge
+// @067f987) with the presets' values, and must import as the presets.
+TEST(HfImport, NemotronHHybridsImportAsThePresets) {
+  const ModelSpec h8 = *model_preset("nemotron-h-8b");
+  nlohmann::json j = {{"model_type", "nemotron_h"},
+                      {"num_hidden_layers", 52},
+                      {"hidden_size", 4096},
+                      {"intermediate_size", 21504},
+                      {"num_attention_heads", 32},
+                      {"num_key_value_heads", 8},
+                      {"head_dim", 128},
+                      {"vocab_size", 131072},
+                      {"hybrid_override_pattern", h8.hybrid_override_pattern},
+                      {"mamba_num_heads", 128},
+                      {"mamba_head_dim", 64},
+                      {"ssm_state_size", 128},
+                      {"n_groups", 8},
+                      {"conv_kernel", 4},
+                      {"chunk_size", 128},
+                      {"layer_norm_epsilon", 1e-5},
+                      {"mlp_hidden_act", "relu2"},
+                      {"tie_word_embeddings", false}};
+  auto m = hf_model_from_config(j, "h8");
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->hybrid_override_pattern, h8.hybrid_override_pattern);
+  EXPECT_EQ(count_params(*m).total, count_params(h8).total);
+  // Nano: MoE layers with a sigmoid router, a shared expert of its own width; attention_head_dim
+  const ModelSpec nano = *model_preset("nemotron-3-nano");
+  nlohmann::json n = j;
+  n.erase("head_dim");
+  n.update({{"num_hidden_layers", 52},
+            {"hidden_size", 2688},
+            {"intermediate_size", 1856},
+            {"num_key_value_heads", 2},
+            {"attention_head_dim", 128},
+            {"hybrid_override_pattern", nano.hybrid_override_pattern},
+            {"mamba_num_heads", 64},
+            {"n_routed_experts", 128},
+            {"num_experts_per_tok", 6},
+            {"moe_intermediate_size", 1856},
+            {"moe_shared_expert_intermediate_size", 3712},
+            {"routed_scaling_factor", 2.5}});
+  auto mn = hf_model_from_config(n, "nano");
+  ASSERT_TRUE(mn.ok()) << mn.error().message();
+  EXPECT_EQ(mn->kv_channels, 128);
+  EXPECT_EQ(count_params(*mn).total, count_params(nano).total);
+  EXPECT_EQ(count_params(*mn).active, count_params(nano).active);
+  EXPECT_EQ(mn->moe->router_score_function, RouterScore::sigmoid);
+  // an MTP pattern mplan does not model is named
+  n["num_nextn_predict_layers"] = 1;
+  n["mtp_hybrid_override_pattern"] = "M*E";
+  auto bad = hf_model_from_config(n, "nano");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("mtp_hybrid_override_pattern"), std::string::npos) << bad.error().message();
+}

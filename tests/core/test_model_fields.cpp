@@ -15,11 +15,15 @@
 namespace mplan {
 namespace {
 
-// A model that sets every part: MoE with group-limited routing, MLA, YaRN, a window, sinks, MTP.
+// A model that sets every part: MoE with group-limited routing and a latent width, MLA, YaRN, a window,
+// sinks, MTP, and Mamba layers (a hybrid: its pattern places the MoE layers, so no leading dense ones).
 ModelSpec full_model() {
   ModelSpec m = *model_preset("deepseek-v3");
   m.window_size = 128, m.window_attn_skip_freq = 2, m.softmax_type = SoftmaxType::learnable;
   m.max_position_embeddings = 4096, m.hidden_dropout = 0.1, m.attention_dropout = 0.1;
+  m.moe->first_k_dense_layers = 0, m.moe->moe_latent_size = 1024;
+  m.hybrid_override_pattern = std::string("M*-") + std::string(size_t(m.num_layers) - 3, 'E');
+  m.mamba = MambaSpec{128, 64, 256, 8, 4, 256};
   return m;
 }
 
@@ -60,10 +64,11 @@ TEST(ModelFields, EveryModelJsonKeyIsOneRow) {
       for (const auto& [k2, v2] : v.items()) keys.insert(k + "." + k2);
   }
   keys.erase("name");
+  keys.erase("hybrid_override_pattern");                                           // a string, read and written outside the table
   keys.insert({"rope_scaling.low_freq_factor", "rope_scaling.high_freq_factor"});  // llama3's, not YaRN's
   EXPECT_EQ(rows, keys);  // the writer writes every row of a model that sets every part
   // every member of ModelSpec and its parts is a row (a new member without one fails here: add its row)
-  EXPECT_EQ(rows.size(), 49u);
+  EXPECT_EQ(rows.size(), 56u);
   for (const ModelSpec& m : {full_model(), *model_preset("llama3-8b"), *model_preset("gpt3-175b")}) {
     auto back = model_from_json(model_to_json(m));  // what the table writes, the reader reads back
     ASSERT_TRUE(back.ok()) << m.name << ": " << back.error().message();

@@ -370,5 +370,15 @@ TEST(Search, CancelStopsEarly) {
   EXPECT_EQ(r.stats.simulated, 0);
 }
 
+// A hybrid model (Mamba layers): the search's bounds know transformer layers only, so it refuses the
+// job naming the way out instead of pruning with wrong bounds.
+TEST(Search, RefusesAHybridModelSayingSo) {
+  Plan job = test::job(*model_preset("nemotron-h-8b"), test::cluster("dgx-h100"), 8, 8, 8192);
+  auto r = search(job, shipped_calibration(), SearchOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("hybrid"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("mplan simulate"), std::string::npos) << r.error().message();
+}
+
 }  // namespace
 }  // namespace mplan

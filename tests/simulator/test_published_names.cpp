@@ -4,6 +4,7 @@
 // refused naming what cannot be expressed (simulator/published.cpp).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -13,11 +14,12 @@ namespace mplan {
 namespace {
 
 Expected<PublishedRun> run_of(const std::string& model, const std::string& dims = ",,,,,", const std::string& gpu = "H100",
-                              const std::string& framework = "Megatron-Core") {
+                              const std::string& framework = "Megatron-Core", int tp = 8) {
   std::ostringstream csv;
   csv << "row_id,source_id,framework,model,layers,hidden,ffn_hidden,heads,kv_heads,vocab,seq_len,gpu_type,num_gpus,gbs,mbs,"
          "tp,sp,pp,cp,ep,moe_num_experts,moe_topk,precision,tokens_per_sec_per_gpu\n";
-  csv << "R-1,src," << framework << "," << model << "," << dims << ",4096," << gpu << ",64,256,1,8,,4,1,1,,,bf16,1000\n";
+  csv << "R-1,src," << framework << "," << model << "," << dims << ",4096," << gpu << ",64,256,1," << tp
+      << ",,4,1,1,,,bf16,1000\n";
   auto rows = read_csv_text(csv.str(), "synthetic");
   if (!rows || rows->size() != 1) return Error("csv not read");
   return published_run_from_row(rows->front(), RowSettings::as_stated);
@@ -59,12 +61,19 @@ TEST(PublishedNames, MistralAndQwenWithoutAPresetAreBuiltAsLlamaFromTheirColumns
   EXPECT_NE(unknown.error().message().find("Frobnicator 7B"), std::string::npos);
 }
 
-TEST(PublishedNames, HybridMambaRowsAreRefusedSayingSo) {
-  for (const char* name : {"Nemotron_3_Nano", "Nemotron 3 Super", "Nemotron-H 56B", "NemotronH_56B"}) {
-    auto r = run_of(name, "118,8192,,64,8,131072");
-    ASSERT_FALSE(bool(r)) << name;
-    EXPECT_NE(r.error().message().find("hybrid Mamba"), std::string::npos) << name << ": " << r.error().message();
+TEST(PublishedNames, HybridMambaRowsUseTheirPresetsAndOthersAreRefusedSayingSo) {
+  const std::map<std::string, int> layers = {
+      {"Nemotron_3_Nano", 52}, {"Nemotron 3 Super", 88}, {"Nemotron-H 56B", 118}, {"NemotronH_56B", 118}};
+  for (const auto& [name, n] : layers) {
+    auto r = run_of(name, n == 118 ? "118,8192,,64,8,131072" : ",,,,,", "H100", "Megatron-Core", 2);
+    ASSERT_TRUE(bool(r)) << name << ": " << r.error().message();
+    EXPECT_TRUE(r->plan.model.is_hybrid()) << name;
+    EXPECT_EQ(r->plan.model.num_layers, n) << name;
   }
+  // a hybrid without a preset: its layer pattern is in no column
+  auto r = run_of("Nemotron-H 4B", "52,3072,,32,8,131072");
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(r.error().message().find("hybrid Mamba"), std::string::npos) << r.error().message();
 }
 
 // Megatron-Bridge's performance summary force-balances every MoE benchmark: a release default of that

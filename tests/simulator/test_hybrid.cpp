@@ -1,0 +1,120 @@
+// Hybrid Mamba-Transformer models (Nemotron-H, Nemotron 3): each layer is costed by its own kind (Mamba,
+// attention, MLP, MoE) as Megatron's hybrid pattern places it; parameters and model FLOPs reproduce the
+// published figures; layouts the Mamba mixer cannot split are refused naming the field (the search's
+// refusal: tests/planner/test_search.cpp).
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "core/counting.h"
+#include "core/ops.h"
+#include "core/presets.h"
+#include "sim_fixtures.h"
+#include "simulator/cost_params.h"
+#include "simulator/simulator.h"
+
+namespace mplan {
+namespace {
+
+bool has_op(const std::vector<Op>& ops, OpId id) {
+  for (const Op& o : ops)
+    if (o.id == id) return true;
+  return false;
+}
+const Op& op_of(const std::vector<Op>& ops, OpId id) {
+  for (const Op& o : ops)
+    if (o.id == id) return o;
+  throw std::runtime_error("op not in the list");
+}
+
+TEST(Hybrid, EachLayerHoldsWhatItsPatternSymbolSays) {
+  const ModelSpec m = *model_preset("nemotron-3-nano");
+  ASSERT_TRUE(m.is_hybrid());
+  OpContext c;
+  c.seq = 8192;
+  // MEMEM*E...: layer 0 Mamba, 1 MoE, 5 attention
+  auto mamba = layer_ops(m, 0, c), moe = layer_ops(m, 1, c), attn = layer_ops(m, 5, c);
+  EXPECT_TRUE(has_op(mamba, OpId::ssm_scan) && !has_op(mamba, OpId::attn_core) && !has_op(mamba, OpId::router));
+  EXPECT_TRUE(has_op(moe, OpId::router) && !has_op(moe, OpId::attn_core) && !has_op(moe, OpId::ssm_scan));
+  EXPECT_TRUE(has_op(attn, OpId::attn_core) && !has_op(attn, OpId::fc1_gemm) && !has_op(attn, OpId::router));
+  EXPECT_TRUE(m.is_moe_layer(1) && !m.is_moe_layer(0) && !m.is_moe_layer(5));
+  // in_proj: z, x (d_inner each), B, C (groups x state), dt (one per head), per token
+  const Op& in = op_of(mamba, OpId::ssm_in_gemm);
+  EXPECT_EQ(in.gemm.n, 2 * 4096 + 2 * 8 * 128 + 64);
+  EXPECT_DOUBLE_EQ(in.fwd_flops, 2.0 * 8192 * in.gemm.n * 2688);
+  // tensor parallelism splits the heads, channels and groups: half the per-rank work at tp 2
+  OpContext c2 = c;
+  c2.tp = 2;
+  EXPECT_DOUBLE_EQ(op_of(layer_ops(m, 0, c2), OpId::ssm_in_gemm).fwd_flops, in.fwd_flops / 2);
+  EXPECT_DOUBLE_EQ(op_of(layer_ops(m, 0, c2), OpId::ssm_scan).fwd_flops, op_of(mamba, OpId::ssm_scan).fwd_flops / 2);
+  // context parallelism trades the sequence shard for a head shard around the scan
+  OpContext c3 = c;
+  c3.cp = 2;
+  EXPECT_TRUE(has_op(layer_ops(m, 0, c3), OpId::cp_a2a));
+}
+
+TEST(Hybrid, ParametersAndModelFlopsReproduceThePublishedFigures) {
+  // Nemotron 3 Nano model card: 31.6B total, 3.2B active (3.6B with embeddings)
+  const ParamCounts nano = count_params(*model_preset("nemotron-3-nano"));
+  EXPECT_NEAR(nano.total, 31.6e9, 0.1e9);
+  EXPECT_NEAR(nano.active, 3.6e9, 0.05e9);
+  EXPECT_NEAR(nano.active_excl_embedding, 3.2e9, 0.05e9);
+  // Megatron-Bridge performance summary, Nano on H100 (NeMo 26.06): 328 TFLOP/s at 14719 tokens/s/GPU
+  EXPECT_NEAR(model_flops_per_token(*model_preset("nemotron-3-nano"), 8192, AttentionFlops::causal), 328e12 / 14719,
+              0.002 * 328e12 / 14719);
+  // Nemotron 3 Super: 120B total, 12B active; GB300: 831 TFLOP/s at 9856 tokens/s/GPU (two MTP depths)
+  const ModelSpec super = *model_preset("nemotron-3-super");
+  EXPECT_NEAR(count_params(super).total, 120.7e9, 0.5e9);
+  EXPECT_NEAR(model_flops_per_token(super, 8192, AttentionFlops::causal), 831e12 / 9856, 0.01 * 831e12 / 9856);
+  // Nemotron-H 56B
+  EXPECT_NEAR(count_params(*model_preset("nemotron-h-56b")).total, 56.3e9, 0.3e9);
+}
+
+TEST(Hybrid, EveryLayerOfThePatternIsCosted) {
+  Plan p = preset_plan("nemotron-h-56b", 8, 8, 8192, 8, 1);
+  CostParams c = default_cost_params(p.cluster);
+  const double base = simulate_ok(p, c).step_time_s;
+  // the first half of the pattern: about half the layers' work, plus the same embedding and head
+  Plan fewer = p;
+  fewer.model.hybrid_override_pattern = p.model.hybrid_override_pattern.substr(0, 59);
+  fewer.model.num_layers = 59;
+  const double half = simulate_ok(fewer, c).step_time_s;
+  EXPECT_LT(half, base);
+  EXPECT_GT(half, 0.3 * base);
+  // the per-op table names the Mamba ops
+  auto r = simulate_ok(p, c);
+  bool scan = false;
+  for (const auto& o : r.ops) scan = scan || o.name == "ssm_scan";
+  EXPECT_TRUE(scan);
+}
+
+TEST(Hybrid, LayoutsTheMixerCannotSplitAreRefusedByField) {
+  Plan p = preset_plan("nemotron-3-nano", 16, 16, 8192, 16, 1);
+  auto r = simulate(p, default_cost_params(p.cluster));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("mamba.num_groups"), std::string::npos) << r.error().message();
+}
+
+TEST(Hybrid, ModelJsonRefusesBadPatternsByField) {
+  auto j = model_to_json(*model_preset("nemotron-h-8b"));
+  ASSERT_TRUE(model_from_json(j).ok());
+  auto bad = j;
+  bad["hybrid_override_pattern"] = "M-X";
+  auto r = model_from_json(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("model.hybrid_override_pattern"), std::string::npos) << r.error().message();
+  bad = j;
+  bad["hybrid_override_pattern"] = "M-M";
+  r = model_from_json(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("one symbol per layer"), std::string::npos) << r.error().message();
+  bad = j;
+  bad.erase("mamba");
+  r = model_from_json(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("model.mamba"), std::string::npos) << r.error().message();
+}
+
+}  // namespace
+}  // namespace mplan
