@@ -37,10 +37,10 @@ struct KindRow {
   LayerParams params;
 };
 std::vector<KindRow> hybrid_kinds(const ModelSpec& m) {
-  std::vector<KindRow> rows = {{LayerKind::mamba, "M", "mamba"},
-                               {LayerKind::attention, "*", "attention"},
-                               {LayerKind::mlp, "-", "mlp"},
-                               {LayerKind::moe, "E", "moe"}};
+  std::vector<KindRow> rows = {{LayerKind::mamba, "M", "mamba", 0, {}},
+                               {LayerKind::attention, "*", "attention", 0, {}},
+                               {LayerKind::mlp, "-", "mlp", 0, {}},
+                               {LayerKind::moe, "E", "moe", 0, {}}};
   for (int i = 0; i < m.num_layers; ++i)
     for (KindRow& r : rows)
       if (m.layer_kind(i) == r.kind && r.count++ == 0) r.params = layer_params_at(m, i);

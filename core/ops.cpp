@@ -547,8 +547,9 @@ void mlp_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, con
 //    chunks, chunk scan) multiplies 2QNG (C.B^T) + 2QPH (within-chunk output) + 4NPH (chunk states in,
 //    states out) FLOPs forward, and moves x and B, C twice, dt, the output, C.B^T (fp32, written and
 //    read) and the fp32 chunk states H.P.N/Q per token four times (written, passed, read);
-//  - it keeps its inputs x, B, C (post-conv), dt and its output for the backward, which recomputes
-//    the chunk states.
+//  - the layer keeps the in_proj output (z, x, B, C, dt before the conv) and the scan's output for the
+//    backward, which recomputes the conv and the chunk states (Megatron's memory-efficient path,
+//    mamba_ssm mamba_split_conv1d_scan_combined).
 void mamba_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, const Dims& d) {
   const MambaSpec& b = *m.mamba;
   const double h = double(m.hidden_size), tp = c.tp;
@@ -559,15 +560,18 @@ void mamba_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& c, c
   tp_enter(ops, c, d, h);
   Op in = gemm(OpId::ssm_in_gemm, d.T, in_w, h, d.a);
   ops.push_back(keep(in, d.Tsp * h * d.g, bit(RecomputeModule::layernorm), bit(OffloadModule::qkv_linear)));
-  if (c.cp > 1) ops.push_back(comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * (conv_w + H) * d.a));
+  // (context parallelism: z, x, B, C and dt each go through an all-to-all, y comes back through one)
+  if (c.cp > 1) ops.push_back(comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * in_w * d.a));
+  // Megatron's memory-efficient path (mamba_split_conv1d_scan_combined) keeps the in_proj output (x, B, C
+  // and dt here, z by the gated norm) and recomputes the conv and the chunk states in the backward
   Op conv = mem_op(OpId::ssm_conv, 2 * d.T * conv_w * d.a, 2.0 * b.conv_kernel * d.T * conv_w);
-  ops.push_back(keep(conv, d.T * conv_w * d.a));
+  ops.push_back(keep(conv, d.T * (conv_w + H) * d.a));
   Op scan = vocabulary_op(OpId::ssm_scan);
   scan.fwd_flops = d.T * (2 * Q * N * G + 2 * Q * P * H + 4 * N * P * H);
   scan.fwd_bytes = d.T * (d.a * (2 * di + 4 * G * N + di) + 4 * H + 8 * G * Q + 16 * H * P * N / Q);
-  keep(scan, d.T * (conv_w * d.a + 4 * H));                             // x, B, C and dt
-  keep(scan, d.T * di * d.a);                                           // the output (the gated norm's input)
-  scan.bwd_transient_bytes = d.T * (conv_w * d.a + 4 * H * P * N / Q);  // dx, dB, dC and the recomputed states
+  keep(scan, d.T * di * d.a);  // the output (the gated norm's input)
+  // the recomputed conv output, dx, dB, dC and the recomputed chunk states
+  scan.bwd_transient_bytes = d.T * (2 * conv_w * d.a + 4 * H * P * N / Q);
   ops.push_back(scan);
   if (c.cp > 1) ops.push_back(comm(OpId::cp_a2a, Collective::all_to_all, CommGroup::cp, d.T * di * d.a));
   Op gn = mem_op(OpId::ssm_gate_norm, 3 * d.T * di * d.a, 6 * d.T * di);

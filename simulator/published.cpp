@@ -4,7 +4,7 @@
 //    dimensions in the style of its family (Llama: SwiGLU, RMSNorm, untied; GPT/MT-NLG: GELU,
 //    LayerNorm, biases, learned positions; MPT: GELU, LayerNorm, ALiBi; Nemotron-4: squared ReLU);
 //    hybrid Mamba models (Nemotron 3, Nemotron-H) come from their presets (their layer pattern is in no
-//    column); Llama 4 rows are not expressible;
+//    column); Llama 4 Scout and Maverick likewise (chunked attention costed as full attention);
 //  - framework: the row's `framework` column (Megatron/NeMo, torchtitan, llm-foundry, MaxText/Paxml);
 //  - cluster: the preset of the row's GPU type; layout: the row's tp/sp/pp/vp/cp/ep/etp/mbs, ZeRO from
 //    dist_optimizer/fsdp, recompute from its text; layers that do not split evenly over pp*vp chunks
@@ -61,6 +61,8 @@ std::string preset_for(const std::string& name) {
   if (any({"nemotron-h-56b"})) return "nemotron-h-56b";
   if (any({"nemotron-h-47b"})) return "nemotron-h-47b";
   if (any({"nemotron-h-8b"})) return "nemotron-h-8b";
+  if (any({"llama4-scout", "llama-4-scout"})) return "llama4-scout";
+  if (any({"llama4-maverick", "llama-4-maverick"})) return "llama4-maverick";
   if (any({"qwen3-235b"})) return "qwen3-235b-a22b";
   if (any({"qwen3-30b"})) return "qwen3-30b-a3b";
   if (any({"llama3.1-405b", "llama3-405b"})) return "llama3.1-405b";
@@ -122,7 +124,8 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   const std::string cn = canonical_name(name);
   if (cn.find("nemotron3") != std::string::npos || cn.find("nemotronh") != std::string::npos)
     return Error("hybrid Mamba-Transformer model without a preset: its layer pattern is not in the row's columns");
-  if (has(name, "llama4")) return Error("Llama 4 (chunked attention, interleaved MoE) is not expressible");
+  if (cn.find("llama4") != std::string::npos)
+    return Error("Llama 4 other than Scout and Maverick: its expert layout and chunked attention are in no column");
   auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
   if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");
   for (auto bad : {bad_count("layers", *L, kMaxLayers), bad_count("hidden", *h, kMaxHidden), bad_count("heads", *a, kMaxHeads)})

@@ -4,6 +4,7 @@
 // refusal: tests/planner/test_search.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "core/ops.h"
 #include "core/presets.h"
 #include "sim_fixtures.h"
+#include "simulator/compute_cost.h"
 #include "simulator/cost_params.h"
 #include "simulator/simulator.h"
 
@@ -52,6 +54,28 @@ TEST(Hybrid, EachLayerHoldsWhatItsPatternSymbolSays) {
   OpContext c3 = c;
   c3.cp = 2;
   EXPECT_TRUE(has_op(layer_ops(m, 0, c3), OpId::cp_a2a));
+}
+
+// The SSD scan (op kind scan): the larger of its HBM bytes and its matmuls at the fused-attention rate,
+// plus five kernel gaps forward and ten backward; the backward twice the forward's work.
+TEST(Hybrid, TheScanCostsItsBytesOrItsMatmulsAtTheAttentionRate) {
+  const ModelSpec m = *model_preset("nemotron-h-56b");
+  OpContext c;
+  c.seq = 8192;
+  c.tp = 8;
+  const Op scan = op_of(layer_ops(m, 0, c), OpId::ssm_scan);
+  EXPECT_EQ(scan.kind, OpKind::scan);
+  for (const char* preset : {"dgx-h100", "gb200-nvl72"}) {
+    const ClusterSpec cl = *cluster_preset(preset);
+    const CostParams p = default_cost_params(cl);
+    const ComputeRates r = compute_rates(Precision::fp8, cl, p);
+    const OpCost k = compute_op_cost(scan, r, p);
+    const double gap = p.kernel_overhead_us * 1e-6;
+    EXPECT_NEAR(k.fwd_s, std::max(scan.fwd_bytes / r.hbm, scan.fwd_flops / (r.peak_bf16 * p.attn_fwd_eff)) + 5 * gap, 1e-12);
+    EXPECT_NEAR(k.bwd_input_s,
+                std::max(2 * scan.fwd_bytes / r.hbm, 2 * scan.fwd_flops / (r.peak_bf16 * p.attn_bwd_eff)) + 10 * gap, 1e-12);
+    EXPECT_EQ(k.bwd_weight_s, 0.0);
+  }
 }
 
 TEST(Hybrid, ParametersAndModelFlopsReproduceThePublishedFigures) {

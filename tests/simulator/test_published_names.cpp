@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/counting.h"
 #include "simulator/published.h"
 
 namespace mplan {
@@ -74,6 +75,24 @@ TEST(PublishedNames, HybridMambaRowsUseTheirPresetsAndOthersAreRefusedSayingSo) 
   auto r = run_of("Nemotron-H 4B", "52,3072,,32,8,131072");
   ASSERT_FALSE(bool(r));
   EXPECT_NE(r.error().message().find("hybrid Mamba"), std::string::npos) << r.error().message();
+}
+
+// Llama 4 Scout and Maverick come from their presets (parameters as the model cards: 109B / 400B total,
+// 17B active); another Llama 4 is refused naming it.
+TEST(PublishedNames, Llama4RowsUseTheirPresets) {
+  auto scout = run_of("LLAMA4-Scout-LLM", "48,5120,16384,40,8,202048", "H100", "Megatron-Core", 1);
+  ASSERT_TRUE(bool(scout)) << scout.error().message();
+  ASSERT_TRUE(scout->plan.model.moe.has_value());
+  EXPECT_EQ(scout->plan.model.moe->num_experts, 16);
+  EXPECT_NEAR(count_params(scout->plan.model).total, 109e9, 1.5e9);
+  EXPECT_NEAR(count_params(scout->plan.model).active, 17e9, 0.3e9);
+  auto mav = run_of("Llama 4 Maverick", ",,,,,", "H100", "Megatron-Core", 1);
+  ASSERT_TRUE(bool(mav)) << mav.error().message();
+  EXPECT_EQ(mav->plan.model.num_moe_layers(), 24);
+  EXPECT_NEAR(count_params(mav->plan.model).total, 400e9, 2e9);
+  auto other = run_of("Llama 4 Behemoth", "64,8192,,64,8,202048");
+  ASSERT_FALSE(bool(other));
+  EXPECT_NE(other.error().message().find("Llama 4"), std::string::npos) << other.error().message();
 }
 
 // Megatron-Bridge's performance summary force-balances every MoE benchmark: a release default of that
