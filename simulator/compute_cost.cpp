@@ -189,13 +189,16 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       break;
     }
     case OpKind::scan: {
-      // the SSD scan's Triton kernels (five forward, about twice as many backward): their matmuls at the
-      // bf16 rate of fused attention kernels or their HBM traffic, whichever is longer; the backward
-      // recomputes the chunk states and moves about twice the forward's bytes
-      constexpr double kFwdKernels = 5, kBwdKernels = 10;
+      // the SSD scan's Triton kernels: their matmuls at the bf16 rate of fused attention kernels or their
+      // HBM traffic, whichever is longer. mamba_ssm's ssd_combined.py (state-spaces/mamba@e9594ce) runs
+      // five kernels forward; its backward re-runs four of them (chunk cumsum, chunk states, state
+      // passing, C.B^T) before about a dozen gradient kernels, so it is charged the forward again plus
+      // twice the forward (the rule of every memory-bound op), over 16 kernels
+      constexpr double kFwdKernels = 5, kBwdKernels = 16;
       const double pk = rt.peak_bf16;
       r.fwd_s = std::max(op.fwd_bytes / hbm, op.fwd_flops / (pk * p.attn_fwd_eff)) + kFwdKernels * overhead;
-      r.bwd_input_s = std::max(2 * op.fwd_bytes / hbm, 2 * op.fwd_flops / (pk * p.attn_bwd_eff)) + kBwdKernels * overhead;
+      r.bwd_input_s = std::max(op.fwd_bytes / hbm, op.fwd_flops / (pk * p.attn_fwd_eff)) +
+                      std::max(2 * op.fwd_bytes / hbm, 2 * op.fwd_flops / (pk * p.attn_bwd_eff)) + kBwdKernels * overhead;
       break;
     }
     case OpKind::comm:
