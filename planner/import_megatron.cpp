@@ -29,15 +29,17 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
   m.position_embedding = PositionEmbedding::learned;
   std::vector<std::string> problems;
   bool mla = false, qkv_bias = false;
-  std::string moe_freq, window, rope_type;
+  std::string moe_freq, window, rope_type, hybrid;
   // the flags that set a boolean (to the value given), and those whose text is resolved after the loop
   const std::map<std::string, std::pair<bool*, bool>> switches = {
       {"--untie-embeddings-and-output-weights", {&m.tied_embeddings, false}},
       {"--disable-bias-linear", {&m.add_bias_linear, false}},
       {"--add-qkv-bias", {&qkv_bias, true}},
       {"--multi-latent-attention", {&mla, true}}};
-  const std::map<std::string, std::string*> texts = {
-      {"--rope-type", &rope_type}, {"--window-size", &window}, {"--moe-layer-freq", &moe_freq}};
+  const std::map<std::string, std::string*> texts = {{"--rope-type", &rope_type},
+                                                     {"--window-size", &window},
+                                                     {"--moe-layer-freq", &moe_freq},
+                                                     {"--hybrid-override-pattern", &hybrid}};
   for (size_t i = 0; i < tok.size(); ++i) {
     const std::string& k = tok[i];
     auto val = [&] { return megatron_arg_value(tok, i, problems); };
@@ -100,6 +102,24 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
     if (e.moe_ffn_hidden_size == 0) e.moe_ffn_hidden_size = m.ffn_hidden_size;
     if (!moe_freq.empty() && !megatron_read_moe_layer_freq(moe_freq, m.num_layers, e))
       problems.push_back("--moe-layer-freq: '" + moe_freq + "' is not a leading dense block followed by a periodic MoE pattern");
+  }
+  if (!hybrid.empty()) {
+    // the hybrid stack's pattern, then one "/" part per MTP depth (mplan's depth: "*E", or "*-" without MoE)
+    if (hybrid.size() >= 2 && hybrid.front() == '"' && hybrid.back() == '"') hybrid = hybrid.substr(1, hybrid.size() - 2);
+    const size_t slash = hybrid.find('/');
+    m.hybrid_override_pattern = hybrid.substr(0, slash);
+    int depths = 0;
+    for (size_t at = slash; at != std::string::npos; ++depths) {
+      const size_t next = hybrid.find('/', at + 1);
+      const std::string part = hybrid.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+      if (part != (m.moe ? "*E" : "*-"))
+        problems.push_back("--hybrid-override-pattern: MTP depth '" + part + "'; mplan models a depth as " +
+                           (m.moe ? "*E" : "*-") + " (attention and the model's MoE or MLP)");
+      at = next;
+    }
+    if (depths != m.mtp_num_layers)
+      problems.push_back("--hybrid-override-pattern: " + std::to_string(depths) + " MTP depths after '/' but --mtp-num-layers " +
+                         std::to_string(m.mtp_num_layers));
   }
   if (!problems.empty()) return Error(problems);
   auto v = validate_model(m);

@@ -183,6 +183,30 @@ TEST(MegatronRules, SearchOfEveryPresetRanksOnlyWhatMegatronBuildsAndRoundTrips)
   EXPECT_GE(plans, 17);
 }
 
+// A hybrid model's arguments (--hybrid-override-pattern with its MTP depths, the --mamba-* flags,
+// --moe-latent-size) read back as the model; an MTP depth mplan does not model is named.
+TEST(MegatronRules, HybridModelsRoundTripThroughTheirArguments) {
+  for (const char* name : {"nemotron-3-super", "nemotron-h-56b"}) {
+    Plan plan = test::job(*model_preset(name), test::cluster("dgx-h100"), 64, 64, 8192);
+    plan.parallel.tp = 2;
+    plan.parallel.sp = true;
+    if (plan.model.moe) plan.parallel.ep = 8;
+    const std::string text = export_megatron_args(plan);
+    EXPECT_NE(text.find("--hybrid-override-pattern"), std::string::npos) << text;
+    auto back = import_megatron_plan(text, plan.cluster);
+    ASSERT_TRUE(back.ok()) << name << ": " << back.error().message() << "\n" << text;
+    EXPECT_EQ(comparable(back->model), comparable(plan.model)) << name << "\n" << text;
+  }
+  Plan plan = test::job(*model_preset("nemotron-3-super"), test::cluster("dgx-h100"), 64, 64, 8192);
+  std::string text = export_megatron_args(plan);
+  const size_t at = text.find("/*E/*E");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 6, "/M*E/*E");
+  auto bad = import_megatron_plan(text, plan.cluster);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--hybrid-override-pattern: MTP depth 'M*E'"), std::string::npos) << bad.error().message();
+}
+
 // A wider matrix: every preset on its natural cluster once more, at the GPU's low precision (fp8 on
 // Hopper, mxfp8 on Blackwell, fp16 on Ampere) or with a four times longer sequence (context
 // parallelism: gpt-oss's sliding window and attention sinks), plus a fp16 MoE job; every top-5 plan
