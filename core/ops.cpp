@@ -1,4 +1,5 @@
-// Op lists of a transformer layer, the embedding and the head, per rank and micro-batch.
+// Op lists of a layer (a transformer layer, or a hybrid model's Mamba, attention, MLP or MoE layer),
+// the embedding and the head, per rank and micro-batch.
 // Tokens per rank: T = b*s/cp inside tensor-parallel regions, T/tp in sequence-parallel regions.
 // Saved-activation sizes follow Korthikanti et al. 2022 (without dropout masks), with flash attention
 // keeping Q, K, V and the softmax statistics instead of the s x s scores.

@@ -204,8 +204,6 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   return lt;
 }
 
-// The op lists' costs of one layout: layer types (dense / MoE) x attention (full / sliding window),
-// embedding and head.
 // The op lists a layer can be (core/ops.h layer_ops): a transformer layer with a dense MLP or with
 // MoE, or a hybrid model's Mamba, attention, MLP or MoE layer; each with full or windowed attention.
 enum LayerList { kDense, kMoe, kMamba, kAttention, kMlp, kMoeOnly, kLayerLists };
@@ -226,6 +224,8 @@ int layer_list(const ModelSpec& m, int i) {
   return kDense;
 }
 
+// The op lists' costs of one layout: every layer list with full or sliding-window attention, the
+// embedding and the head.
 struct ListCosts {
   std::array<ListCost, kLayerLists> full, win;  // by LayerList; win: with the sliding window
   ListCost emb, head;
