@@ -148,7 +148,10 @@ TEST(ModelFields, DocsListTheTable) {
                        "the rules: activation names, RoPE scaling, sliding windows, each model type's), the Megatron-LM export "
                        "of the direct flags and their parse (`mplan import --megatron-args`) and "
                        "the log check's one-to-one rows come from it; `mapped` flags are written and read by rules of "
-                       "their own (`planner/export_megatron.cpp`, `planner/import_megatron.cpp`).\n\n",
+                       "their own (`planner/export_megatron.cpp`, `planner/import_megatron.cpp`). A hybrid model's "
+                       "layer pattern, `hybrid_override_pattern` (Megatron's `--hybrid-override-pattern`: one symbol "
+                       "per layer, `M` Mamba-2, `*` attention, `-` MLP, `E` MoE), is a string the reader, the writer, "
+                       "the export and the import handle outside the table.\n\n",
                        model_fields_markdown());
 }
 
