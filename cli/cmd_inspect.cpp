@@ -53,6 +53,7 @@ int run_inspect(const InspectOptions& o) {
   double causal = model_flops_per_token(m, o.seq, AttentionFlops::causal);
   double full = model_flops_per_token(m, o.seq, AttentionFlops::full);
   int moe_layers = m.num_moe_layers(), dense_layers = m.num_layers - moe_layers;
+  const std::vector<KindRow> kinds = m.is_hybrid() ? hybrid_kinds(m) : std::vector<KindRow>{};
   if (o.format == "json") {
     nlohmann::json j = {{"model", model_to_json(m)},
                         {"params_total", pc.total},
@@ -71,7 +72,7 @@ int run_inspect(const InspectOptions& o) {
     if (m.moe) j["moe_layer"] = layer_json(pc.moe_layer);
     if (m.is_hybrid()) {
       j["hybrid_override_pattern"] = m.hybrid_override_pattern;
-      for (const KindRow& r : hybrid_kinds(m))
+      for (const KindRow& r : kinds)
         j["hybrid_layers"][r.name] = {{"symbol", r.symbol}, {"count", r.count}, {"layer", layer_json(r.params)}};
     }
     std::cout << dump_json(j, 2) << "\n";
@@ -80,7 +81,7 @@ int run_inspect(const InspectOptions& o) {
   std::cout << "model " << m.name << ": " << m.num_layers << " layers (";
   if (m.is_hybrid()) {
     const char* sep = "";
-    for (const KindRow& r : hybrid_kinds(m))
+    for (const KindRow& r : kinds)
       if (r.count > 0) std::cout << sep << r.count << " " << r.name << " (" << r.symbol << ")", sep = ", ";
   } else {
     std::cout << dense_layers << " dense";
@@ -97,7 +98,7 @@ int run_inspect(const InspectOptions& o) {
   };
   add("embedding", pc.embedding, 1);
   if (m.is_hybrid()) {
-    for (const KindRow& r : hybrid_kinds(m)) {
+    for (const KindRow& r : kinds) {
       const std::string of = std::string(" (") + r.symbol + " layers)";
       add("mamba mixer" + of, r.params.mamba, r.count);
       add("attention" + of, r.params.attention, r.count);

@@ -196,9 +196,9 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       // twice the forward (the rule of every memory-bound op), over 16 kernels
       constexpr double kFwdKernels = 5, kBwdKernels = 16;
       const double pk = rt.peak_bf16;
-      r.fwd_s = std::max(op.fwd_bytes / hbm, op.fwd_flops / (pk * p.attn_fwd_eff)) + kFwdKernels * overhead;
-      r.bwd_input_s = std::max(op.fwd_bytes / hbm, op.fwd_flops / (pk * p.attn_fwd_eff)) +
-                      std::max(2 * op.fwd_bytes / hbm, 2 * op.fwd_flops / (pk * p.attn_bwd_eff)) + kBwdKernels * overhead;
+      const double fwd = std::max(op.fwd_bytes / hbm, op.fwd_flops / (pk * p.attn_fwd_eff));
+      r.fwd_s = fwd + kFwdKernels * overhead;
+      r.bwd_input_s = fwd + std::max(2 * op.fwd_bytes / hbm, 2 * op.fwd_flops / (pk * p.attn_bwd_eff)) + kBwdKernels * overhead;
       break;
     }
     case OpKind::comm:

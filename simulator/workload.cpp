@@ -340,10 +340,15 @@ ListTiming layer_timing(const Plan& plan, const CostParams& prm_in, int layer) {
   RankGrid grid(plan.parallel);
   const ListTimingContext lt = list_timing_context(plan, prm, grid, std::max(1, plan.cluster.placement_domain()));
   const OpContext oc = op_context(plan, plan.parallel, prm);
-  ModelSpec dense_model = plan.model;
-  if (!plan.model.is_moe_layer(layer) && !plan.model.is_hybrid()) dense_model.moe.reset();
-  const bool as_is = plan.model.is_moe_layer(layer) || plan.model.is_hybrid();
-  const std::vector<Op> ops = layer_ops(as_is ? plan.model : dense_model, as_is ? layer : 0, oc);
+  // a transformer layer with a dense MLP is costed as the dense list is (cost_lists): the model without
+  // its experts, at layer 0; MoE and hybrid layers as they are
+  ModelSpec m = plan.model;
+  int at = layer;
+  if (!m.is_hybrid() && !m.is_moe_layer(layer)) {
+    m.moe.reset();
+    at = 0;
+  }
+  const std::vector<Op> ops = layer_ops(m, at, oc);
   return time_op_list(ops, op_list_compute(ops, lt), lt);
 }
 
