@@ -98,9 +98,9 @@ Param unit_param(const std::string& name, double CostParams::*f) {
 Param pos_param(const std::string& name, double CostParams::*f, double floor) {
   return {name, false, [f](Model& m) -> double& { return m.p.*f; }, floor};
 }
-// Physical minimums: a kernel launch or a message step costs at least 10 ns; a GEMM reaches half
-// its efficiency no earlier than at 1 kFLOP.
-constexpr double kMinOverheadUs = 0.01, kMinHalfFlops = 1e3;
+// Physical minimums: a kernel launch or a message step costs at least 10 ns; a GEMM's ramp (the
+// fixed time of a kernel beyond its work) at least 1 ps.
+constexpr double kMinOverheadUs = 0.01, kMinRampUs = 1e-6;
 
 json error_json(const FitError& e) {
   return {{"rows", e.rows},       {"mape", e.mape},       {"median_ape", e.median_ape},
@@ -207,7 +207,7 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
     for (const auto& [d, n] : dtypes)
       if (ref.empty() || (ref != "bf16" && n > dtypes[ref])) ref = d;
     std::vector<Param> ps = {unit_param("gemm_eff_max", &CostParams::gemm_eff_max)};
-    if (gemm_spans) ps.push_back(pos_param("gemm_half_flops", &CostParams::gemm_half_flops, kMinHalfFlops));
+    if (gemm_spans) ps.push_back(pos_param("gemm_ramp_us", &CostParams::gemm_ramp_us, kMinRampUs));
     if (!have_memory && gemm_spans)
       ps.push_back(pos_param("kernel_overhead_us", &CostParams::kernel_overhead_us, kMinOverheadUs));
     for (const auto& [d, n] : dtypes) {
@@ -226,7 +226,7 @@ Expected<FitResult> fit_rows(const std::vector<KernelRow>& kernels, const std::v
                     0.0});
     }
     kernel_fit("gemm", ps, "no GEMM rows: GEMM parameters keep their defaults",
-               gemm_spans ? "" : "gemm_half_flops (and kernel_overhead_us) kept: too few GEMM sizes to separate them");
+               gemm_spans ? "" : "gemm_ramp_us (and kernel_overhead_us) kept: too few GEMM sizes to separate them");
   }
 
   {

@@ -1,6 +1,6 @@
 // Calibration fit: the cost model's parameters from profile rows, per op class, by least squares on
 // log(predicted / measured) time over all shapes of the class. Classes are fitted in dependency
-// order: memory-bound ops (hbm_eff, kernel_overhead_us), GEMMs (gemm_eff_max, gemm_half_flops,
+// order: memory-bound ops (hbm_eff, kernel_overhead_us), GEMMs (gemm_eff_max, gemm_ramp_us,
 // precision_eff per non-reference precision), attention (attn_fwd_eff, attn_bwd_eff), then
 // collectives on one scale-up domain (nvlink_eff and the per-step latency), across domains
 // (network_eff and latency), and all-to-all (a2a_eff).

@@ -1,6 +1,7 @@
 // Roofline op costs. GEMM: time = (padded work + ramp) / (peak * eff_max * precision_eff), where the
 // padded work counts whole output tiles (the least wasteful of a few shapes) on every SM of every wave
-// (tile and wave quantization) and the ramp is a fixed gemm_half_flops; never faster than its HBM traffic. Backward of a GEMM is
+// (tile and wave quantization) and the ramp is the work of a fixed time, gemm_ramp_us, at that peak;
+// never faster than its HBM traffic. Backward of a GEMM is
 // two GEMMs of the same size (dgrad: m x k from m x n and n x k; wgrad: k x n from k x m and m x n).
 #include "simulator/compute_cost.h"
 
@@ -49,8 +50,9 @@ double gemm_eff(const GemmShape& s, double eff_max, const ComputeRates& r, const
       padded = std::min(padded, 2.0 * std::ceil(tiles / sms) * sms * t.tm * t.tn * double(s.k));
     }
   }
-  // plus a fixed ramp worth gemm_half_flops (at bf16 rate): small GEMMs are less efficient
-  double ramp = p.gemm_half_flops * (r.peak / r.peak_bf16);
+  // plus a ramp of a fixed time per kernel (pipeline fill and drain, epilogue, launch): small GEMMs are
+  // less efficient, and by the same time on every GPU, however fast its tensor cores
+  double ramp = p.gemm_ramp_us * 1e-6 * r.peak;
   return eff_max * r.prec_eff * W / (padded + ramp);
 }
 
@@ -76,16 +78,16 @@ GemmTimes gemm_times_uncached(const GemmShape& s, double eff_max, const ComputeR
 class GemmMemo {
  public:
   GemmTimes times(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
-    Key key{s.m,
-            s.n,
-            s.k,
-            s.groups,
-            p.gemm_tile_m,
-            p.gemm_tile_n,
-            r.sm_count,
-            int(r.prec),
-            {bits(eff_max), bits(r.peak), bits(r.peak_bf16), bits(r.prec_eff), bits(r.hbm), bits(r.overhead),
-             bits(p.gemm_half_flops)}};
+    Key key{
+        s.m,
+        s.n,
+        s.k,
+        s.groups,
+        p.gemm_tile_m,
+        p.gemm_tile_n,
+        r.sm_count,
+        int(r.prec),
+        {bits(eff_max), bits(r.peak), bits(r.peak_bf16), bits(r.prec_eff), bits(r.hbm), bits(r.overhead), bits(p.gemm_ramp_us)}};
     Entry& e = table_[slot(key)];
     if (e.used && e.key == key) return e.t;
     e = {key, gemm_times_uncached(s, eff_max, r, p), true};
@@ -96,7 +98,7 @@ class GemmMemo {
   struct Key {
     int64_t m, n, k, groups;
     int tile_m, tile_n, sm_count, prec;
-    std::array<uint64_t, 7> d;  // eff_max, peak, peak_bf16, prec_eff, hbm, overhead, gemm_half_flops
+    std::array<uint64_t, 7> d;  // eff_max, peak, peak_bf16, prec_eff, hbm, overhead, gemm_ramp_us
     bool operator==(const Key&) const = default;
   };
   struct Entry {
@@ -175,8 +177,8 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       break;
     }
     case OpKind::attention: {
-      double pk = rt.peak_bf16;  // attention runs in bf16 even in FP8 recipes
-      double sat = op.fwd_flops / (op.fwd_flops + p.gemm_half_flops);
+      double pk = rt.peak_bf16;                                                 // attention runs in bf16 even in FP8 recipes
+      double sat = op.fwd_flops / (op.fwd_flops + p.gemm_ramp_us * 1e-6 * pk);  // the GEMMs' ramp
       r.fwd_s = op.fwd_flops / (pk * p.attn_fwd_eff * sat) + overhead;
       r.bwd_input_s = 2.0 * op.fwd_flops / (pk * p.attn_bwd_eff * sat) + overhead;
       if (op.attn.triton_kernel) {  // the 2022 Triton kernel reaches triton_attn_eff of the fused rate

@@ -55,7 +55,7 @@ const std::vector<CostParamRow>& cost_param_table() {
   // clang-format off
   static const std::vector<CostParamRow> rows = {
       {"gemm_eff_max", &P::gemm_eff_max, eff, true, "largest GEMMs' fraction of the dense peak", per_arch},
-      {"gemm_half_flops", &P::gemm_half_flops, {0, 1e15, false}, true, "GEMM work (FLOPs) at which efficiency is half its maximum", {1e7, 1e11}},
+      {"gemm_ramp_us", &P::gemm_ramp_us, {0, 1e6, false}, true, "fixed time of one GEMM kernel beyond its work at the full rate (efficiency is half its maximum where that work takes this long), microseconds", {0.01, 100}},
       {"grouped_gemm_eff", &P::grouped_gemm_eff, eff, true, "grouped expert GEMMs relative to plain GEMMs", fraction},
       {"attn_fwd_eff", &P::attn_fwd_eff, eff, true, "flash attention forward, fraction of the dense peak"},
       {"attn_bwd_eff", &P::attn_bwd_eff, eff, true, "flash attention backward, fraction of the dense peak", {0.15, 0.85, "blackwell"}},

@@ -19,12 +19,14 @@ constexpr const char* kCalibrationSchema = "mplan.calibration/1";
 
 struct CostParams {
   // --- compute ---
-  // GEMM time = W / (peak(p) * eff), eff = gemm_eff_max * precision_eff[p] * W / (padded + gemm_half_flops
-  // * peak(p) / peak(bf16)): W = 2mnk; padded = W in whole output tiles on every SM of every wave (tile
-  // and wave quantization; the least wasteful of gemm_tile_m x gemm_tile_n, transposed and halved;
-  // padded = W on a CPU). See gemm_efficiency in compute_cost.cpp.
+  // GEMM time = W / (peak(p) * eff), eff = gemm_eff_max * precision_eff[p] * W / (padded + gemm_ramp_us
+  // * 1e-6 * peak(p)): W = 2mnk; padded = W in whole output tiles on every SM of every wave (tile and
+  // wave quantization; the least wasteful of gemm_tile_m x gemm_tile_n, transposed and halved; padded = W
+  // on a CPU). The ramp is a fixed time per GEMM kernel (pipeline fill and drain, the epilogue, the
+  // launch), the same on every GPU and precision: a GEMM is at half its maximum efficiency where its
+  // work at the full rate takes that long. See gemm_efficiency in compute_cost.cpp.
   double gemm_eff_max = 0.80;
-  double gemm_half_flops = 2.0e9;
+  double gemm_ramp_us = 2.0;
   int gemm_tile_m = 128;
   int gemm_tile_n = 256;
   std::map<Precision, double> precision_eff;  // multiplier on gemm_eff_max (missing = 1)

@@ -21,7 +21,7 @@ CostParams truth_params() {
   p.hbm_eff = 0.83;
   p.kernel_overhead_us = 3.2;
   p.gemm_eff_max = 0.71;
-  p.gemm_half_flops = 3.7e9;
+  p.gemm_ramp_us = 3.7;
   p.precision_eff[Precision::bf16] = 1.0;
   p.precision_eff[Precision::fp8] = 0.77;
   p.attn_fwd_eff = 0.52;
@@ -134,7 +134,7 @@ TEST(Fit, RecoversKnownParametersOnGpuCluster) {
   expect_close(p.hbm_eff, truth.hbm_eff, "hbm_eff");
   expect_close(p.kernel_overhead_us, truth.kernel_overhead_us, "kernel_overhead_us");
   expect_close(p.gemm_eff_max, truth.gemm_eff_max, "gemm_eff_max");
-  expect_close(p.gemm_half_flops, truth.gemm_half_flops, "gemm_half_flops");
+  expect_close(p.gemm_ramp_us, truth.gemm_ramp_us, "gemm_ramp_us");
   expect_close(p.eff_for(Precision::fp8), 0.77, "precision_eff.fp8");
   expect_close(p.attn_fwd_eff, truth.attn_fwd_eff, "attn_fwd_eff");
   expect_close(p.attn_bwd_eff, truth.attn_bwd_eff, "attn_bwd_eff");
@@ -177,7 +177,7 @@ TEST(Fit, RecoversKnownParametersOnCpuCluster) {
   c.scale_up_latency_us = c.scale_out_latency_us = 0.8;
   CostParams truth = truth_params();
   truth.gemm_eff_max = 0.93;
-  truth.gemm_half_flops = 2e6;
+  truth.gemm_ramp_us = 21;  // 2 MFLOP at the core's 95 GFLOP/s
   truth.kernel_overhead_us = 0.3;
   std::vector<KernelRow> ks;
   std::vector<CollectiveRow> cs;
@@ -187,7 +187,7 @@ TEST(Fit, RecoversKnownParametersOnCpuCluster) {
   auto fit = fit_rows(ks, cs, start, CostParams{});
   ASSERT_TRUE(fit) << fit.error().message();
   expect_close(fit->params.gemm_eff_max, 0.93, "gemm_eff_max");
-  expect_close(fit->params.gemm_half_flops, 2e6, "gemm_half_flops");
+  expect_close(fit->params.gemm_ramp_us, 21, "gemm_ramp_us");
   expect_close(fit->params.kernel_overhead_us, 0.3, "kernel_overhead_us");
   expect_close(fit->params.hbm_eff, truth.hbm_eff, "hbm_eff");
   expect_close(fit->params.nvlink_eff, truth.nvlink_eff, "nvlink_eff");

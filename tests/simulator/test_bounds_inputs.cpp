@@ -166,7 +166,7 @@ TEST(CostParamTable, FitBoundsAreTheTablesInTheFitOrder) {
                                                                          {"hopper/gemm_eff_max", 0.4, 1.0},
                                                                          {"blackwell/gemm_eff_max", 0.4, 1.0},
                                                                          {"blackwell/attn_bwd_eff", 0.15, 0.85},
-                                                                         {"gemm_half_flops", 1e7, 1e11},
+                                                                         {"gemm_ramp_us", 0.01, 100},
                                                                          {"grouped_gemm_eff", 0.3, 1.0},
                                                                          {"triton_attn_eff", 0.2, 1.0},
                                                                          {"hbm_eff", 0.3, 1.0},

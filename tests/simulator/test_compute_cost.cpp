@@ -15,7 +15,7 @@ namespace {
 TEST(GemmCost, OneWaveCostsOneTileTime) {
   ClusterSpec c = *cluster_preset("dgx-h100");
   CostParams p = default_cost_params(c);
-  p.gemm_half_flops = 0;  // isolate the quantization (no ramp, no memory bound)
+  p.gemm_ramp_us = 0;  // isolate the quantization (no ramp, no memory bound)
   p.hbm_eff = 1e6;
   p.kernel_overhead_us = 0;
   const int64_t n = 256, k = 8192;
@@ -35,6 +35,27 @@ TEST(GemmCost, OneWaveCostsOneTileTime) {
   // a full wave of 128x256 tiles runs at the peak efficiency
   double W = 2.0 * 128 * sms * n * k;
   EXPECT_NEAR(W / (full * *c.gpu.peak(Precision::bf16) * 1e12), p.gemm_eff_max, 1e-9);
+}
+
+// The ramp is a fixed time per GEMM kernel, not a fixed amount of work: a GEMM too small to matter
+// costs the same ramp on an H100 as on a GB200 and at FP8 as at BF16, though the GB200 is 2.5x faster.
+TEST(GemmCost, TheRampIsTheSameTimeOnEveryGpuAndPrecision) {
+  const ClusterSpec h100 = *cluster_preset("dgx-h100"), gb200 = *cluster_preset("gb200-nvl72");
+  CostParams p = default_cost_params(h100);
+  p.gemm_ramp_us = 20;
+  p.gemm_eff_max = 0.7;
+  p.precision_eff[Precision::fp8] = 1.0;
+  p.hbm_eff = 1e6;  // no memory bound
+  p.kernel_overhead_us = 0;
+  const double ramp_s = 20e-6 / 0.7;
+  const GemmShape tiny{1, 64, 64, 1};  // one wave of its smallest tiles is under 0.1 µs on either GPU
+  for (const ClusterSpec* c : {&h100, &gb200})
+    for (Precision prec : {Precision::bf16, Precision::fp8})
+      EXPECT_NEAR(gemm_time_s(tiny, prec, *c, p), ramp_s, 0.01 * ramp_s) << c->name;
+  // a large GEMM is at gemm_eff_max less the ramp's share: work / (work + ramp at the peak)
+  const GemmShape big{128 * 132, 256, 8192, 1};  // one full wave of 128x256 tiles on an H100
+  const double W = 2.0 * 128 * 132 * 256 * 8192, peak = *h100.gpu.peak(Precision::bf16) * 1e12;
+  EXPECT_NEAR(gemm_efficiency(big, Precision::bf16, h100, p), 0.7 * W / (W + 20e-6 * peak), 1e-9);
 }
 
 TEST(GemmCost, TimeNeverFallsAsRowsGrow) {
@@ -134,7 +155,7 @@ TEST(GemmMemo, ReturnsTheComputedDoublesUnderEveryInput) {
   const ClusterSpec h100 = *cluster_preset("dgx-h100"), a100 = *cluster_preset("dgx-a100-80g");
   const CostParams base = default_cost_params(h100);
   std::vector<CostParams> params(5, base);
-  params[1].gemm_half_flops *= 2;
+  params[1].gemm_ramp_us *= 2;
   params[2].gemm_tile_n = 128;
   params[3].gemm_eff_max *= 0.9;
   params[4].hbm_eff *= 0.5;
