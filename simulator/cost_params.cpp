@@ -197,7 +197,12 @@ Expected<Calibration> calibration_from_json(const json& j, const CostParams& bas
     std::vector<std::string> known = {"gemm_tile_m", "gemm_tile_n", "precision_eff", "framework_eff"};
     for (const CostParamRow& r : cost_param_table())
       if (r.global) known.emplace_back(r.name);
-    pf.reject_unknown(known);
+    if (pf.has("gemm_half_flops"))  // a calibration written before the ramp became a time
+      pf.problem("gemm_half_flops",
+                 "replaced by gemm_ramp_us, the GEMM ramp as a time (microseconds = gemm_half_flops / the GPU's bf16 "
+                 "peak FLOP/s * 1e6); regenerate the file with mplan calibrate, or convert the field");
+    else
+      pf.reject_unknown(known);
     for (const CostParamRow& r : cost_param_table())
       if (auto v = r.global ? bounded(pf, r.name) : std::nullopt) c.params.*r.member = *v;
     c.params.gemm_tile_m = int(pf.integer_or("gemm_tile_m", c.params.gemm_tile_m, 1, 4096));

@@ -57,6 +57,18 @@ TEST(BoundedCostParams, EfficiencyAboveOneIsRefusedWithItsField) {
   EXPECT_NE(e.find("calibration.by_arch.hopper.gemm_eff_max: must be"), std::string::npos) << e;
 }
 
+// A calibration written while the GEMM ramp was a work (gemm_half_flops) is refused with what replaced
+// it, not with a bare "unknown field": the value needs the GPU's peak to become a time.
+TEST(BoundedCostParams, TheRampAsAWorkIsRefusedNamingItsReplacement) {
+  nlohmann::json j = calibration_to_json(shipped_calibration());
+  j["params"].erase("gemm_ramp_us");
+  j["params"]["gemm_half_flops"] = 2.75e10;
+  auto r = calibration_from_json(j, CostParams{});
+  ASSERT_FALSE(r.ok());
+  std::string e = r.error().message();
+  EXPECT_NE(e.find("calibration.params.gemm_half_flops: replaced by gemm_ramp_us"), std::string::npos) << e;
+}
+
 TEST(BoundedCostParams, ExpertCvIsBoundedAsACoefficientOfVariation) {
   // The range table keyed an old name (moe_load_cv), so the expert-load CV got the efficiencies'
   // (0, 1] bounds: a measured CV above 1 was refused and 0 (perfect balance) too (issue 30).
