@@ -104,8 +104,8 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
       problems.push_back("--moe-layer-freq: '" + moe_freq + "' is not a leading dense block followed by a periodic MoE pattern");
   }
   if (!hybrid.empty()) {
-    // the hybrid stack's pattern, then one "/" part per MTP depth (mplan's depth: "*E", or "*-" without MoE)
-    if (hybrid.size() >= 2 && hybrid.front() == '"' && hybrid.back() == '"') hybrid = hybrid.substr(1, hybrid.size() - 2);
+    // the hybrid stack's pattern, then one "/" part per MTP depth (mplan's depth: "*E", or "*-" without MoE);
+    // megatron_tokens has already taken off the quotes
     const size_t slash = hybrid.find('/');
     m.hybrid_override_pattern = hybrid.substr(0, slash);
     int depths = 0;

@@ -78,16 +78,15 @@ GemmTimes gemm_times_uncached(const GemmShape& s, double eff_max, const ComputeR
 class GemmMemo {
  public:
   GemmTimes times(const GemmShape& s, double eff_max, const ComputeRates& r, const CostParams& p) {
-    Key key{
-        s.m,
-        s.n,
-        s.k,
-        s.groups,
-        p.gemm_tile_m,
-        p.gemm_tile_n,
-        r.sm_count,
-        int(r.prec),
-        {bits(eff_max), bits(r.peak), bits(r.peak_bf16), bits(r.prec_eff), bits(r.hbm), bits(r.overhead), bits(p.gemm_ramp_us)}};
+    Key key{s.m,
+            s.n,
+            s.k,
+            s.groups,
+            p.gemm_tile_m,
+            p.gemm_tile_n,
+            r.sm_count,
+            int(r.prec),
+            {bits(eff_max), bits(r.peak), bits(r.prec_eff), bits(r.hbm), bits(r.overhead), bits(p.gemm_ramp_us)}};
     Entry& e = table_[slot(key)];
     if (e.used && e.key == key) return e.t;
     e = {key, gemm_times_uncached(s, eff_max, r, p), true};
@@ -98,7 +97,7 @@ class GemmMemo {
   struct Key {
     int64_t m, n, k, groups;
     int tile_m, tile_n, sm_count, prec;
-    std::array<uint64_t, 7> d;  // eff_max, peak, peak_bf16, prec_eff, hbm, overhead, gemm_ramp_us
+    std::array<uint64_t, 6> d;  // eff_max, peak, prec_eff, hbm, overhead, gemm_ramp_us (all a GEMM's time reads)
     bool operator==(const Key&) const = default;
   };
   struct Entry {
