@@ -212,7 +212,9 @@ int run_profile(const ProfileOptions& o) {
     // the attention and memory-bound rows time the executor's own kernels (its CUDA backend ops)
     std::unique_ptr<OpKernels> own;
     if (exec::cuda_device_count() > 0 && !std::getenv("MPLAN_PROFILE_OWN_KERNELS")) {  // =1: the profiler's bf16 kernels
-      own = exec::make_backend_op_kernels(0);
+      std::string why;
+      own = exec::make_backend_op_kernels(0, &why);
+      if (!own) throw InputError{why};
       c.ops = own.get();
     }
 #endif

@@ -76,6 +76,20 @@ std::map<uint64_t, ExternalSpan> ActivityCollector::spans() const {
     s.busy_ns += k.end - k.start;
     s.kernels++;
     if (std::find(s.names.begin(), s.names.end(), k.name) == s.names.end()) s.names.push_back(k.name);
+    auto& [ns, launches] = s.by_kernel[k.name];
+    ns += k.end - k.start;
+    ++launches;
+  }
+  return out;
+}
+
+std::map<std::string, std::pair<uint64_t, int>> ActivityCollector::unmatched_by_kernel() const {
+  std::map<std::string, std::pair<uint64_t, int>> out;
+  for (const auto& k : kernels_) {
+    if (external_.count(k.correlation)) continue;
+    auto& [ns, launches] = out[k.name];
+    ns += k.end - k.start;
+    ++launches;
   }
   return out;
 }

@@ -27,7 +27,8 @@ struct ExternalSpan {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> per_device;  // device -> (first start, last end)
   uint64_t busy_ns = 0;                                          // sum of kernel durations
   int kernels = 0;
-  std::vector<std::string> names;  // distinct kernel names, launch order
+  std::vector<std::string> names;                             // distinct kernel names, launch order
+  std::map<std::string, std::pair<uint64_t, int>> by_kernel;  // kernel name -> (busy ns, launches)
   double span_us() const { return kernels ? double(end_ns - start_ns) * 1e-3 : 0; }
   // Slowest device's own span (a collective on several GPUs: the rank that finished last).
   double max_device_us() const;
@@ -51,6 +52,8 @@ class ActivityCollector {
   size_t kernel_records() const { return kernels_.size(); }
   size_t api_records() const { return api_.size(); }
   size_t unmatched_kernels() const;
+  // The kernels launched outside every external id, by name: (busy ns, launches).
+  std::map<std::string, std::pair<uint64_t, int>> unmatched_by_kernel() const;
   size_t dropped() const { return dropped_; }
 
  private:

@@ -93,6 +93,13 @@ class Backend {
   // dweight (N, K) += dout(M, N)^T @ inp (M, K); dbias (N) += column sums of dout (when non-null)
   virtual void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int64_t M, int64_t K,
                                       int64_t N) = 0;
+  // both of the above with one dout (dinp may be null: no input gradient); a backend may share work
+  // between them (the CUDA backend converts dout to bf16 once)
+  virtual void matmul_backward(float* dinp, bool accumulate, float* dweight, float* dbias, const float* dout, const float* weight,
+                               const float* inp, int64_t M, int64_t K, int64_t N) {
+    if (dinp) matmul_backward_input(dinp, dout, weight, M, K, N, accumulate);
+    matmul_backward_weight(dweight, dbias, dout, inp, M, K, N);
+  }
 
   // ---- norms over the last dimension C of (N, C) ----
   // out = (x - mean) * rstd * w + b; saves mean (N), rstd (N)

@@ -58,9 +58,14 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base, int64_t predic
     return Error("--backend cuda: " + std::to_string(local_size) + " ranks share a node with " + std::to_string(devices) +
                  " GPUs; the CUDA executor runs one rank per GPU");
   CudaBackendOptions o;
+  o.device = local_rank;
+  o.predicted_peak_bytes = predicted_peak_bytes;
+  o.gemm = plan.training.precision == Precision::fp32 || plan.training.precision == Precision::tf32 ? gpu::GemmPrecision::fp32
+                                                                                                    : gpu::GemmPrecision::bf16;
+  gpu::AttentionRequest request = gpu::AttentionRequest::automatic;
   std::string attn_error;
-  if (!gpu::cudnn_attention_from_env(&o.cudnn_attention, &attn_error)) return Error(attn_error);
-  if (o.cudnn_attention) {  // refuse before training what the cuDNN graphs cannot run
+  if (!gpu::attention_request_from_env(&request, &attn_error)) return Error(attn_error);
+  if (request != gpu::AttentionRequest::simt) {  // decided (and refused) before training
     cudaDeviceProp prop{};
     const bool have_prop = cudaGetDeviceProperties(&prop, local_rank) == cudaSuccess;
     gpu::sdpa::Shape shape;
@@ -68,14 +73,13 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base, int64_t predic
     shape.Hq = plan.model.num_attention_heads;
     shape.Hkv = plan.model.num_query_groups > 0 ? plan.model.num_query_groups : plan.model.num_attention_heads;
     shape.D = shape.Dv = plan.model.head_dim();
-    const std::string e =
-        gpu::sdpa::support_error(shape, gpu::cudnn_runtime_version(), have_prop ? prop.major * 10 + prop.minor : 0);
-    if (!e.empty()) return Error("MPLAN_ATTENTION=cudnn: " + e + "; unset MPLAN_ATTENTION for the fp32 attention kernels");
+    const gpu::AttentionDecision d =
+        gpu::decide_attention(request, o.gemm == gpu::GemmPrecision::bf16, shape, gpu::cudnn_runtime_version(),
+                              have_prop ? prop.major * 10 + prop.minor : 0);
+    if (!d.error.empty()) return Error(d.error);
+    o.cudnn_attention = d.cudnn;
+    o.attention_note = d.note;
   }
-  o.device = local_rank;
-  o.predicted_peak_bytes = predicted_peak_bytes;
-  o.gemm = plan.training.precision == Precision::fp32 || plan.training.precision == Precision::tf32 ? gpu::GemmPrecision::fp32
-                                                                                                    : gpu::GemmPrecision::bf16;
   BackendSetup s;
   s.backend = std::make_unique<CudaBackend>(o);
 #if defined(MPLAN_HAVE_CUPTI_OP_TIMER)

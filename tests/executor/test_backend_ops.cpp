@@ -195,7 +195,17 @@ void check_gemms(CudaBackend& gpu, int64_t M, int64_t K, int64_t N, bool bf16, u
   std::vector<float> rdb_fp32 = db0;  // the bias gradient is fp32 in both modes
   g_cpu->bias_backward(rdb_fp32.data(), dout.data(), M, N);
   expect_close("dbias", db.vec(), rdb_fp32, 1e-5, 1e-5 * std::sqrt(double(M)));
-  for (Dev* d : {&o, &di, &dw, &db}) EXPECT_GUARDS(*d);
+  // both backward GEMMs through one call (the CUDA backend converts dout once), accumulating
+  Dev di2(gpu, dinp0), dw2(gpu, dW0), db2(gpu, db0);
+  auto rdi2 = dinp0, rdw2 = dW0, rdb2 = db0;
+  gpu.matmul_backward(di2.p(), true, dw2.p(), db2.p(), dout_d.p(), w, din.p(), M, K, N);
+  g_cpu->matmul_backward_input(rdi2.data(), cdo.data(), cw.data(), M, K, N, true);
+  g_cpu->matmul_backward_weight(rdw2.data(), nullptr, cdo.data(), ci.data(), M, K, N);
+  g_cpu->bias_backward(rdb2.data(), dout.data(), M, N);
+  expect_close("matmul_backward dinp", di2.vec(), rdi2, 1e-4, tol);
+  expect_close("matmul_backward dW", dw2.vec(), rdw2, 1e-4, (bf16 ? 2e-5 : 1e-5) * std::sqrt(double(M)));
+  expect_close("matmul_backward dbias", db2.vec(), rdb2, 1e-5, 1e-5 * std::sqrt(double(M)));
+  for (Dev* d : {&o, &di, &dw, &db, &di2, &dw2, &db2}) EXPECT_GUARDS(*d);
 }
 }  // namespace
 
@@ -218,6 +228,19 @@ TEST(BackendOps, GemmBf16) {
   uint32_t seed = 200;
   for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{37, 64, 29}, {128, 256, 512}, {300, 77, 1000}})
     check_gemms(*g_gpu_bf16, M, K, N, true, seed += 10);
+}
+
+// A width N that is not a multiple of 8 (GPT-2's vocabulary of 50257) runs through aligned copies:
+// the output gradient's bf16 copy with a padded row stride, the forward through an aligned scratch,
+// here in blocks of 64 rows (a scratch smaller than one row forces the smallest block)
+TEST(BackendOps, GemmBf16OfAnUnalignedWidthInRowBlocks) {
+  CudaBackendOptions o;
+  o.gemm = gpu::GemmPrecision::bf16;
+  o.padded_chunk_bytes = 1;
+  CudaBackend be(o);
+  uint32_t seed = 700;
+  for (auto [M, K, N] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{300, 64, 29}, {64, 96, 1001}, {129, 32, 5}})
+    check_gemms(be, M, K, N, true, seed += 10);
 }
 
 TEST(BackendOps, Bf16WorkingWeightsFollowAdamW) {
@@ -514,21 +537,26 @@ TEST(BackendOps, MoeRoutingAndRows) {
   for (Dev* d : {&probs, &weights, &dl, &g, &dst, &dots}) EXPECT_GUARDS(*d);
 }
 
+// 16-byte aligned buffers take four elements per thread (plus a scalar tail); a buffer one float
+// past an aligned start takes the scalar kernel
 TEST(BackendOps, AdamW) {
-  const int64_t n = 5003;
-  auto p0 = randv(n, 100), g = randv(n, 101);
-  Dev P(*g_gpu, p0), G(*g_gpu, g), M(*g_gpu, n), V(*g_gpu, n);
-  std::vector<float> rp = p0, rm(static_cast<size_t>(n)), rv(static_cast<size_t>(n));
-  for (int step = 1; step <= 3; ++step) {
-    AdamWArgs a;
-    a.lr = 3e-3f, a.weight_decay = 0.1f, a.step = step;
-    g_gpu->adamw(P.p(), G.p(), M.p(), V.p(), n, a);
-    g_cpu->adamw(rp.data(), g.data(), rm.data(), rv.data(), n, a);
+  for (int64_t skip : {0, 1}) {
+    SCOPED_TRACE("skip=" + std::to_string(skip));
+    const int64_t n = 5003;
+    auto p0 = randv(n + skip, 100), g = randv(n + skip, 101);
+    Dev P(*g_gpu, p0), G(*g_gpu, g), M(*g_gpu, n + skip), V(*g_gpu, n + skip);
+    std::vector<float> rp = p0, rm(static_cast<size_t>(n + skip)), rv(static_cast<size_t>(n + skip));
+    for (int step = 1; step <= 3; ++step) {
+      AdamWArgs a;
+      a.lr = 3e-3f, a.weight_decay = 0.1f, a.step = step;
+      g_gpu->adamw(P.p() + skip, G.p() + skip, M.p() + skip, V.p() + skip, n, a);
+      g_cpu->adamw(rp.data() + skip, g.data() + skip, rm.data() + skip, rv.data() + skip, n, a);
+    }
+    expect_close("adamw param", P.vec(), rp, 1e-6, 1e-7);
+    expect_close("adamw m", M.vec(), rm, 1e-6, 1e-8);
+    expect_close("adamw v", V.vec(), rv, 1e-6, 1e-9);
+    for (Dev* d : {&P, &M, &V}) EXPECT_GUARDS(*d);
   }
-  expect_close("adamw param", P.vec(), rp, 1e-6, 1e-7);
-  expect_close("adamw m", M.vec(), rm, 1e-6, 1e-8);
-  expect_close("adamw v", V.vec(), rv, 1e-6, 1e-9);
-  for (Dev* d : {&P, &M, &V}) EXPECT_GUARDS(*d);
 }
 
 // Issue 29: parameters are initialised by a kernel running the CPU's km::init_normal. The device's

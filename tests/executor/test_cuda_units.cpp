@@ -679,6 +679,13 @@ TEST(OpTags, CuptiBufferToPerOpKernelTime) {
   ASSERT_EQ(sec.size(), 2u);
   EXPECT_NEAR(sec.at("qkv_gemm"), 40e-6, 1e-12);
   EXPECT_NEAR(sec.at("attn_core"), 7e-6, 1e-12);
+  // MPLAN_CUPTI_KERNELS: the same step, kernel by kernel, with what ran outside every op
+  const nlohmann::json k = nlohmann::json::parse(gpu::kernel_breakdown_json(c, ids.names()));
+  EXPECT_NEAR(k["ops"]["qkv_gemm"]["gemm_dgrad"]["time_s"].get<double>(), 30e-6, 1e-12);
+  EXPECT_EQ(k["ops"]["attn_core"]["attn_prepare"]["launches"].get<int>(), 1);
+  EXPECT_EQ(k["ops"]["attn_core"].size(), 2u);
+  EXPECT_NEAR(k["outside_ops"]["untagged"]["time_s"].get<double>(), 1e-3, 1e-12);
+  EXPECT_EQ(k["outside_ops"].count("gemm_fwd"), 0u);
 }
 #endif
 

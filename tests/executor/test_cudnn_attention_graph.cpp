@@ -134,6 +134,27 @@ TEST(CudaCudnnAttention, GraphsAreWellFormedAndShapeConsistent) {
   }
 }
 
+// The flash engines take a matmul's A and B in the I/O type (bf16): an fp32 softmax output P before the
+// second forward matmul made cuDNN 9.19 on an H200 refuse the graph ("MHA only supports FP32 I/O").
+// The one fp32 operand the backward keeps is dS into dQ's fp32 accumulator, as cudnn-frontend builds it.
+TEST(CudaCudnnAttention, MatmulOperandsAreInTheIoTypeButDsIntoTheDqAccumulator) {
+  for (const Shape& s : {shape(1, 64, 4, 4, 64), shape(2, 100, 8, 2, 128)}) {
+    SCOPED_TRACE(sdpa::describe(s));
+    for (const Graph& g : {sdpa::forward_graph(s), sdpa::backward_graph(s)}) {
+      for (const sdpa::OpDesc& o : g.ops) {
+        if (o.kind != sdpa::OpKind::matmul) continue;
+        EXPECT_EQ(tensor(g, o.in[1]).dtype, sdpa::DType::bf16) << o.name;
+        if (o.name != "matmul_dS_k") {
+          EXPECT_EQ(tensor(g, o.in[0]).dtype, sdpa::DType::bf16) << o.name;
+        }
+        if (o.out >= sdpa::uid::kFirstVirtual && o.name != "matmul_q_kt" && o.name != "matmul_dO_vt") {
+          EXPECT_EQ(tensor(g, o.out).dtype, sdpa::DType::bf16) << o.name;  // GQA's per-query-head gradients
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaCudnnAttention, BackwardSumsGradientsOverQueryHeadsOnlyUnderGqa) {
   const Graph mha = sdpa::backward_graph(shape(1, 64, 4, 4, 64)), gqa = sdpa::backward_graph(shape(1, 64, 8, 2, 64));
   EXPECT_EQ(count_ops(mha, "reduce_dK_heads") + count_ops(mha, "reduce_dV_heads"), 0);
@@ -164,22 +185,50 @@ TEST(CudaCudnnAttention, SupportCheckRefusesWithWhatIsSupported) {
 }
 
 TEST(CudaCudnnAttention, EnvironmentSelectsThePath) {
-  bool use = true;
+  AttentionRequest r = AttentionRequest::cudnn;
   std::string err;
   unsetenv("MPLAN_ATTENTION");
-  EXPECT_TRUE(cudnn_attention_from_env(&use, &err));
-  EXPECT_FALSE(use);
+  EXPECT_TRUE(attention_request_from_env(&r, &err));
+  EXPECT_EQ(r, AttentionRequest::automatic);
   setenv("MPLAN_ATTENTION", "simt", 1);
-  EXPECT_TRUE(cudnn_attention_from_env(&use, &err));
-  EXPECT_FALSE(use);
+  EXPECT_TRUE(attention_request_from_env(&r, &err));
+  EXPECT_EQ(r, AttentionRequest::simt);
   setenv("MPLAN_ATTENTION", "cudnn", 1);
-  EXPECT_TRUE(cudnn_attention_from_env(&use, &err));
-  EXPECT_TRUE(use);
+  EXPECT_TRUE(attention_request_from_env(&r, &err));
+  EXPECT_EQ(r, AttentionRequest::cudnn);
   setenv("MPLAN_ATTENTION", "flash3", 1);
-  EXPECT_FALSE(cudnn_attention_from_env(&use, &err));
+  EXPECT_FALSE(attention_request_from_env(&r, &err));
   EXPECT_NE(err.find("'simt'"), std::string::npos) << err;
   EXPECT_NE(err.find("'cudnn'"), std::string::npos) << err;
   unsetenv("MPLAN_ATTENTION");
+}
+
+// Unset, cuDNN serves bf16 plans whose shape it supports; fp32 plans keep the exact kernels; a shape
+// cuDNN cannot run falls back with a note, unless cuDNN was asked for (then it is refused by name).
+TEST(CudaCudnnAttention, AutomaticChoiceTakesCudnnForSupportedBf16Plans) {
+  const Shape ok = shape(1, 64, 8, 2, 128), d96 = shape(1, 64, 8, 2, 96);
+  AttentionDecision d = decide_attention(AttentionRequest::automatic, true, ok, 91900, 90);
+  EXPECT_TRUE(d.cudnn);
+  EXPECT_TRUE(d.note.empty() && d.error.empty());
+  d = decide_attention(AttentionRequest::automatic, false, ok, 91900, 90);
+  EXPECT_FALSE(d.cudnn);
+  EXPECT_TRUE(d.error.empty());
+  d = decide_attention(AttentionRequest::automatic, true, d96, 91900, 90);
+  EXPECT_FALSE(d.cudnn);
+  EXPECT_NE(d.note.find("head dim 96"), std::string::npos) << d.note;
+  EXPECT_TRUE(d.error.empty());
+  d = decide_attention(AttentionRequest::automatic, true, ok, 91900, 75);  // pre-Ampere
+  EXPECT_FALSE(d.cudnn);
+  EXPECT_FALSE(d.note.empty());
+  d = decide_attention(AttentionRequest::cudnn, false, ok, 91900, 90);  // asked for: even an fp32 plan
+  EXPECT_TRUE(d.cudnn);
+  d = decide_attention(AttentionRequest::cudnn, true, d96, 91900, 90);
+  EXPECT_FALSE(d.cudnn);
+  EXPECT_NE(d.error.find("MPLAN_ATTENTION=cudnn"), std::string::npos) << d.error;
+  EXPECT_NE(d.error.find("head dim 96"), std::string::npos) << d.error;
+  d = decide_attention(AttentionRequest::simt, true, ok, 91900, 90);
+  EXPECT_FALSE(d.cudnn);
+  EXPECT_TRUE(d.note.empty() && d.error.empty());
 }
 
 TEST(CudaCudnnAttention, LinkedLibraryIsCudnn9) {

@@ -44,7 +44,7 @@ CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
   cudnn_.reset();
   for (auto& [p, w] : working_) pool_->release(w.copy);
-  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
+  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &padded_out_, &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
     pool_->release(s->p);
   cudaFreeHost(host_result_);
   lt_.reset();
@@ -54,11 +54,11 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::describe() const {
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "cuda %s, %s (sm_%d%d, %d SMs, %.0f GiB), cuBLASLt %zu",
+  std::snprintf(buf, sizeof(buf), "cuda %s, %s (sm_%d%d, %d SMs, %.0f GiB), cuBLASLt %zu, attention %s",
                 opt_.gemm == GemmPrecision::bf16 ? "bf16 GEMMs (fp32 accumulate, fp32 master weights)" : "fp32",
                 device_name_.c_str(), sm_major_, sm_minor_, sm_count_, double(device_bytes_) / double(1 << 30),
-                cublasLtGetVersion());
-  return buf;
+                cublasLtGetVersion(), opt_.cudnn_attention ? "cuDNN fused (bf16)" : "fp32 flash kernels");
+  return opt_.attention_note.empty() ? std::string(buf) : std::string(buf) + " (not cuDNN: " + opt_.attention_note + ")";
 }
 
 Tensor CudaBackend::alloc(std::vector<int64_t> shape) {
@@ -256,6 +256,13 @@ const void* CudaBackend::gemm_operand(const float* x, int64_t n, bool weight, in
 // op0/op1 are the row-major operands in the order of gemm_mapping's comment
 void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
                        int64_t N) {
+  // A width N whose rows are not 16-byte aligned (a vocabulary of 50257) keeps cuBLASLt off the TMA
+  // kernels (~110 TFLOP/s on an H200 for GPT-2's LM head, 2026-11-28): in bf16 the (M, N) operand's
+  // copy gets a row stride of a multiple of 8, and the forward writes through an aligned scratch.
+  if (opt_.gemm == GemmPrecision::bf16 && N % 8 != 0) {
+    gemm_padded(kind, op0, op1, out, beta, M, K, N);
+    return;
+  }
   const ColMajorGemm g = gemm_mapping(kind, M, K, N);
   const int64_t n0 = kind == RowMajorGemm::forward ? M * K : M * N;          // inp or dout
   const int64_t n1 = kind == RowMajorGemm::backward_weight ? M * K : N * K;  // W or inp
@@ -265,6 +272,36 @@ void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, fl
   const void* A = g.a_operand == 0 ? b0 : b1;
   const void* B = g.b_operand == 0 ? b0 : b1;
   lt_->run(opt_.gemm, g, A, B, beta, out, stream_);
+}
+
+void CudaBackend::gemm_padded(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
+                              int64_t N) {
+  ColMajorGemm g = gemm_mapping(kind, M, K, N);
+  if (kind != RowMajorGemm::forward) {  // dout (M, N) is operand 0; its bf16 copy gets row stride N8
+    const int64_t n8 = (N + 7) / 8 * 8;
+    auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * n8) * sizeof(__nv_bfloat16)));
+    gpu::to_bf16_rows(d, n8, op0, M, N, stream_);
+    g.ldb = n8;  // dout^T is B in both backward mappings
+    const void* b1 =
+        gemm_operand(op1, kind == RowMajorGemm::backward_weight ? M * K : N * K, kind == RowMajorGemm::backward_input, 1);
+    lt_->run(opt_.gemm, g, b1, d, beta, out, stream_);  // A = W^T or inp^T (operand 1), B = dout^T
+    return;
+  }
+  // forward: out (M, N) through a scratch of row stride N4, a block of rows at a time (padded_chunk_bytes, >= 64 rows)
+  const int64_t n4 = (N + 3) / 4 * 4;
+  const int64_t fit = opt_.padded_chunk_bytes / (n4 * int64_t(sizeof(float))) / 64 * 64;
+  const int64_t rows = std::min(M, std::max<int64_t>(fit, 64));
+  auto* c = static_cast<float*>(scratch(padded_out_, size_t(rows * n4) * sizeof(float)));
+  const void* w = gemm_operand(op1, N * K, true, 1);
+  for (int64_t r0 = 0; r0 < M; r0 += rows) {
+    const int64_t mr = std::min(rows, M - r0);
+    ColMajorGemm gr = gemm_mapping(kind, mr, K, N);
+    gr.ldc = n4;
+    const void* x = gemm_operand(op0 + r0 * K, mr * K, false, 0);
+    if (beta != 0.0f) gpu::copy_rows(c, n4, out + r0 * N, N, mr, N, stream_);
+    lt_->run(opt_.gemm, gr, w, x, beta, c, stream_);  // A = W, B = inp^T
+    gpu::copy_rows(out + r0 * N, N, c, n4, mr, N, stream_);
+  }
 }
 
 void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
@@ -286,6 +323,34 @@ void CudaBackend::matmul_backward_input(float* dinp, const float* dout, const fl
     if (!accumulate) fill_zero(dinp, M * K, stream_);
   } else {
     gemm(RowMajorGemm::backward_input, dout, weight, dinp, accumulate ? 1.0f : 0.0f, M, K, N);
+  }
+  done();
+}
+
+void CudaBackend::matmul_backward(float* dinp, bool accumulate, float* dweight, float* dbias, const float* dout,
+                                  const float* weight, const float* inp, int64_t M, int64_t K, int64_t N) {
+  if (opt_.gemm != GemmPrecision::bf16 || M == 0 || N == 0 || K == 0) {
+    Backend::matmul_backward(dinp, accumulate, dweight, dbias, dout, weight, inp, M, K, N);
+    return;
+  }
+  // dout's bf16 copy serves both GEMMs (row stride a multiple of 8, as in gemm_padded)
+  const int64_t ld = N % 8 == 0 ? N : (N + 7) / 8 * 8;
+  auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * ld) * sizeof(__nv_bfloat16)));
+  if (ld == N)
+    to_bf16(d, dout, M * N, stream_);
+  else
+    gpu::to_bf16_rows(d, ld, dout, M, N, stream_);
+  if (dinp) {  // dinp^T = W^T . dout^T: A = W (operand 1), B = dout^T
+    ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_input, M, K, N);
+    g.ldb = ld;
+    lt_->run(opt_.gemm, g, gemm_operand(weight, N * K, true, 1), d, accumulate ? 1.0f : 0.0f, dinp, stream_);
+  }
+  ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_weight, M, K, N);  // dW^T += inp^T . dout
+  g.ldb = ld;
+  lt_->run(opt_.gemm, g, gemm_operand(inp, M * K, false, 1), d, 1.0f, dweight, stream_);
+  if (dbias) {
+    auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(M, N).scratch_elems())));
+    gpu::bias_backward(dbias, sc, dout, M, N, stream_);
   }
   done();
 }

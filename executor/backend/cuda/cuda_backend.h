@@ -33,7 +33,9 @@ struct CudaBackendOptions {
   gpu::GemmPrecision gemm = gpu::GemmPrecision::fp32;
   bool sync_each_op = sync_each_op_from_env();
   int64_t predicted_peak_bytes = 0;  // the plan's predicted peak per GPU, for the out-of-memory message (0: unknown)
-  bool cudnn_attention = false;      // MPLAN_ATTENTION=cudnn: whole-sequence causal attention through cuDNN (bf16)
+  bool cudnn_attention = false;      // whole-sequence causal attention through cuDNN (bf16); gpu::decide_attention
+  std::string attention_note;        // why the fp32 attention kernels serve a bf16 job (shown by describe())
+  int64_t padded_chunk_bytes = int64_t(128) << 20;  // the aligned scratch of a forward GEMM of width N % 8 != 0
 };
 
 class CudaBackend final : public Backend {
@@ -61,6 +63,8 @@ class CudaBackend final : public Backend {
 
   // Backend's kernels (zero ... adamw), declared once for every backend
 #include "executor/backend/backend_kernels.inc"
+  void matmul_backward(float* dinp, bool accumulate, float* dweight, float* dbias, const float* dout, const float* weight,
+                       const float* inp, int64_t M, int64_t K, int64_t N) override;
 
  private:
   // Device scratch that grows on demand (plain device memory; only kernels touch it).
@@ -81,6 +85,9 @@ class CudaBackend final : public Backend {
   // bf16 operand for a GEMM: the working copy of an AdamW-updated range, else converted into `slot`.
   const void* gemm_operand(const float* x, int64_t n, bool weight, int slot);
   void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K, int64_t N);
+  // bf16 GEMMs of a width N that is not a multiple of 8: aligned row strides for the (M, N) matrix
+  void gemm_padded(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
+                   int64_t N);
   gpu::AttnLaunch attn_launch(int kind, const AttnShape& s) const;
   // the cuDNN path serves this call: whole causal sequences (qpos == kpos == consecutive positions,
   // host arrays), no merge; context-parallel blocks keep the fp32 kernels
@@ -93,7 +100,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<gpu::DevicePool> pool_;
   void* lt_workspace_ = nullptr;  // from the pool (counted)
   std::unique_ptr<gpu::LtGemm> lt_;
-  Scratch reduce_, column_, bf16_[2], stage_[4];
+  Scratch reduce_, column_, bf16_[2], padded_out_, stage_[4];
   double* host_result_ = nullptr;  // pinned
   int64_t max_smem_ = 0;
   std::string device_name_;

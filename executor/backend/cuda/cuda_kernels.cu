@@ -43,6 +43,31 @@ __global__ void init_param_kernel(float* p, const int64_t* grow, int64_t rows, i
 __global__ void to_bf16_kernel(__nv_bfloat16* dst, const float* src, int64_t n) {
   for (int64_t i = gtid(); i < n; i += gstride()) dst[i] = __float2bfloat16_rn(src[i]);
 }
+// four elements per thread: one 16-byte load, one 8-byte store (src 16-byte, dst 8-byte aligned)
+__global__ void to_bf16_x4_kernel(uint2* dst, const float4* src, int64_t n4) {
+  for (int64_t i = gtid(); i < n4; i += gstride()) {
+    const float4 v = src[i];
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    uint2 o;
+    o.x = *reinterpret_cast<const uint32_t*>(&lo);
+    o.y = *reinterpret_cast<const uint32_t*>(&hi);
+    dst[i] = o;
+  }
+}
+__global__ void to_bf16_rows_kernel(__nv_bfloat16* dst, int64_t ld_dst, const float* src, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t e = gtid(); e < n; e += gstride()) {
+    const int64_t r = e / cols, c = e - r * cols;
+    dst[r * ld_dst + c] = __float2bfloat16_rn(src[e]);
+  }
+}
+__global__ void copy_rows_kernel(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t e = gtid(); e < n; e += gstride()) {
+    const int64_t r = e / cols, c = e - r * cols;
+    dst[r * ld_dst + c] = src[r * ld_src + c];
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // reductions
@@ -386,6 +411,18 @@ __global__ void moe_route_backward_kernel(float* dlogits, const float* dweights,
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, km::AdamWConsts c) {
   for (int64_t i = gtid(); i < n; i += gstride()) km::adamw_update(&p[i], g[i], &m[i], &v[i], c);
 }
+// four elements per thread through 16-byte loads and stores (the same per-element update)
+__global__ void adamw_x4_kernel(float4* p, const float4* g, float4* m, float4* v, int64_t n4, km::AdamWConsts c) {
+  for (int64_t i = gtid(); i < n4; i += gstride()) {
+    float4 pp = p[i], mm = m[i], vv = v[i];
+    const float4 gg = g[i];
+    km::adamw_update(&pp.x, gg.x, &mm.x, &vv.x, c);
+    km::adamw_update(&pp.y, gg.y, &mm.y, &vv.y, c);
+    km::adamw_update(&pp.z, gg.z, &mm.z, &vv.z, c);
+    km::adamw_update(&pp.w, gg.w, &mm.w, &vv.w, c);
+    p[i] = pp, m[i] = mm, v[i] = vv;
+  }
+}
 
 // Launches `kernel` on a grid of `grid` blocks of `block` threads (nothing for an empty grid).
 template <class Kernel, class... Args>
@@ -427,7 +464,17 @@ void init_param(float* p, const int64_t* global_rows, int64_t rows, int64_t cols
             normal, stddev, constant);
 }
 void to_bf16(__nv_bfloat16* dst, const float* src, int64_t n, cudaStream_t s) {
+  if (n % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 8 == 0) {
+    launch_1d("to_bf16", n / 4, s, to_bf16_x4_kernel, reinterpret_cast<uint2*>(dst), reinterpret_cast<const float4*>(src), n / 4);
+    return;
+  }
   launch_1d("to_bf16", n, s, to_bf16_kernel, dst, src, n);
+}
+void to_bf16_rows(__nv_bfloat16* dst, int64_t ld_dst, const float* src, int64_t rows, int64_t cols, cudaStream_t s) {
+  launch_1d("to_bf16_rows", rows * cols, s, to_bf16_rows_kernel, dst, ld_dst, src, rows, cols);
+}
+void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols, cudaStream_t s) {
+  launch_1d("copy_rows", rows * cols, s, copy_rows_kernel, dst, ld_dst, src, ld_src, rows, cols);
 }
 
 void sum_squares(double* result, double* partials, const float* x, int64_t n, cudaStream_t s) {
@@ -530,7 +577,15 @@ void moe_route_backward(float* dlogits, const float* dweights, const float* dpro
 }
 
 void adamw(float* param, const float* grad, float* m, float* v, int64_t n, const km::AdamWConsts& c, cudaStream_t s) {
-  launch_1d("adamw", n, s, adamw_kernel, param, grad, m, v, n, c);
+  auto a16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  int64_t head = 0;
+  if (a16(param) && a16(grad) && a16(m) && a16(v)) {
+    const int64_t n4 = n / 4;
+    launch_1d("adamw", n4, s, adamw_x4_kernel, reinterpret_cast<float4*>(param), reinterpret_cast<const float4*>(grad),
+              reinterpret_cast<float4*>(m), reinterpret_cast<float4*>(v), n4, c);
+    head = n4 * 4;
+  }
+  launch_1d("adamw", n - head, s, adamw_kernel, param + head, grad + head, m + head, v + head, n - head, c);
 }
 
 }  // namespace mplan::exec::gpu

@@ -161,7 +161,8 @@ class Materializer {
 
 int64_t env_version_logged() {
   const int64_t v = int64_t(cudnnGetVersion());
-  std::fprintf(stderr, "mplan: attention through cuDNN %lld (MPLAN_ATTENTION=cudnn; headers %d)\n", (long long)v, CUDNN_VERSION);
+  std::fprintf(stderr, "mplan: attention through cuDNN %lld (headers %d; MPLAN_ATTENTION=simt for the fp32 kernels)\n",
+               (long long)v, CUDNN_VERSION);
   return v;
 }
 
@@ -174,13 +175,38 @@ struct CudnnAttention::Plan {
   Plan(const char* op, const sdpa::Shape& s) : m(op, s) {}
 };
 
-bool cudnn_attention_from_env(bool* use, std::string* error) {
+bool attention_request_from_env(AttentionRequest* request, std::string* error) {
   const char* e = std::getenv("MPLAN_ATTENTION");
   const std::string v = e ? e : "";
-  *use = v == "cudnn";
-  if (v.empty() || v == "simt" || v == "cudnn") return true;
-  *error = "MPLAN_ATTENTION='" + v + "' is not known: use 'simt' (the fp32 kernels, default) or 'cudnn'";
-  return false;
+  if (v.empty())
+    *request = AttentionRequest::automatic;
+  else if (v == "simt")
+    *request = AttentionRequest::simt;
+  else if (v == "cudnn")
+    *request = AttentionRequest::cudnn;
+  else {
+    *error = "MPLAN_ATTENTION='" + v +
+             "' is not known: use 'simt' (the fp32 kernels), 'cudnn' (cuDNN fused attention) or leave it unset (cuDNN for bf16 "
+             "plans where it supports the shape)";
+    return false;
+  }
+  return true;
+}
+
+AttentionDecision decide_attention(AttentionRequest request, bool bf16_gemms, const sdpa::Shape& s, int64_t cudnn_version,
+                                   int sm) {
+  AttentionDecision d;
+  if (request == AttentionRequest::simt) return d;
+  const std::string why = sdpa::support_error(s, cudnn_version, sm);
+  if (request == AttentionRequest::cudnn) {
+    if (!why.empty()) d.error = "MPLAN_ATTENTION=cudnn: " + why + "; unset MPLAN_ATTENTION for the fp32 attention kernels";
+    d.cudnn = why.empty();
+    return d;
+  }
+  if (!bf16_gemms) return d;  // fp32 plans: the exact kernels
+  d.cudnn = why.empty();
+  if (!d.cudnn) d.note = why;
+  return d;
 }
 
 int64_t cudnn_runtime_version() { return int64_t(cudnnGetVersion()); }

@@ -1,5 +1,5 @@
-// cuDNN fused flash attention for the CUDA backend (off by default: MPLAN_ATTENTION=cudnn selects
-// it; the fp32 SIMT kernels of cuda_attention.cu stay the default and the reference). Forward and
+// cuDNN fused flash attention for the CUDA backend (the default for bf16 plans where the shape allows;
+// MPLAN_ATTENTION=simt keeps the fp32 SIMT kernels of cuda_attention.cu, the reference). Forward and
 // backward through cuDNN's backend graph API (graphs of cudnn_attention_graph.h), bf16 Q/K/V/O/dO,
 // fp32 softmax statistics, causal mask, GQA, head dims 64/128. The executor's tensors are fp32:
 // Q/K/V (and O/dO) are converted to bf16 scratch and O/dQ/dK/dV back to fp32 around each call.
@@ -20,9 +20,20 @@
 
 namespace mplan::exec::gpu {
 
-// MPLAN_ATTENTION: "" or "simt" = the fp32 kernels, "cudnn" = this path; anything else is refused
-// (returns false and sets `error`).
-bool cudnn_attention_from_env(bool* use, std::string* error);
+// MPLAN_ATTENTION: unset or "" = automatic, "simt" = the fp32 kernels, "cudnn" = this path; anything
+// else is refused (returns false and sets `error`).
+enum class AttentionRequest { automatic, simt, cudnn };
+bool attention_request_from_env(AttentionRequest* request, std::string* error);
+
+// The attention a job runs. automatic: cuDNN where the GEMMs are bf16 and cuDNN supports the shape
+// (an fp32 plan keeps the exact fp32 kernels); cudnn: cuDNN, or `error` naming what it cannot run;
+// simt: the fp32 kernels. `note` says why the fp32 kernels serve a job that could have used cuDNN.
+struct AttentionDecision {
+  bool cudnn = false;
+  std::string note, error;
+};
+AttentionDecision decide_attention(AttentionRequest request, bool bf16_gemms, const sdpa::Shape& s, int64_t cudnn_version,
+                                   int sm);
 
 // cudnnGetVersion() of the library loaded at run time.
 int64_t cudnn_runtime_version();

@@ -135,7 +135,9 @@ Graph forward_graph(const Shape& s) {
   const int64_t sum = b.reduce(Red::add, ex, b.virt("row_sum", rd, rs), "reduce_sum");
   const int64_t lg = b.pw(Pw::log, {sum}, b.virt("log_sum", rd, rs), "log");
   b.pw(Pw::add, {mx, lg}, stats, "add_stats");
-  const int64_t p = b.pw(Pw::div, {ex, sum}, b.virt("p", sd, ss), "div_softmax");
+  // P enters the second matmul in the I/O type: the flash engines take bf16 (fp32) A/B operands only
+  // (cuDNN 9.19 on sm_90 refuses an fp32 P with "MHA only supports FP32 I/O"; cudnn-frontend sets it too)
+  const int64_t p = b.pw(Pw::div, {ex, sum}, b.virt("p", sd, ss, DType::bf16), "div_softmax");
   b.matmul(p, v, o, "matmul_p_v");
   return b.g;
 }
@@ -181,7 +183,7 @@ Graph backward_graph(const Shape& s) {
       return;
     }
     const Dims fd = {s.B, s.Hq, s.Tk, hd}, fs = {s.Hq * s.Tk * hd, s.Tk * hd, hd, 1};
-    b.reduce(Red::add, b.matmul(x, y, b.virt(full, fd, fs), mm), out, sum);
+    b.reduce(Red::add, b.matmul(x, y, b.virt(full, fd, fs, bf), mm), out, sum);  // per-head product in the I/O type
   };
 
   // dV = P^T dO

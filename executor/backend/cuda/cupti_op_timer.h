@@ -4,7 +4,8 @@
 // library mplan_cupti, which the GPU profiler uses too) joins them. Once per step the kernel busy
 // time of each op is handed to the trainer, so the per-op table of `mplan train`/`mplan verify`
 // holds device time on a GPU. `op_seconds_from_spans` is the pure join (unit-tested with synthetic
-// CUPTI buffers).
+// CUPTI buffers). MPLAN_CUPTI_KERNELS=FILE also writes each step's per-kernel split (the last step's
+// stays) as JSON: which kernels make up each op, and the kernels outside every op.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -20,6 +21,10 @@ namespace mplan::exec::gpu {
 // Op names by external id (id i names names[i - 1]); kernel busy seconds per op name.
 std::map<std::string, double> op_seconds_from_spans(const std::map<uint64_t, cupti::ExternalSpan>& spans,
                                                     const std::vector<std::string>& names);
+
+// One step's kernels per op as JSON: {"ops": {op: {kernel: {"time_s", "launches"}}}, "outside_ops":
+// {kernel: ...}} (kernels launched outside every op scope: optimizer steps, gradient norms, copies).
+std::string kernel_breakdown_json(const cupti::ActivityCollector& c, const std::vector<std::string>& names);
 
 // External ids for op names: 1, 2, ... in first-use order.
 class OpIds {
@@ -47,6 +52,7 @@ class CuptiOpTagger final : public OpTagger {
 
  private:
   OpIds ids_;
+  std::string kernels_file_;  // MPLAN_CUPTI_KERNELS
   std::unique_ptr<cupti::ActivityTrace> trace_;
   bool active_ = false;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "executor/backend/cuda/cuda_backend.h"
+#include "executor/backend/cuda/cudnn_attention.h"
 
 namespace mplan::exec {
 
@@ -45,12 +46,31 @@ OpKernelCall op_kernel_call(const Op& op, const ModelSpec& m, int64_t T) {
 
 struct BackendOpKernels::Buffers {
   int64_t elems = 0, rows = 0;
-  Tensor a, b, c, d, e, f, g, h, stat1, stat2, pos;
+  Tensor a, b, c, d, e, f, g, h, stat1, stat2;
+  std::vector<int32_t> pos;  // token positions on the host, as the layers pass them (cuDNN attention needs that)
 };
 
-std::unique_ptr<profiles::OpKernels> make_backend_op_kernels(int device) {
+std::unique_ptr<profiles::OpKernels> make_backend_op_kernels(int device, std::string* error) {
   CudaBackendOptions o;
   o.device = device;
+  // the attention a bf16 plan of the grid's shapes would run (the rows model bf16 training)
+  gpu::AttentionRequest request = gpu::AttentionRequest::automatic;
+  if (!gpu::attention_request_from_env(&request, error)) return nullptr;
+  if (request != gpu::AttentionRequest::simt) {
+    cudaDeviceProp prop{};
+    const int sm = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.major * 10 + prop.minor : 0;
+    gpu::sdpa::Shape s;  // the GPU grid's attention: 32 heads of 128 (profiles/cuda_profiler.cpp)
+    s.B = s.Tq = s.Tk = 1;
+    s.Hq = s.Hkv = 32;
+    s.D = s.Dv = 128;
+    const gpu::AttentionDecision d = gpu::decide_attention(request, true, s, gpu::cudnn_runtime_version(), sm);
+    if (!d.error.empty()) {
+      *error = d.error;
+      return nullptr;
+    }
+    o.cudnn_attention = d.cudnn;
+    o.attention_note = d.note;
+  }
   return std::make_unique<BackendOpKernels>(std::make_unique<CudaBackend>(o));
 }
 
@@ -91,15 +111,13 @@ bool BackendOpKernels::prepare(const Op& op, const ModelSpec& m, int64_t T, std:
     }
     B.stat1 = be_.alloc({rows});
     B.stat2 = be_.alloc({rows});
-    std::vector<int32_t> pos(static_cast<size_t>(rows));
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t(int64_t(i) % std::max<int64_t>(1, c.N));
-    B.pos = be_.alloc({rows});
-    be_.upload(B.pos.data(), reinterpret_cast<const float*>(pos.data()), rows);  // int32 bits, verbatim
+    B.pos.assign(static_cast<size_t>(rows), 0);
+    for (size_t i = 0; i < B.pos.size(); ++i) B.pos[i] = int32_t(int64_t(i) % std::max<int64_t>(1, c.N));
   }
   float *a = B.a.data(), *b = B.b.data(), *o = B.c.data(), *da = B.d.data(), *db = B.e.data(), *dw = B.f.data();
   float *g1 = B.g.data(), *g2 = B.h.data();
   float *s1 = B.stat1.data(), *s2 = B.stat2.data();
-  const auto* pos = reinterpret_cast<const int32_t*>(B.pos.data());
+  const int32_t* pos = B.pos.data();
   CudaBackend& be = be_;
   *bwd = nullptr;
   switch (c.call) {

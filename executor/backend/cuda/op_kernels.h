@@ -28,8 +28,10 @@ struct OpKernelCall {
 };
 OpKernelCall op_kernel_call(const Op& op, const ModelSpec& m, int64_t T);
 
-// Owns a CUDA backend on `device` (fp32, as `mplan train` runs a plan's non-GEMM ops).
-std::unique_ptr<profiles::OpKernels> make_backend_op_kernels(int device);
+// Owns a CUDA backend on `device` (fp32, as `mplan train` runs a plan's non-GEMM ops), with the attention
+// `mplan train` would use (MPLAN_ATTENTION: the fp32 kernels or cuDNN). nullptr and `error` set when
+// MPLAN_ATTENTION names no known attention.
+std::unique_ptr<profiles::OpKernels> make_backend_op_kernels(int device, std::string* error);
 
 class BackendOpKernels final : public profiles::OpKernels {
  public:
