@@ -364,7 +364,9 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
   double qk_width = (heads + kv_heads) * dqk;
   // K/V as attention sees them (torchtitan repeats them to every head)
   double kv_seen = c.kv_repeated ? heads : kv_heads;
-  double rope_bytes = rope_bytes_per_elem(d) * d.T * qk_width;
+  // learned absolute positions (GPT-2/GPT-3) are added at the embedding: no rotary kernel in the layer
+  const bool rotary = m.position_embedding == PositionEmbedding::rope || m.mla;
+  double rope_bytes = rotary ? rope_bytes_per_elem(d) * d.T * qk_width : 0.0;
   // torchtitan's layout copies around SDPA, compiled or not: repeat_kv() materialises K and V at every
   // head (when there are fewer K/V heads), and the output's transpose(1, 2).contiguous() copies it
   // back (models/llama/model.py)
@@ -372,8 +374,10 @@ void attention_block(std::vector<Op>& ops, const ModelSpec& m, const OpContext& 
     rope_bytes += d.a * d.T * 2 * heads * dv;
     if (kv_heads < heads) rope_bytes += d.a * d.T * (kv_heads + heads) * (dqk + dv);
   }
-  Op rope = mem_op(OpId::rope, rope_bytes, 3 * d.T * qk_width);
-  ops.push_back(rerun(sac(rope, 0, 1), m.mla ? up : 0));
+  if (rope_bytes > 0) {
+    Op rope = mem_op(OpId::rope, rope_bytes, rotary ? 3 * d.T * qk_width : 0.0);
+    ops.push_back(rerun(sac(rope, 0, 1), m.mla ? up : 0));
+  }
   double kv_bytes = d.T * kv_heads * (dqk + dv) * d.a;
   if (c.cp > 1) {
     Op x;
