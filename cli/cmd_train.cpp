@@ -191,6 +191,7 @@ int run_train(TrainCliOptions o) {  // a copy: the plan settles its MoE capacity
 
 struct VerifyOptions {
   std::string plan, db, format = "table", runs_db, data = "synthetic", framework, backend = "cpu";
+  std::string measured;  // a recorded `mplan train --summary-out` of this plan instead of training now
   int steps = 6;
   uint64_t seed = 1234;
 };
@@ -256,7 +257,9 @@ struct VerifySetup {
 
 VerifySetup verify_setup(const VerifyOptions& o) {
   const bool gpu = o.backend == "cuda";
-  if (gpu) check_backend("cuda");  // no GPU: a clear message before any profiling
+  if (!o.measured.empty() && o.db.empty())
+    throw InputError{"--measured predicts a recorded run from a profile: pass the profile of the machine it ran on with --db"};
+  if (gpu && o.measured.empty()) check_backend("cuda");  // no GPU: a clear message before any profiling
   VerifySetup v;
   v.plan = require_plan(o.plan);
   require_db_path(o.runs_db);
@@ -311,11 +314,38 @@ nlohmann::json op_check(const std::vector<std::pair<std::string, std::pair<doubl
           {"off_by_more_than_25pct", off}};
 }
 
+int report_verify(const VerifyOptions& o, const VerifySetup& v, const nlohmann::json& sj);
+
+// A recorded training summary (`mplan train --summary-out`): its steps and ops, refused unless it
+// trained this plan's model on as many ranks.
+nlohmann::json read_measured(const VerifyOptions& o, const Plan& plan) {
+  std::ifstream in(o.measured);
+  if (!in) throw InputError{"--measured " + o.measured + ": cannot read the file"};
+  nlohmann::json sj = nlohmann::json::parse(in, nullptr, false);
+  if (!sj.is_object() || !sj.contains("steps") || !sj["steps"].is_array() || sj["steps"].empty() || !sj.contains("ops") ||
+      !sj["ops"].is_array())
+    throw InputError{"--measured " + o.measured +
+                     ": not a training summary (mplan train --summary-out writes one: an object with 'steps' and 'ops')"};
+  for (const auto& st : sj["steps"])
+    if (!st.is_object() || !st.contains("step_time_s") || !st["step_time_s"].is_number() || !st.contains("peak_memory_gib") ||
+        !st["peak_memory_gib"].is_number())
+      throw InputError{"--measured " + o.measured + ": every step needs numbers 'step_time_s' and 'peak_memory_gib'"};
+  for (const auto& op : sj["ops"])
+    if (!op.is_object() || !op.contains("name") || !op["name"].is_string() || !op.contains("time_s") ||
+        !op["time_s"].is_number() || !op.contains("calls") || !op["calls"].is_number_integer())
+      throw InputError{"--measured " + o.measured + ": every op needs 'name', 'time_s' and 'calls'"};
+  const std::string model = sj.value("/plan/model/name"_json_pointer, std::string());
+  const int world = sj.value("world_size", 0);
+  if (model != plan.model.name || world != plan.parallel.world_size)
+    throw InputError{"--measured " + o.measured + ": it trained '" + model + "' on " + std::to_string(world) +
+                     " rank(s), not the plan's '" + plan.model.name + "' on " + std::to_string(plan.parallel.world_size)};
+  return sj;
+}
+
 int run_verify(const VerifyOptions& o) {
   VerifySetup v = verify_setup(o);
   const Plan& plan = v.plan;
-  const Plan& sim_plan = v.sim_plan;
-  const auto& cal = v.cal;
+  if (!o.measured.empty()) return report_verify(o, v, read_measured(o, plan));
   exec::TrainOptions t;
   t.steps = o.steps;
   t.data = o.data;
@@ -357,6 +387,14 @@ int run_verify(const VerifyOptions& o) {
   std::filesystem::remove_all(dir);
   if (code != 0) return code;
   if (!sj.is_object()) throw std::runtime_error("the training job wrote no summary");
+  return report_verify(o, v, sj);
+}
+
+int report_verify(const VerifyOptions& o, const VerifySetup& v, const nlohmann::json& sj) {
+  const Plan& plan = v.plan;
+  const Plan& sim_plan = v.sim_plan;
+  const auto& cal = v.cal;
+  const int world = plan.parallel.world_size;
   // measured: median step time over the steps after the first, peak memory, MFU on the cluster's peak
   std::vector<double> times;
   double mem = 0;
@@ -392,7 +430,7 @@ int run_verify(const VerifyOptions& o) {
       {"plan", o.plan},
       {"cluster", sim_plan.cluster.name},
       {"device", cal.device.name},
-      {"steps", o.steps},
+      {"steps", int(sj["steps"].size())},
       {"predicted", {{"step_time_s", r.step_time_s}, {"peak_memory_gib", r.peak_memory_gib}, {"mfu", r.mfu}}},
       {"measured", {{"step_time_s", t_meas}, {"peak_memory_gib", mem}, {"mfu", mfu_meas}}},
       {"error_pct", {{"step_time", pct_error(r.step_time_s, t_meas)}, {"peak_memory", pct_error(r.peak_memory_gib, mem)}}},
@@ -402,8 +440,10 @@ int run_verify(const VerifyOptions& o) {
     std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
-  std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.device.name << "), " << o.steps
-            << " steps (median of steps 2.." << o.steps << ")\n\n";
+  const size_t n_steps = sj["steps"].size();
+  std::cout << "verify " << o.plan << " on " << sim_plan.cluster.name << " (" << cal.device.name << "), " << n_steps
+            << " steps (median of steps 2.." << n_steps << ")" << (o.measured.empty() ? "" : ", recorded in " + o.measured)
+            << "\n\n";
   TextTable top({"", "predicted", "measured", "error"});
   top.add_row({"step time (s)", fixed(r.step_time_s, 4), fixed(t_meas, 4), fixed(pct_error(r.step_time_s, t_meas), 1) + "%"});
   top.add_row(
@@ -457,6 +497,9 @@ void add_verify_command(CLI::App& app, Runner& run) {
                   "cpu (default) or cuda: train on this machine's GPU and predict from a CUPTI profile of it (--db, else "
                   "a quick profile made now)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_option("--measured", o->measured,
+                  "compare with a recorded run (the JSON of mplan train --summary-out) instead of training now; needs the "
+                  "--db of the machine it ran on");
   sub->callback([&run, o] { run = [o] { return run_verify(*o); }; });
 }
 

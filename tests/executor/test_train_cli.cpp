@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -258,6 +259,46 @@ TEST(VerifyCli, CudaBackendNeedsAGpuAndAGpuProfile) {
   EXPECT_EQ(r.out, "");  // nothing half-written on stdout
   auto bad = run_mplan("verify --plan " + plan + " --backend tpu");
   EXPECT_EQ(bad.code, 2) << bad.err;
+}
+
+// A run recorded on an H200 (docs/gpu-runs/h200-2026-11-28/3-final) predicted again from its CUPTI
+// profile, with no GPU here: the measured side is the recorded summary's (median of steps 2..12).
+TEST(VerifyCli, PredictsARecordedGpuRunFromItsProfile) {
+  const std::string run = std::string(MPLAN_SOURCE_DIR) + "/docs/gpu-runs/h200-2026-11-28/";
+  const std::string plan = run + "plan_llama.json", db = run + "3-final/gpu.db", summary = run + "3-final/train_llama.json";
+  auto r = run_mplan("verify --plan " + plan + " --backend cuda --db " + db + " --measured " + summary + " --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::ifstream in(summary);
+  const json sj = json::parse(in);
+  std::vector<double> t;
+  for (size_t i = 1; i < sj["steps"].size(); ++i) t.push_back(sj["steps"][i]["step_time_s"].get<double>());
+  std::sort(t.begin(), t.end());
+  const double median = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+  EXPECT_DOUBLE_EQ(j["measured"]["step_time_s"].get<double>(), median);
+  EXPECT_EQ(j["steps"].get<int>(), int(sj["steps"].size()));
+  EXPECT_EQ(j["device"].get<std::string>().find("H200"), 0u) << j["device"];
+  EXPECT_GT(j["predicted"]["step_time_s"].get<double>(), 0);
+  bool attn = false;
+  for (const auto& op : j["ops"]) attn |= op["name"] == "attn_core" && op["measured_s"].get<double>() > 0;
+  EXPECT_TRUE(attn);
+}
+
+TEST(VerifyCli, ARecordedRunIsRefusedWithoutItsProfileOrForAnotherPlan) {
+  const std::string run = std::string(MPLAN_SOURCE_DIR) + "/docs/gpu-runs/h200-2026-11-28/";
+  const std::string db = run + "3-final/gpu.db", summary = run + "3-final/train_llama.json";
+  auto no_db = run_mplan("verify --plan " + run + "plan_llama.json --backend cuda --measured " + summary);
+  EXPECT_EQ(no_db.code, 2);
+  EXPECT_NE(no_db.err.find("--db"), std::string::npos) << no_db.err;
+  auto other = run_mplan("verify --plan " + run + "plan_gpt2.json --backend cuda --db " + db + " --measured " + summary);
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("'llama-1.5b'"), std::string::npos) << other.err;
+  EXPECT_EQ(other.out, "");
+  const std::string junk = tmpdir() + "/junk.json";
+  std::ofstream(junk) << R"({"steps": []})";
+  auto bad = run_mplan("verify --plan " + run + "plan_llama.json --backend cuda --db " + db + " --measured " + junk);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("not a training summary"), std::string::npos) << bad.err;
 }
 
 #endif  // MPLAN_TEST_HAS_VERIFY

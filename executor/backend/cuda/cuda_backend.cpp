@@ -44,7 +44,8 @@ CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
   cudnn_.reset();
   for (auto& [p, w] : working_) pool_->release(w.copy);
-  for (Scratch* s : {&reduce_, &column_, &bf16_[0], &bf16_[1], &padded_out_, &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
+  for (Scratch* s :
+       {&reduce_, &column_, &bf16_[0], &bf16_[1], &padded_out_, &padded_w_, &stage_[0], &stage_[1], &stage_[2], &stage_[3]})
     pool_->release(s->p);
   cudaFreeHost(host_result_);
   lt_.reset();
@@ -256,9 +257,9 @@ const void* CudaBackend::gemm_operand(const float* x, int64_t n, bool weight, in
 // op0/op1 are the row-major operands in the order of gemm_mapping's comment
 void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
                        int64_t N) {
-  // A width N whose rows are not 16-byte aligned (a vocabulary of 50257) keeps cuBLASLt off the TMA
-  // kernels (~110 TFLOP/s on an H200 for GPT-2's LM head, 2026-11-28): in bf16 the (M, N) operand's
-  // copy gets a row stride of a multiple of 8, and the forward writes through an aligned scratch.
+  // A width N that is not a multiple of 8 (a vocabulary of 50257) keeps cuBLASLt on align1 kernels
+  // (CUTLASS sm75 tiles for GPT-2's LM head on an H200, 2026-11-28: 12 of its 16 ms): in bf16 the
+  // GEMMs run over N8 = N rounded up to 8 with zero padding (docs/gpu-runs/h200-2026-11-28).
   if (opt_.gemm == GemmPrecision::bf16 && N % 8 != 0) {
     gemm_padded(kind, op0, op1, out, beta, M, K, N);
     return;
@@ -274,33 +275,51 @@ void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, fl
   lt_->run(opt_.gemm, g, A, B, beta, out, stream_);
 }
 
+const void* CudaBackend::padded_weight(const float* w, int64_t N, int64_t K) {
+  const int64_t n8 = (N + 7) / 8 * 8;
+  const size_t used = size_t(N * K) * sizeof(__nv_bfloat16), all = size_t(n8 * K) * sizeof(__nv_bfloat16);
+  const void* src = gemm_operand(w, N * K, true, 1);
+  auto* d = static_cast<char*>(scratch(padded_w_, all));
+  MPLAN_CUDA_CHECK(cudaMemcpyAsync(d, src, used, cudaMemcpyDeviceToDevice, stream_));
+  MPLAN_CUDA_CHECK(cudaMemsetAsync(d + used, 0, all - used, stream_));
+  return d;
+}
+
+const void* CudaBackend::padded_dout(const float* dout, int64_t M, int64_t N) {
+  const int64_t n8 = (N + 7) / 8 * 8;
+  auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * n8) * sizeof(__nv_bfloat16)));
+  gpu::to_bf16_rows(d, n8, dout, M, N, stream_);  // zero columns N .. N8-1
+  return d;
+}
+
 void CudaBackend::gemm_padded(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
                               int64_t N) {
-  ColMajorGemm g = gemm_mapping(kind, M, K, N);
-  if (kind != RowMajorGemm::forward) {  // dout (M, N) is operand 0; its bf16 copy gets row stride N8
-    const int64_t n8 = (N + 7) / 8 * 8;
-    auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * n8) * sizeof(__nv_bfloat16)));
-    gpu::to_bf16_rows(d, n8, op0, M, N, stream_);
-    g.ldb = n8;  // dout^T is B in both backward mappings
-    const void* b1 =
-        gemm_operand(op1, kind == RowMajorGemm::backward_weight ? M * K : N * K, kind == RowMajorGemm::backward_input, 1);
-    lt_->run(opt_.gemm, g, b1, d, beta, out, stream_);  // A = W^T or inp^T (operand 1), B = dout^T
+  const int64_t n8 = (N + 7) / 8 * 8;
+  if (kind == RowMajorGemm::backward_input) {  // dinp = dout W over N8 (zero) columns of both
+    const ColMajorGemm g = gemm_mapping(kind, M, K, n8);
+    lt_->run(opt_.gemm, g, padded_weight(op1, N, K), padded_dout(op0, M, N), beta, out, stream_);
     return;
   }
-  // forward: out (M, N) through a scratch of row stride N4, a block of rows at a time (padded_chunk_bytes, >= 64 rows)
-  const int64_t n4 = (N + 3) / 4 * 4;
-  const int64_t fit = opt_.padded_chunk_bytes / (n4 * int64_t(sizeof(float))) / 64 * 64;
+  if (kind == RowMajorGemm::backward_weight) {  // dW (N rows) += dout^T inp: dout's copy of row stride N8
+    ColMajorGemm g = gemm_mapping(kind, M, K, N);
+    g.ldb = n8;
+    const void* d = padded_dout(op0, M, N);
+    lt_->run(opt_.gemm, g, gemm_operand(op1, M * K, false, 1), d, beta, out, stream_);
+    return;
+  }
+  // forward: out (M, N) = inp W^T computed as (M, N8) with W's N8 - N zero rows, into a scratch of row
+  // stride N8, a block of rows at a time (padded_chunk_bytes, >= 64 rows), then copied into out
+  const int64_t fit = opt_.padded_chunk_bytes / (n8 * int64_t(sizeof(float))) / 64 * 64;
   const int64_t rows = std::min(M, std::max<int64_t>(fit, 64));
-  auto* c = static_cast<float*>(scratch(padded_out_, size_t(rows * n4) * sizeof(float)));
-  const void* w = gemm_operand(op1, N * K, true, 1);
+  const void* w = padded_weight(op1, N, K);
+  auto* c = static_cast<float*>(scratch(padded_out_, size_t(rows * n8) * sizeof(float)));
   for (int64_t r0 = 0; r0 < M; r0 += rows) {
     const int64_t mr = std::min(rows, M - r0);
-    ColMajorGemm gr = gemm_mapping(kind, mr, K, N);
-    gr.ldc = n4;
+    const ColMajorGemm gr = gemm_mapping(kind, mr, K, n8);  // m = N8, ldc = N8
     const void* x = gemm_operand(op0 + r0 * K, mr * K, false, 0);
-    if (beta != 0.0f) gpu::copy_rows(c, n4, out + r0 * N, N, mr, N, stream_);
-    lt_->run(opt_.gemm, gr, w, x, beta, c, stream_);  // A = W, B = inp^T
-    gpu::copy_rows(out + r0 * N, N, c, n4, mr, N, stream_);
+    if (beta != 0.0f) gpu::copy_rows(c, n8, out + r0 * N, N, mr, N, stream_);
+    lt_->run(opt_.gemm, gr, w, x, beta, c, stream_);  // A = W (N8 rows), B = inp^T
+    gpu::copy_rows(out + r0 * N, N, c, n8, mr, N, stream_);
   }
 }
 
@@ -333,17 +352,20 @@ void CudaBackend::matmul_backward(float* dinp, bool accumulate, float* dweight, 
     Backend::matmul_backward(dinp, accumulate, dweight, dbias, dout, weight, inp, M, K, N);
     return;
   }
-  // dout's bf16 copy serves both GEMMs (row stride a multiple of 8, as in gemm_padded)
+  // dout's bf16 copy serves both GEMMs (row stride a multiple of 8 with zero padding, as in gemm_padded)
   const int64_t ld = N % 8 == 0 ? N : (N + 7) / 8 * 8;
-  auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * ld) * sizeof(__nv_bfloat16)));
-  if (ld == N)
-    to_bf16(d, dout, M * N, stream_);
-  else
-    gpu::to_bf16_rows(d, ld, dout, M, N, stream_);
-  if (dinp) {  // dinp^T = W^T . dout^T: A = W (operand 1), B = dout^T
-    ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_input, M, K, N);
-    g.ldb = ld;
-    lt_->run(opt_.gemm, g, gemm_operand(weight, N * K, true, 1), d, accumulate ? 1.0f : 0.0f, dinp, stream_);
+  const void* d = nullptr;
+  if (ld == N) {
+    auto* b = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * N) * sizeof(__nv_bfloat16)));
+    to_bf16(b, dout, M * N, stream_);
+    d = b;
+  } else {
+    d = padded_dout(dout, M, N);
+  }
+  if (dinp) {  // dinp^T = W^T . dout^T: A = W (operand 1, N8 rows with zeros), B = dout^T, over k = N8
+    const ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_input, M, K, ld);
+    const void* w = ld == N ? gemm_operand(weight, N * K, true, 1) : padded_weight(weight, N, K);
+    lt_->run(opt_.gemm, g, w, d, accumulate ? 1.0f : 0.0f, dinp, stream_);
   }
   ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_weight, M, K, N);  // dW^T += inp^T . dout
   g.ldb = ld;

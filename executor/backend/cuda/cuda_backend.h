@@ -85,7 +85,10 @@ class CudaBackend final : public Backend {
   // bf16 operand for a GEMM: the working copy of an AdamW-updated range, else converted into `slot`.
   const void* gemm_operand(const float* x, int64_t n, bool weight, int slot);
   void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K, int64_t N);
-  // bf16 GEMMs of a width N that is not a multiple of 8: aligned row strides for the (M, N) matrix
+  // bf16 GEMMs of a width N that is not a multiple of 8, computed over N8 = N rounded up to 8: W (N, K)
+  // with N8 - N zero rows, dout (M, N) with N8 - N zero columns (both bf16 scratch copies)
+  const void* padded_weight(const float* w, int64_t N, int64_t K);
+  const void* padded_dout(const float* dout, int64_t M, int64_t N);
   void gemm_padded(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
                    int64_t N);
   gpu::AttnLaunch attn_launch(int kind, const AttnShape& s) const;
@@ -100,7 +103,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<gpu::DevicePool> pool_;
   void* lt_workspace_ = nullptr;  // from the pool (counted)
   std::unique_ptr<gpu::LtGemm> lt_;
-  Scratch reduce_, column_, bf16_[2], padded_out_, stage_[4];
+  Scratch reduce_, column_, bf16_[2], padded_out_, padded_w_, stage_[4];
   double* host_result_ = nullptr;  // pinned
   int64_t max_smem_ = 0;
   std::string device_name_;

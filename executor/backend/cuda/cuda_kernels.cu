@@ -55,10 +55,10 @@ __global__ void to_bf16_x4_kernel(uint2* dst, const float4* src, int64_t n4) {
   }
 }
 __global__ void to_bf16_rows_kernel(__nv_bfloat16* dst, int64_t ld_dst, const float* src, int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
+  const int64_t n = rows * ld_dst;
   for (int64_t e = gtid(); e < n; e += gstride()) {
-    const int64_t r = e / cols, c = e - r * cols;
-    dst[r * ld_dst + c] = __float2bfloat16_rn(src[e]);
+    const int64_t r = e / ld_dst, c = e - r * ld_dst;
+    dst[e] = c < cols ? __float2bfloat16_rn(src[r * cols + c]) : __float2bfloat16_rn(0.0f);
   }
 }
 __global__ void copy_rows_kernel(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols) {
@@ -471,7 +471,7 @@ void to_bf16(__nv_bfloat16* dst, const float* src, int64_t n, cudaStream_t s) {
   launch_1d("to_bf16", n, s, to_bf16_kernel, dst, src, n);
 }
 void to_bf16_rows(__nv_bfloat16* dst, int64_t ld_dst, const float* src, int64_t rows, int64_t cols, cudaStream_t s) {
-  launch_1d("to_bf16_rows", rows * cols, s, to_bf16_rows_kernel, dst, ld_dst, src, rows, cols);
+  launch_1d("to_bf16_rows", rows * ld_dst, s, to_bf16_rows_kernel, dst, ld_dst, src, rows, cols);
 }
 void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols, cudaStream_t s) {
   launch_1d("copy_rows", rows * cols, s, copy_rows_kernel, dst, ld_dst, src, ld_src, rows, cols);

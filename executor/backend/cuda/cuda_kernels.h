@@ -21,7 +21,8 @@ void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t s);
 void accumulate(float* dst, const float* src, int64_t n, cudaStream_t s);
 void scale(float* x, float v, int64_t n, cudaStream_t s);
 void to_bf16(__nv_bfloat16* dst, const float* src, int64_t n, cudaStream_t s);
-// dst (rows, ld_dst) row-major, its first `cols` columns = src (rows, cols) row-major, in bf16
+// dst (rows, ld_dst) row-major: its first `cols` columns = src (rows, cols) row-major in bf16, the
+// rest zero
 void to_bf16_rows(__nv_bfloat16* dst, int64_t ld_dst, const float* src, int64_t rows, int64_t cols, cudaStream_t s);
 // dst (rows, cols) of row stride ld_dst = src (rows, cols) of row stride ld_src (disjoint)
 void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols, cudaStream_t s);
