@@ -285,7 +285,13 @@ VerifySetup verify_setup(const VerifyOptions& o) {
                      ": world_size=" + std::to_string(v.plan.parallel.world_size) + " exceeds the " +
                      std::to_string(v.sim_plan.cluster.max_gpus()) + " " + what + "; choose a plan with fewer ranks"};
   CostParams params = v.cal.calibration.params;
-  if (gpu) params.optimizer_overhead_s = 0;  // a user's calibrated per-step host cost, not mplan's executor
+  if (gpu) {
+    params.optimizer_overhead_s = 0;  // a user's calibrated per-step host cost, not mplan's executor
+    // the executor's tensors are fp32 around its bf16 GEMMs (issue 29's item 2), converted per GEMM call
+    params.activation_bytes = 4;
+    if (v.plan.training.precision != Precision::fp32 && v.plan.training.precision != Precision::tf32)
+      params.gemm_operand_cast_bytes = 6;
+  }
   auto rep = simulate(v.sim_plan, params);
   if (!rep) throw InputError{"cannot simulate the plan on the " + v.sim_plan.cluster.name + " cluster: " + rep.error().message()};
   v.rep = rep.value();

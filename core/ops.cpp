@@ -191,8 +191,8 @@ Dims dims(const OpContext& c) {
   d.skv = double(c.seq);
   d.T = d.b * d.sq;
   d.Tsp = c.sp ? d.T / c.tp : d.T;
-  d.a = activation_bytes(c.precision);
-  d.g = saved_gemm_input_bytes(c.precision);
+  d.a = c.activation_bytes > 0 ? c.activation_bytes : activation_bytes(c.precision);
+  d.g = c.activation_bytes > 0 ? c.activation_bytes : saved_gemm_input_bytes(c.precision);
   d.eager = c.eager_pointwise;
   return d;
 }

@@ -240,6 +240,10 @@ struct OpContext {
   // SDPA per K/V chunk with the partial outputs merged and the gradients accumulated in fp32 by eager
   // torch ops around it (see ring_merge_bytes in ops.cpp). false: the exchange's kernels fuse that work.
   bool torch_ring_attention = false;
+  // Bytes per element of the activations the layers read, write and keep, where the executor's differ
+  // from the precision's (0: the precision's). mplan's CUDA executor keeps fp32 tensors around its
+  // bf16 GEMMs (4).
+  double activation_bytes = 0;
 };
 
 // Bytes per element of a GEMM input the op saves for its backward: the activation dtype, or the

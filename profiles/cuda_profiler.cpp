@@ -240,6 +240,8 @@ Status attention_and_memory_batches(GpuRun& s, cudaStream_t st, const CudaProfil
     OpContext c;
     c.seq = T;
     c.precision = Precision::bf16;
+    // the rows count the bytes their kernels move: the executor's ops read and write fp32 tensors
+    if (o.ops && o.ops->dtype() == "fp32") c.activation_bytes = 4;
     std::vector<Op> ops = layer_ops(m, 0, c);
     Batch b;
     b.name = "attention and memory-bound ops s=" + std::to_string(T);

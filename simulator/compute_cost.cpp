@@ -165,6 +165,13 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       r.fwd_s = t[0] * kernels;
       r.bwd_input_s = t[1] * kernels;
       r.bwd_weight_s = t[2] * kernels;
+      if (p.gemm_operand_cast_bytes > 0 && !is_fp8_family(rt.prec)) {
+        // the executor's conversion kernels of the activation operands (CostParams::gemm_operand_cast_bytes)
+        const double g = double(s.groups), cb = p.gemm_operand_cast_bytes;
+        r.fwd_s += g * double(s.m) * s.k * cb / hbm + overhead;
+        r.bwd_input_s += g * double(s.m) * s.n * cb / hbm + overhead;
+        r.bwd_weight_s += g * double(s.m) * s.k * cb / hbm + overhead;
+      }
       if (is_fp8_family(rt.prec)) {
         // the framework's scaling kernels (CostParams::fp8_cast_*, from data/frameworks): the
         // activation input and the weight (fwd), the output gradient and the weight again (bwd)

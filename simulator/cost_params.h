@@ -82,6 +82,15 @@ struct CostParams {
   double fp8_cast_act_bytes = 3.0;
   double fp8_cast_weight_fwd_bytes = 0.0;
   double fp8_cast_weight_bwd_bytes = 0.0;
+  // --- the executor mplan verify predicts (set by verify, not calibrated) ---
+  // Bytes per activation element where they differ from the precision's (0: the precision's;
+  // OpContext::activation_bytes): mplan's CUDA executor keeps fp32 tensors around bf16 GEMMs (4).
+  double activation_bytes = 0.0;
+  // HBM bytes per converted element of a GEMM's activation operands, where the executor converts them
+  // in separate kernels (0: none): mplan's CUDA executor converts fp32 tensors to bf16 (read 4, write 2
+  // = 6) - the input in the forward, the output gradient once for both backward GEMMs, the input
+  // again for the weight gradient.
+  double gemm_operand_cast_bytes = 0.0;
   // --- memory (documented constants, not fitted; docs/memory.md) ---
   // Caching-allocator slack (reserved - allocated) as a fraction of the allocated peak: the 5 %
   // temporaries buffer of Megatron-LM's theoretical_memory_usage.py.

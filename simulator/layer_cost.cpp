@@ -102,6 +102,7 @@ OpContext op_context(const Plan& plan, const ParallelConfig& p, const CostParams
   // torchtitan runs eager unless compiled; its async TP needs torch.compile (parallelize_llama.py
   // refuses async TP without it), so a plan with tp_comm_overlap is compiled
   oc.eager_pointwise = fw.eager_by_default && !plan.training.torch_compile && !p.tp_comm_overlap;
+  oc.activation_bytes = prm.activation_bytes;
   return oc;
 }
 

@@ -275,9 +275,9 @@ ListCosts cost_lists(const Ctx& x, const OpContext& oc, int first_moe) {
 // Everything cost_lists() reads besides the job (model, cluster, training, cost parameters), which a
 // SimCache holds fixed: the op context, the list timing context and the recompute / offload choices.
 // A field added to OpContext or ListTimingContext must be added here (the size checks fail until then).
-static_assert(sizeof(OpContext) == 80, "OpContext changed: add the new field to list_key()");
+static_assert(sizeof(OpContext) == 88, "OpContext changed: add the new field to list_key()");
 static_assert(sizeof(ListTimingContext) == 128, "ListTimingContext changed: add the new field to list_key()");
-using ListKey = std::array<double, 49>;
+using ListKey = std::array<double, 50>;
 
 ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
   const ListTimingContext& t = x.lt;
@@ -289,7 +289,7 @@ ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
   put(oc.tp), put(oc.cp), put(oc.ep), put(oc.etp), put(oc.sp), put(double(oc.cp_comm)), put(oc.flash_attention);
   put(oc.triton_attention), put(double(oc.micro_batch)), put(double(oc.seq)), put(double(oc.packed_doc_tokens));
   put(double(oc.precision)), put(oc.moe_load_factor), put(double(oc.loss_memory)), put(oc.kv_repeated), put(oc.eager_pointwise);
-  put(oc.torch_ring_attention);
+  put(oc.torch_ring_attention), put(oc.activation_bytes);
   put(double(t.prec)), put(t.frozen), put(t.split_w), put(t.tp), put(t.cp), put(t.tp_comm_overlap), put(t.moe_a2a_overlap);
   put(t.tp_overlap_share), put_pl(t.tp_pl), put_pl(t.cp_pl), put_pl(t.ep_pl), put_pl(t.etp_pl), put(t.moe_remote_share);
   put(t.per_expert_gemms);

@@ -26,7 +26,7 @@ const std::map<std::string, std::set<std::string>>& kept_beside_plan() {
        {"--backend", "--steps", "--seed", "--data", "--runs-db", "--checkpoint-dir", "--checkpoint-every", "--resume", "--format",
         "--lr", "--warmup", "--lr-decay-steps", "--weight-decay", "--clip-grad", "--moe-aux-loss-coeff", "--peak-gflops",
         "--max-ranks-per-core"}},
-      {"verify", {"--backend", "--steps", "--db", "--format", "--seed", "--data", "--runs-db", "--framework"}},
+      {"verify", {"--backend", "--steps", "--db", "--format", "--seed", "--data", "--runs-db", "--framework", "--measured"}},
       {"runs import",
        {"--db", "--megatron-log", "--job", "--csv", "--warmup", "--allow-mismatch", "--tz", "--no-predict", "--host",
         "--git-commit", "--started-at", "--software", "--tag", "--format"}},

@@ -184,5 +184,42 @@ TEST(GemmMemo, ReturnsTheComputedDoublesUnderEveryInput) {
             compute_op_cost(gemm, Precision::bf16, h100, params[3]).fwd_s);
 }
 
+// mplan verify predicts the CUDA executor as it is: fp32 tensors around bf16 GEMMs. Its layers move
+// 4-byte activations (twice the bytes of every memory-bound op, twice the saved GEMM inputs), and
+// each bf16 GEMM pays the kernels converting its activation operands: 6 bytes per element of the
+// input (forward, weight gradient) and of the output gradient (input gradient); none in fp8.
+TEST(ExecutorCosts, Fp32ActivationsAndOperandConversions) {
+  const ModelSpec m = *model_preset("llama3-8b");
+  const ClusterSpec c = *cluster_preset("dgx-h100");
+  OpContext bf, ex;
+  bf.seq = ex.seq = 2048;
+  ex.activation_bytes = 4;
+  const std::vector<Op> a = layer_ops(m, 0, bf), b = layer_ops(m, 0, ex);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].kind == OpKind::elementwise) {
+      EXPECT_DOUBLE_EQ(b[i].fwd_bytes, 2 * a[i].fwd_bytes) << a[i].name;
+    }
+    EXPECT_DOUBLE_EQ(b[i].fwd_flops, a[i].fwd_flops) << a[i].name;
+  }
+  const Op* qkv = nullptr;
+  for (const Op& o : a)
+    if (o.id == OpId::qkv_gemm) qkv = &o;
+  ASSERT_NE(qkv, nullptr);
+  CostParams p = default_cost_params(c);
+  const OpCost plain = compute_op_cost(*qkv, Precision::bf16, c, p);
+  p.gemm_operand_cast_bytes = 6;
+  const OpCost cast = compute_op_cost(*qkv, Precision::bf16, c, p);
+  const double hbm = c.gpu.hbm_gbps * 1e9 * p.hbm_eff, ovh = p.kernel_overhead_us * 1e-6;
+  const GemmShape& s = qkv->gemm;
+  EXPECT_NEAR(cast.fwd_s - plain.fwd_s, double(s.m) * s.k * 6 / hbm + ovh, 1e-12);
+  EXPECT_NEAR(cast.bwd_input_s - plain.bwd_input_s, double(s.m) * s.n * 6 / hbm + ovh, 1e-12);
+  EXPECT_NEAR(cast.bwd_weight_s - plain.bwd_weight_s, double(s.m) * s.k * 6 / hbm + ovh, 1e-12);
+  CostParams fp8 = default_cost_params(c);
+  const OpCost f0 = compute_op_cost(*qkv, Precision::fp8, c, fp8);
+  fp8.gemm_operand_cast_bytes = 6;
+  EXPECT_DOUBLE_EQ(compute_op_cost(*qkv, Precision::fp8, c, fp8).fwd_s, f0.fwd_s);  // fp8 has its own casts
+}
+
 }  // namespace
 }  // namespace mplan
