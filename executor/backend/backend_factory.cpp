@@ -66,16 +66,12 @@ Expected<BackendSetup> make_cuda(const Plan& plan, MPI_Comm base, int64_t predic
   std::string attn_error;
   if (!gpu::attention_request_from_env(&request, &attn_error)) return Error(attn_error);
   if (request != gpu::AttentionRequest::simt) {  // decided (and refused) before training
-    cudaDeviceProp prop{};
-    const bool have_prop = cudaGetDeviceProperties(&prop, local_rank) == cudaSuccess;
     gpu::sdpa::Shape shape;
     shape.B = shape.Tq = shape.Tk = 1;
     shape.Hq = plan.model.num_attention_heads;
     shape.Hkv = plan.model.num_query_groups > 0 ? plan.model.num_query_groups : plan.model.num_attention_heads;
     shape.D = shape.Dv = plan.model.head_dim();
-    const gpu::AttentionDecision d =
-        gpu::decide_attention(request, o.gemm == gpu::GemmPrecision::bf16, shape, gpu::cudnn_runtime_version(),
-                              have_prop ? prop.major * 10 + prop.minor : 0);
+    const gpu::AttentionDecision d = gpu::decide_attention_on(local_rank, request, o.gemm == gpu::GemmPrecision::bf16, shape);
     if (!d.error.empty()) return Error(d.error);
     o.cudnn_attention = d.cudnn;
     o.attention_note = d.note;

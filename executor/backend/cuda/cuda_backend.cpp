@@ -224,8 +224,7 @@ void CudaBackend::add_bias(float* out, const float* bias, int64_t M, int64_t N) 
   done();
 }
 void CudaBackend::bias_backward(float* dbias, const float* dout, int64_t M, int64_t N) {
-  auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(M, N).scratch_elems())));
-  gpu::bias_backward(dbias, sc, dout, M, N, stream_);
+  column_sums(dbias, dout, M, N);
   done();
 }
 
@@ -254,14 +253,19 @@ const void* CudaBackend::gemm_operand(const float* x, int64_t n, bool weight, in
   return d;
 }
 
+namespace {
+int64_t round8(int64_t n) { return (n + 7) / 8 * 8; }
+}  // namespace
+
 // op0/op1 are the row-major operands in the order of gemm_mapping's comment
 void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
                        int64_t N) {
-  // A width N that is not a multiple of 8 (a vocabulary of 50257) keeps cuBLASLt on align1 kernels
-  // (CUTLASS sm75 tiles for GPT-2's LM head on an H200, 2026-11-28: 12 of its 16 ms): in bf16 the
-  // GEMMs run over N8 = N rounded up to 8 with zero padding (docs/gpu-runs/h200-2026-11-28).
+  if (opt_.gemm == GemmPrecision::bf16 && kind != RowMajorGemm::forward) {
+    backward_gemm_bf16(kind, dout_bf16(op0, M, N), op1, out, beta, M, K, N);
+    return;
+  }
   if (opt_.gemm == GemmPrecision::bf16 && N % 8 != 0) {
-    gemm_padded(kind, op0, op1, out, beta, M, K, N);
+    forward_gemm_padded(op0, op1, out, beta, M, K, N);
     return;
   }
   const ColMajorGemm g = gemm_mapping(kind, M, K, N);
@@ -275,52 +279,59 @@ void CudaBackend::gemm(RowMajorGemm kind, const float* op0, const float* op1, fl
   lt_->run(opt_.gemm, g, A, B, beta, out, stream_);
 }
 
-const void* CudaBackend::padded_weight(const float* w, int64_t N, int64_t K) {
-  const int64_t n8 = (N + 7) / 8 * 8;
-  const size_t used = size_t(N * K) * sizeof(__nv_bfloat16), all = size_t(n8 * K) * sizeof(__nv_bfloat16);
+// A width N that is not a multiple of 8 (a vocabulary of 50257) keeps cuBLASLt on align1 kernels
+// (CUTLASS sm75 tiles for GPT-2's LM head on an H200, 2026-11-28: 12 of its 16 ms): in bf16 such
+// GEMMs run over N8 = N rounded up to 8 with zero padding (docs/gpu-runs/h200-2026-11-28).
+const void* CudaBackend::weight_bf16(const float* w, int64_t N, int64_t K) {
   const void* src = gemm_operand(w, N * K, true, 1);
+  if (N % 8 == 0) return src;
+  const size_t used = size_t(N * K) * sizeof(__nv_bfloat16), all = size_t(round8(N) * K) * sizeof(__nv_bfloat16);
   auto* d = static_cast<char*>(scratch(padded_w_, all));
   MPLAN_CUDA_CHECK(cudaMemcpyAsync(d, src, used, cudaMemcpyDeviceToDevice, stream_));
   MPLAN_CUDA_CHECK(cudaMemsetAsync(d + used, 0, all - used, stream_));
   return d;
 }
 
-const void* CudaBackend::padded_dout(const float* dout, int64_t M, int64_t N) {
-  const int64_t n8 = (N + 7) / 8 * 8;
-  auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * n8) * sizeof(__nv_bfloat16)));
-  gpu::to_bf16_rows(d, n8, dout, M, N, stream_);  // zero columns N .. N8-1
+const void* CudaBackend::dout_bf16(const float* dout, int64_t M, int64_t N) {
+  if (N % 8 == 0) return gemm_operand(dout, M * N, false, 0);
+  auto* d = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * round8(N)) * sizeof(__nv_bfloat16)));
+  gpu::to_bf16_rows(d, round8(N), dout, M, N, stream_);  // zero columns N .. N8-1
   return d;
 }
 
-void CudaBackend::gemm_padded(RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
-                              int64_t N) {
-  const int64_t n8 = (N + 7) / 8 * 8;
-  if (kind == RowMajorGemm::backward_input) {  // dinp = dout W over N8 (zero) columns of both
-    const ColMajorGemm g = gemm_mapping(kind, M, K, n8);
-    lt_->run(opt_.gemm, g, padded_weight(op1, N, K), padded_dout(op0, M, N), beta, out, stream_);
+void CudaBackend::backward_gemm_bf16(RowMajorGemm kind, const void* dout, const float* op1, float* out, float beta, int64_t M,
+                                     int64_t K, int64_t N) {
+  if (kind == RowMajorGemm::backward_input) {  // dinp^T = W^T . dout^T over k = N8: A = W (N8 rows), B = dout^T
+    lt_->run(opt_.gemm, gemm_mapping(kind, M, K, round8(N)), weight_bf16(op1, N, K), dout, beta, out, stream_);
     return;
   }
-  if (kind == RowMajorGemm::backward_weight) {  // dW (N rows) += dout^T inp: dout's copy of row stride N8
-    ColMajorGemm g = gemm_mapping(kind, M, K, N);
-    g.ldb = n8;
-    const void* d = padded_dout(op0, M, N);
-    lt_->run(opt_.gemm, g, gemm_operand(op1, M * K, false, 1), d, beta, out, stream_);
-    return;
-  }
-  // forward: out (M, N) = inp W^T computed as (M, N8) with W's N8 - N zero rows, into a scratch of row
-  // stride N8, a block of rows at a time (padded_chunk_bytes, >= 64 rows), then copied into out
+  ColMajorGemm g = gemm_mapping(kind, M, K, N);  // dW^T (N rows) += inp^T . dout: A = inp, B = dout^T (stride N8)
+  g.ldb = round8(N);
+  lt_->run(opt_.gemm, g, gemm_operand(op1, M * K, false, 1), dout, beta, out, stream_);
+}
+
+void CudaBackend::forward_gemm_padded(const float* inp, const float* weight, float* out, float beta, int64_t M, int64_t K,
+                                      int64_t N) {
+  // out (M, N) = inp W^T computed as (M, N8) with W's N8 - N zero rows, into a scratch of row stride N8,
+  // a block of rows at a time (padded_chunk_bytes, >= 64 rows), then copied into out
+  const int64_t n8 = round8(N);
   const int64_t fit = opt_.padded_chunk_bytes / (n8 * int64_t(sizeof(float))) / 64 * 64;
   const int64_t rows = std::min(M, std::max<int64_t>(fit, 64));
-  const void* w = padded_weight(op1, N, K);
+  const void* w = weight_bf16(weight, N, K);
   auto* c = static_cast<float*>(scratch(padded_out_, size_t(rows * n8) * sizeof(float)));
   for (int64_t r0 = 0; r0 < M; r0 += rows) {
     const int64_t mr = std::min(rows, M - r0);
-    const ColMajorGemm gr = gemm_mapping(kind, mr, K, n8);  // m = N8, ldc = N8
-    const void* x = gemm_operand(op0 + r0 * K, mr * K, false, 0);
+    const ColMajorGemm gr = gemm_mapping(RowMajorGemm::forward, mr, K, n8);  // m = N8, ldc = N8
+    const void* x = gemm_operand(inp + r0 * K, mr * K, false, 0);
     if (beta != 0.0f) gpu::copy_rows(c, n8, out + r0 * N, N, mr, N, stream_);
     lt_->run(opt_.gemm, gr, w, x, beta, c, stream_);  // A = W (N8 rows), B = inp^T
     gpu::copy_rows(out + r0 * N, N, c, n8, mr, N, stream_);
   }
+}
+
+void CudaBackend::column_sums(float* dbias, const float* dout, int64_t M, int64_t N) {
+  auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(M, N).scratch_elems())));
+  gpu::bias_backward(dbias, sc, dout, M, N, stream_);
 }
 
 void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t M, int64_t K,
@@ -352,28 +363,10 @@ void CudaBackend::matmul_backward(float* dinp, bool accumulate, float* dweight, 
     Backend::matmul_backward(dinp, accumulate, dweight, dbias, dout, weight, inp, M, K, N);
     return;
   }
-  // dout's bf16 copy serves both GEMMs (row stride a multiple of 8 with zero padding, as in gemm_padded)
-  const int64_t ld = N % 8 == 0 ? N : (N + 7) / 8 * 8;
-  const void* d = nullptr;
-  if (ld == N) {
-    auto* b = static_cast<__nv_bfloat16*>(scratch(bf16_[0], size_t(M * N) * sizeof(__nv_bfloat16)));
-    to_bf16(b, dout, M * N, stream_);
-    d = b;
-  } else {
-    d = padded_dout(dout, M, N);
-  }
-  if (dinp) {  // dinp^T = W^T . dout^T: A = W (operand 1, N8 rows with zeros), B = dout^T, over k = N8
-    const ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_input, M, K, ld);
-    const void* w = ld == N ? gemm_operand(weight, N * K, true, 1) : padded_weight(weight, N, K);
-    lt_->run(opt_.gemm, g, w, d, accumulate ? 1.0f : 0.0f, dinp, stream_);
-  }
-  ColMajorGemm g = gemm_mapping(RowMajorGemm::backward_weight, M, K, N);  // dW^T += inp^T . dout
-  g.ldb = ld;
-  lt_->run(opt_.gemm, g, gemm_operand(inp, M * K, false, 1), d, 1.0f, dweight, stream_);
-  if (dbias) {
-    auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(M, N).scratch_elems())));
-    gpu::bias_backward(dbias, sc, dout, M, N, stream_);
-  }
+  const void* d = dout_bf16(dout, M, N);  // one bf16 copy of dout for both GEMMs
+  if (dinp) backward_gemm_bf16(RowMajorGemm::backward_input, d, weight, dinp, accumulate ? 1.0f : 0.0f, M, K, N);
+  backward_gemm_bf16(RowMajorGemm::backward_weight, d, inp, dweight, 1.0f, M, K, N);
+  if (dbias) column_sums(dbias, dout, M, N);
   done();
 }
 
@@ -381,10 +374,7 @@ void CudaBackend::matmul_backward_weight(float* dweight, float* dbias, const flo
                                          int64_t N) {
   if (M == 0 || N == 0) return;
   if (K > 0) gemm(RowMajorGemm::backward_weight, dout, inp, dweight, 1.0f, M, K, N);
-  if (dbias) {
-    auto* sc = static_cast<float*>(scratch(column_, sizeof(float) * size_t(column_reduce_launch(M, N).scratch_elems())));
-    gpu::bias_backward(dbias, sc, dout, M, N, stream_);
-  }
+  if (dbias) column_sums(dbias, dout, M, N);
   done();
 }
 

@@ -85,12 +85,15 @@ class CudaBackend final : public Backend {
   // bf16 operand for a GEMM: the working copy of an AdamW-updated range, else converted into `slot`.
   const void* gemm_operand(const float* x, int64_t n, bool weight, int slot);
   void gemm(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K, int64_t N);
-  // bf16 GEMMs of a width N that is not a multiple of 8, computed over N8 = N rounded up to 8: W (N, K)
-  // with N8 - N zero rows, dout (M, N) with N8 - N zero columns (both bf16 scratch copies)
-  const void* padded_weight(const float* w, int64_t N, int64_t K);
-  const void* padded_dout(const float* dout, int64_t M, int64_t N);
-  void gemm_padded(gpu::RowMajorGemm kind, const float* op0, const float* op1, float* out, float beta, int64_t M, int64_t K,
-                   int64_t N);
+  // bf16 GEMMs over N8 = N rounded up to 8 where N is not a multiple of 8: W (N, K) with N8 - N zero
+  // rows and dout (M, N) with N8 - N zero columns (bf16 scratch copies; the plain operands otherwise)
+  const void* weight_bf16(const float* w, int64_t N, int64_t K);
+  const void* dout_bf16(const float* dout, int64_t M, int64_t N);
+  // the input- or weight-gradient GEMM from dout's bf16 copy (row stride N rounded up to 8)
+  void backward_gemm_bf16(gpu::RowMajorGemm kind, const void* dout, const float* op1, float* out, float beta, int64_t M,
+                          int64_t K, int64_t N);
+  void forward_gemm_padded(const float* inp, const float* weight, float* out, float beta, int64_t M, int64_t K, int64_t N);
+  void column_sums(float* dbias, const float* dout, int64_t M, int64_t N);  // dbias += column sums of dout
   gpu::AttnLaunch attn_launch(int kind, const AttnShape& s) const;
   // the cuDNN path serves this call: whole causal sequences (qpos == kpos == consecutive positions,
   // host arrays), no merge; context-parallel blocks keep the fp32 kernels

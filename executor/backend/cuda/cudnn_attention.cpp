@@ -209,6 +209,12 @@ AttentionDecision decide_attention(AttentionRequest request, bool bf16_gemms, co
   return d;
 }
 
+AttentionDecision decide_attention_on(int device, AttentionRequest request, bool bf16_gemms, const sdpa::Shape& s) {
+  cudaDeviceProp prop{};
+  const int sm = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.major * 10 + prop.minor : 0;
+  return decide_attention(request, bf16_gemms, s, int64_t(cudnnGetVersion()), sm);
+}
+
 int64_t cudnn_runtime_version() { return int64_t(cudnnGetVersion()); }
 
 std::string cudnn_validate_operations(const sdpa::Graph& g, const sdpa::Shape& s) {

@@ -34,6 +34,8 @@ struct AttentionDecision {
 };
 AttentionDecision decide_attention(AttentionRequest request, bool bf16_gemms, const sdpa::Shape& s, int64_t cudnn_version,
                                    int sm);
+// The same for CUDA device `device` (its compute capability) and the cuDNN loaded at run time.
+AttentionDecision decide_attention_on(int device, AttentionRequest request, bool bf16_gemms, const sdpa::Shape& s);
 
 // cudnnGetVersion() of the library loaded at run time.
 int64_t cudnn_runtime_version();

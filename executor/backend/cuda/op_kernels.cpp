@@ -57,13 +57,11 @@ std::unique_ptr<profiles::OpKernels> make_backend_op_kernels(int device, std::st
   gpu::AttentionRequest request = gpu::AttentionRequest::automatic;
   if (!gpu::attention_request_from_env(&request, error)) return nullptr;
   if (request != gpu::AttentionRequest::simt) {
-    cudaDeviceProp prop{};
-    const int sm = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.major * 10 + prop.minor : 0;
     gpu::sdpa::Shape s;  // the GPU grid's attention: 32 heads of 128 (profiles/cuda_profiler.cpp)
     s.B = s.Tq = s.Tk = 1;
     s.Hq = s.Hkv = 32;
     s.D = s.Dv = 128;
-    const gpu::AttentionDecision d = gpu::decide_attention(request, true, s, gpu::cudnn_runtime_version(), sm);
+    const gpu::AttentionDecision d = gpu::decide_attention_on(device, request, true, s);
     if (!d.error.empty()) {
       *error = d.error;
       return nullptr;
