@@ -236,7 +236,7 @@ void read_deepseek(JsonFields& f, const json& j, ModelSpec& m) {
 void read_nemotron_h(JsonFields& f, const json& j, ModelSpec& m, std::vector<std::string>& problems) {
   m.activation = Activation::squared_relu;
   m.norm = NormKind::rmsnorm;
-  m.position_embedding = PositionEmbedding::rope;  // Megatron: none; mplan keeps rope (docs/cost_model.md)
+  m.position_embedding = PositionEmbedding::none;  // provider.position_embedding_type = "none"
   if (!f.has("head_dim") && f.has("attention_head_dim"))
     m.kv_channels = static_cast<int>(f.integer("attention_head_dim", 1, kMaxHeadDim));
   m.hybrid_override_pattern = f.string("hybrid_override_pattern");

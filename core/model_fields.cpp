@@ -109,7 +109,7 @@ std::vector<ModelField> make_fields() {
       {"norm", "--normalization", "", "", P, X, X, Q, "LayerNorm or RMSNorm", V<&M::norm>()},
       {"tied_embeddings", "--untie-embeddings-and-output-weights", "", "tie_word_embeddings", P, X, X, Q,
        "input and output embedding shared", V<&M::tied_embeddings>()},
-      {"position_embedding", "--position-embedding-type", "", "", P, X, X, Q, "rotary or learned positions",
+      {"position_embedding", "--position-embedding-type", "", "", P, X, X, Q, "rotary, learned or no positions (none: ALiBi, the Nemotron hybrids)",
        V<&M::position_embedding>()},
       {"add_bias_linear", "--disable-bias-linear", "", "", P, X, X, W, "biases on every linear layer",
        V<&M::add_bias_linear>()},

@@ -14,7 +14,10 @@ namespace mplan {
 
 enum class Activation { gelu, swiglu, squared_relu };
 enum class NormKind { layernorm, rmsnorm };
-enum class PositionEmbedding { rope, learned };
+// rope: rotary positions applied to Q and K in every attention layer; learned: a learned absolute
+// table added at the embedding (GPT-2/GPT-3); none: no position op anywhere (ALiBi's bias inside the
+// attention kernel, MPT; the Nemotron-H / Nemotron 3 hybrids, whose Mamba layers carry the order).
+enum class PositionEmbedding { rope, learned, none };
 enum class RopeScalingType { none, llama3, yarn };
 enum class RouterScore { softmax, sigmoid };
 // Megatron's --softmax-type: vanilla attention, or a softmax with a sink (off-by-one: a constant 1 in
@@ -23,7 +26,7 @@ enum class SoftmaxType { vanilla, off_by_one, learnable };
 // The names of the enums' values (core/activation_options.h: to_string, parse_enum, enum_names).
 constexpr const char* enum_names_text(Activation) { return "gelu,swiglu,squared_relu"; }
 constexpr const char* enum_names_text(NormKind) { return "layernorm,rmsnorm"; }
-constexpr const char* enum_names_text(PositionEmbedding) { return "rope,learned"; }
+constexpr const char* enum_names_text(PositionEmbedding) { return "rope,learned,none"; }
 constexpr const char* enum_names_text(RopeScalingType) { return "none,llama3,yarn"; }
 constexpr const char* enum_names_text(RouterScore) { return "softmax,sigmoid"; }
 constexpr const char* enum_names_text(SoftmaxType) { return "vanilla,off-by-one,learnable"; }  // Megatron's spelling

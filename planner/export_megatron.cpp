@@ -153,6 +153,7 @@ std::string export_megatron_args(const Plan& plan) {
   arg("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   bool yarn = m.rope_scaling.type == RopeScalingType::yarn;
   arg("--position-embedding-type", m.position_embedding == PositionEmbedding::learned ? "learned_absolute"
+                                   : m.position_embedding == PositionEmbedding::none  ? "none"
                                    : yarn && !m.mla                                   ? "yarn"
                                                                                       : "rope");
   if (m.position_embedding == PositionEmbedding::rope) rope_args(m, arg, put, notes);

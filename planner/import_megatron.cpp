@@ -58,10 +58,12 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
       m.norm = val() == "RMSNorm" ? NormKind::rmsnorm : NormKind::layernorm;
     else if (k == "--position-embedding-type") {
       std::string t = val();
-      m.position_embedding = t == "learned_absolute" ? PositionEmbedding::learned : PositionEmbedding::rope;
+      m.position_embedding = t == "learned_absolute" ? PositionEmbedding::learned
+                             : t == "none"           ? PositionEmbedding::none
+                                                     : PositionEmbedding::rope;
       if (t == "yarn")
         rope_type = "yarn";
-      else if (t != "rope" && t != "learned_absolute")
+      else if (t != "rope" && t != "learned_absolute" && t != "none")
         problems.push_back("--position-embedding-type: '" + t + "' is not one mplan models");
     } else if (k == "--use-rope-scaling") {
       m.rope_scaling.type = RopeScalingType::llama3;
@@ -85,7 +87,7 @@ Expected<ModelSpec> parse_megatron_model(const std::string& text) {
     m.rope_scaling.beta_fast = std::strtod(ym[2].str().c_str(), nullptr);
     m.rope_scaling.beta_slow = std::strtod(ym[3].str().c_str(), nullptr);
   }
-  if (m.position_embedding == PositionEmbedding::rope) m.max_position_embeddings = 0;  // only learned positions use it
+  if (m.position_embedding != PositionEmbedding::learned) m.max_position_embeddings = 0;  // only learned positions use it
   if (!window.empty()) {
     m.window_size = megatron_window_of(window);
     if (m.window_size == 0) problems.push_back("--window-size: '" + window + "' is not 'left,0' (a causal window)");

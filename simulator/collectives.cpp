@@ -64,14 +64,14 @@ double collective_time_s(Collective c, double bytes, const GroupPlacement& g, co
 
 // (the all-to-all of every group; see collectives.h)
 double moe_all_to_all_time_s(double bytes, double remote_share, const GroupPlacement& g, const ClusterSpec& cl,
-                             const CostParams& p) {
+                             const CostParams& p, double local_share) {
   int n = g.size;
   if (n <= 1 || bytes <= 0) return 0;
   Link nv = nvlink(cl, p), net = network(cl, p);
   int D = std::max(1, g.domains);
   int k = std::max(1, g.max_per_domain);
   // each rank sends (n-1)/n of its buffer: (k-1)/n stays in the domain, (n-k)/n crosses the network
-  double intra = bytes * double(k - 1) / n / nv.bw;
+  double intra = local_share * bytes * double(k - 1) / n / nv.bw;
   double inter = D > 1 ? remote_share * bytes * double(n - k) / n / net.bw : 0;
   double lat = (k > 1 ? nv.alpha : 0) + (D > 1 ? net.alpha : 0);
   return lat * std::ceil(std::log2(double(n))) + std::max(intra, inter) / p.a2a_eff;
@@ -94,6 +94,15 @@ double moe_remote_share(int experts, int top_k, const GroupPlacement& g, int num
     sends = std::min(sends, reached * (D - 1.0) / D);
   }
   return copies > 0 ? std::min(1.0, sends / copies) : 1.0;
+}
+
+double moe_local_share(int experts, int top_k, const GroupPlacement& g) {
+  const int n = g.size;
+  if (n <= 1 || experts <= 0 || top_k <= 1 || experts % n != 0) return 1.0;
+  const double E = experts, per_rank = E / n;
+  double miss = 1.0;  // P(none of the k distinct experts lies on a given rank)
+  for (int i = 0; i < top_k && miss > 0; ++i) miss *= std::max(0.0, (E - per_rank - i) / (E - i));
+  return std::min(1.0, n * (1.0 - miss) / top_k);
 }
 
 double p2p_time_s(double bytes, bool same_domain, const ClusterSpec& cl, const CostParams& p) {

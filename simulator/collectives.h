@@ -16,9 +16,17 @@ double collective_time_s(Collective c, double bytes, const GroupPlacement& g, co
 // MoE token dispatch or combine all-to-all with `bytes` = one rank's token copies (top-k per token).
 // `remote_share` scales the bytes that cross the network: 1 for NCCL all-to-all (every copy to a
 // remote expert travels on its own); below 1 for dispatchers that send a token once per remote
-// NVLink domain and fan it out there (moe_remote_share).
+// NVLink domain and fan it out there (moe_remote_share). `local_share` scales the bytes inside the
+// domain: 1 for NCCL all-to-all; below 1 for dispatchers that send a token once per destination rank,
+// however many of its experts that rank holds (moe_local_share).
 double moe_all_to_all_time_s(double bytes, double remote_share, const GroupPlacement& g, const ClusterSpec& cl,
-                             const CostParams& p);
+                             const CostParams& p, double local_share = 1.0);
+
+// NVLink bytes of a rank-deduplicating dispatcher (DeepEP, HybridEP: a token goes once to each rank
+// holding at least one of its k experts) over those of a plain all-to-all, for top-k routing over
+// `experts` spread evenly over the group's n ranks: n (1 - P(no expert on a rank)) sends per token
+// instead of k copies, P = prod_{i<k} (E - E/n - i) / (E - i).
+double moe_local_share(int experts, int top_k, const GroupPlacement& g);
 
 // Network bytes of a domain-deduplicating dispatcher over those of a plain all-to-all, for top-k
 // routing over `experts` spread evenly over the group's ranks: a token reaches each remote domain

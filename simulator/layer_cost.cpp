@@ -128,7 +128,8 @@ std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTiming
 }
 
 double op_comm_time_s(const Op& op, const ListTimingContext& x) {
-  if (is_moe_token_all_to_all(op)) return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep_pl, *x.cl, *x.prm);
+  if (is_moe_token_all_to_all(op))
+    return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep_pl, *x.cl, *x.prm, x.moe_local_share);
   return collective_time_s(op.collective, op.comm_bytes, placement_of(x, op.group), *x.cl, *x.prm);
 }
 

@@ -62,6 +62,7 @@ struct ListTimingContext {
   double tp_overlap_share = 1.0;  // FrameworkRuns::tp_overlap_share of the plan's framework
   GroupPlacement tp_pl, cp_pl, ep_pl, etp_pl;
   double moe_remote_share = 1.0;  // network bytes of the MoE dispatcher over a plain all-to-all
+  double moe_local_share = 1.0;   // its NVLink bytes over a plain all-to-all
   bool per_expert_gemms = false;  // per_expert_gemms(plan) below
 };
 

@@ -156,7 +156,7 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
     m.tied_embeddings = false;
   } else if (has(name, "mpt")) {
     m.activation = Activation::gelu;
-    m.position_embedding = PositionEmbedding::rope;  // ALiBi: no parameters, no GEMM FLOPs
+    m.position_embedding = PositionEmbedding::none;  // ALiBi: a bias inside the attention kernel (MPT, arXiv 2108.12409)
   } else if (has(name, "nemotron")) {
     m.activation = Activation::squared_relu;
     m.position_embedding = PositionEmbedding::rope;

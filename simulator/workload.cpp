@@ -198,9 +198,11 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.cp_pl = placement_of(memo, grid, p, Dim::cp, dom);
   lt.ep_pl = placement_of(memo, grid, p, Dim::ep, dom);
   lt.etp_pl = placement_of(memo, grid, p, Dim::etp, dom);
-  if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall)
+  if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall) {
     lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl, m.moe->router_num_groups,
                                            m.moe->router_group_topk);
+    lt.moe_local_share = moe_local_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl);
+  }
   return lt;
 }
 
@@ -276,8 +278,8 @@ ListCosts cost_lists(const Ctx& x, const OpContext& oc, int first_moe) {
 // SimCache holds fixed: the op context, the list timing context and the recompute / offload choices.
 // A field added to OpContext or ListTimingContext must be added here (the size checks fail until then).
 static_assert(sizeof(OpContext) == 88, "OpContext changed: add the new field to list_key()");
-static_assert(sizeof(ListTimingContext) == 128, "ListTimingContext changed: add the new field to list_key()");
-using ListKey = std::array<double, 50>;
+static_assert(sizeof(ListTimingContext) == 136, "ListTimingContext changed: add the new field to list_key()");
+using ListKey = std::array<double, 51>;
 
 ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
   const ListTimingContext& t = x.lt;
@@ -291,7 +293,8 @@ ListKey list_key(const Ctx& x, const OpContext& oc, int first_moe) {
   put(double(oc.precision)), put(oc.moe_load_factor), put(double(oc.loss_memory)), put(oc.kv_repeated), put(oc.eager_pointwise);
   put(oc.torch_ring_attention), put(oc.activation_bytes);
   put(double(t.prec)), put(t.frozen), put(t.split_w), put(t.tp), put(t.cp), put(t.tp_comm_overlap), put(t.moe_a2a_overlap);
-  put(t.tp_overlap_share), put_pl(t.tp_pl), put_pl(t.cp_pl), put_pl(t.ep_pl), put_pl(t.etp_pl), put(t.moe_remote_share);
+  put(t.tp_overlap_share), put_pl(t.tp_pl), put_pl(t.cp_pl), put_pl(t.ep_pl), put_pl(t.etp_pl), put(t.moe_remote_share),
+      put(t.moe_local_share);
   put(t.per_expert_gemms);
   put(double(p.recompute)), put(double(p.remat_policy)), put(double(p.effective_recompute_modules().bits));
   put(double(p.offload_modules.bits)), put(double(x.plan.training.framework)), put(first_moe);

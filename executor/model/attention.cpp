@@ -76,7 +76,7 @@ Tensor attention_forward(Exec& ex, const AttnParams& p, const Micro& mb, const T
     a.q = norm_forward(ex, "attn_norm", p.q_norm, a.q, N * d.Hq_l, d.D, a.q_norm);
     a.k = norm_forward(ex, "attn_norm", p.k_norm, a.k, N * d.Hkv_l, d.D, a.k_norm);
   }
-  if (!d.learned_pos) {
+  if (d.rope) {
     OpTimers::Scope t(ex.timers, "rope");
     ex.be.rope_forward(a.q.data(), mb.pos.data(), N, d.Hq_l, d.D, d.rope_base);
     ex.be.rope_forward(a.k.data(), mb.pos.data(), N, d.Hkv_l, d.D, d.rope_base);
@@ -109,7 +109,7 @@ Tensor attention_backward(Exec& ex, const AttnParams& p, const Micro& mb, const 
   Tensor dq, dk, dv;
   attn_core_backward(ex, mb, da, a.a, a.lse, a.q, a.k, a.v, dq, dk, dv);
   da = Tensor();
-  if (!d.learned_pos) {
+  if (d.rope) {
     OpTimers::Scope t(ex.timers, "rope");
     ex.be.rope_backward(dq.data(), mb.pos.data(), N, d.Hq_l, d.D, d.rope_base);
     ex.be.rope_backward(dk.data(), mb.pos.data(), N, d.Hkv_l, d.D, d.rope_base);

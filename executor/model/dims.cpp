@@ -33,6 +33,7 @@ LayoutDims make_layout_dims(const Plan& plan, const RankCoord& c) {
   d.rmsnorm = m.norm == NormKind::rmsnorm;
   d.tied = m.tied_embeddings;
   d.learned_pos = m.position_embedding == PositionEmbedding::learned;
+  d.rope = m.position_embedding == PositionEmbedding::rope;
   d.max_pos = m.max_position_embeddings;
   d.bias = m.add_bias_linear;
   d.qkv_bias = m.add_qkv_bias || m.add_bias_linear;

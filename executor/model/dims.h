@@ -18,7 +18,7 @@ struct LayoutDims {
   int64_t E = 0, topk = 0, Fe = 0, Fs = 0;  // experts, routed top-k, expert / shared-expert FFN widths
   int num_layers = 0;
   ActKind act = ActKind::gelu;
-  bool rmsnorm = false, tied = true, learned_pos = false, bias = false, qkv_bias = false, qk_norm = false;
+  bool rmsnorm = false, tied = true, learned_pos = false, rope = false, bias = false, qkv_bias = false, qk_norm = false;
   int64_t max_pos = 0;
   float norm_eps = 1e-5f;
   float rope_base = 10000.0f;

@@ -228,3 +228,31 @@ TEST(Ops, SavedListHoldsEveryKeptTensor) {
   EXPECT_THROW(full.push_back({1.0, 0, 0}), std::length_error);
   EXPECT_EQ(full.size(), SavedList::kMax);
 }
+
+// A rotary pass runs only where the model rotates Q and K: not for learned absolute positions (added at
+// the embedding, GPT-2/GPT-3) and not without positions (ALiBi's bias inside the attention kernel, the
+// Nemotron hybrids), whose layers are otherwise the same ops.
+TEST(Ops, OnlyRotaryModelsRunARotaryPass) {
+  auto rope_ops = [](const ModelSpec& m) {
+    OpContext c;
+    c.micro_batch = 1;
+    c.seq = 2048;
+    const std::vector<Op> ops = layer_ops(m, 0, c);
+    return std::count_if(ops.begin(), ops.end(), [](const Op& o) { return o.id == OpId::rope; });
+  };
+  ModelSpec rope = *model_preset("llama3-8b");
+  EXPECT_EQ(rope_ops(rope), 1);
+  ModelSpec none = rope, learned = rope;
+  none.position_embedding = PositionEmbedding::none;
+  learned.position_embedding = PositionEmbedding::learned;
+  learned.max_position_embeddings = 8192;
+  EXPECT_EQ(rope_ops(none), 0);
+  EXPECT_EQ(rope_ops(learned), 0);
+  OpContext c;
+  c.micro_batch = 1;
+  c.seq = 2048;
+  EXPECT_EQ(layer_ops(rope, 0, c).size(), layer_ops(none, 0, c).size() + 1);
+  // the hybrids' presets carry no positions (Megatron-Bridge's position_embedding_type none)
+  for (const char* n : {"nemotron-3-nano", "nemotron-3-super", "nemotron-h-8b"})
+    EXPECT_EQ(model_preset(n)->position_embedding, PositionEmbedding::none) << n;
+}

@@ -107,14 +107,37 @@ TEST(MoeCost, DomainDeduplicationSendsFewerNetworkBytes) {
   EXPECT_DOUBLE_EQ(plain, collective_time_s(Collective::all_to_all, 1e9, g, cl, c));
 }
 
-TEST(MoeCost, DeepEpHelpsOnlyAcrossDomains) {
+// DeepEP and HybridEP send a token once to each rank holding any of its experts (NCCL all-to-all sends
+// every copy): 8 ranks of 16 experts each out of 128, top-8, so a token reaches 8 (1 - P) ranks, P the
+// chance that none of its 8 experts is on a given rank.
+TEST(MoeCost, RankDeduplicationSendsFewerNvlinkBytes) {
+  GroupPlacement g = spread(8, 1);
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
+  const double share = moe_local_share(128, 8, g);
+  EXPECT_NEAR(share, 8 * (1 - miss) / 8, 1e-12);
+  EXPECT_LT(share, 0.7);
+  EXPECT_DOUBLE_EQ(moe_local_share(128, 1, g), 1.0);  // top-1: one copy per token already
+  // experts that do not split evenly over the ranks: left as a plain all-to-all
+  EXPECT_DOUBLE_EQ(moe_local_share(100, 8, spread(8, 1)), 1.0);
+  // 64 ranks of 8 of 512 experts, top-22 (Nemotron 3 Super): most of a token's experts sit on distinct ranks
+  EXPECT_GT(moe_local_share(512, 22, spread(64, 1)), 0.8);
+  ClusterSpec cl = *cluster_preset("dgx-h100");
+  CostParams c = default_cost_params(cl);
+  EXPECT_NEAR(moe_all_to_all_time_s(1e9, 1.0, g, cl, c, share),
+              share * moe_all_to_all_time_s(1e9, 1.0, g, cl, c) + (1 - share) * moe_all_to_all_time_s(1e9, 1.0, g, cl, c, 0.0),
+              1e-12);
+}
+
+TEST(MoeCost, DeepEpHelpsInsideADomainAndMoreAcrossDomains) {
   CostParams c = default_cost_params(*cluster_preset("dgx-h100"));
   Plan cross = moe_plan(16, 16), cross_deepep = cross;  // two 8-GPU nodes
   cross_deepep.parallel.moe_dispatcher = MoeDispatcher::deepep;
   EXPECT_LT(step(cross_deepep, c), step(cross, c));
   Plan intra = moe_plan(8, 8), intra_deepep = intra;
   intra_deepep.parallel.moe_dispatcher = MoeDispatcher::deepep;
-  EXPECT_DOUBLE_EQ(step(intra_deepep, c), step(intra, c));
+  EXPECT_LT(step(intra_deepep, c), step(intra, c));
+  EXPECT_LT(step(cross_deepep, c) / step(cross, c), step(intra_deepep, c) / step(intra, c));
 }
 
 TEST(MoeCost, AllToAllOverlapHidesExpertTraffic) {
