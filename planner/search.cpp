@@ -520,6 +520,10 @@ void Searcher::expand(const std::vector<int64_t>& group) {
           }
           n.bound =
               mem_obj_ ? std::max(f.static_mem[z], mem) * (1 - kSlack) : std::max(si.bound, lb->time_lb(z, sel) * (1 - kSlack));
+          if (n.bound == kInf) {  // (as before the blocks: an unbounded candidate counts as not fitting)
+            ++made[t].pruned_memory;
+            continue;
+          }
           if (n.bound > drop) {
             ++made[t].pruned_by_bound;
             continue;
