@@ -249,3 +249,24 @@ TEST(Preflight, RefusesWhatThisMachineCannotRun) {
   p = preflight(ok.value(), opt, mi);
   EXPECT_NE(p.back().find("--resume needs --checkpoint-dir"), std::string::npos);
 }
+
+// position_embedding none (ALiBi-free, the Nemotron hybrids' attention): no rotary pass and no position
+// table, so the same initial weights give a different loss from the rotary twin, and it still trains.
+TEST(Positions, AModelWithoutPositionsTrainsWithoutTheRotaryPass) {
+  nlohmann::json none = test::tiny_model("llama");
+  none["position_embedding"] = "none";
+  auto rotary = plan_from_json(test::plan_json(test::tiny_model("llama"), {{"world_size", 1}, {"micro_batch_size", 2}}));
+  auto plain = plan_from_json(test::plan_json(none, {{"world_size", 1}, {"micro_batch_size", 2}}));
+  ASSERT_TRUE(rotary && plain);
+  TrainOptions opt;
+  opt.steps = 3;
+  opt.peak_gflops = 1;
+  auto a = Trainer::create(rotary.value(), opt, MPI_COMM_SELF);
+  auto b = Trainer::create(plain.value(), opt, MPI_COMM_SELF);
+  ASSERT_TRUE(a && b);
+  StepMetrics ra = a.value()->step(), rb = b.value()->step();
+  ASSERT_TRUE(ra.finite && rb.finite);
+  EXPECT_NE(ra.loss, rb.loss);
+  EXPECT_TRUE(b.value()->step().finite);
+  EXPECT_TRUE(b.value()->step().finite);
+}
