@@ -70,11 +70,7 @@ ShapeFloor FloorCache::compute(int tp, int cp, int ep, int etp, int mbs) const {
   v.cp_pl = pl(Dim::cp);
   v.ep_pl = pl(Dim::ep);
   v.etp_pl = pl(Dim::etp);
-  if (m.moe && ep > 1 && p.parallel.moe_dispatcher != MoeDispatcher::alltoall) {
-    v.moe_remote_share =
-        moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl, m.moe->router_num_groups, m.moe->router_group_topk);
-    v.moe_local_share = moe_local_share(int(m.moe->num_experts), int(m.moe->top_k), v.ep_pl);
-  }
+  set_moe_dispatch_shares(v, m, p.parallel.moe_dispatcher, ep);
   const double inf = std::numeric_limits<double>::infinity();
   FloorPiece big{inf, inf, inf, inf, 0, 0, inf};
   ShapeFloor out{big, big, big, big};

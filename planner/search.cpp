@@ -89,7 +89,6 @@ class NodeStore {
   }
   Node& operator[](size_t i) { return blocks_[i / kBlock][i % kBlock]; }
   const Node& operator[](size_t i) const { return blocks_[i / kBlock][i % kBlock]; }
-  size_t size() const { return size_; }
 
  private:
   static constexpr size_t kBlock = 4096;

@@ -127,6 +127,14 @@ std::vector<OpCost> op_list_compute(const std::vector<Op>& ops, const ListTiming
   return oc;
 }
 
+void set_moe_dispatch_shares(ListTimingContext& x, const ModelSpec& m, MoeDispatcher d, int ep) {
+  x.moe_remote_share = x.moe_local_share = 1.0;
+  if (!m.moe || ep <= 1 || d == MoeDispatcher::alltoall) return;
+  const int E = int(m.moe->num_experts), k = int(m.moe->top_k);
+  x.moe_remote_share = moe_remote_share(E, k, x.ep_pl, m.moe->router_num_groups, m.moe->router_group_topk);
+  x.moe_local_share = moe_local_share(E, k, x.ep_pl);
+}
+
 double op_comm_time_s(const Op& op, const ListTimingContext& x) {
   if (is_moe_token_all_to_all(op))
     return moe_all_to_all_time_s(op.comm_bytes, x.moe_remote_share, x.ep_pl, *x.cl, *x.prm, x.moe_local_share);

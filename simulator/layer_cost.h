@@ -66,6 +66,11 @@ struct ListTimingContext {
   bool per_expert_gemms = false;  // per_expert_gemms(plan) below
 };
 
+// The MoE dispatcher's byte shares (moe_remote_share, moe_local_share of simulator/collectives.h) for
+// model m with expert parallelism ep, from x.ep_pl: 1 for NCCL all-to-all or without experts. The one
+// place the simulator's lists and the planner's floor take them from.
+void set_moe_dispatch_shares(ListTimingContext& x, const ModelSpec& m, MoeDispatcher d, int ep);
+
 // Whether the plan's expert GEMMs run one kernel per local expert: its framework launches them so
 // (FrameworkRuns::per_expert_gemms) and the run does not use TE's fused grouped MLP.
 bool per_expert_gemms(const Plan& plan);

@@ -198,11 +198,7 @@ ListTimingContext list_timing_context(const Plan& plan, const CostParams& prm, c
   lt.cp_pl = placement_of(memo, grid, p, Dim::cp, dom);
   lt.ep_pl = placement_of(memo, grid, p, Dim::ep, dom);
   lt.etp_pl = placement_of(memo, grid, p, Dim::etp, dom);
-  if (m.moe && p.ep > 1 && p.moe_dispatcher != MoeDispatcher::alltoall) {
-    lt.moe_remote_share = moe_remote_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl, m.moe->router_num_groups,
-                                           m.moe->router_group_topk);
-    lt.moe_local_share = moe_local_share(int(m.moe->num_experts), int(m.moe->top_k), lt.ep_pl);
-  }
+  set_moe_dispatch_shares(lt, m, p.moe_dispatcher, p.ep);
   return lt;
 }
 
