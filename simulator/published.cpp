@@ -58,6 +58,8 @@ std::string preset_for(const std::string& name) {
   };
   if (any({"nemotron-3-nano", "nemotron3-nano"})) return "nemotron-3-nano";
   if (any({"nemotron-3-super", "nemotron3-super"})) return "nemotron-3-super";
+  if (any({"nemotron-3-ultra", "nemotron3-ultra"})) return "nemotron-3-ultra";
+  if (any({"nemotron-3.5-lightning", "nemotron-3-5-lightning", "nemotron3.5-lightning"})) return "nemotron-3.5-lightning";
   if (any({"nemotron-h-56b"})) return "nemotron-h-56b";
   if (any({"nemotron-h-47b"})) return "nemotron-h-47b";
   if (any({"nemotron-h-8b"})) return "nemotron-h-8b";

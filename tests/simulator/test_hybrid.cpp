@@ -92,6 +92,15 @@ TEST(Hybrid, ParametersAndModelFlopsReproduceThePublishedFigures) {
   const ModelSpec super = *model_preset("nemotron-3-super");
   EXPECT_NEAR(count_params(super).total, 120.7e9, 0.5e9);
   EXPECT_NEAR(model_flops_per_token(super, 8192, AttentionFlops::causal), 831e12 / 9856, 0.01 * 831e12 / 9856);
+  // Nemotron 3 Ultra 550B-A55B; GB300 (NeMo 26.08): 1281 TFLOP/s at 3552 tokens/s/GPU (two MTP depths)
+  const ModelSpec ultra = *model_preset("nemotron-3-ultra");
+  EXPECT_NEAR(count_params(ultra).total, 550e9, 5e9);
+  EXPECT_NEAR(count_params(ultra).active, 55e9, 1.5e9);
+  EXPECT_NEAR(model_flops_per_token(ultra, 8192, AttentionFlops::causal), 1281e12 / 3552, 0.01 * 1281e12 / 3552);
+  // Nemotron 3.5 Lightning: Nano with two MTP depths; GB200 (NeMo 26.08): 807 TFLOP/s at 28672 tokens/s/GPU
+  const ModelSpec lightning = *model_preset("nemotron-3.5-lightning");
+  EXPECT_EQ(count_params(lightning).total, count_params(*model_preset("nemotron-3-nano")).total);
+  EXPECT_NEAR(model_flops_per_token(lightning, 8192, AttentionFlops::causal), 807e12 / 28672, 0.002 * 807e12 / 28672);
   // Nemotron-H 56B
   EXPECT_NEAR(count_params(*model_preset("nemotron-h-56b")).total, 56.3e9, 0.3e9);
 }

@@ -63,8 +63,8 @@ TEST(PublishedNames, MistralAndQwenWithoutAPresetAreBuiltAsLlamaFromTheirColumns
 }
 
 TEST(PublishedNames, HybridMambaRowsUseTheirPresetsAndOthersAreRefusedSayingSo) {
-  const std::map<std::string, int> layers = {
-      {"Nemotron_3_Nano", 52}, {"Nemotron 3 Super", 88}, {"Nemotron-H 56B", 118}, {"NemotronH_56B", 118}};
+  const std::map<std::string, int> layers = {{"Nemotron_3_Nano", 52},        {"Nemotron 3 Super", 88}, {"Nemotron_3_Ultra", 108},
+                                             {"Nemotron_3_5_Lightning", 52}, {"Nemotron-H 56B", 118},  {"NemotronH_56B", 118}};
   for (const auto& [name, n] : layers) {
     auto r = run_of(name, n == 118 ? "118,8192,,64,8,131072" : ",,,,,", "H100", "Megatron-Core", 2);
     ASSERT_TRUE(bool(r)) << name << ": " << r.error().message();
