@@ -56,6 +56,9 @@ std::string preset_for(const std::string& name) {
       if (n.find(canonical_name(k)) != std::string::npos) return true;
     return false;
   };
+  // the GPT models of NVIDIA's Paxml recipes (Paxml's own GPT configs, not Megatron's)
+  if (any({"paxml"}) && any({"gpt-5b"})) return "gpt-5b-paxml";
+  if (any({"paxml"}) && any({"gpt-175b", "gpt3-175b"})) return "gpt3-175b-paxml";
   if (any({"nemotron-3-nano", "nemotron3-nano"})) return "nemotron-3-nano";
   if (any({"nemotron-3-super", "nemotron3-super"})) return "nemotron-3-super";
   if (any({"nemotron-3-ultra", "nemotron3-ultra"})) return "nemotron-3-ultra";

@@ -40,6 +40,20 @@ TEST(PublishedNames, SeparatorsDoNotHideAPreset) {
   EXPECT_EQ(big->plan.model.num_layers, 56);
 }
 
+// NVIDIA's Paxml recipes train Paxml's own GPT configs (GPT5BBase, GPT175BBase): a "(Paxml)" row without
+// dimensions takes them from its preset; a GPT row naming no framework preset is still refused.
+TEST(PublishedNames, PaxmlGptRowsUsePaxmlsConfigs) {
+  auto small = run_of("GPT 5B (Paxml)", ",,,,,", "H100", "Paxml (JAX)", 1);
+  ASSERT_TRUE(bool(small)) << small.error().message();
+  EXPECT_EQ(small->plan.model.num_layers, 24);
+  EXPECT_EQ(small->plan.model.ffn_hidden_size, 16384);
+  auto big = run_of("GPT 175B (Paxml)", ",,,,,", "H100", "Paxml (JAX)", 1);
+  ASSERT_TRUE(bool(big)) << big.error().message();
+  EXPECT_EQ(big->plan.model.num_layers, 96);
+  EXPECT_EQ(big->plan.model.vocab_size, 50257);
+  EXPECT_FALSE(bool(run_of("GPT 175B")));
+}
+
 TEST(PublishedNames, GrokRowsUseTheGrokPreset) {
   auto r = run_of("Grok-1 314B");
   ASSERT_TRUE(bool(r)) << r.error().message();
