@@ -59,10 +59,10 @@ std::string preset_for(const std::string& name) {
   // the GPT models of NVIDIA's Paxml recipes (Paxml's own GPT configs, not Megatron's)
   if (any({"paxml"}) && any({"gpt-5b"})) return "gpt-5b-paxml";
   if (any({"paxml"}) && any({"gpt-175b", "gpt3-175b"})) return "gpt3-175b-paxml";
-  if (any({"nemotron-3-nano", "nemotron3-nano"})) return "nemotron-3-nano";
-  if (any({"nemotron-3-super", "nemotron3-super"})) return "nemotron-3-super";
-  if (any({"nemotron-3-ultra", "nemotron3-ultra"})) return "nemotron-3-ultra";
-  if (any({"nemotron-3.5-lightning", "nemotron-3-5-lightning", "nemotron3.5-lightning"})) return "nemotron-3.5-lightning";
+  if (any({"nemotron-3-nano"})) return "nemotron-3-nano";
+  if (any({"nemotron-3-super"})) return "nemotron-3-super";
+  if (any({"nemotron-3-ultra"})) return "nemotron-3-ultra";
+  if (any({"nemotron-3.5-lightning", "nemotron-3-5-lightning"})) return "nemotron-3.5-lightning";
   if (any({"nemotron-h-56b"})) return "nemotron-h-56b";
   if (any({"nemotron-h-47b"})) return "nemotron-h-47b";
   if (any({"nemotron-h-8b"})) return "nemotron-h-8b";
