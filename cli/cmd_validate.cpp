@@ -39,7 +39,11 @@ nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json rows = nlohmann::json::array(), fam = nlohmann::json::object();
   for (const auto& x : r.rows) {
     nlohmann::json j = {{"row_id", x.row_id}, {"model", x.model}, {"gpu", x.gpu}, {"skipped", x.skipped}};
-    if (x.skipped) {
+    if (x.failed) {  // charged as 10x off and as not fitting, listed with the reason
+      j.update({{"failed", true}, {"reason", x.reason}, {"charged_ape_pct", kFailedRowApePct}, {"fits", false}});
+      if (x.measured > 0) j["measured"] = x.measured;
+      if (!x.families.empty()) j["families"] = x.families;
+    } else if (x.skipped) {
       j["reason"] = x.reason;
       if (x.predicted > 0)  // a known regression: predicted and reported, not scored
         j.update({{"measured", x.measured}, {"predicted", x.predicted}, {"error_pct", x.error_pct}});
@@ -68,11 +72,12 @@ nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json overall = stats_json(r.overall);
   overall["fits_share"] = r.fits_share;
   overall["fits_rows"] = r.fits_rows;
+  overall["failed_rows"] = r.failed;
   if (r.oom_rows > 0) {
     overall["oom_rows"] = r.oom_rows;
     overall["oom_predicted"] = r.oom_predicted;
   }
-  return {{"rows", rows}, {"overall", overall}, {"by_family", fam}, {"skipped", r.skipped}};
+  return {{"rows", rows}, {"overall", overall}, {"by_family", fam}, {"skipped", r.skipped}, {"failed", r.failed}};
 }
 
 // One plan file per scored row, so a row's prediction can be inspected with `mplan simulate --plan`.
@@ -81,7 +86,7 @@ void export_plans(const ValidationReport& r, const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError{"--export-plans: cannot create directory '" + dir + "': " + ec.message()};
   for (const auto& x : r.rows) {
-    if (x.skipped) continue;
+    if (x.skipped || x.failed) continue;
     // the row id comes from the CSV: keep it a plain file name inside DIR
     std::string name = x.row_id;
     for (char& ch : name)
@@ -95,7 +100,7 @@ void export_plans(const ValidationReport& r, const std::string& dir) {
 void print_report(const ValidationReport& r, const std::string& what, const std::string& unit, bool runs_that_ran) {
   TextTable t({"row", "model", "gpu", "layout", "measured " + unit, "predicted", "error", "peak GiB", "fits", "families"});
   for (const auto& x : r.rows) {
-    if (x.skipped || x.expect_oom) continue;
+    if (x.skipped || x.failed || x.expect_oom) continue;
     const auto& p = x.plan.parallel;
     std::string layout = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) +
                          (p.vpp > 1 ? "x" + std::to_string(p.vpp) : "") + " dp" + std::to_string(p.dp()) +
@@ -121,7 +126,7 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
     std::cout << "\npredicted to fit in GPU memory: " << r.fits_rows << " of " << scored << " rows (" << fmt_pct(r.fits_share, 1)
               << ")\n";
   for (const auto& x : r.rows)
-    if (runs_that_ran && !x.skipped && !x.expect_oom && !x.fits)
+    if (runs_that_ran && !x.skipped && !x.failed && !x.expect_oom && !x.fits)
       std::cout << "  does not fit: " << x.row_id << " (" << x.model << "): " << fmt(x.peak_memory_gib, 1) << " of "
                 << fmt(x.capacity_gib, 1) << " GiB, largest term " << x.dominant_memory << "\n";
   if (r.oom_rows > 0) {
@@ -130,6 +135,12 @@ void print_report(const ValidationReport& r, const std::string& what, const std:
       if (x.expect_oom)
         std::cout << "  " << x.row_id << " (" << x.model << "): predicted " << fmt(x.peak_memory_gib, 1) << " of "
                   << fmt(x.capacity_gib, 1) << " GiB" << (x.fits ? " (fits: wrong)" : " (does not fit: right)") << "\n";
+  }
+  if (r.failed) {
+    std::cout << "\nrows that could not be built or simulated (charged as 10x off, " << fmt(kFailedRowApePct, 0)
+              << " %, and as not fitting; never dropped): " << r.failed << "\n";
+    for (const auto& x : r.rows)
+      if (x.failed) std::cout << "  " << x.row_id << " (" << x.model << "): " << x.reason << "\n";
   }
   if (r.skipped) {
     std::cout << "\nskipped " << r.skipped << " rows:\n";
@@ -159,10 +170,10 @@ void require_columns(const std::vector<CsvRow>& rows, const std::string& flag, c
 }
 
 void require_scored(const ValidationReport& rep, const std::string& flag, const std::string& path) {
-  if (rep.overall.n > 0) return;
+  if (rep.overall.n > rep.failed) return;  // at least one row simulated (failed rows are charged beside it)
   std::string why;
   for (const auto& x : rep.rows)
-    if (x.skipped) {
+    if (x.skipped || x.failed) {
       why = " (first row: " + x.reason + ")";
       break;
     }
@@ -280,7 +291,7 @@ int run_cross_validation(const ValidateOptions& o) {
     std::cout << " (they start from their priors)\n";
   }
   if (!rep.failures.empty()) {
-    std::cout << "rows that failed to simulate (charged as 10x off, never dropped):\n";
+    std::cout << "rows that failed to build or simulate (charged as 10x off, never dropped):\n";
     for (const auto& f : rep.failures) std::cout << "  " << f << "\n";
   }
   if (!o.fit_out.empty()) std::cout << "wrote the in-sample calibration with its intervals to " << o.fit_out << "\n";

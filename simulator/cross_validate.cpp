@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/framework.h"
 #include "core/hash.h"
 #include "core/stats.h"
 #include "simulator/model_families.h"
@@ -94,7 +95,7 @@ std::vector<std::string> reset_unidentified(const std::vector<MeasuredRun>& trai
   return reset;
 }
 
-double ape(double pred, double meas) { return pred > 0 ? std::fabs(pred / meas - 1.0) * 100.0 : 100.0 * 9.0; }
+double ape(double pred, double meas) { return pred > 0 ? std::fabs(pred / meas - 1.0) * 100.0 : kFailedRowApePct; }
 
 void add_stats(CvStats& s, const std::vector<const CvRow*>& rows) {
   std::vector<double> a, b;
@@ -224,8 +225,24 @@ CvReport cross_validate(const std::vector<CsvRow>& csv, const Calibration& start
     rep.intervals[fam] = {{"lo", lo}, {"hi", hi}, {"level", level}, {"target", kIntervalTarget}, {"n", v.size()}};
   }
   rep.in_sample_calibration.intervals = rep.intervals;
-  // statistics
+  // statistics; the rows that state a measured run mplan cannot build are charged in every set they
+  // belong to (held out and in sample: 10x off), not dropped
   rep.rows = p.rows;
+  for (const UnbuiltRow& u : unbuilt_rows(csv)) {
+    CvRow row;
+    row.row_id = u.row->get("row_id");
+    row.source = u.row->get("source_id");
+    auto fw = framework_from_text(u.row->get("framework"));
+    row.framework = fw ? to_string(*fw) : u.row->get("framework");
+    row.group = run_group_key(*u.row);
+    row.model = u.row->get("model");
+    row.model_family = model_family(row.model).value_or("");
+    row.gpu = u.row->get("gpu_type");
+    row.measured = 1;  // any: a zero prediction is charged kFailedRowApePct
+    row.fold = "not built";
+    rep.rows.push_back(row);
+    rep.failures.push_back(row.row_id + ": " + u.reason);
+  }
   std::vector<const CvRow*> everyone;
   std::map<std::string, std::vector<const CvRow*>> fam, src, fw, mf;
   for (const CvRow& r : rep.rows) {

@@ -132,7 +132,9 @@ Expected<ModelSpec> model_from_dims(const CsvRow& r, std::string& notes) {
   if (cn.find("llama4") != std::string::npos)
     return Error("Llama 4 other than Scout and Maverick: its expert layout and chunked attention are in no column");
   auto L = r.num("layers"), h = r.num("hidden"), a = r.num("heads");
-  if (!L || !h || !a) return Error("model dimensions (layers, hidden, heads) not given");
+  if (!L || !h || !a)
+    return Error("model '" + name +
+                 "' is no preset (`mplan models`) and the row does not give its dimensions (layers, hidden, heads)");
   for (auto bad : {bad_count("layers", *L, kMaxLayers), bad_count("hidden", *h, kMaxHidden), bad_count("heads", *a, kMaxHeads)})
     if (bad) return Error(*bad);
   if (auto seq = r.num("seq_len"))  // sets the learned-position table below
@@ -326,6 +328,26 @@ void release_defaults_for(const ReleaseDefaults& d, Plan& plan, bool routing_sta
             [&](ParallelConfig& q) { q.moe_force_balance = *d.moe_force_balance; });
 }
 }  // namespace
+
+std::string unstated_run(const CsvRow& row, RowSettings settings) {
+  auto stated = [&](const char* col) {
+    if (!row.get(col).empty()) return true;  // a bad value is the builder's to report (and charged)
+    for (const RunFact& f : facts_for(row, settings))
+      if (f.fact == col) return true;
+    return false;
+  };
+  std::string missing;
+  for (const char* col : {"num_gpus", "gbs", "seq_len"})
+    if (!stated(col)) missing += (missing.empty() ? "" : ", ") + std::string(col);
+  if (!missing.empty()) return "the row does not state " + missing + " (no run to simulate; not scored)";
+  return "";
+}
+
+bool has_throughput_measurement(const CsvRow& row) {
+  for (const char* col : {"tokens_per_sec_per_gpu", "step_time_s", "tflops_per_gpu"})
+    if (auto v = row.num(col); v && *v > 0) return true;
+  return false;
+}
 
 Expected<PublishedRun> published_run_from_row(const CsvRow& row, RowSettings settings) {
   // model dimensions the table left out but its recipe states (data/run_facts) fill the blank columns

@@ -42,6 +42,14 @@ Expected<PublishedRun> published_run_from_row(const CsvRow& r, RowSettings setti
 // FLOP convention (see the calibration README); `how` says which.
 std::optional<double> measured_tokens_per_s_per_gpu(const CsvRow& r, const PublishedRun& run, std::string* how);
 
+// Why a row states no run that could be scored ("" when it does): it leaves the GPU count, the global
+// batch or the sequence length blank (after the recipe facts fill blank model columns). Such a row is
+// listed and not scored; a complete row that mplan cannot build or simulate is charged instead
+// (see validate.h).
+std::string unstated_run(const CsvRow& r, RowSettings settings = RowSettings::with_run_facts);
+// Whether a throughput row gives a measurement (tokens/s per GPU, step time or TFLOP/s, positive).
+bool has_throughput_measurement(const CsvRow& r);
+
 // Rows a clean scoring set drops (secondary sources, *_suspect, batch_inconsistent, truncated,
 // parallel_config_not_stated), with the flag that caused it.
 std::optional<std::string> doubtful_flag(const CsvRow& r);

@@ -60,6 +60,17 @@ void summarise(ValidationReport& rep) {
       ++rep.skipped;
       continue;
     }
+    if (r.failed) {  // charged, not dropped: 10x off, and not predicted to fit
+      ++rep.failed;
+      if (r.expect_oom) {  // an out-of-memory observation mplan cannot reproduce: not predicted
+        ++rep.oom_rows;
+        continue;
+      }
+      ++scored;
+      all.push_back(kFailedRowApePct);
+      for (const auto& f : r.families) fam[f].push_back(kFailedRowApePct);
+      continue;
+    }
     if (r.expect_oom) {
       ++rep.oom_rows;
       rep.oom_predicted += r.fits ? 0 : 1;
@@ -103,9 +114,19 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
       rep.rows.push_back(row);
       continue;
     }
+    std::string why = unstated_run(c, settings);
+    if (why.empty() && !has_throughput_measurement(c))
+      why = "no throughput measurement in the row (tokens_per_sec_per_gpu, step_time_s or tflops_per_gpu; not scored)";
+    if (!why.empty()) {
+      row.skipped = true;
+      row.reason = why;
+      rep.rows.push_back(row);
+      continue;
+    }
     auto run = published_run_from_row(c, settings);
     if (!run) {
-      row.skipped = true;
+      row.failed = true;
+      row.fits = false;
       row.reason = run.error().problems.front();
       rep.rows.push_back(row);
       continue;
@@ -116,18 +137,19 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
     auto meas = measured_tokens_per_s_per_gpu(c, *run, &row.how);
     if (!meas) {
       row.skipped = true;
-      row.reason = "no throughput measurement in the row";
-      rep.rows.push_back(row);
-      continue;
-    }
-    auto r = simulate(run->plan, params(run->plan));
-    if (!r) {
-      row.skipped = true;
-      row.reason = r.error().problems.front();
+      row.reason = "no throughput measurement in the row (not scored)";
       rep.rows.push_back(row);
       continue;
     }
     row.measured = *meas;
+    auto r = simulate(run->plan, params(run->plan));
+    if (!r || !(r->tokens_per_s_per_gpu > 0) || !std::isfinite(r->tokens_per_s_per_gpu)) {
+      row.failed = true;
+      row.fits = false;
+      row.reason = r ? std::string("no throughput predicted") : r.error().problems.front();
+      rep.rows.push_back(row);
+      continue;
+    }
     row.predicted = r->tokens_per_s_per_gpu;
     record_memory(row, *r);
     row.error_pct = (row.predicted - row.measured) / row.measured * 100.0;
@@ -141,6 +163,16 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
   }
   summarise(rep);
   return rep;
+}
+
+std::vector<UnbuiltRow> unbuilt_rows(const std::vector<CsvRow>& rows) {
+  std::vector<UnbuiltRow> out;
+  for (const auto& c : rows) {
+    if (doubtful_flag(c) || known_regression(c) || !unstated_run(c).empty() || !has_throughput_measurement(c)) continue;
+    auto run = published_run_from_row(c);
+    if (!run) out.push_back({&c, run.error().problems.front()});
+  }
+  return out;
 }
 
 std::vector<MeasuredRun> measured_runs_from_rows(const std::vector<CsvRow>& rows) {
@@ -180,9 +212,16 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
     }
     CsvRow cr = c;
     cr.f["row_id"] = row.row_id;
+    if (std::string why = unstated_run(cr, settings); !why.empty()) {
+      row.skipped = true;
+      row.reason = why;
+      rep.rows.push_back(row);
+      continue;
+    }
     auto run = published_run_from_row(cr, settings);
     if (!run) {
-      row.skipped = true;
+      row.failed = true;
+      row.fits = false;
       row.reason = run.error().problems.front();
       rep.rows.push_back(row);
       continue;
@@ -192,7 +231,8 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
     row.plan = run->plan;
     auto r = simulate(run->plan, params(run->plan));
     if (!r) {
-      row.skipped = true;
+      row.failed = true;
+      row.fits = false;
       row.reason = r.error().problems.front();
       rep.rows.push_back(row);
       continue;

@@ -1,7 +1,9 @@
 // Cross-validation of the cost model: a parameter that only the held-out source informs falls back to
 // its prior instead of keeping the value fitted with that source; residual quantiles; interval bounds
 // read from a calibration file (current and older keys); rows whose source documents a regression are
-// reported with their error but neither scored nor fitted.
+// reported with their error but neither scored nor fitted; a complete row mplan cannot build is charged
+// (10x off, not fitting) in plain validation and in cross-validation, while a row that states no run is
+// listed and not scored.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -121,6 +123,60 @@ TEST(CrossValidate, KnownRegressionRowsAreReportedButNeitherScoredNorFitted) {
   auto runs = measured_runs_from_rows(rows);
   EXPECT_EQ(runs.size(), 5u);
   for (const MeasuredRun& m : runs) EXPECT_NE(m.id, "M-2");
+}
+
+// M-2 names a model with no preset and no dimensions (a published model mplan cannot express); F-2
+// leaves its sequence length blank (no run to simulate).
+std::vector<CsvRow> rows_with_unbuildable(const Calibration& truth) {
+  auto rows = synthetic_rows(truth);
+  rows[1].f["model"] = "Unknown-Model 9T";
+  for (const char* col : {"layers", "hidden", "ffn_hidden", "heads", "kv_heads"}) rows[1].f[col] = "";
+  rows[4].f["seq_len"] = "";
+  return rows;
+}
+
+TEST(CrossValidate, ARowThatCannotBeBuiltIsChargedAndOneThatStatesNoRunIsListed) {
+  Calibration truth = shipped_calibration();
+  auto rows = rows_with_unbuildable(truth);
+  ASSERT_EQ(rows.size(), 6u);
+  auto params = [&](const Plan& p) { return truth.params_for(p.cluster.gpu); };
+  ValidationReport rep = validate_throughput(rows, params);
+  EXPECT_EQ(rep.overall.n, 5);  // four simulated rows and the charged one
+  EXPECT_EQ(rep.failed, 1);
+  EXPECT_EQ(rep.skipped, 1);
+  const ValidationRow& m2 = rep.rows[1];
+  EXPECT_TRUE(m2.failed);
+  EXPECT_FALSE(m2.skipped);
+  EXPECT_FALSE(m2.fits);
+  EXPECT_NE(m2.reason.find("Unknown-Model 9T"), std::string::npos) << m2.reason;
+  EXPECT_NEAR(rep.overall.mape, kFailedRowApePct / 5, 1.0);  // the exact rows add ~0
+  EXPECT_NEAR(rep.fits_share, 4.0 / 5.0, 1e-9);
+  const ValidationRow& f2 = rep.rows[4];
+  EXPECT_TRUE(f2.skipped);
+  EXPECT_FALSE(f2.failed);
+  EXPECT_NE(f2.reason.find("seq_len"), std::string::npos) << f2.reason;
+  auto unbuilt = unbuilt_rows(rows);
+  ASSERT_EQ(unbuilt.size(), 1u);
+  EXPECT_EQ(unbuilt[0].row->get("row_id"), "M-2");
+
+  CvOptions opt;
+  opt.mode = CvMode::source;
+  opt.max_evals = 10;
+  CvReport cv = cross_validate(rows, truth, {{"hopper/gemm_eff_max", 0.4, 1.0}}, opt);
+  ASSERT_EQ(cv.rows.size(), 5u);  // F-2 states no run; M-2 is in, charged
+  bool charged = false;
+  for (const CvRow& r : cv.rows)
+    if (r.row_id == "M-2") {
+      charged = true;
+      EXPECT_EQ(r.held_out, 0.0);
+      EXPECT_EQ(r.source, "src_megatron");
+    }
+  EXPECT_TRUE(charged);
+  EXPECT_NEAR(cv.overall.held_out.mape, kFailedRowApePct / 5, 5.0);
+  EXPECT_NEAR(cv.by_source["src_megatron"].held_out.mape, kFailedRowApePct / 3, 5.0);
+  bool listed = false;
+  for (const auto& f : cv.failures) listed = listed || f.rfind("M-2: ", 0) == 0;
+  EXPECT_TRUE(listed);
 }
 
 }  // namespace
