@@ -131,6 +131,8 @@ ComputeRates compute_rates(Precision prec, const ClusterSpec& c, const CostParam
   r.vec_peak = (fp32 ? *fp32 : 1e3) * 1e12;
   r.prec_eff = p.eff_for(prec);
   r.hbm = c.gpu.hbm_gbps * 1e9 * p.hbm_eff;
+  r.ssm_bw = r.hbm;
+  if (c.gpu.sm_count > 1 && p.ssm_kernel_sm_gbps > 0) r.ssm_bw = std::min(r.hbm, c.gpu.sm_count * p.ssm_kernel_sm_gbps * 1e9);
   r.overhead = p.kernel_overhead_us * 1e-6;
   r.sm_count = c.gpu.sm_count;
   return r;
@@ -203,17 +205,19 @@ OpCost compute_op_cost(const Op& op, const ComputeRates& rt, const CostParams& p
       // passing, C.B^T) before about a dozen gradient kernels, so it is charged the forward again plus
       // twice the forward (the rule of every memory-bound op), over 16 kernels
       constexpr double kFwdKernels = 5, kBwdKernels = 16;
-      const double pk = rt.peak_bf16;
-      const double fwd = std::max(op.fwd_bytes / hbm, op.fwd_flops / (pk * p.attn_fwd_eff));
+      const double pk = rt.peak_bf16, bw = rt.ssm_bw;  // Triton kernels: at most ssm_kernel_sm_gbps per SM
+      const double fwd = std::max(op.fwd_bytes / bw, op.fwd_flops / (pk * p.attn_fwd_eff));
       r.fwd_s = fwd + kFwdKernels * overhead;
-      r.bwd_input_s = fwd + std::max(2 * op.fwd_bytes / hbm, 2 * op.fwd_flops / (pk * p.attn_bwd_eff)) + kBwdKernels * overhead;
+      r.bwd_input_s = fwd + std::max(2 * op.fwd_bytes / bw, 2 * op.fwd_flops / (pk * p.attn_bwd_eff)) + kBwdKernels * overhead;
       break;
     }
     case OpKind::comm:
       break;
     default: {
-      // memory-bound on GPUs; on CPUs the transcendental work of some ops can dominate, hence the max
-      double t = std::max(op.fwd_bytes / hbm, op.fwd_flops / rt.vec_peak);
+      // memory-bound on GPUs; on CPUs the transcendental work of some ops can dominate, hence the max.
+      // The Mamba mixer's gated RMSNorm is mamba_ssm's Triton kernel (rate per SM, ComputeRates::ssm_bw)
+      const double bw = op.id == OpId::ssm_gate_norm ? rt.ssm_bw : hbm;
+      double t = std::max(op.fwd_bytes / bw, op.fwd_flops / rt.vec_peak);
       r.fwd_s = t + overhead;
       r.bwd_input_s = 2.0 * t + overhead;
       if (op.kind == OpKind::embedding) r.bwd_weight_s = 0;

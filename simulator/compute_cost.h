@@ -26,6 +26,7 @@ struct ComputeRates {
   double vec_peak = 0;            // FLOP/s of fp32 (1e15 where unknown): the transcendental work of CPU ops
   double prec_eff = 1;            // CostParams::eff_for(prec)
   double hbm = 0;                 // achieved HBM bytes/s
+  double ssm_bw = 0;              // bytes/s of mamba_ssm's Triton kernels: hbm, or less (CostParams::ssm_kernel_sm_gbps)
   double overhead = 0;            // per kernel, s
   bool per_expert_gemms = false;  // grouped expert GEMMs run one kernel per expert (FrameworkRuns)
   int sm_count = 1;

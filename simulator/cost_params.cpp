@@ -63,6 +63,8 @@ const std::vector<CostParamRow>& cost_param_table() {
       {"attn_fa2_bwd_eff", &P::attn_fa2_bwd_eff, eff, false, "FlashAttention-2 backward, fraction of the dense peak (per architecture; 0 = the fused rate)"},
       {"triton_attn_eff", &P::triton_attn_eff, eff, true, "the 2022 Triton flash-attention kernel relative to fused flash attention", {0.2, 1.0}},
       {"hbm_eff", &P::hbm_eff, eff, true, "memory-bound kernels' fraction of HBM bandwidth", fraction},
+      // measured (anchored at H100, checked against GB200/H200 kernel ratios), not fitted: hybrid rows are not fitted
+      {"ssm_kernel_sm_gbps", &P::ssm_kernel_sm_gbps, {0, 1e6, false}, true, "most GB/s per SM of mamba_ssm's Triton kernels (SSD scan, gated RMSNorm); 0 = no cap"},
       // measured (Hazy Research 2025, H100), not fitted to the published runs; `mplan calibrate` fits it to a machine's CUPTI rows
       {"kernel_overhead_us", &P::kernel_overhead_us, {0, 1e6, false}, true, "GPU idle time per kernel launched on a stream, microseconds"},
       {"kernel_overhead_graph_us", &P::kernel_overhead_graph_us, {0, 1e6, false}, true, "GPU idle time per kernel inside a CUDA graph (cuda_graph_impl), microseconds"},

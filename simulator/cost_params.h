@@ -45,6 +45,13 @@ struct CostParams {
   double triton_attn_eff = 0.5;
   // Memory-bound ops: bytes / (hbm_gbps * hbm_eff).
   double hbm_eff = 0.70;
+  // mamba_ssm's Triton kernels (the SSD scan's five forward kernels, the gated RMSNorm) stream at most
+  // this many GB/s per SM: their rate follows the GPU's SMs, not its HBM (GB200 against H200: 1.34x and
+  // 1.0x for two Triton SSM kernels where HBM grows 1.67x and cuBLAS 2.44x, state-spaces/mamba issue
+  // 904). Set where H100's cap meets its HBM-bound rate (3,350 GB/s x 0.662 / 132 SMs), so that H100
+  // is unchanged: a constant from measurements, not fitted (docs/cost_model.md, "Hybrid Mamba
+  // models"). 0 = no cap; CPUs (one "SM") have none.
+  double ssm_kernel_sm_gbps = 16.8;
   // The GPU's idle time at each kernel boundary, microseconds: measured, not fitted. 2.1 us per
   // kernel launched on a stream and 1.3 us inside a CUDA graph on an H100 (Spector, Juravsky et al.,
   // "Look Ma, No Bubbles!", Hazy Research, 2025-05-27; docs/cost_model.md). The graph value applies
