@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "core/stats.h"
 
@@ -94,6 +95,21 @@ void record_memory(ValidationRow& row, const StepReport& r) {
   row.dominant_memory = dominant_memory_term(r.memory);
 }
 
+// A complete row mplan cannot build or simulate: charged (see summarise), listed with the reason.
+void mark_failed(ValidationRow& row, std::string reason) {
+  row.failed = true;
+  row.fits = false;
+  row.reason = std::move(reason);
+}
+
+// Why a throughput row states nothing to score ("" when it does): no run (unstated_run) or no measurement.
+std::string unscorable_throughput_row(const CsvRow& c, RowSettings settings) {
+  std::string why = unstated_run(c, settings);
+  if (why.empty() && !has_throughput_measurement(c))
+    why = "no throughput measurement in the row (tokens_per_sec_per_gpu, step_time_s or tflops_per_gpu; not scored)";
+  return why;
+}
+
 ValidationRow start_row(const CsvRow& c, const std::string& id_key) {
   ValidationRow row;
   row.row_id = c.get(id_key);
@@ -114,10 +130,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
       rep.rows.push_back(row);
       continue;
     }
-    std::string why = unstated_run(c, settings);
-    if (why.empty() && !has_throughput_measurement(c))
-      why = "no throughput measurement in the row (tokens_per_sec_per_gpu, step_time_s or tflops_per_gpu; not scored)";
-    if (!why.empty()) {
+    if (std::string why = unscorable_throughput_row(c, settings); !why.empty()) {
       row.skipped = true;
       row.reason = why;
       rep.rows.push_back(row);
@@ -125,9 +138,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
     }
     auto run = published_run_from_row(c, settings);
     if (!run) {
-      row.failed = true;
-      row.fits = false;
-      row.reason = run.error().problems.front();
+      mark_failed(row, run.error().problems.front());
       rep.rows.push_back(row);
       continue;
     }
@@ -144,9 +155,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
     row.measured = *meas;
     auto r = simulate(run->plan, params(run->plan));
     if (!r || !(r->tokens_per_s_per_gpu > 0) || !std::isfinite(r->tokens_per_s_per_gpu)) {
-      row.failed = true;
-      row.fits = false;
-      row.reason = r ? std::string("no throughput predicted") : r.error().problems.front();
+      mark_failed(row, r ? std::string("no throughput predicted") : r.error().problems.front());
       rep.rows.push_back(row);
       continue;
     }
@@ -168,7 +177,7 @@ ValidationReport validate_throughput(const std::vector<CsvRow>& rows, const Para
 std::vector<UnbuiltRow> unbuilt_rows(const std::vector<CsvRow>& rows) {
   std::vector<UnbuiltRow> out;
   for (const auto& c : rows) {
-    if (doubtful_flag(c) || known_regression(c) || !unstated_run(c).empty() || !has_throughput_measurement(c)) continue;
+    if (doubtful_flag(c) || known_regression(c) || !unscorable_throughput_row(c, RowSettings::with_run_facts).empty()) continue;
     auto run = published_run_from_row(c);
     if (!run) out.push_back({&c, run.error().problems.front()});
   }
@@ -220,9 +229,7 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
     }
     auto run = published_run_from_row(cr, settings);
     if (!run) {
-      row.failed = true;
-      row.fits = false;
-      row.reason = run.error().problems.front();
+      mark_failed(row, run.error().problems.front());
       rep.rows.push_back(row);
       continue;
     }
@@ -231,9 +238,7 @@ ValidationReport validate_memory(const std::vector<CsvRow>& rows, const ParamsFo
     row.plan = run->plan;
     auto r = simulate(run->plan, params(run->plan));
     if (!r) {
-      row.failed = true;
-      row.fits = false;
-      row.reason = r.error().problems.front();
+      mark_failed(row, r.error().problems.front());
       rep.rows.push_back(row);
       continue;
     }
